@@ -1,0 +1,165 @@
+"""Error codes, the error envelope, and finding a code inside a gateway-wrapped body.
+
+The kit's envelope (decided): every JSON error is ``{"code", "message"}``, plus a
+``detail`` list of ``{"loc", "msg", "type"}`` for validation failures, so both shapes the
+real service uses are present at once.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from enum import StrEnum
+from typing import Any
+
+
+class ErrorCode(StrEnum):
+    INVALID_ARGUMENT = "invalid_argument"
+    VALIDATION_FAILED = "validation_failed"
+    UNKNOWN_FIELD = "unknown_field"
+    MALFORMED_JSON = "malformed_json"
+    MALFORMED_FRAME = "malformed_frame"
+    LEGACY_PAYLOAD_REFUSED = "legacy_payload_refused"
+    UNSUPPORTED_MEDIA_TYPE = "unsupported_media_type"
+    PAYLOAD_TOO_LARGE = "payload_too_large"
+    UNAUTHENTICATED = "unauthenticated"
+    NOT_FOUND = "not_found"
+    JOB_NOT_FOUND = "job_not_found"
+    REQUEST_NOT_FOUND = "request_not_found"
+    CHECKPOINT_NOT_FOUND = "checkpoint_not_found"
+    SUB_JOB_NOT_FOUND = "sub_job_not_found"
+    JOB_NOT_RUNNING = "job_not_running"
+    JOB_CONFLICT = "job_conflict"
+    MODEL_NOT_TRAINABLE = "model_not_trainable"
+    UNKNOWN_MODEL = "unknown_model"
+    UNKNOWN_OPERATION_TYPE = "unknown_operation_type"
+    ROUTING_CONFLICT = "routing_conflict"
+    NOT_IMPLEMENTED = "not_implemented"
+    METHOD_NOT_ALLOWED = "method_not_allowed"
+    CHUNK_GROUP_RESTART_REQUIRED = "chunk_group_restart_required"
+    CHUNK_GROUP_CONFLICT = "chunk_group_conflict"
+    CHUNK_GROUP_MISSING_CHUNKS = "chunk_group_missing_chunks"
+    CHUNK_GROUP_LIMIT = "chunk_group_limit"
+    BUFFER_LIMIT = "buffer_limit"
+    FRAME_LIMIT = "frame_limit"
+    RATE_LIMITED = "rate_limited"
+    UNAVAILABLE = "unavailable"
+    PROMPT_TOO_LONG = "prompt_too_long"
+    INTERNAL = "internal"
+
+
+#: The HTTP status each code is answered with.
+STATUS_OF: dict[ErrorCode, int] = {
+    ErrorCode.INVALID_ARGUMENT: 400,
+    ErrorCode.VALIDATION_FAILED: 400,
+    ErrorCode.UNKNOWN_FIELD: 400,
+    ErrorCode.MALFORMED_JSON: 400,
+    ErrorCode.MALFORMED_FRAME: 400,
+    ErrorCode.LEGACY_PAYLOAD_REFUSED: 400,
+    ErrorCode.PROMPT_TOO_LONG: 400,
+    ErrorCode.UNKNOWN_OPERATION_TYPE: 400,
+    ErrorCode.ROUTING_CONFLICT: 400,
+    ErrorCode.MODEL_NOT_TRAINABLE: 400,
+    ErrorCode.UNKNOWN_MODEL: 400,
+    ErrorCode.FRAME_LIMIT: 400,
+    ErrorCode.UNAUTHENTICATED: 401,
+    ErrorCode.NOT_FOUND: 404,
+    ErrorCode.JOB_NOT_FOUND: 404,
+    ErrorCode.REQUEST_NOT_FOUND: 404,
+    ErrorCode.CHECKPOINT_NOT_FOUND: 404,
+    ErrorCode.SUB_JOB_NOT_FOUND: 400,
+    ErrorCode.METHOD_NOT_ALLOWED: 405,
+    ErrorCode.JOB_NOT_RUNNING: 409,
+    ErrorCode.JOB_CONFLICT: 409,
+    ErrorCode.CHUNK_GROUP_RESTART_REQUIRED: 409,
+    ErrorCode.CHUNK_GROUP_CONFLICT: 409,
+    ErrorCode.CHUNK_GROUP_MISSING_CHUNKS: 409,
+    ErrorCode.PAYLOAD_TOO_LARGE: 413,
+    ErrorCode.BUFFER_LIMIT: 413,
+    ErrorCode.UNSUPPORTED_MEDIA_TYPE: 415,
+    ErrorCode.CHUNK_GROUP_LIMIT: 429,
+    ErrorCode.RATE_LIMITED: 429,
+    ErrorCode.INTERNAL: 500,
+    ErrorCode.NOT_IMPLEMENTED: 501,
+    ErrorCode.UNAVAILABLE: 503,
+}
+
+#: Chunk-group codes a client must act on rather than retry blindly.
+CHUNK_GROUP_CODES = frozenset(
+    {
+        ErrorCode.CHUNK_GROUP_RESTART_REQUIRED,
+        ErrorCode.CHUNK_GROUP_CONFLICT,
+        ErrorCode.CHUNK_GROUP_MISSING_CHUNKS,
+    }
+)
+
+REQUEST_ID_HEADER = "x-snowflake-request-id"
+
+
+def error_body(
+    code: ErrorCode | str,
+    message: str,
+    detail: Iterable[Mapping[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """Build the kit's error envelope."""
+    body: dict[str, Any] = {"code": str(code), "message": message}
+    if detail is not None:
+        body["detail"] = [dict(d) for d in detail]
+    return body
+
+
+def detail_entry(loc: Iterable[str | int], msg: str, type_: str = "value_error") -> dict[str, Any]:
+    """One ``detail`` item naming a bad field by its location."""
+    return {"loc": list(loc), "msg": msg, "type": type_}
+
+
+def find_error_code(body: Any, _depth: int = 0) -> str | None:
+    """Find a ``code`` anywhere in an error body, also inside JSON wrapped in strings.
+
+    Gateways sometimes answer ``{"message": "{\\"code\\": \\"chunk_group_conflict\\"}"}``.
+    """
+    if _depth > 8:
+        return None
+    if isinstance(body, (bytes, bytearray)):
+        body = body.decode("utf-8", "replace")
+    if isinstance(body, str):
+        text = body.strip()
+        if not text or text[0] not in "{[\"":
+            return None
+        try:
+            return find_error_code(json.loads(text), _depth + 1)
+        except ValueError:
+            start = text.find("{")
+            if start > 0:
+                return find_error_code(text[start:], _depth + 1)
+            return None
+    if isinstance(body, Mapping):
+        code = body.get("code")
+        if isinstance(code, str) and code:
+            return code
+        for value in body.values():
+            found = find_error_code(value, _depth + 1)
+            if found:
+                return found
+        return None
+    if isinstance(body, list):
+        for value in body:
+            found = find_error_code(value, _depth + 1)
+            if found:
+                return found
+    return None
+
+
+def is_error_envelope(body: Any) -> bool:
+    """True when ``body`` is the contract's envelope: a non-empty ``code`` and ``message``."""
+    if not isinstance(body, Mapping):
+        return False
+    code, message = body.get("code"), body.get("message")
+    if not (isinstance(code, str) and code and isinstance(message, str) and message):
+        return False
+    detail = body.get("detail")
+    if detail is None:
+        return True
+    return isinstance(detail, list) and all(
+        isinstance(d, Mapping) and isinstance(d.get("loc"), list) and "msg" in d for d in detail
+    )

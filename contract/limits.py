@@ -1,0 +1,52 @@
+"""Numbers the contract fixes: body limits, event paging, poll and retry policy.
+
+One home for every figure a server or client must agree on (facts, sections 2, 5, 7).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+MiB = 1024 * 1024
+
+#: One HTTP request body is at most 60 MiB; bigger frames travel as request chunks.
+MAX_BODY_BYTES = 60 * MiB
+#: The default chunk size clients cut request frames into.
+DEFAULT_CHUNK_BYTES = MAX_BODY_BYTES
+#: ``max_events`` on a request poll: default and cap.
+DEFAULT_MAX_EVENTS = 16
+MAX_EVENTS_CAP = 512
+#: generate's default ``max_tokens`` when sampling params give none (facts, section 10).
+DEFAULT_MAX_TOKENS = 16
+#: HTTP statuses a client retries (besides connection errors and time-outs).
+TRANSIENT_STATUSES = frozenset({404, 409, 429, 500, 502, 503, 504})
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """Client retry policy: ten retries after the first try, exponential back-off + jitter."""
+
+    retries: int = 10
+    backoff_first_s: float = 0.5
+    backoff_factor: float = 2.0
+    backoff_cap_s: float = 6.0
+    jitter: float = 0.25
+    statuses: frozenset[int] = field(default=TRANSIENT_STATUSES)
+
+    def delay(self, attempt: int) -> float:
+        """Back-off before retry number ``attempt`` (0-based), jitter excluded."""
+        return min(self.backoff_cap_s, self.backoff_first_s * self.backoff_factor**attempt)
+
+
+@dataclass(frozen=True)
+class PollPolicy:
+    """Client poll timing: 0.5 s first, x1.25 each time, capped at 6 s, 1800 s overall."""
+
+    first_s: float = 0.5
+    factor: float = 1.25
+    cap_s: float = 6.0
+    timeout_s: float = 1800.0
+
+    def delay(self, attempt: int) -> float:
+        """Wait before poll number ``attempt`` (0-based)."""
+        return min(self.cap_s, self.first_s * self.factor**attempt)

@@ -1,0 +1,1 @@
+"""Engines turn a decoded request into a result; the store owns ordering and state."""

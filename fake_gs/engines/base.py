@@ -1,0 +1,53 @@
+"""The engine interface: what the fake asks of whatever computes results.
+
+The shape engine (default) synthesises seeded results that follow ``contract.shapes``;
+the tiny engine runs a small real causal LM. The store calls an engine from the job's
+serial executor only, so an engine needs no locking per job.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from contract.models import GenerateRequest, LogProbsRequest, SubJobConfig
+
+
+class Engine(Protocol):
+    name: str
+
+    def create_job(self, job_id: str, sub_jobs: list[SubJobConfig], seed: int) -> None:
+        """Allocate per-sub-job state (weights, optimizer, sampler copy, reference)."""
+
+    def drop_job(self, job_id: str) -> None:
+        """Release everything held for the job (cancelled/terminated)."""
+
+    def forward_backward(self, job_id: str, request: dict[str, Any]) -> dict[str, Any]:
+        """``{"avg_loss", "metrics", "post_process_outputs"}`` for a decoded frame object.
+
+        ``metrics`` carries at least grad_norm, ppo_kl, pg_clipfrac_lower, pg_loss, kl_loss,
+        kl_coef (the server drops it in the current profile).
+        """
+
+    def forward(self, job_id: str, request: dict[str, Any], *, reference: bool) -> dict[str, Any]:
+        """``{"model_outputs": {"logprobs": [B,S] float32, "entropy"?}, "metrics": {}}``."""
+
+    def step(self, job_id: str, learning_rate: float | None) -> dict[str, Any]:
+        """Apply accumulated gradients: ``{"last_lr", "metrics": {"grad_norm", ...}}``."""
+
+    def generate(self, job_id: str, request: GenerateRequest) -> list[dict[str, Any]]:
+        """One result per prompt: ``{"text", "token_ids", "finish_reason", "logprobs"?}``."""
+
+    def log_probs(self, job_id: str, request: LogProbsRequest) -> dict[str, Any]:
+        """Per-prompt log-probabilities (DSSST1-encodable)."""
+
+    def weight_sync(self, job_id: str, source: str, targets: list[str]) -> int:
+        """Copy training weights to the sampler(s); returns the new weight version."""
+
+    def save(self, job_id: str, checkpoint_type: str) -> Any:
+        """Snapshot state for a checkpoint (opaque to the store)."""
+
+    def load(self, job_id: str, snapshot: Any) -> None:
+        """Restore a snapshot made by :meth:`save` (possibly of another job)."""
+
+    def export_tensors(self, snapshot: Any) -> dict[str, Any]:
+        """name -> CPU tensor, written by the fake as a real safetensors file on export."""
