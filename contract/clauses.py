@@ -57,7 +57,8 @@ AREAS: dict[str, str] = {
     "SEM": "Semantics",
 }
 
-_M, _S = "MUST", "SHOULD"
+_M: Level = "MUST"
+_S: Level = "SHOULD"
 
 # (id, level, profile, subject, sentence)
 _TABLE: tuple[tuple[str, Level, ClauseProfile, Subject, str], ...] = (

@@ -1,0 +1,57 @@
+"""``python -m contract openapi|clauses|demo``: print the document, list clauses, or demo."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def _demo() -> int:
+    """Build the OpenAPI document and round-trip a DSSST1 frame through chunking."""
+    from contract import wire
+    from contract.clauses import CLAUSES
+    from contract.openapi import build_openapi
+
+    doc = build_openapi()
+    print(f"OpenAPI {doc['openapi']}: {len(doc['paths'])} paths, {len(CLAUSES)} clauses")
+    import torch
+
+    batch = {"kwargs": {"input_ids": torch.arange(12).reshape(3, 4)}, "meta": {"n": 1}}
+    frame = wire.dumps(batch, metadata=wire.standard_request_metadata())
+    chunks = wire.encode_byte_chunks(frame, "request", "forward-backward", max_bytes=8192 + 64)
+    back = wire.loads(wire.decode_byte_chunks(chunks, kind="request"))
+    same = torch.equal(back["kwargs"]["input_ids"], batch["kwargs"]["input_ids"])
+    print(f"frame {len(frame)} bytes -> {len(chunks)} chunks -> round trip {'ok' if same else 'FAILED'}")
+    return 0 if same else 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m contract", description=__doc__)
+    sub = parser.add_subparsers(dest="cmd", required=True)
+    api = sub.add_parser("openapi", help="print the OpenAPI 3.1 document")
+    api.add_argument("--profile", choices=("current", "proposed"), default="proposed")
+    api.add_argument("--output", "-o", help="write to a file instead of stdout")
+    sub.add_parser("clauses", help="list every clause")
+    sub.add_parser("demo", help="build the document and round-trip a frame")
+    args = parser.parse_args(argv)
+    if args.cmd == "openapi":
+        from contract.openapi import render
+
+        text = render(args.profile)
+        if args.output:
+            with open(args.output, "w", encoding="utf-8") as fh:
+                fh.write(text)
+        else:
+            sys.stdout.write(text)
+        return 0
+    if args.cmd == "clauses":
+        from contract.clauses import CLAUSES
+
+        for c in CLAUSES.values():
+            print(f"{c.id:20} {c.level:6} {c.profile:9} {c.subject:6} {c.text}")
+        return 0
+    return _demo()
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

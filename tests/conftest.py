@@ -1,0 +1,18 @@
+"""Shared test settings: hypothesis profiles (small in CI, larger locally)."""
+
+from __future__ import annotations
+
+import os
+
+from hypothesis import HealthCheck, settings
+
+settings.register_profile(
+    "ci",
+    max_examples=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    print_blob=True,
+)
+settings.register_profile("dev", max_examples=100, deadline=None, print_blob=True)
+settings.register_profile("deep", max_examples=1000, deadline=None, print_blob=True)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))

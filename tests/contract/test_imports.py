@@ -1,0 +1,27 @@
+"""``import contract`` stays light: no torch, server, HTTP client or test framework."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+HEAVY = ("torch", "safetensors", "starlette", "uvicorn", "requests", "hypothesis", "schemathesis", "numpy")
+
+
+def _loaded_after(statement: str) -> set[str]:
+    code = f"import sys; {statement}; print('\\n'.join(sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return {name.split(".")[0] for name in out.stdout.split()}
+
+
+def test_import_contract_pulls_nothing_heavy() -> None:
+    loaded = _loaded_after(
+        "import contract, contract.routes, contract.models, contract.clauses, contract.shapes, "
+        "contract.openapi, contract.wire"
+    )
+    assert not loaded & set(HEAVY), sorted(loaded & set(HEAVY))
+
+
+def test_codec_loads_torch_on_first_use() -> None:
+    loaded = _loaded_after("from contract import wire; wire.loads(wire.dumps({'a': 1}))")
+    assert "torch" in loaded or "safetensors" in loaded
