@@ -1,0 +1,137 @@
+"""The last HTTP exchanges of the running test, kept for the report's failing examples.
+
+Every :class:`requests.Session` the suite uses (raw driver, client driver) gets a response
+hook that appends to the process-wide :data:`RECORDER`; the plugin clears it before each
+test, so after a failure (hypothesis replays the shrunk example last) it holds the
+exchanges of the minimal failing example.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import deque
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import requests
+
+#: How many exchanges a test keeps, and how many the report shows.
+KEEP = 12
+SHOW = 3
+_BODY_PREVIEW = 600
+
+
+@dataclass(frozen=True)
+class Exchange:
+    method: str
+    url: str
+    request_headers: dict[str, str]
+    request_body: str
+    status: int
+    response_headers: dict[str, str]
+    response_body: str
+
+    def render(self) -> str:
+        lines = [f"> {self.method} {self.url}"]
+        lines += [f"> {k}: {v}" for k, v in self.request_headers.items()]
+        if self.request_body:
+            lines.append(f"> {self.request_body}")
+        lines.append(f"< {self.status}")
+        lines += [f"< {k}: {v}" for k, v in self.response_headers.items()]
+        if self.response_body:
+            lines.append(f"< {self.response_body}")
+        return "\n".join(lines)
+
+
+_SHOWN_REQUEST_HEADERS = ("content-type", "content-length", "x-snowflake-authorization-token-type")
+_SHOWN_RESPONSE_HEADERS = ("content-type", "x-snowflake-request-id", "retry-after")
+
+
+def preview(body: bytes | str | None, content_type: str = "") -> str:
+    """A short, printable rendering of a body: JSON as text, binary as size + head."""
+    if body is None or body == b"" or body == "":
+        return ""
+    data = body.encode() if isinstance(body, str) else bytes(body)
+    if "json" in content_type or data[:1] in (b"{", b"["):
+        try:
+            text = json.dumps(json.loads(data), sort_keys=False)
+        except ValueError:
+            text = data.decode("utf-8", "replace")
+        return (
+            text
+            if len(text) <= _BODY_PREVIEW
+            else text[:_BODY_PREVIEW] + f"... ({len(data)} bytes)"
+        )
+    return (
+        f"<{len(data)} bytes: {data[:48]!r}...>"
+        if len(data) > 48
+        else f"<{len(data)} bytes: {data!r}>"
+    )
+
+
+def _pick(headers: Any, names: tuple[str, ...]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for name in names:
+        value = headers.get(name)
+        if value is not None:
+            out[name] = value
+    if "Authorization" in headers or "authorization" in headers:
+        out["authorization"] = "Bearer <redacted>"
+    return out
+
+
+class Recorder:
+    """A bounded, thread-safe log of exchanges."""
+
+    def __init__(self, keep: int = KEEP) -> None:
+        self._items: deque[Exchange] = deque(maxlen=keep)
+        self._lock = threading.Lock()
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+
+    def add(self, exchange: Exchange) -> None:
+        with self._lock:
+            self._items.append(exchange)
+
+    def __iter__(self) -> Iterator[Exchange]:
+        with self._lock:
+            return iter(list(self._items))
+
+    def last(self, n: int = SHOW) -> list[Exchange]:
+        with self._lock:
+            return list(self._items)[-n:]
+
+    def record_response(self, response: requests.Response, *args: Any, **kwargs: Any) -> None:
+        """A ``requests`` response hook."""
+        req = response.request
+        body = req.body if isinstance(req.body, (bytes, str)) else None
+        self.add(
+            Exchange(
+                method=req.method or "?",
+                url=req.url or "?",
+                request_headers=_pick(req.headers, _SHOWN_REQUEST_HEADERS),
+                request_body=preview(body, req.headers.get("content-type", "")),
+                status=response.status_code,
+                response_headers=_pick(response.headers, _SHOWN_RESPONSE_HEADERS),
+                response_body=preview(response.content, response.headers.get("content-type", "")),
+            )
+        )
+
+    def attach(self, session: requests.Session) -> requests.Session:
+        """Record every response ``session`` receives."""
+        hooks = session.hooks.setdefault("response", [])
+        if self.record_response not in hooks:
+            hooks.append(self.record_response)
+        return session
+
+
+#: The process-wide recorder (each xdist worker has its own).
+RECORDER = Recorder()
+
+
+def render_last(n: int = SHOW) -> str:
+    return "\n\n".join(ex.render() for ex in RECORDER.last(n))
