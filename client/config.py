@@ -1,0 +1,225 @@
+"""``ClientConfig``: addressing, job shape, timing, reconnect ids and the legacy knobs.
+
+Importing this module pulls pydantic and the pydantic-only parts of ``contract`` so that a
+Cortex-only driver can build a config without torch, a server or any on-prem stack.
+
+Legacy handling (facts, section 12) happens in one ``mode="before"`` validator so that
+``model_fields_set`` names exactly the canonical fields a caller set; the environment
+override relies on that to let explicit fields win.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
+
+from contract.limits import DEFAULT_CHUNK_BYTES, MAX_BODY_BYTES, PollPolicy, RetryPolicy
+from contract.routes import DEFAULT_ENDPOINT
+
+_RETRY = RetryPolicy()
+_POLL = PollPolicy()
+
+Backend = Literal["cortex", "onprem"]
+
+#: Legacy backend spellings -> the backend they mean (each use warns).
+BACKEND_ALIASES: dict[str, str] = {"local": "onprem", "dss-platform": "onprem", "neutrino": "cortex"}
+#: Legacy/alternative field names -> canonical field names (the canonical one wins if both).
+FIELD_ALIASES: dict[str, str] = {
+    "sample_gpus": "sampling_gpus",
+    "model_name": "model",
+    "schema": "schema_name",
+    "cortex_base_url": "base_url",
+    "cortex_host": "host",
+    "cortex_database": "database",
+    "cortex_schema": "schema_name",
+    "cortex_endpoint": "endpoint",
+    "cortex_pat_env_var": "pat_env_var",
+    "cortex_pat": "pat",
+}
+#: Legacy fields with no meaning any more: dropped without a word.
+DROPPED_FIELDS: frozenset[str] = frozenset(
+    {"log_prob_engine", "sampling_engine", "reference_model", "job_name", "experiment_name"}
+)
+#: On-prem knobs kept on the config (dropping them once produced silently wrong runs) but
+#: never forwarded to Cortex.
+ONPREM_FIELDS: tuple[str, ...] = (
+    "ds_config",
+    "log_prob_ds_config",
+    "ds_worker_config",
+    "arctic_inference_config",
+    "full_determinism",
+    "colocate",
+    "vllm_config",
+    "training_config",
+    "checkpoint_path",
+    "port",
+)
+
+
+class ClientConfig(BaseModel):
+    """Everything the RL client needs; unknown fields are ignored (legacy configs)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    backend: Backend = "cortex"
+
+    # --- Cortex addressing (facts, section 2) ---------------------------------------------
+    base_url: str | None = Field(None, description="Explicit service base, e.g. http://127.0.0.1:8080; no PAT sent unless `pat` is set.")
+    host: str | None = Field(None, description="Account host; https://{host}; needs a PAT.")
+    database: str = "CORTEX"
+    schema_name: str = Field("PUBLIC", description="Schema (also accepted as `schema`).")
+    endpoint: str = DEFAULT_ENDPOINT
+    pat: SecretStr | None = Field(None, description="Programmatic access token value.")
+    pat_env_var: str = Field("CORTEX_PAT", description="Environment variable holding the PAT.")
+
+    # --- job shape -----------------------------------------------------------------------
+    model: str = "Qwen/Qwen3-0.6B"
+    training_gpus: int = Field(1, ge=0)
+    sampling_gpus: int = Field(1, ge=0)
+    log_prob_gpus: int = Field(0, ge=0)
+    max_seq_len: int = Field(4096, gt=0)
+    dtype: str | None = "bfloat16"
+    seed: int | None = 42
+    optimizer: str = "AdamW"
+    lr: float = Field(1e-6, gt=0)
+    train_batch_size: int = Field(1, gt=0)
+    training_extra: dict[str, Any] = Field(default_factory=dict, description="Open keys added to the Cortex training_config.")
+    sampling_extra: dict[str, Any] = Field(default_factory=dict, description="Open keys added to the sampling inference_config.")
+    log_prob_extra: dict[str, Any] = Field(default_factory=dict, description="Open keys added to the log-prob inference_config.")
+    forward_no_grad_route: Literal["proposed", "operation"] = Field(
+        "proposed",
+        description="`proposed`: POST /forward-no-grad; `operation`: the `forward` operation envelope (current-profile servers).",
+    )
+
+    # --- timing (defaults from contract.limits) --------------------------------------------
+    connect_timeout_s: float = Field(10.0, gt=0)
+    read_timeout_s: float = Field(300.0, gt=0)
+    call_timeout_s: float = Field(900.0, gt=0, description="Overall deadline of one call, retries included.")
+    retries: int = Field(_RETRY.retries, ge=0)
+    backoff_first_s: float = Field(_RETRY.backoff_first_s, ge=0)
+    backoff_factor: float = Field(_RETRY.backoff_factor, ge=1)
+    backoff_cap_s: float = Field(_RETRY.backoff_cap_s, ge=0)
+    backoff_jitter: float = Field(_RETRY.jitter, ge=0, le=1)
+    poll_first_s: float = Field(_POLL.first_s, ge=0)
+    poll_factor: float = Field(_POLL.factor, ge=1)
+    poll_cap_s: float = Field(_POLL.cap_s, ge=0)
+    poll_timeout_s: float = Field(_POLL.timeout_s, gt=0)
+    job_start_timeout_s: float = Field(_POLL.timeout_s, gt=0, description="How long to wait for `running`.")
+    max_chunk_bytes: int = Field(DEFAULT_CHUNK_BYTES, gt=0, le=MAX_BODY_BYTES)
+    max_events: int | None = Field(None, gt=0, description="`max_events` per poll (server default when unset).")
+    cancel_on_shutdown: bool = Field(True, description="shutdown() cancels a job this client created (never a reattached one).")
+
+    # --- reconnect ids ---------------------------------------------------------------------
+    job_id: str | None = None
+    training_job_id: str | None = None
+    sampling_job_id: str | None = None
+    log_prob_job_id: str | None = None
+
+    # --- on-prem knobs: kept, never sent to Cortex ----------------------------------------------
+    ds_config: Any = None
+    log_prob_ds_config: Any = None
+    ds_worker_config: Any = None
+    arctic_inference_config: Any = None
+    full_determinism: bool | None = None
+    colocate: bool = False
+    vllm_config: Any = None
+    training_config: Any = None
+    checkpoint_path: str | None = None
+    port: int | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _legacy(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        for name in DROPPED_FIELDS:
+            data.pop(name, None)
+        for alias, canonical in FIELD_ALIASES.items():
+            if alias in data:
+                value = data.pop(alias)
+                data.setdefault(canonical, value)
+        backend = data.get("backend")
+        if isinstance(backend, str):
+            key = backend.strip().lower()
+            if key in BACKEND_ALIASES:
+                warnings.warn(
+                    f"backend={backend!r} is deprecated; use {BACKEND_ALIASES[key]!r}",
+                    DeprecationWarning,
+                    stacklevel=4,
+                )
+                data["backend"] = BACKEND_ALIASES[key]
+            else:
+                data["backend"] = key
+        return data
+
+    @field_validator("max_chunk_bytes")
+    @classmethod
+    def _chunk_room(cls, value: int) -> int:
+        from contract.wire import CHUNK_HEADER_ALLOWANCE  # light: the codec loads torch lazily
+
+        if value <= CHUNK_HEADER_ALLOWANCE:
+            raise ValueError(
+                f"max_chunk_bytes must exceed {CHUNK_HEADER_ALLOWANCE} (each chunk's own header)"
+            )
+        return value
+
+    @model_validator(mode="after")
+    def _cortex_auth(self) -> ClientConfig:
+        needs_pat = self.backend == "cortex" and self.host and not self.base_url
+        if needs_pat and self.pat is None and not os.environ.get(self.pat_env_var):
+            raise ValueError(
+                    f"host={self.host!r} needs a PAT: set `pat`, or export "
+                    f"${self.pat_env_var} (the variable named by `pat_env_var`)"
+                )
+        return self
+
+    # --- derived values ----------------------------------------------------------------
+    def service_base(self) -> str | None:
+        """The URL routes hang under (before the prefix); ``base_url`` wins over ``host``."""
+        if self.base_url:
+            return self.base_url.rstrip("/")
+        if self.host:
+            host = self.host.rstrip("/")
+            return host if "://" in host else f"https://{host}"
+        return None
+
+    def pat_value(self) -> str | None:
+        """The PAT to send: the value if set; from the env var only when host-addressed."""
+        if self.pat is not None:
+            return self.pat.get_secret_value()
+        if self.base_url:
+            return None
+        return os.environ.get(self.pat_env_var) or None
+
+    def retry_policy(self) -> RetryPolicy:
+        return RetryPolicy(
+            retries=self.retries,
+            backoff_first_s=self.backoff_first_s,
+            backoff_factor=self.backoff_factor,
+            backoff_cap_s=self.backoff_cap_s,
+            jitter=self.backoff_jitter,
+        )
+
+    def poll_policy(self) -> PollPolicy:
+        return PollPolicy(
+            first_s=self.poll_first_s,
+            factor=self.poll_factor,
+            cap_s=self.poll_cap_s,
+            timeout_s=self.poll_timeout_s,
+        )
+
+    def job_start_policy(self) -> PollPolicy:
+        return PollPolicy(
+            first_s=self.poll_first_s,
+            factor=self.poll_factor,
+            cap_s=self.poll_cap_s,
+            timeout_s=self.job_start_timeout_s,
+        )
+
+    def onprem_settings(self) -> dict[str, Any]:
+        """The on-prem knobs that were set (for inspection; Cortex never sees them)."""
+        return {name: getattr(self, name) for name in ONPREM_FIELDS if name in self.model_fields_set}

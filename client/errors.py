@@ -1,0 +1,153 @@
+"""Typed client failures.
+
+Every failure renders the route, HTTP status, error code and ``x-snowflake-request-id``
+it knows of in its message, because that quadruple is what a Cortex operator asks for
+first when a run breaks.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class CortexError(Exception):
+    """Base of every error this client raises."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        route: str | None = None,
+        method: str | None = None,
+        url: str | None = None,
+        status: int | None = None,
+        code: str | None = None,
+        snowflake_request_id: str | None = None,
+        request_id: str | None = None,
+        job_id: str | None = None,
+    ) -> None:
+        self.message = message
+        self.route = route
+        self.method = method
+        self.url = url
+        self.status = status
+        self.code = code
+        self.snowflake_request_id = snowflake_request_id
+        self.request_id = request_id
+        self.job_id = job_id
+        super().__init__(self._render())
+
+    def _render(self) -> str:
+        parts = [
+            f"route={self.route or '-'}",
+            f"status={self.status if self.status is not None else '-'}",
+            f"code={self.code or '-'}",
+            f"x-snowflake-request-id={self.snowflake_request_id or '-'}",
+        ]
+        if self.request_id:
+            parts.append(f"request_id={self.request_id}")
+        if self.job_id:
+            parts.append(f"job_id={self.job_id}")
+        where = f" [{self.method} {self.url}]" if self.method and self.url else ""
+        return f"{self.message} ({', '.join(parts)}){where}"
+
+
+class ConfigError(CortexError, ValueError):
+    """The configuration cannot drive a Cortex job (e.g. no target, non-Cortex backend)."""
+
+
+class CortexHTTPError(CortexError):
+    """A non-2xx answer that was not (or no longer) retried."""
+
+    def __init__(self, message: str, *, body: Any = None, **context: Any) -> None:
+        self.body = body
+        super().__init__(message, **context)
+
+
+class CortexConnectionError(CortexError):
+    """The server could not be reached (after retries, or once for create-job)."""
+
+
+class ChunkGroupError(CortexHTTPError):
+    """Base of the chunk-group answers a client must act on rather than retry blindly."""
+
+
+class ChunkGroupRestartRequired(ChunkGroupError):
+    """The server does not know the group: it must be replayed from chunk 0."""
+
+
+class ChunkGroupConflict(ChunkGroupError):
+    """The group id was reused with another frame, chunk count or chunk payload."""
+
+
+class ChunkGroupMissingChunks(ChunkGroupError):
+    """The final chunk arrived while earlier chunks of the group are missing."""
+
+
+class ProtocolError(CortexError):
+    """The server answered something the contract rules out."""
+
+
+class RequestFailed(CortexError):
+    """An asynchronous request ended ``failed``; ``error`` holds the server's error."""
+
+    def __init__(self, message: str, *, error: Any = None, **context: Any) -> None:
+        self.error = error
+        super().__init__(message, **context)
+
+
+class RequestCancelled(RequestFailed):
+    """An asynchronous request ended ``cancelled``."""
+
+
+class DeadlineExceeded(CortexError):
+    """A per-call deadline passed before the call succeeded."""
+
+
+class PollTimeout(DeadlineExceeded):
+    """A request (or job start-up) was not terminal within the poll timeout."""
+
+
+class JobFailed(CortexError):
+    """The job ended (failed, cancelled, terminated) instead of reaching ``running``."""
+
+    def __init__(self, message: str, *, state: str | None = None, reason: str | None = None,
+                 **context: Any) -> None:
+        self.state = state
+        self.reason = reason
+        super().__init__(message, **context)
+
+
+class PromptTooLong(CortexError, ValueError):
+    """A pre-tokenised prompt is at least the sampling sub-job's ``max_seq_len`` long."""
+
+    def __init__(self, message: str, *, index: int, length: int, max_seq_len: int,
+                 **context: Any) -> None:
+        self.index = index
+        self.length = length
+        self.max_seq_len = max_seq_len
+        super().__init__(message, **context)
+
+
+class PayloadTooLarge(CortexError, ValueError):
+    """A body the contract caps (e.g. an ``operation`` forward payload) is too large."""
+
+
+__all__ = [
+    "ChunkGroupConflict",
+    "ChunkGroupError",
+    "ChunkGroupMissingChunks",
+    "ChunkGroupRestartRequired",
+    "ConfigError",
+    "CortexConnectionError",
+    "CortexError",
+    "CortexHTTPError",
+    "DeadlineExceeded",
+    "JobFailed",
+    "PayloadTooLarge",
+    "PollTimeout",
+    "PromptTooLong",
+    "ProtocolError",
+    "RequestCancelled",
+    "RequestFailed",
+]

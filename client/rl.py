@@ -1,0 +1,195 @@
+"""``ArcticRLClient``: the synchronous RL client over a transport.
+
+It obtains the job lazily (on :meth:`start`, ``with``, or the first op) so that building a
+client never costs a GPU job by itself, turns each call into a canonical ``Request`` and
+flattens training metrics the same way for every transport.
+"""
+
+from __future__ import annotations
+
+from types import TracebackType
+from typing import Any
+
+from client.config import ClientConfig
+from client.errors import ConfigError
+from client.shaping import flatten_metrics
+from client.transport import JobIds, Request, Transport
+
+
+def _given(**kwargs: Any) -> dict[str, Any]:
+    """Keyword arguments that were actually given (None means 'not given' for legacy kwargs)."""
+    return {k: v for k, v in kwargs.items() if v is not None}
+
+
+class ArcticRLClient:
+    """Synchronous client: create/reattach a job, run ops, shut down."""
+
+    def __init__(self, config: ClientConfig, transport: Transport | None = None, *,
+                 server_state: Any = None) -> None:
+        if transport is None and config.backend != "cortex":
+            raise ConfigError(
+                f"backend={config.backend!r}: this kit provides the Cortex backend only; set "
+                "backend='cortex' (or export ARCTIC_RL_BACKEND=cortex) or pass a transport"
+            )
+        self._config = config
+        self._transport = transport
+        self._server_state = server_state  # accepted for the legacy signature; unused on Cortex
+        self._ids: JobIds | None = None
+        self._closed = False
+
+    # --- lifecycle -------------------------------------------------------------------------
+    @property
+    def transport(self) -> Transport:
+        if self._transport is None:
+            from client.transports.cortex import CortexTransport
+
+            self._transport = CortexTransport(self._config)
+        return self._transport
+
+    def start(self) -> ArcticRLClient:
+        """Create (or reattach to) the job and wait for ``running``; idempotent."""
+        if self._closed:
+            raise ConfigError("client was shut down")
+        if self._ids is None:
+            self._ids = self.transport.open()
+        return self
+
+    def __enter__(self) -> ArcticRLClient:
+        return self.start()
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.shutdown()
+
+    def shutdown(self) -> None:
+        """Release the transport; cancel the job only if this client created it."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._transport is None:
+            return
+        cancel = bool(self._ids and self._ids.created and self._config.cancel_on_shutdown)
+        self._transport.close(cancel=cancel)
+
+    def reconnect_config(self) -> ClientConfig:
+        """A config carrying this job's ids, so another process reattaches instead of creating."""
+        data = {name: getattr(self._config, name) for name in self._config.model_fields_set}
+        ids = self._ids
+        if ids is not None:
+            data.update(job_id=ids.job_id, training_job_id=ids.training,
+                        sampling_job_id=ids.sampling, log_prob_job_id=ids.log_prob)
+        return ClientConfig.model_validate(data)
+
+    def get_server_state(self) -> Any:
+        """The on-prem Ray state actor; Cortex has none, so ``None``."""
+        return None
+
+    # --- properties ------------------------------------------------------------------------
+    @property
+    def config(self) -> ClientConfig:
+        return self._config
+
+    @property
+    def job_ids(self) -> JobIds | None:
+        return self._ids
+
+    @property
+    def job_id(self) -> str | None:
+        return self._ids.job_id if self._ids else self._config.job_id
+
+    @property
+    def training_job_id(self) -> str | None:
+        return self._ids.training if self._ids else self._config.training_job_id
+
+    @property
+    def sampling_job_id(self) -> str | None:
+        return self._ids.sampling if self._ids else self._config.sampling_job_id
+
+    @property
+    def log_prob_job_id(self) -> str | None:
+        return self._ids.log_prob if self._ids else self._config.log_prob_job_id
+
+    # --- ops ---------------------------------------------------------------------------------
+    def call(self, op: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Run one canonical op (starting the job first if needed)."""
+        self.start()
+        return self.transport.call(Request(op, self.job_id, dict(body or {})))
+
+    def fwd_bwd(self, payload: dict[str, Any], **legacy: Any) -> dict[str, Any]:
+        """Forward+backward; legacy kwargs (post_processors=, reference_model=, context=,
+        router_replay=) are folded into the body."""
+        return flatten_metrics(self.call("fwd-bwd", {**payload, **_given(**legacy)}))
+
+    def fwd_no_grad(self, payload: dict[str, Any], reference_model: bool = False,
+                    **legacy: Any) -> dict[str, Any]:
+        body = {**payload, **_given(**legacy), "reference_model": bool(reference_model)}
+        return flatten_metrics(self.call("fwd-no-grad", body))
+
+    def step(self, learning_rate: float | None = None) -> dict[str, Any]:
+        return flatten_metrics(self.call("step", _given(learning_rate=learning_rate)))
+
+    def save_checkpoint(self, stage_info: Any = None, path: str | None = None,
+                        **kwargs: Any) -> dict[str, Any]:
+        return self.call("save-checkpoint", _given(stage_info=stage_info, path=path, **kwargs))
+
+    def save_weights(self, **kwargs: Any) -> dict[str, Any]:
+        return self.call("save-weights", _given(**kwargs))
+
+    def load_checkpoint(self, checkpoint_id: str, source_job_id: str | None = None,
+                        target_sub_job_id: str | None = None) -> dict[str, Any]:
+        return self.call("load-checkpoint", _given(checkpoint_id=checkpoint_id,
+                                                   source_job_id=source_job_id,
+                                                   target_sub_job_id=target_sub_job_id))
+
+    def generate(self, prompts: list[Any], sampling_params: Any = None,
+                 **kwargs: Any) -> dict[str, Any]:
+        return self.call("generate", _given(prompts=prompts, sampling_params=sampling_params,
+                                            **kwargs))
+
+    def log_probs(self, prompts: Any = None, completions: list[Any] | None = None,
+                  top_k: int | None = None, **kwargs: Any) -> dict[str, Any]:
+        """Score prompts (and completions); a single dict argument is taken as the body."""
+        if isinstance(prompts, dict) and completions is None and top_k is None:
+            return self.call("log-probs", {**prompts, **_given(**kwargs)})
+        return self.call("log-probs", _given(prompts=prompts, completions=completions,
+                                             top_k=top_k, **kwargs))
+
+    def sync_weights(self, cuda_ipc: bool = False, low_memory: bool = False,
+                     **kwargs: Any) -> dict[str, Any]:
+        """The hints travel; Cortex ignores them."""
+        return self.call("sync-weights", {"cuda_ipc": cuda_ipc, "low_memory": low_memory,
+                                          **_given(**kwargs)})
+
+    def reset_prefix_cache(self, **kwargs: Any) -> dict[str, Any]:
+        return self.call("reset-prefix-cache", _given(**kwargs))
+
+    def tail_logs(self, cursor: Any = None, max_lines: int | None = None) -> dict[str, Any]:
+        return self.call("tail-logs", _given(cursor=cursor, max_lines=max_lines))
+
+    def cancel_request(self, request_id: str) -> dict[str, Any]:
+        return self.call("cancel-request", {"request_id": request_id})
+
+    # --- colocation lifecycle: answered {} on Cortex --------------------------------------
+    def wake_training(self, **kwargs: Any) -> dict[str, Any]:
+        return self.call("wake_training", kwargs)
+
+    def sleep_training(self, **kwargs: Any) -> dict[str, Any]:
+        return self.call("sleep_training", kwargs)
+
+    def wake_inference(self, **kwargs: Any) -> dict[str, Any]:
+        return self.call("wake_inference", kwargs)
+
+    def sleep_inference(self, **kwargs: Any) -> dict[str, Any]:
+        return self.call("sleep_inference", kwargs)
+
+    def wake_log_prob(self, **kwargs: Any) -> dict[str, Any]:
+        return self.call("wake_log_prob", kwargs)
+
+    def sleep_log_prob(self, **kwargs: Any) -> dict[str, Any]:
+        return self.call("sleep_log_prob", kwargs)
+
+    def empty_training_cache(self, **kwargs: Any) -> dict[str, Any]:
+        return self.call("empty_training_cache", kwargs)
+
+    def weight_norm(self, **kwargs: Any) -> dict[str, Any]:
+        return self.call("weight_norm", kwargs)

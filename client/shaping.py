@@ -1,0 +1,81 @@
+"""Response shaping the integrations rely on (facts, section 12).
+
+SkyRL and verl were written against the on-prem server's answers. These pure functions
+bend Cortex answers into that shape without copying tensors: loss-only results gain
+``loss``/``metrics``/``post_process_outputs``, ``metrics.grad_norm``/``metrics.loss``
+bubble to the top, ``loss`` and ``avg_loss`` mirror each other, ``model_outputs`` is also
+reachable as ``batch`` and tensors under generate ``results`` become lists.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+#: Metric keys copied to the top level, where callers ``.get()`` them.
+BUBBLED_METRICS: tuple[str, ...] = ("grad_norm", "loss")
+#: Two spellings callers use for per-token log-probabilities under ``batch``.
+LOGPROB_KEYS: tuple[str, str] = ("logprobs", "log_probs")
+
+
+def flatten_metrics(result: Mapping[str, Any]) -> dict[str, Any]:
+    """Bubble ``metrics.grad_norm``/``metrics.loss`` up; mirror ``loss`` <-> ``avg_loss``."""
+    out = dict(result)
+    metrics = out.get("metrics")
+    if isinstance(metrics, Mapping):
+        for key in BUBBLED_METRICS:
+            if key in metrics and key not in out:
+                out[key] = metrics[key]
+    if "loss" in out and "avg_loss" not in out:
+        out["avg_loss"] = out["loss"]
+    elif "avg_loss" in out and "loss" not in out:
+        out["loss"] = out["avg_loss"]
+    return out
+
+
+def alias_model_outputs(result: Mapping[str, Any]) -> dict[str, Any]:
+    """Expose ``model_outputs`` as ``batch`` too, with both log-prob spellings."""
+    out = dict(result)
+    outputs = out.get("model_outputs")
+    if isinstance(outputs, Mapping) and "batch" not in out:
+        batch = dict(outputs)
+        first, second = LOGPROB_KEYS
+        if first in batch and second not in batch:
+            batch[second] = batch[first]
+        elif second in batch and first not in batch:
+            batch[first] = batch[second]
+        out["batch"] = batch
+    return out
+
+
+def shape_train_result(result: Any) -> dict[str, Any]:
+    """A forward(-backward) answer in the on-prem shape."""
+    out = alias_model_outputs(result if isinstance(result, Mapping) else {"result": result})
+    if "avg_loss" in out or "loss" in out:
+        metrics = dict(out.get("metrics") or {})
+        metrics.setdefault("grad_norm", None)
+        out["metrics"] = metrics
+        out.setdefault("post_process_outputs", {})
+    return flatten_metrics(out)
+
+
+def to_plain(value: Any) -> Any:
+    """Tensors (anything with ``tolist``) become lists, recursively; no torch import."""
+    if isinstance(value, Mapping):
+        return {k: to_plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [to_plain(v) for v in value]
+    if isinstance(value, tuple):
+        return tuple(to_plain(v) for v in value)
+    tolist = getattr(value, "tolist", None)
+    if callable(tolist) and not isinstance(value, (str, bytes)):
+        return tolist()
+    return value
+
+
+def shape_generate_result(result: Any) -> dict[str, Any]:
+    """Generate answers with lists, not tensors, under ``results``."""
+    out = dict(result) if isinstance(result, Mapping) else {"results": result}
+    if "results" in out:
+        out["results"] = to_plain(out["results"])
+    return out

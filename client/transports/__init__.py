@@ -1,0 +1,1 @@
+"""Transports behind the ``client.transport`` seam: Cortex (REST) and recording (tests)."""
