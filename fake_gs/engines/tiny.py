@@ -105,6 +105,7 @@ class _Job:
     sub_jobs: dict[str, _SubJob]
     rng: random.Random
     weight_version: int = 0
+    pending: list[dict[str, float]] = field(default_factory=list)  # fwd_bwd metrics since step
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def first(self, job_type: str) -> _SubJob | None:
@@ -261,10 +262,11 @@ class TinyEngine:
             loss.backward()
             metrics["grad_norm"] = _total_grad_norm(trainer.model)
             metrics["loss"] = float(loss.detach())
+            job.pending.append(metrics)
             return {
                 "avg_loss": float(loss.detach()),
                 "metrics": metrics,
-                "post_process_outputs": {},
+                "post_process_outputs": _post_outputs(batch, logits),
             }
 
     def _rl_loss(
@@ -338,7 +340,14 @@ class TinyEngine:
                 torch.nn.utils.clip_grad_norm_(trainer.model.parameters(), job.grad_clip)
             opt.step()
             opt.zero_grad(set_to_none=True)
-            return {"last_lr": job.lr, "metrics": {"grad_norm": grad_norm, "lr": job.lr}}
+            # The step reports the mean of the micro-batches it applied, plus the real norm.
+            metrics = dict.fromkeys(METRIC_KEYS, 0.0)
+            for key in dict.fromkeys(k for m in job.pending for k in m):
+                values = [m[key] for m in job.pending if key in m]
+                metrics[key] = sum(values) / len(values)
+            job.pending.clear()
+            metrics.update(grad_norm=grad_norm, lr=job.lr)
+            return {"last_lr": job.lr, "metrics": metrics}
 
     # --- inference ----------------------------------------------------------------------
 
@@ -453,6 +462,8 @@ class TinyEngine:
         with self._locked(job_id) as job:
             trainer, _ = self._trainer(job)
             trainer.model.load_state_dict({k: v.clone() for k, v in snapshot.weights.items()})
+            trainer.model.zero_grad(set_to_none=True)
+            job.pending.clear()
             opt = _make_optimizer(trainer.model, job.optimizer_spec, job.lr)
             if snapshot.optimizer_state is not None:
                 opt.load_state_dict(_clone_tree(snapshot.optimizer_state))
@@ -495,6 +506,8 @@ class _Batch:
         )
         self.calculate_entropy = bool(meta.get("calculate_entropy"))
         loss_fn = processing.get("loss_fn")
+        post = processing.get("post")
+        self.post: list[Any] = list(post) if isinstance(post, list) else []
         self.loss_fn = str(loss_fn).lower() if loss_fn else None
         self.loss_config: dict[str, Any] = {}
         for part in (
@@ -607,6 +620,24 @@ def _aggregate(values: torch.Tensor, mask: torch.Tensor, mode: str) -> torch.Ten
     return _masked_mean(values, mask)
 
 
+def _post_outputs(batch: _Batch, logits: torch.Tensor) -> dict[str, Any]:
+    """``processing.post`` asks for per-token outputs of this (pre-update) forward pass."""
+    names: list[str] = []
+    for item in batch.post:
+        if isinstance(item, str):
+            names.append(item)
+        elif isinstance(item, Mapping) and isinstance(item.get("name"), str):
+            names.append(item["name"])
+    out: dict[str, Any] = {}
+    with torch.no_grad():
+        for name in names:
+            if name in ("logprobs", "log_probs"):
+                out[name] = shifted_logprobs(logits.detach(), batch.input_ids, batch.temperature)
+            elif name == "entropy":
+                out[name] = shifted_entropy(logits.detach(), batch.temperature)
+    return out
+
+
 def _sft_loss(batch: _Batch, logits: torch.Tensor) -> tuple[torch.Tensor, dict[str, float]]:
     """Token-mean cross-entropy on ``labels`` (HF convention: shifted inside, -100 ignored)."""
     labels_raw = batch.inputs.get("labels")
@@ -676,11 +707,11 @@ class _Row:
             text = text[: self.text_end]
         out: dict[str, Any] = {
             "text": text,
-            "token_ids": list(self.tokens),
+            "token_ids": torch.tensor(self.tokens, dtype=torch.int64),
             "finish_reason": self.finish or "length",
         }
         if self.params.logprobs is not None and self.params.logprobs is not False:
-            out["logprobs"] = list(self.logprobs)
+            out["logprobs"] = torch.tensor(self.logprobs, dtype=torch.float32)
         return out
 
 

@@ -271,38 +271,48 @@ def gen_request(seed: int | None = 5, **params: Any) -> GenerateRequest:
     return GenerateRequest(prompts=["hello", [BOS_ID, 97, 98]], sampling_params=sp)
 
 
+def plain(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Results with tensors turned into lists (what a client hands its caller)."""
+    return [{k: v.tolist() if hasattr(v, "tolist") else v for k, v in r.items()} for r in results]
+
+
 def test_generate_shape_rule_and_reproducible(engine: TinyEngine) -> None:
     req = gen_request()
-    a = engine.generate("job", req)
-    b = engine.generate("job", req)
+    a = plain(engine.generate("job", req))
+    b = plain(engine.generate("job", req))
     assert a == b
     assert check_generate_result(req, {"results": a}) == []
-    c = engine.generate("job", gen_request(seed=6))
+    c = plain(engine.generate("job", gen_request(seed=6)))
     assert [r["token_ids"] for r in c] != [r["token_ids"] for r in a]
 
 
 def test_generate_greedy_stop_and_length(engine: TinyEngine) -> None:
-    greedy = engine.generate("job", gen_request(seed=None, temperature=0.0))
-    assert greedy == engine.generate("job", gen_request(seed=None, temperature=0.0))
+    greedy = plain(engine.generate("job", gen_request(seed=None, temperature=0.0)))
+    assert greedy == plain(engine.generate("job", gen_request(seed=None, temperature=0.0)))
     for r in greedy:
         assert 1 <= len(r["token_ids"]) <= 12
         assert r["finish_reason"] in ("stop", "length")
     first_char = ByteTokenizer().decode(greedy[0]["token_ids"][:1])
-    stopped = engine.generate("job", gen_request(seed=None, temperature=0.0, stop=[first_char]))[0]
+    stopped = plain(
+        engine.generate("job", gen_request(seed=None, temperature=0.0, stop=[first_char]))
+    )[0]
     assert (
         stopped["finish_reason"] == "stop"
         and stopped["text"] == ""
         and len(stopped["token_ids"]) == 1
     )
-    one = engine.generate("job", gen_request(max_tokens=1))
+    one = plain(engine.generate("job", gen_request(max_tokens=1)))
     assert all(len(r["token_ids"]) == 1 and r["finish_reason"] in ("stop", "length") for r in one)
 
 
 def test_generate_never_samples_pad_or_bos_and_caps_at_max_seq_len() -> None:
     eng = TinyEngine(seed=1)
     eng.create_job("short", sub_jobs(max_seq_len=8), seed=0)
-    out = eng.generate(
-        "short", GenerateRequest(prompts=["hello"], sampling_params={"max_tokens": 50, "seed": 1})
+    out = plain(
+        eng.generate(
+            "short",
+            GenerateRequest(prompts=["hello"], sampling_params={"max_tokens": 50, "seed": 1}),
+        )
     )
     assert 1 <= len(out[0]["token_ids"]) <= 2  # 6 prompt tokens, max_seq_len 8
     assert not {PAD_ID, BOS_ID} & set(out[0]["token_ids"])
@@ -310,13 +320,13 @@ def test_generate_never_samples_pad_or_bos_and_caps_at_max_seq_len() -> None:
 
 def test_sampler_changes_only_on_weight_sync(engine: TinyEngine) -> None:
     req = gen_request()
-    before = engine.generate("job", req)
+    before = plain(engine.generate("job", req))
     for _ in range(4):
         engine.forward_backward("job", sft_batch())
         engine.step("job", 1e-2)
-    assert engine.generate("job", req) == before
+    assert plain(engine.generate("job", req)) == before
     assert engine.weight_sync("job", "", []) == 1
-    assert engine.generate("job", req) != before
+    assert plain(engine.generate("job", req)) != before
     assert engine.weight_sync("job", "job:training:0", ["job:sampling:0"]) == 2
 
 
@@ -336,7 +346,7 @@ def test_generate_logprobs_agree_with_forward_after_sync(engine: TinyEngine) -> 
         prompts=prompts,
         sampling_params={"max_tokens": 10, "logprobs": 1, "seed": 3, "temperature": 0.7},
     )
-    results = engine.generate("job", req)
+    results = plain(engine.generate("job", req))
     gen_lp, fwd_lp = [], []
     for prompt, res in zip(prompts, results, strict=True):
         ids = torch.tensor([tok.encode(prompt) + res["token_ids"]])
@@ -450,3 +460,23 @@ def test_initial_weights_depend_on_seed_and_model_only() -> None:
     model = a._jobs["j"].trainer.model
     with torch.no_grad():
         assert torch.allclose(la, shifted_logprobs(model(ids), ids))
+
+
+def test_post_processors_return_pre_update_logprobs(engine: TinyEngine) -> None:
+    batch = sft_batch(b=2, s=8)
+    batch["processing"] = {"loss_fn": "sft", "post": ["logprobs", {"name": "entropy"}]}
+    out = engine.forward_backward("job", batch)["post_process_outputs"]
+    fwd = engine.forward("job", batch, reference=False)["model_outputs"]["logprobs"]
+    assert torch.allclose(out["logprobs"], fwd, atol=1e-5)
+    assert out["entropy"].shape == (2, 8)
+
+
+def test_step_reports_the_metrics_block_of_its_micro_batches(engine: TinyEngine) -> None:
+    payload, _, _ = verl_batch(engine)
+    fb = engine.forward_backward("job", payload)["metrics"]
+    stepped = engine.step("job", None)["metrics"]
+    for key in ("pg_loss", "ppo_kl", "pg_clipfrac_lower", "kl_loss", "kl_coef"):
+        assert stepped[key] == pytest.approx(fb[key])
+    assert stepped["grad_norm"] == pytest.approx(fb["grad_norm"]) and stepped[
+        "lr"
+    ] == pytest.approx(3e-3)
