@@ -1,0 +1,444 @@
+"""GRPO on a toy task, through the RL client only, against ``fake-gs --engine tiny``.
+
+Why: the tiny engine trains a real (small) model, so an RL client that gets the numbers
+wrong (advantages negated, old log-probs off by one, weight sync forgotten) shows up here
+as a reward curve that does not rise. The loop is a function with hooks, so tests inject
+exactly those breaks (see ``tests/e2e/test_grpo_example.py``).
+
+Task: the reward of a completion is the fraction of its ``max_tokens`` slots holding a
+target byte (default ``a``). A freshly initialised byte-level model emits any of ~256
+bytes, so the reward starts near 0 and a working GRPO loop drives it towards 1.
+
+Each step sends the verl batch layout (facts, section 13):
+
+1. ``generate`` ``rollout_n`` completions per prompt from the sampler;
+2. rewards, group-normalised into advantages (GRPO);
+3. ``fwd_no_grad`` on ``[B, P+R]`` for the old log-probs (shifted: column ``i`` is
+   ``log p(input_ids[:, i+1])``, so response token ``j`` is column ``P-1+j``);
+4. ``fwd_bwd`` + ``step`` per mini-batch with ``loss_fn="verl_grpo"``;
+5. ``sync_weights`` so the next rollout samples the updated policy.
+
+Run (starts the fake itself when ``--base-url`` is not given)::
+
+    python examples/grpo_toy.py --steps 30 --csv grpo.csv --png grpo.png
+
+Prompts are tokenised here, as the tiny engine's byte tokenizer does (UTF-8 bytes, BOS
+257, PAD 256), and sent as token ids, so the batch's prompt tokens are exactly what the
+sampler saw. tqdm and matplotlib are optional.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import csv
+import queue
+import re
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+PAD_ID = 256
+BOS_ID = 257
+DEFAULT_PROMPTS = ("Say a:", "aaa? ", "Write: ", "Go!")
+
+
+@dataclass
+class ToyConfig:
+    """Knobs of the run; the defaults learn within a few minutes on two CPU cores."""
+
+    steps: int = 30
+    group_size: int = 8
+    prompts: tuple[str, ...] = DEFAULT_PROMPTS
+    max_tokens: int = 16
+    lr: float = 3e-3
+    temperature: float = 1.0
+    target: str = "a"
+    clip_ratio: float = 0.2
+    mini_batches: int = 2
+    seed: int = 0
+
+
+@dataclass
+class StepRecord:
+    """One row of the CSV: what the run looked like at this step."""
+
+    step: int
+    mean_reward: float
+    loss: float
+    grad_norm: float
+    ppo_kl: float
+    pg_clipfrac: float
+    seconds: float
+
+
+def slice_old_log_probs(shifted: torch.Tensor, prompt_len: int, response_len: int) -> torch.Tensor:
+    """Response token ``j`` sits at ``P+j``; its log-prob is shifted column ``P-1+j``."""
+    return shifted[:, prompt_len - 1 : prompt_len - 1 + response_len]
+
+
+def _sync(client: Any) -> None:
+    client.sync_weights(cuda_ipc=False, low_memory=False)
+
+
+@dataclass
+class Hooks:
+    """Seams where tests inject deliberately broken client behaviour."""
+
+    advantages: Callable[[torch.Tensor], torch.Tensor] = field(default=lambda adv: adv)
+    old_log_probs: Callable[[torch.Tensor, int, int], torch.Tensor] = slice_old_log_probs
+    sync_weights: Callable[[Any], None] = _sync
+
+
+# --- the toy task --------------------------------------------------------------------------
+
+
+def encode_prompt(text: str) -> list[int]:
+    return [BOS_ID, *text.encode("utf-8")]
+
+
+def reward(token_ids: Sequence[int], target: str, max_tokens: int) -> float:
+    """Fraction of the ``max_tokens`` slots holding a target byte (stopping early earns less)."""
+    wanted = set(target.encode("utf-8"))
+    return sum(1 for t in token_ids if t in wanted) / max_tokens
+
+
+def group_advantages(rewards: torch.Tensor, group_size: int, eps: float = 1e-6) -> torch.Tensor:
+    """GRPO: each reward minus its group's mean, over the group's std."""
+    groups = rewards.view(-1, group_size)
+    mean = groups.mean(-1, keepdim=True)
+    std = groups.std(-1, keepdim=True) if group_size > 1 else torch.ones_like(mean)
+    return ((groups - mean) / (std + eps)).view(-1)
+
+
+@dataclass
+class Rollout:
+    """A verl-layout batch: prompts left-padded to P, responses right-padded to R."""
+
+    input_ids: torch.Tensor
+    attention_mask: torch.Tensor
+    position_ids: torch.Tensor
+    prompts: torch.Tensor
+    responses: torch.Tensor
+    response_mask: torch.Tensor
+    prompt_len: int
+    response_len: int
+
+
+def build_rollout(
+    prompt_ids: Sequence[list[int]], responses: Sequence[list[int]], response_len: int
+) -> Rollout:
+    b = len(prompt_ids)
+    p, r = max(len(x) for x in prompt_ids), response_len
+    input_ids = torch.full((b, p + r), PAD_ID, dtype=torch.long)
+    attn = torch.zeros((b, p + r), dtype=torch.long)
+    resp = torch.full((b, r), PAD_ID, dtype=torch.long)
+    resp_mask = torch.zeros((b, r), dtype=torch.float32)
+    for i, (pid, rid) in enumerate(zip(prompt_ids, responses, strict=True)):
+        rid = list(rid)[:r]
+        input_ids[i, p - len(pid) : p] = torch.tensor(pid)
+        attn[i, p - len(pid) : p + len(rid)] = 1
+        if rid:
+            input_ids[i, p : p + len(rid)] = torch.tensor(rid)
+            resp[i, : len(rid)] = torch.tensor(rid)
+            resp_mask[i, : len(rid)] = 1.0
+    position_ids = (attn.cumsum(-1) - 1).clamp_min(0)
+    return Rollout(input_ids, attn, position_ids, input_ids[:, :p].clone(), resp, resp_mask, p, r)
+
+
+def _as_list(value: Any) -> list[Any]:
+    return value.tolist() if hasattr(value, "tolist") else list(value)
+
+
+def _results(answer: Any) -> list[dict[str, Any]]:
+    if isinstance(answer, dict):
+        answer = answer.get("results", answer)
+    return list(answer)
+
+
+def _logprobs(answer: dict[str, Any]) -> torch.Tensor:
+    """``fwd_no_grad`` answers alias ``model_outputs`` to ``batch`` (facts, section 12)."""
+    for outer in ("batch", "model_outputs"):
+        inner = answer.get(outer)
+        if isinstance(inner, dict):
+            for key in ("logprobs", "log_probs"):
+                if key in inner:
+                    return torch.as_tensor(inner[key], dtype=torch.float32)
+    raise KeyError(f"no logprobs in fwd_no_grad answer (keys {sorted(answer)})")
+
+
+def _metric(answer: dict[str, Any], name: str) -> float:
+    value = answer.get(name, answer.get("metrics", {}).get(name))
+    return float(value) if value is not None else float("nan")
+
+
+# --- the loop --------------------------------------------------------------------------------
+
+
+def run_grpo(
+    client: Any,
+    cfg: ToyConfig,
+    hooks: Hooks | None = None,
+    on_step: Callable[[StepRecord], None] | None = None,
+) -> list[StepRecord]:
+    """Run ``cfg.steps`` GRPO steps through ``client`` (an ArcticRLClient); one record per step."""
+    hooks = hooks or Hooks()
+    prompt_ids = [encode_prompt(p) for p in cfg.prompts for _ in range(cfg.group_size)]
+    batch_size = len(prompt_ids)
+    if batch_size % cfg.mini_batches:
+        raise ValueError(
+            f"batch {batch_size} is not divisible into {cfg.mini_batches} mini-batches"
+        )
+    meta = {
+        "pad_token_id": PAD_ID,
+        "rollout_n": cfg.group_size,
+        "max_response_len": cfg.max_tokens,
+        "temperature": 1.0,
+        "calculate_entropy": False,
+        "actor_config": {"clip_ratio": cfg.clip_ratio, "loss_agg_mode": "token-mean"},
+    }
+    records: list[StepRecord] = []
+    for step in range(cfg.steps):
+        started = time.perf_counter()
+        params = [
+            {
+                "max_tokens": cfg.max_tokens,
+                "temperature": cfg.temperature,
+                "seed": cfg.seed * 1_000_003 + step * batch_size + i,
+                "logprobs": 0,
+            }
+            for i in range(batch_size)
+        ]
+        results = _results(client.generate(prompt_ids, params))
+        responses = [[int(t) for t in _as_list(r["token_ids"])] for r in results]
+        rewards = torch.tensor([reward(r, cfg.target, cfg.max_tokens) for r in responses])
+        roll = build_rollout(prompt_ids, responses, cfg.max_tokens)
+        seq_adv = hooks.advantages(group_advantages(rewards, cfg.group_size))
+        advantages = seq_adv[:, None] * roll.response_mask
+        batch = {
+            "input_ids": roll.input_ids,
+            "attention_mask": roll.attention_mask,
+            "position_ids": roll.position_ids,
+            "prompts": roll.prompts,
+            "responses": roll.responses,
+            "response_mask": roll.response_mask,
+        }
+        old = _logprobs(client.fwd_no_grad({"batch": batch, "meta": meta}))
+        batch["old_log_probs"] = hooks.old_log_probs(old, roll.prompt_len, roll.response_len)
+        batch["advantages"] = advantages
+        losses, grad_norms, kls, clips = [], [], [], []
+        order = torch.randperm(batch_size, generator=torch.Generator().manual_seed(cfg.seed + step))
+        for part in order.chunk(cfg.mini_batches):
+            mini = {k: v[part] for k, v in batch.items()}
+            payload = {
+                "batch": mini,
+                "meta": meta,
+                "processing": {"loss_fn": "verl_grpo", "post": []},
+            }
+            answer = client.fwd_bwd(payload)
+            losses.append(
+                _metric(answer, "avg_loss") if "avg_loss" in answer else _metric(answer, "loss")
+            )
+            kls.append(_metric(answer, "ppo_kl"))
+            clips.append(_metric(answer, "pg_clipfrac"))
+            grad_norms.append(_metric(client.step(), "grad_norm"))
+        hooks.sync_weights(client)
+        record = StepRecord(
+            step=step,
+            mean_reward=float(rewards.mean()),
+            loss=sum(losses) / len(losses),
+            grad_norm=sum(grad_norms) / len(grad_norms),
+            ppo_kl=sum(kls) / len(kls),
+            pg_clipfrac=sum(clips) / len(clips),
+            seconds=time.perf_counter() - started,
+        )
+        records.append(record)
+        if on_step is not None:
+            on_step(record)
+    return records
+
+
+# --- running against the fake ----------------------------------------------------------------
+
+
+def _pump(stream: Any, lines: queue.Queue[str | None]) -> None:
+    """Forward the server's output lines; keeps its pipe drained for the whole run."""
+    for line in stream:
+        lines.put(line)
+    lines.put(None)
+
+
+@contextlib.contextmanager
+def fake_server(
+    seed: int = 0, extra_args: Sequence[str] = (), timeout_s: float = 60.0
+) -> Iterator[str]:
+    """Start ``python -m fake_gs --port 0 --engine tiny`` and yield the base URL it prints."""
+    cmd = [sys.executable, "-m", "fake_gs", "--port", "0", "--engine", "tiny", "--seed", str(seed)]
+    proc = subprocess.Popen(
+        [*cmd, *extra_args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    lines: queue.Queue[str | None] = queue.Queue()
+    threading.Thread(target=_pump, args=(proc.stdout, lines), daemon=True).start()
+    try:
+        seen: list[str] = []
+        deadline = time.monotonic() + timeout_s
+        base_url = None
+        while base_url is None:
+            try:
+                line = lines.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                line = None
+            if line is None:
+                raise RuntimeError("fake-gs did not print a base URL:\n" + "".join(seen))
+            seen.append(line)
+            match = re.search(r"https?://[\w.\-\[\]:]+", line)
+            if match:
+                base_url = match.group(0).rstrip("/")
+        yield base_url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def make_client(base_url: str, cfg: ToyConfig) -> Any:
+    """The client library's RL client, tuned for a local fake (short polls)."""
+    from client import ClientConfig, create_client
+
+    config = ClientConfig(
+        base_url=base_url,
+        model="Qwen/Qwen3-0.6B",
+        lr=cfg.lr,
+        max_seq_len=256,
+        train_batch_size=len(cfg.prompts) * cfg.group_size,
+        seed=cfg.seed,
+        poll_first_s=0.005,
+        poll_factor=1.5,
+        poll_cap_s=0.05,
+        job_start_timeout_s=60,
+    )
+    return create_client(config)
+
+
+class _Progress:
+    """tqdm when installed, else a one-line text bar."""
+
+    def __init__(self, total: int) -> None:
+        self.total = total
+        try:
+            from tqdm import tqdm
+
+            self._bar: Any = tqdm(total=total, unit="step")
+        except ImportError:
+            self._bar = None
+
+    def update(self, rec: StepRecord) -> None:
+        text = f"reward {rec.mean_reward:.3f} loss {rec.loss:+.4f} kl {rec.ppo_kl:+.4f}"
+        if self._bar is not None:
+            self._bar.set_postfix_str(text)
+            self._bar.update(1)
+            return
+        done = rec.step + 1
+        filled = int(30 * done / self.total)
+        print(
+            f"\r[{'#' * filled}{'.' * (30 - filled)}] {done}/{self.total} {text}",
+            end="",
+            flush=True,
+        )
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+        else:
+            print()
+
+
+def write_csv(records: Sequence[StepRecord], path: Path) -> None:
+    with path.open("w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=list(asdict(records[0])) if records else ["step"])
+        writer.writeheader()
+        for rec in records:
+            writer.writerow(asdict(rec))
+
+
+def save_png(records: Sequence[StepRecord], path: Path) -> bool:
+    """Reward and loss curves; returns False when matplotlib is not installed."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 4))
+    steps = [r.step for r in records]
+    ax1.plot(steps, [r.mean_reward for r in records])
+    ax1.set(xlabel="step", ylabel="mean reward", title="reward")
+    ax2.plot(steps, [r.loss for r in records])
+    ax2.set(xlabel="step", ylabel="loss", title="GRPO loss")
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return True
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    ap.add_argument("--base-url", help="a running fake-gs --engine tiny; started here if omitted")
+    ap.add_argument("--steps", type=int, default=ToyConfig.steps)
+    ap.add_argument("--group-size", type=int, default=ToyConfig.group_size)
+    ap.add_argument(
+        "--prompts", type=int, default=len(DEFAULT_PROMPTS), help="how many of the toy prompts"
+    )
+    ap.add_argument("--max-tokens", type=int, default=ToyConfig.max_tokens)
+    ap.add_argument("--lr", type=float, default=ToyConfig.lr)
+    ap.add_argument("--mini-batches", type=int, default=ToyConfig.mini_batches)
+    ap.add_argument("--target", default=ToyConfig.target, help="bytes that earn reward")
+    ap.add_argument("--seed", type=int, default=ToyConfig.seed)
+    ap.add_argument("--csv", type=Path, default=Path("grpo_toy.csv"))
+    ap.add_argument("--png", type=Path, default=Path("grpo_toy.png"))
+    args = ap.parse_args(argv)
+    cfg = ToyConfig(
+        steps=args.steps,
+        group_size=args.group_size,
+        prompts=DEFAULT_PROMPTS[: max(1, args.prompts)],
+        max_tokens=args.max_tokens,
+        lr=args.lr,
+        mini_batches=args.mini_batches,
+        target=args.target,
+        seed=args.seed,
+    )
+    started = time.perf_counter()
+    with contextlib.ExitStack() as stack:
+        base_url = args.base_url or stack.enter_context(fake_server(seed=args.seed))
+        client = make_client(base_url, cfg)
+        stack.callback(client.shutdown)
+        bar = _Progress(cfg.steps)
+        try:
+            records = run_grpo(client, cfg, on_step=bar.update)
+        finally:
+            bar.close()
+    write_csv(records, args.csv)
+    first = sum(r.mean_reward for r in records[:3]) / min(3, len(records))
+    last = sum(r.mean_reward for r in records[-3:]) / min(3, len(records))
+    print(
+        f"mean reward {first:.3f} (first 3 steps) -> {last:.3f} (last 3) in {time.perf_counter() - started:.1f} s"
+    )
+    print(f"per-step CSV: {args.csv}")
+    if save_png(records, args.png):
+        print(f"curve: {args.png}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
