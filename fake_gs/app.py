@@ -1,0 +1,71 @@
+"""``create_app(settings)``: the Starlette app, its router built from ``contract.routes``.
+
+No path is spelled here: each contract route becomes ``PREFIX_TEMPLATE + route.path``
+(any database/schema/endpoint names route). Unknown paths and methods answer the error
+envelope; every answer carries ``x-snowflake-request-id``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import BaseRoute, Route
+
+from contract.errors import ErrorCode, error_body
+from contract.routes import PREFIX_TEMPLATE, routes_for
+from fake_gs.admin import admin_routes
+from fake_gs.dispatch import make_endpoint
+from fake_gs.handlers import HANDLERS
+from fake_gs.handlers.common import json_response
+from fake_gs.middleware import RequestContextMiddleware
+from fake_gs.settings import FakeSettings
+from fake_gs.state import AppState
+
+
+def service_routes(state: AppState) -> list[BaseRoute]:
+    routes: list[BaseRoute] = []
+    for spec in routes_for(state.settings.profile):
+        endpoint = make_endpoint(state, spec, HANDLERS[spec.name])
+        routes.append(Route(PREFIX_TEMPLATE + spec.path, endpoint, methods=[spec.method], name=spec.name))
+        if spec.path == "/":  # the collection answers with and without the trailing slash
+            routes.append(Route(PREFIX_TEMPLATE, endpoint, methods=[spec.method], name=f"{spec.name}_bare"))
+    return routes
+
+
+async def http_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    if exc.status_code == 405:
+        body = error_body(ErrorCode.METHOD_NOT_ALLOWED, f"{request.method} is not allowed on {request.url.path}")
+    elif exc.status_code == 404:
+        body = error_body(ErrorCode.NOT_FOUND, f"no route {request.method} {request.url.path}")
+    else:
+        body = error_body(ErrorCode.INVALID_ARGUMENT, str(exc.detail) or "bad request")
+    return json_response(body, exc.status_code, exc.headers)
+
+
+def create_app(settings: FakeSettings | None = None, **overrides: Any) -> Starlette:
+    """Build the fake's ASGI app; ``app.state.fake`` is its :class:`AppState`."""
+    settings = (settings or FakeSettings()).with_overrides(**overrides) if overrides else (settings or FakeSettings())
+    state = AppState.build(settings)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        yield
+        state.store.close()
+
+    app = Starlette(
+        routes=[*service_routes(state), *admin_routes(state)],
+        middleware=[Middleware(RequestContextMiddleware, state=state)],
+        exception_handlers={HTTPException: http_error},
+        lifespan=lifespan,
+    )
+    app.router.redirect_slashes = False
+    app.state.fake = state
+    return app

@@ -1,0 +1,183 @@
+"""Chunk groups (facts, section 7): request chunks kept per job until a frame is whole.
+
+The chunk group id is the idempotency key, bound to one frame by ``frame_sha256``. Chunks
+are copied straight into one preallocated buffer (chunk ``i`` lives at ``i * R`` where ``R``
+is chunk 0's payload size, as every conforming splitter cuts equal ranges), hashed in order
+in a worker thread while the next chunk is still on the wire, and the buffer is released
+as soon as the frame is decoded. A finished group keeps only its metadata and request id,
+so a replayed final chunk resolves to the original execution.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from starlette.concurrency import run_in_threadpool
+
+from contract.errors import ErrorCode
+from fake_gs.errors import ApiError
+
+OPEN, FINALIZING, DONE = "open", "finalizing", "done"
+
+
+@dataclass
+class ChunkGroup:
+    group_id: str
+    job_id: str
+    route: str
+    total: int
+    frame_sha256: str
+    frame_size: int
+    operation: str | None
+    range_size: int
+    buffer: bytearray | None
+    created_at: float
+    touched_at: float
+    received: set[int] = field(default_factory=set)
+    status: str = OPEN
+    request_id: str | None = None
+    #: Times the group's frame was executed (at-most-once proof; see the admin state dump).
+    executions: int = 0
+    replays: int = 0
+    finished: asyncio.Event = field(default_factory=asyncio.Event)
+    failure: ApiError | None = None
+    #: In-order hashing while chunks arrive: the next index to hash and the running digest.
+    hashed_next: int = 0
+    hasher: Any = field(default_factory=hashlib.sha256)
+    hash_task: asyncio.Task[None] | None = None
+    #: Kept only for the ``replay-double-exec`` mutant, which must run the frame again.
+    decoded: Any = None
+
+    @property
+    def buffered_bytes(self) -> int:
+        return len(self.buffer) if self.buffer is not None else 0
+
+    def chunk_span(self, idx: int) -> tuple[int, int]:
+        start = idx * self.range_size
+        end = self.frame_size if idx == self.total - 1 else start + self.range_size
+        return start, end
+
+    def missing(self, limit: int = 20) -> list[int]:
+        out: list[int] = []
+        for idx in range(self.total):
+            if idx not in self.received:
+                out.append(idx)
+                if len(out) >= limit:
+                    break
+        return out
+
+    def release(self) -> None:
+        self.buffer = None
+        self.hasher = None
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "chunk_group_id": self.group_id,
+            "job_id": self.job_id,
+            "route": self.route,
+            "status": self.status,
+            "total_chunks": self.total,
+            "received_chunks": len(self.received),
+            "frame_size_bytes": self.frame_size,
+            "buffered_bytes": self.buffered_bytes,
+            "executions": self.executions,
+            "replays": self.replays,
+            "request_id": self.request_id,
+        }
+
+    # --- hashing in arrival order ------------------------------------------------------
+
+    def advance_hash(self) -> None:
+        """Hash newly contiguous chunks in a worker thread, off the event loop."""
+        idle = self.hash_task is None or self.hash_task.done()
+        if idle and self.hashed_next in self.received and self.buffer is not None:
+            self.hash_task = asyncio.get_running_loop().create_task(self._hash_loop())
+
+    async def _hash_loop(self) -> None:
+        while self.hashed_next in self.received and self.buffer is not None and self.hasher is not None:
+            start, end = self.chunk_span(self.hashed_next)
+            view = memoryview(self.buffer)[start:end]
+            try:
+                await run_in_threadpool(self.hasher.update, view)
+            finally:
+                view.release()
+            self.hashed_next += 1
+
+    async def digest(self) -> str:
+        """The full frame's sha256 once every chunk is in."""
+        if self.hash_task is not None:
+            await self.hash_task
+        await self._hash_loop()
+        if self.hashed_next != self.total or self.hasher is None:
+            raise ApiError(ErrorCode.CHUNK_GROUP_MISSING_CHUNKS, f"chunk group {self.group_id} is incomplete")
+        return str(self.hasher.hexdigest())
+
+
+def malformed(message: str) -> ApiError:
+    return ApiError(ErrorCode.MALFORMED_FRAME, message)
+
+
+def check_descriptor(desc: dict[str, Any], payload_len: int, max_body: int) -> None:
+    """Descriptor facts the codec does not check: index range and sizes that add up."""
+    idx, total, size = desc["chunk_idx"], desc["total_chunks"], desc["frame_size_bytes"]
+    if idx >= total:
+        raise malformed(f"chunk_idx {idx} out of range for total_chunks {total}")
+    if size > total * max_body:
+        raise malformed(f"frame_size_bytes {size} cannot fit in {total} chunks")
+    if payload_len > size:
+        raise malformed(f"chunk payload of {payload_len} bytes exceeds frame_size_bytes {size}")
+    if total == 1 and payload_len != size:
+        raise malformed(f"single chunk carries {payload_len} bytes, frame_size_bytes is {size}")
+    if not str(desc.get("chunk_group_id", "")).strip():
+        raise malformed("request chunk descriptor has an empty chunk_group_id")
+
+
+def first_range_size(desc: dict[str, Any], payload_len: int) -> int:
+    """The equal range size a group's chunks use, judged from its first chunk."""
+    idx, total, size = desc["chunk_idx"], desc["total_chunks"], desc["frame_size_bytes"]
+    if total == 1:
+        return max(size, 1)
+    if idx < total - 1:
+        if payload_len <= 0 or not (total - 1) * payload_len < size <= total * payload_len:
+            raise malformed(f"chunk sizes do not add up: {total} chunks of {payload_len} bytes "
+                            f"cannot make {size} bytes")
+        return payload_len
+    # Only reachable when a group may start at its last chunk (a mutant): infer R.
+    return max(1, -(-(size - payload_len) // (total - 1)))
+
+
+def conflict_field(group: ChunkGroup, route: str, desc: dict[str, Any]) -> str | None:
+    """The descriptor field a chunk disagrees with its group on, if any."""
+    if group.route != route:
+        return "route"
+    checks = (
+        ("frame_sha256", group.frame_sha256),
+        ("total_chunks", group.total),
+        ("frame_size_bytes", group.frame_size),
+        ("operation", group.operation),
+    )
+    for name, value in checks:
+        if desc.get(name) != value:
+            return name
+    return None
+
+
+def new_group(job_id: str, route: str, desc: dict[str, Any], range_size: int) -> ChunkGroup:
+    now = time.monotonic()
+    return ChunkGroup(
+        group_id=desc["chunk_group_id"],
+        job_id=job_id,
+        route=route,
+        total=desc["total_chunks"],
+        frame_sha256=desc["frame_sha256"],
+        frame_size=desc["frame_size_bytes"],
+        operation=desc.get("operation"),
+        range_size=range_size,
+        buffer=bytearray(desc["frame_size_bytes"]),
+        created_at=now,
+        touched_at=now,
+    )

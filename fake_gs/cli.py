@@ -1,0 +1,157 @@
+"""``fake-gs``: run the fake from the command line (also ``python -m fake_gs``).
+
+Imports stay lean (no torch) so the server answers its health route within a second or
+two of launch; the engine loads on the first job.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+
+from contract.limits import MiB
+from contract.routes import DEFAULT_ENDPOINT, PREFIX_TEMPLATE
+from fake_gs.engines import ENGINES
+from fake_gs.mutants import MUTANTS
+from fake_gs.settings import FakeSettings, Timing
+
+
+def _timing(text: str) -> Timing:
+    try:
+        return Timing.parse(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError("must be > 0")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    d = FakeSettings()
+    p = argparse.ArgumentParser(
+        prog="fake-gs",
+        description="A fake Cortex Training server: every route of the contract, shape-aware results, "
+                    "chunk groups, dialects, auth, mutants. Serves on loopback by default.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    p.add_argument("--host", default=d.host, help="interface to bind (loopback by default)")
+    p.add_argument("--port", type=int, default=d.port, help="port to listen on; 0 picks a free one (printed)")
+    p.add_argument("--profile", choices=("current", "proposed"), default=d.profile,
+                   help="current: today's documented surface (proposed routes answer 404); proposed: everything")
+    p.add_argument("--seed", type=int, default=d.seed, help="seed of every synthesised value")
+    p.add_argument("--token", action="append", default=[], metavar="TOKEN",
+                   help="accept this bearer token (repeatable); enables auth and per-token job isolation")
+    p.add_argument("--strict", action="store_true",
+                   help="refuse unknown JSON fields with 400 unknown_field naming the field")
+    p.add_argument("--status-style", choices=("short", "enum"), default=d.status_style,
+                   help="spell statuses 'running'/'done' or 'JOB_STATE_RUNNING'/'REQUEST_STATE_DONE'")
+    p.add_argument("--startup", type=_timing, default=d.startup, metavar="instant|polls:N|seconds:T",
+                   help="job start-up: running at once, after N GETs of the job, or T seconds after placement")
+    p.add_argument("--latency", type=_timing, default=d.latency, metavar="instant|polls:N|seconds:T",
+                   help="async request latency: done on the first poll, on the N-th poll, or T seconds after submit")
+    p.add_argument("--result-delivery", choices=("auto", "inline", "chunks"), default=d.result_delivery,
+                   help="tensor results: inline base64 frames, result-chunk events, or auto by size")
+    p.add_argument("--result-chunk-bytes", type=int, default=d.result_chunk_bytes,
+                   help="result chunk size, and the auto-mode inline threshold")
+    p.add_argument("--max-total-gpus", type=int, default=d.max_total_gpus,
+                   help="account GPU capacity; jobs that do not fit stay pending")
+    p.add_argument("--allow-any-model", action="store_true",
+                   help="accept any model name (default: only the models the real service caches)")
+    p.add_argument("--engine", choices=sorted(ENGINES), default=d.engine,
+                   help="shape: seeded synthetic results; tiny: a small real causal LM on CPU")
+    p.add_argument("--mutant", choices=sorted(MUTANTS), default=None, metavar="NAME",
+                   help="run with a deliberate contract violation (for conformance self-tests): "
+                        + ", ".join(sorted(MUTANTS)))
+    p.add_argument("--faults", default=None, metavar="FILE", help="fault rules file (JSON or YAML)")
+    p.add_argument("--max-body-mib", type=_positive, default=d.max_body_bytes // MiB,
+                   help="largest accepted request body in MiB (the contract says 60)")
+    p.add_argument("--log-level", default=d.log_level,
+                   choices=("critical", "error", "warning", "info", "debug"), help="log verbosity")
+    return p
+
+
+def settings_from_args(args: argparse.Namespace) -> FakeSettings:
+    return FakeSettings(
+        host=args.host,
+        port=args.port,
+        profile=args.profile,
+        seed=args.seed,
+        tokens=tuple(args.token),
+        strict=args.strict,
+        status_style=args.status_style,
+        startup=args.startup,
+        latency=args.latency,
+        result_delivery=args.result_delivery,
+        result_chunk_bytes=args.result_chunk_bytes,
+        max_total_gpus=args.max_total_gpus,
+        allow_any_model=args.allow_any_model,
+        engine=args.engine,
+        mutant=args.mutant,
+        faults=args.faults,
+        max_body_bytes=args.max_body_mib * MiB,
+        log_level=args.log_level,
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        settings = settings_from_args(args)
+    except (ValueError, OSError) as exc:
+        print(f"fake-gs: {exc}", file=sys.stderr)
+        return 2
+    logging.basicConfig(level=settings.log_level.upper(), stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    from fake_gs.app import create_app
+    from fake_gs.server import _Server, base_url_of, bind_socket, uvicorn_config
+
+    try:
+        app = create_app(settings)
+    except (ValueError, OSError) as exc:
+        print(f"fake-gs: {exc}", file=sys.stderr)
+        return 2
+    try:
+        sock = bind_socket(settings.host, settings.port)
+    except OSError as exc:
+        print(f"fake-gs: cannot listen on {settings.host}:{settings.port}: {exc}", file=sys.stderr)
+        return 2
+    port = sock.getsockname()[1]
+    base = base_url_of(settings.host, port)
+    server = _Server(uvicorn_config(app, settings))
+
+    async def announce() -> None:
+        print(f"fake-gs serving on {base}", flush=True)
+        print(f"  base_url: {base}", flush=True)
+        print(f"  prefix:   {PREFIX_TEMPLATE} (any names; e.g. /api/v2/databases/DB/schemas/PUBLIC/{DEFAULT_ENDPOINT})",
+              flush=True)
+        print(f"  admin:    {base}/_fake/health  state: {base}/_fake/state", flush=True)
+        extras = [f"profile={settings.profile}", f"engine={settings.engine}",
+                  f"auth={'on' if settings.tokens else 'off'}"]
+        if settings.mutant:
+            extras.append(f"MUTANT={settings.mutant}")
+        print("  " + " ".join(extras), flush=True)
+
+    original = server.startup
+
+    async def startup(sockets: list | None = None) -> None:  # type: ignore[type-arg]
+        await original(sockets=sockets)
+        await announce()
+
+    server.startup = startup  # type: ignore[method-assign]
+    try:
+        server.run(sockets=[sock])
+    except KeyboardInterrupt:
+        pass
+    finally:
+        sock.close()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,65 @@
+"""Checkpoint list, export (real safetensors bytes behind an opaque URL token), delete.
+
+Checkpoint ids are opaque keys: never joined into a file-system path.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from starlette.concurrency import run_in_threadpool
+from starlette.responses import Response
+
+from fake_gs.handlers.common import Ctx, json_response
+from fake_gs.records import CheckpointRec, rfc3339
+
+EXPORT_FILENAME = "model.safetensors"
+
+
+def checkpoint_view(ckpt: CheckpointRec) -> dict[str, Any]:
+    return {
+        "checkpoint_id": ckpt.checkpoint_id,
+        "global_steps": ckpt.global_steps,
+        "avg_loss": ckpt.avg_loss,
+        "created_at": rfc3339(ckpt.created_at),
+        "checkpoint_type": ckpt.checkpoint_type,
+    }
+
+
+async def list_checkpoints(ctx: Ctx) -> Response:
+    job = ctx.job()
+    with ctx.store.lock:
+        items = [checkpoint_view(c) for c in job.checkpoints.values()]
+    return json_response({"checkpoints": items})
+
+
+def _safetensors_bytes(ctx: Ctx, ckpt: CheckpointRec) -> bytes:
+    from safetensors.torch import save
+
+    tensors = ctx.store.engine.export_tensors(ckpt.snapshot)
+    clean = {name: t.detach().cpu().contiguous().clone() for name, t in tensors.items()}
+    meta = {"checkpoint_id": ckpt.checkpoint_id, "global_steps": str(ckpt.global_steps), "format": "pt"}
+    return bytes(save(clean, metadata=meta))
+
+
+async def export_checkpoint(ctx: Ctx) -> Response:
+    job = ctx.job()
+    await ctx.body.drain()
+    ckpt = ctx.store.checkpoint(job, ctx.param("checkpoint_id"))
+    data = await run_in_threadpool(_safetensors_bytes, ctx, ckpt)
+    token, rec = ctx.store.add_export(data, EXPORT_FILENAME)
+    base = str(ctx.request.base_url).rstrip("/")
+    return json_response({
+        "checkpoint_id": ckpt.checkpoint_id,
+        "files": [{"filename": rec.filename, "url": f"{base}/_fake/exports/{token}", "size_bytes": len(data)}],
+        "expires_at": rfc3339(rec.expires_at),
+    })
+
+
+async def delete_checkpoint(ctx: Ctx) -> Response:
+    job = ctx.job()
+    await ctx.body.drain()
+    ctx.store.delete_checkpoint(job, ctx.param("checkpoint_id"))
+    return json_response({})
+
+

@@ -1,0 +1,196 @@
+"""What every handler needs: the call context, bounded body reading, JSON and model
+parsing (strict mode included), job lookup with the state check, standard answers."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+from starlette.requests import ClientDisconnect, Request
+from starlette.responses import Response
+
+from contract.errors import ErrorCode, detail_entry
+from contract.models import unknown_fields
+from contract.routes import OCTET, Route
+from contract.states import job_state_enum_spelling, request_state_enum_spelling
+from fake_gs.errors import ApiError, validation_error
+from fake_gs.records import JobRec, RequestRec
+from fake_gs.state import AppState
+from fake_gs.store import TERMINAL
+
+M = TypeVar("M", bound=BaseModel)
+
+#: How much of an unwanted body is read and discarded so the client sees the answer.
+DRAIN_CAP = 1024 * 1024 * 1024
+
+
+def dumps(obj: Any) -> bytes:
+    return json.dumps(obj, separators=(",", ":"), allow_nan=False).encode("utf-8")
+
+
+def json_response(obj: Any, status: int = 200, headers: Mapping[str, str] | None = None) -> Response:
+    return Response(dumps(obj), status_code=status, headers=dict(headers or {}), media_type="application/json")
+
+
+class BodyReader:
+    """Reads a request body at most once, never buffering past the limit."""
+
+    def __init__(self, request: Request) -> None:
+        self.request = request
+        headers = request.headers
+        self.done = "content-length" not in headers and "transfer-encoding" not in headers
+
+    async def read(self, limit: int) -> bytearray:
+        declared: int | None = None
+        raw = self.request.headers.get("content-length")
+        if raw is not None:
+            try:
+                declared = int(raw)
+            except ValueError:
+                raise ApiError(ErrorCode.INVALID_ARGUMENT, "Content-Length is not a number") from None
+            if declared > limit:
+                raise ApiError(ErrorCode.PAYLOAD_TOO_LARGE,
+                               f"body of {declared} bytes exceeds the {limit}-byte limit; split it into request chunks")
+        buf = bytearray(declared) if declared else bytearray()
+        pos = 0
+        while not self.done:
+            message = await self.request.receive()
+            if message["type"] == "http.disconnect":
+                self.done = True
+                raise ClientDisconnect()
+            chunk = message.get("body", b"")
+            if chunk:
+                end = pos + len(chunk)
+                if end > limit:
+                    raise ApiError(ErrorCode.PAYLOAD_TOO_LARGE,
+                                   f"body exceeds the {limit}-byte limit; split it into request chunks")
+                if declared is not None and end <= declared:
+                    buf[pos:end] = chunk
+                else:
+                    buf += chunk
+                pos = end
+            if not message.get("more_body", False):
+                self.done = True
+        if declared is not None and pos < declared:
+            del buf[pos:]
+        return buf
+
+    async def drain(self) -> None:
+        """Discard what is left of the body so the client is not cut off mid-send."""
+        seen = 0
+        while not self.done and seen < DRAIN_CAP:
+            message = await self.request.receive()
+            if message["type"] == "http.disconnect":
+                self.done = True
+                return
+            seen += len(message.get("body", b""))
+            if not message.get("more_body", False):
+                self.done = True
+
+
+@dataclass
+class Ctx:
+    state: AppState
+    request: Request
+    route: Route
+    owner: str
+    body: BodyReader
+    extras: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def store(self):  # type: ignore[no-untyped-def]
+        return self.state.store
+
+    @property
+    def settings(self):  # type: ignore[no-untyped-def]
+        return self.state.settings
+
+    def param(self, name: str) -> str:
+        return str(self.request.path_params[name])
+
+    def body_limit(self) -> int:
+        limit = self.settings.max_body_bytes
+        return limit * 4 if self.state.mutant("oversize-accepted") else limit
+
+    def media_type(self) -> str:
+        return self.request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+
+    def require_media_type(self, expected: str) -> None:
+        if self.state.mutant("wrong-content-type-accepted"):
+            return
+        got = self.media_type()
+        if got != expected:
+            raise ApiError(ErrorCode.UNSUPPORTED_MEDIA_TYPE,
+                           f"{self.route.name} takes {expected}, got {got or 'no content type'}")
+
+    async def raw_body(self) -> bytearray:
+        return await self.body.read(self.body_limit())
+
+    async def octet_body(self) -> bytearray:
+        data = await self.raw_body()
+        self.require_media_type(OCTET)
+        if not data:
+            raise ApiError(ErrorCode.MALFORMED_FRAME, "empty body: expected a DSSST1 frame")
+        return data
+
+    async def json_object(self, *, octet: bool = False) -> Any:
+        """The body parsed as JSON (``{}`` when empty); ``octet`` for generate-stream's bytes."""
+        data = await self.raw_body()
+        if not data and not octet:
+            return {}
+        self.require_media_type(OCTET if octet else "application/json")
+        return parse_json(data)
+
+    def validate(self, model: type[M], data: Any, loc: tuple[str | int, ...] = ()) -> M:
+        try:
+            obj = model.model_validate(data)
+        except ValidationError as exc:
+            raise validation_error(exc, loc) from None
+        if self.settings.strict and not self.state.mutant("unknown-field-strict-ignored"):
+            unknown = unknown_fields(obj, loc)
+            if unknown:
+                names = ", ".join(".".join(str(p) for p in u) for u in unknown)
+                raise ApiError(ErrorCode.UNKNOWN_FIELD, f"unknown field(s): {names}",
+                               [detail_entry(u, "unknown field (strict mode)", "extra_forbidden") for u in unknown])
+        return obj
+
+    async def json_model(self, model: type[M]) -> M:
+        return self.validate(model, await self.json_object())
+
+    def job(self, allowed: frozenset[str] | set[str] | None = None) -> JobRec:
+        """The caller's job from the path, checked against the states the route needs."""
+        job = self.store.job_for(self.owner, self.param("job_id"))
+        wanted = self.route.needs_states if allowed is None else allowed
+        if wanted:
+            status = self.store.status(job)
+            if status not in wanted and not (status in TERMINAL and self.state.mutant("terminated-accepts")):
+                raise ApiError(ErrorCode.JOB_NOT_RUNNING, f"job {job.job_id} is {status}, not running")
+        return job
+
+    def job_status_text(self, status: str) -> str:
+        enum = self.settings.status_style == "enum" or self.state.mutant("enum-in-short")
+        return job_state_enum_spelling(status) if enum else status
+
+    def request_status_text(self, status: str) -> str:
+        return request_state_enum_spelling(status) if self.settings.status_style == "enum" else status
+
+    def submitted(self, job: JobRec, req: RequestRec, **extra: Any) -> Response:
+        body: dict[str, Any] = {"request_id": req.request_id, "job_id": job.job_id}
+        if self.state.mutant("submit-missing-job-id"):
+            del body["job_id"]
+        body.update(extra)
+        return json_response(body)
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def parse_json(data: bytes | bytearray) -> Any:
+    try:
+        return json.loads(data, parse_constant=_refuse_constant)
+    except (ValueError, RecursionError) as exc:
+        raise ApiError(ErrorCode.MALFORMED_JSON, f"body is not valid UTF-8 JSON: {str(exc)[:200]}") from None

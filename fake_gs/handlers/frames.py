@@ -1,0 +1,224 @@
+"""DSSST1 bodies: plain frames and request chunk groups, shared by every octet route.
+
+A route supplies a *builder* that validates the decoded frame object and submits the
+request; this module owns decoding, the legacy-payload refusal and every chunk-group rule
+(facts, section 7): restart, conflict, missing chunks, at-most-once on replay.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from starlette.concurrency import run_in_threadpool
+from starlette.responses import Response
+
+from contract import wire
+from contract.errors import ErrorCode, detail_entry
+from fake_gs.chunks import (
+    DONE,
+    FINALIZING,
+    ChunkGroup,
+    check_descriptor,
+    conflict_field,
+    first_range_size,
+    malformed,
+    new_group,
+)
+from fake_gs.errors import ApiError
+from fake_gs.handlers.common import Ctx, json_response
+from fake_gs.records import JobRec, RequestRec
+
+#: (ctx, job, decoded frame object, chunk group or None) -> submitted request.
+Builder = Callable[[Ctx, JobRec, Any, ChunkGroup | None], RequestRec]
+
+#: Decoder limits for request frames (LIMIT-FRAME-1): generous but bounded.
+REQUEST_LIMITS = wire.WireLimits(max_depth=64, max_tensors=10_000, max_json_bytes=16 * 1024 * 1024)
+
+
+def refuse_legacy(data: Any) -> None:
+    kind = wire.sniff_refused_payload(data)
+    if kind is not None:
+        raise ApiError(ErrorCode.LEGACY_PAYLOAD_REFUSED,
+                       f"legacy pickle/torch.save payloads are refused ({kind}); send a DSSST1 frame")
+
+
+def _decode(data: Any) -> Any:
+    refuse_legacy(data)
+    try:
+        return wire.loads(data, limits=REQUEST_LIMITS)
+    except wire.WireError as exc:
+        raise malformed(f"malformed DSSST1 frame: {exc}") from None
+    except RecursionError:
+        raise malformed("malformed DSSST1 frame: nests too deeply") from None
+
+
+async def decode_frame(data: Any) -> Any:
+    """Decode off the event loop (large frames take a while; torch loads on first use)."""
+    return await run_in_threadpool(_decode, data)
+
+
+def dummy_submit(ctx: Ctx, job: JobRec, op: str, group: ChunkGroup | None = None) -> RequestRec:
+    """What the payload-accepting mutants run instead of a real frame."""
+
+    def work() -> dict[str, Any]:
+        ctx.store.note_execution(job, group, forward_backward=op == "forward_backward")
+        return {"job_id": job.job_id, "avg_loss": 0.0, "metrics": {}, "post_process_outputs": {}}
+
+    return ctx.store.submit(job, op, work)
+
+
+def chunk_ack(ctx: Ctx, group: ChunkGroup, idx: int) -> Response:
+    """A non-final chunk's answer: progress, never a request id (CG-NONFINAL-1)."""
+    body: dict[str, Any] = {
+        "chunk_group_id": group.group_id,
+        "chunk_idx": idx,
+        "received_chunks": len(group.received),
+        "total_chunks": group.total,
+    }
+    if ctx.state.mutant("nonfinal-chunk-request-id"):
+        import uuid
+
+        body["request_id"] = str(uuid.uuid4())
+        body["job_id"] = group.job_id
+    return json_response(body, status=202)
+
+
+async def submit_frame(ctx: Ctx, job: JobRec, builder: Builder) -> Response:
+    """Handle an octet body: a plain frame, or one request chunk of a group."""
+    body = await ctx.octet_body()
+    if wire.sniff_refused_payload(body) is not None and ctx.state.mutant("pickle-accepted"):
+        return ctx.submitted(job, dummy_submit(ctx, job, ctx.route.name))
+    refuse_legacy(body)
+    try:
+        found = wire.chunk_descriptor(body)
+    except wire.WireError as exc:
+        raise malformed(f"malformed DSSST1 frame: {exc}") from None
+    if found is None:
+        obj = await decode_frame(body)
+        del body
+        return ctx.submitted(job, builder(ctx, job, obj, None))
+    kind, desc = found
+    if kind != "request":
+        raise malformed("expected a request chunk, got a result chunk")
+    payload = wire.chunk_payload(body)
+    return await accept_chunk(ctx, job, desc, memoryview(payload), builder)
+
+
+async def accept_chunk(ctx: Ctx, job: JobRec, desc: dict[str, Any], payload: memoryview,
+                       builder: Builder) -> Response:
+    store, settings, route = ctx.store, ctx.settings, ctx.route.name
+    check_descriptor(desc, len(payload), settings.max_body_bytes)
+    gid, idx, total = desc["chunk_group_id"], desc["chunk_idx"], desc["total_chunks"]
+    final = idx == total - 1
+    store.expire_groups(job.job_id)
+    groups = store.job_groups(job.job_id)
+    with store.lock:
+        group = groups.get(gid)
+        created = group is None
+        if group is None:
+            if idx != 0 and not ctx.state.mutant("restart-not-required"):
+                raise ApiError(ErrorCode.CHUNK_GROUP_RESTART_REQUIRED,
+                               f"chunk group {gid} is not known here; resend the whole group from chunk 0")
+            open_groups = [g for g in groups.values() if g.status != DONE]
+            if len(open_groups) >= settings.max_open_groups_per_job:
+                raise ApiError(ErrorCode.CHUNK_GROUP_LIMIT,
+                               f"job {job.job_id} already has {len(open_groups)} open chunk groups")
+            buffered = sum(g.buffered_bytes for g in groups.values())
+            if buffered + desc["frame_size_bytes"] > settings.max_buffered_bytes_per_job:
+                raise ApiError(ErrorCode.BUFFER_LIMIT,
+                               f"job {job.job_id} cannot buffer {desc['frame_size_bytes']} more bytes")
+            group = new_group(job.job_id, route, desc, first_range_size(desc, len(payload)))
+        else:
+            field = conflict_field(group, route, desc)
+            if field is not None:
+                raise ApiError(ErrorCode.CHUNK_GROUP_CONFLICT,
+                               f"chunk group {gid} was started with another {field}",
+                               [detail_entry(("request_chunk", field), "differs from the group", "conflict")])
+        group.touched_at = time.monotonic()
+        if group.status in (FINALIZING, DONE):
+            if not final:
+                return chunk_ack(ctx, group, idx)
+            group.replays += 1
+            replay = True
+        else:
+            replay = False
+            start, end = group.chunk_span(idx)
+            if len(payload) != end - start:
+                raise malformed(f"chunk {idx} carries {len(payload)} bytes; this group's chunk {idx} "
+                                f"spans {end - start} bytes")
+            assert group.buffer is not None
+            if idx in group.received:
+                if memoryview(group.buffer)[start:end] != payload:
+                    raise ApiError(ErrorCode.CHUNK_GROUP_CONFLICT,
+                                   f"chunk {idx} of group {gid} was sent before with another payload")
+                if not final:
+                    return chunk_ack(ctx, group, idx)
+            missing = [i for i in group.missing() if i != idx] if final else []
+            if missing and not ctx.state.mutant("missing-chunks-accepted"):
+                raise ApiError(ErrorCode.CHUNK_GROUP_MISSING_CHUNKS,
+                               f"chunk group {gid} is missing chunk_idx {missing}; send them, then the final chunk",
+                               [detail_entry(("request_chunk", "chunk_idx", i), "missing", "missing") for i in missing])
+            if created:
+                groups[gid] = group
+            group.buffer[start:end] = payload
+            group.received.add(idx)
+            group.advance_hash()
+            if not final:
+                return chunk_ack(ctx, group, idx)
+            group.status = FINALIZING
+    del payload
+    if replay:
+        return await replay_final(ctx, job, group, builder)
+    return await finalize(ctx, job, group, builder, bool(missing))
+
+
+async def finalize(ctx: Ctx, job: JobRec, group: ChunkGroup, builder: Builder, incomplete: bool) -> Response:
+    """Verify the whole frame, decode it, release the buffer, submit: exactly once."""
+    store = ctx.store
+    try:
+        if incomplete:  # only under the missing-chunks-accepted mutant
+            if group.hash_task is not None:
+                await group.hash_task
+            req = dummy_submit(ctx, job, ctx.route.name, group)
+        else:
+            if ctx.state.mutant("chunk-sha-unchecked"):
+                if group.hash_task is not None:
+                    await group.hash_task
+            elif await group.digest() != group.frame_sha256:
+                raise malformed(f"chunk group {group.group_id}: reassembled frame does not match frame_sha256")
+            assert group.buffer is not None
+            obj = await decode_frame(group.buffer)
+            group.release()
+            req = builder(ctx, job, obj, group)
+            if ctx.state.mutant("replay-double-exec"):
+                group.decoded = obj
+            del obj
+    except BaseException as exc:
+        with store.lock:
+            groups = store.groups.get(job.job_id, {})
+            if groups.get(group.group_id) is group:
+                del groups[group.group_id]
+            group.release()
+            group.status = "failed"
+            group.failure = exc if isinstance(exc, ApiError) else ApiError(ErrorCode.INTERNAL, "chunk group failed")
+        group.finished.set()
+        raise
+    with store.lock:
+        group.release()
+        group.request_id = req.request_id
+        group.status = DONE
+    group.finished.set()
+    return ctx.submitted(job, req)
+
+
+async def replay_final(ctx: Ctx, job: JobRec, group: ChunkGroup, builder: Builder) -> Response:
+    """A repeated final chunk: the original execution's request (CG-IDEM-1)."""
+    await group.finished.wait()
+    if group.failure is not None:
+        raise group.failure
+    if ctx.state.mutant("replay-double-exec") and group.decoded is not None:
+        return ctx.submitted(job, builder(ctx, job, group.decoded, group))
+    assert group.request_id is not None
+    return ctx.submitted(job, ctx.store.request_for(job, group.request_id))

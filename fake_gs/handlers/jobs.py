@@ -1,0 +1,135 @@
+"""Control plane: create, list, get, cancel jobs; capacity; experiment-run names."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from starlette.concurrency import run_in_threadpool
+from starlette.responses import Response
+
+from contract.errors import ErrorCode, detail_entry
+from contract.models import CreateJobRequest
+from contract.models_catalog import is_known_model, is_trainable
+from fake_gs.errors import ApiError
+from fake_gs.handlers.common import Ctx, json_response
+from fake_gs.records import CheckpointRec, JobRec, rfc3339
+
+OWNER_ROLE = "FAKE_GS_ROLE"
+
+
+def job_view(ctx: Ctx, job: JobRec, *, count_poll: bool = False) -> dict[str, Any]:
+    """The job object with every field (facts, section 4), in the configured dialect."""
+    status = ctx.store.status(job, count_poll=count_poll)
+    shown = ctx.job_status_text(status)
+    reason = job.reason
+    if status == "failed" and ctx.state.mutant("failed-without-reason"):
+        reason = ""
+    tokens = ctx.settings.tokens
+    subs = []
+    for sub in job.sub_jobs:
+        cfg = sub.config
+        item: dict[str, Any] = {
+            "sub_job_id": sub.sub_job_id,
+            "job_type": sub.job_type,
+            "status": shown,
+            "model_name": cfg.model_name,
+        }
+        if cfg.training_config is not None:
+            item["training_config"] = cfg.training_config.model_dump(mode="json", exclude_none=True)
+        if cfg.inference_config is not None:
+            item["inference_config"] = cfg.inference_config.model_dump(mode="json", exclude_none=True)
+        for name in ("global_batch_size", "dtype", "seed"):
+            value = getattr(cfg, name)
+            if value is not None:
+                item[name] = value
+        subs.append(item)
+    return {
+        "job_id": job.job_id,
+        "status": shown,
+        "reason": reason,
+        "created_at": rfc3339(job.created_at),
+        "updated_at": rfc3339(job.updated_at),
+        "image_tag": "" if status == "pending" else f"fake-gs/{ctx.settings.engine}:0.1.0",
+        "submitted_by": f"user_{tokens.index(job.owner)}" if job.owner in tokens else "anonymous",
+        "owner_role": OWNER_ROLE,
+        "experiment_name": job.experiment_name,
+        "sub_jobs": subs,
+    }
+
+
+def check_models(ctx: Ctx, body: CreateJobRequest) -> None:
+    if ctx.settings.allow_any_model:
+        return
+    for i, cfg in enumerate(body.sub_job_configs):
+        loc = ("sub_job_configs", i, "model_name")
+        if not is_known_model(cfg.model_name):
+            raise ApiError(ErrorCode.UNKNOWN_MODEL, f"model {cfg.model_name!r} is not served here",
+                           [detail_entry(loc, "unknown model", "unknown_model")])
+        if cfg.job_type == "training" and not is_trainable(cfg.model_name):
+            raise ApiError(ErrorCode.MODEL_NOT_TRAINABLE, f"model {cfg.model_name!r} is served for inference only",
+                           [detail_entry(loc, "model is inference-only", "model_not_trainable")])
+
+
+def source_checkpoint(ctx: Ctx, body: CreateJobRequest) -> CheckpointRec | None:
+    """The checkpoint a training sub-job starts from (``source_checkpoint_info``), if any."""
+    for i, cfg in enumerate(body.sub_job_configs):
+        info = cfg.source_checkpoint_info
+        if info is None or cfg.job_type != "training":
+            continue
+        loc = ("sub_job_configs", i, "source_checkpoint_info")
+        if info.source_job_id:
+            try:
+                src = ctx.store.job_for(ctx.owner, info.source_job_id)
+                return ctx.store.checkpoint(src, info.checkpoint_id)
+            except ApiError as exc:
+                raise ApiError(ErrorCode.VALIDATION_FAILED, exc.message,
+                               [detail_entry(loc, exc.message, exc.code)]) from None
+        # Without a source job the id may name a checkpoint outside this fake: start fresh.
+        for job in reversed(ctx.store.list_jobs(ctx.owner, None)):
+            if info.checkpoint_id in job.checkpoints:
+                return job.checkpoints[info.checkpoint_id]
+    return None
+
+
+async def create_job(ctx: Ctx) -> Response:
+    body = await ctx.json_model(CreateJobRequest)
+    check_models(ctx, body)
+    ckpt = source_checkpoint(ctx, body)
+    job = ctx.store.new_job(ctx.owner, body)
+    engine = await run_in_threadpool(lambda: ctx.store.engine)
+    try:
+        await run_in_threadpool(engine.create_job, job.job_id, list(body.sub_job_configs), job.seed)
+        if ckpt is not None and job.of_type("training"):
+            await run_in_threadpool(engine.load, job.job_id, ckpt.snapshot)
+            job.global_steps = ckpt.global_steps
+    except (ValueError, KeyError) as exc:
+        engine.drop_job(job.job_id)
+        raise ApiError(ErrorCode.INVALID_ARGUMENT, f"cannot create the job: {exc}") from None
+    ctx.store.register_job(job)
+    return json_response({"job_id": job.job_id})
+
+
+async def list_jobs(ctx: Ctx) -> Response:
+    jobs = ctx.store.list_jobs(ctx.owner, ctx.request.query_params.get("status"))
+    return json_response({"jobs": [job_view(ctx, j) for j in jobs]})
+
+
+async def get_capacity(ctx: Ctx) -> Response:
+    return json_response(ctx.store.capacity())
+
+
+async def get_job(ctx: Ctx) -> Response:
+    job = ctx.job()
+    return json_response(job_view(ctx, job, count_poll=True))
+
+
+async def cancel_job(ctx: Ctx) -> Response:
+    job = ctx.job()
+    await ctx.body.drain()
+    ctx.store.cancel(job)
+    return json_response({})
+
+
+async def get_experiment_run(ctx: Ctx) -> Response:
+    job = ctx.job()
+    return json_response({"experiment_name": job.experiment_name, "experiment_run_name": f"run-{job.job_id}"})

@@ -1,0 +1,82 @@
+"""Sampling data plane: generate (frame or chunks), generate-stream (events), log-probs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from starlette.responses import Response
+
+from contract.errors import ErrorCode, detail_entry
+from contract.models import GenerateRequest, LogProbsRequest
+from fake_gs.chunks import ChunkGroup
+from fake_gs.delivery import jsonable
+from fake_gs.errors import ApiError
+from fake_gs.handlers.common import Ctx
+from fake_gs.handlers.frames import submit_frame
+from fake_gs.records import JobRec, RequestRec, SubJobRec
+
+
+def sampler(job: JobRec) -> SubJobRec:
+    """The sub-job generate runs on: the sampling one, else whatever the job has."""
+    subs = job.of_type("sampling") or job.sub_jobs
+    return subs[0]
+
+
+def generate_request(ctx: Ctx, job: JobRec, obj: Any) -> GenerateRequest:
+    """Validate a generate object; token prompts must fit the sampler's max_seq_len."""
+    request = ctx.validate(GenerateRequest, obj)
+    limit = sampler(job).max_seq_len
+    too_long = [i for i, p in enumerate(request.prompts) if isinstance(p, list) and len(p) >= limit]
+    if too_long:
+        raise ApiError(ErrorCode.PROMPT_TOO_LONG,
+                       f"token prompt(s) {too_long[:10]} have >= max_seq_len ({limit}) tokens",
+                       [detail_entry(("prompts", i), f"prompt length must be < {limit}", "too_long")
+                        for i in too_long[:50]])
+    return request
+
+
+def _results(ctx: Ctx, job: JobRec, request: GenerateRequest) -> list[dict[str, Any]]:
+    results = list(ctx.store.engine.generate(job.job_id, request))
+    if ctx.state.mutant("generate-drops-one") and results:
+        results.pop()
+    return results
+
+
+def build_generate(ctx: Ctx, job: JobRec, obj: Any, group: ChunkGroup | None) -> RequestRec:
+    request = generate_request(ctx, job, obj)
+
+    def work() -> dict[str, Any]:
+        return {"job_id": job.job_id, "results": _results(ctx, job, request)}
+
+    return ctx.store.submit(job, "generate", work, force_frame=True, group_id=group.group_id if group else None)
+
+
+async def generate(ctx: Ctx) -> Response:
+    job = ctx.job()
+    return await submit_frame(ctx, job, build_generate)
+
+
+async def generate_stream(ctx: Ctx) -> Response:
+    job = ctx.job()
+    request = generate_request(ctx, job, await ctx.json_object(octet=True))
+
+    def work() -> list[dict[str, Any]]:
+        results = _results(ctx, job, request)
+        events: list[dict[str, Any]] = [
+            {"type": "result", "index": i, "result": jsonable(r)} for i, r in enumerate(results)
+        ]
+        events.append({"type": "done", "completed": len(results), "failed": 0})
+        return events
+
+    req = ctx.store.submit(job, "generate_stream", work, stream=True)
+    return ctx.submitted(job, req, count=len(request.prompts))
+
+
+async def log_probs(ctx: Ctx) -> Response:
+    job = ctx.job()
+    request = await ctx.json_model(LogProbsRequest)
+
+    def work() -> dict[str, Any]:
+        return {"job_id": job.job_id, **ctx.store.engine.log_probs(job.job_id, request)}
+
+    return ctx.submitted(job, ctx.store.submit(job, "log_probs", work, force_frame=True))

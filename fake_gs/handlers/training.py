@@ -1,0 +1,203 @@
+"""Training data plane: forward-backward, forward-no-grad, step, save, load.
+
+Handlers validate and submit; the closures they submit run on the job's serial executor
+and apply state effects (global steps, checkpoints) in submit order.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from starlette.responses import Response
+
+from contract.errors import ErrorCode, detail_entry
+from contract.models import PROPOSED_METRIC_KEYS, LoadRequest, SaveRequest, StepRequest
+from contract.shapes import ShapeError, forward_expectation
+from fake_gs.chunks import ChunkGroup
+from fake_gs.errors import ApiError
+from fake_gs.handlers.common import Ctx
+from fake_gs.handlers.frames import submit_frame
+from fake_gs.records import CheckpointRec, JobRec, RequestRec, SubJobRec
+
+
+def training_sub_job(job: JobRec) -> SubJobRec:
+    subs = job.of_type("training")
+    if not subs:
+        raise ApiError(ErrorCode.SUB_JOB_NOT_FOUND, f"job {job.job_id} has no training sub-job")
+    return subs[0]
+
+
+def full_metrics(raw: Any) -> dict[str, Any]:
+    """The proposed metrics block: every PROPOSED_METRIC_KEYS entry present, floats."""
+    metrics = {k: v for k, v in (raw or {}).items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+    for key in PROPOSED_METRIC_KEYS:
+        metrics.setdefault(key, 0.0)
+    return metrics
+
+
+def forward_object(obj: Any) -> dict[str, Any]:
+    """A forward(-backward) frame object: a dict whose input_ids are [batch, seq]."""
+    if not isinstance(obj, dict):
+        raise ApiError(ErrorCode.INVALID_ARGUMENT, "the frame must hold an object {args, kwargs, ...}",
+                       [detail_entry((), "not an object", "dict_type")])
+    try:
+        forward_expectation(obj)
+    except ShapeError as exc:
+        raise ApiError(ErrorCode.INVALID_ARGUMENT, str(exc),
+                       [detail_entry(("kwargs", "input_ids"), str(exc), "value_error")]) from None
+    return obj
+
+
+# --- forward-backward ----------------------------------------------------------------------
+
+
+def build_forward_backward(ctx: Ctx, job: JobRec, obj: Any, group: ChunkGroup | None) -> RequestRec:
+    request = forward_object(obj)
+    training_sub_job(job)
+    store = ctx.store
+    proposed = ctx.settings.profile == "proposed" and not ctx.state.mutant("fb-metrics-missing")
+
+    def work() -> dict[str, Any]:
+        out = store.engine.forward_backward(job.job_id, request)
+        store.note_execution(job, group, forward_backward=True)
+        loss = float(out["avg_loss"])
+        with store.lock:
+            job.last_loss = loss
+        return {
+            "job_id": job.job_id,
+            "avg_loss": loss,
+            "metrics": full_metrics(out.get("metrics")) if proposed else {},
+            "post_process_outputs": out.get("post_process_outputs") or {},
+        }
+
+    return store.submit(job, "forward_backward", work, group_id=group.group_id if group else None)
+
+
+async def forward_backward(ctx: Ctx) -> Response:
+    job = ctx.job()
+    return await submit_frame(ctx, job, build_forward_backward)
+
+
+# --- forward (no grad) ---------------------------------------------------------------------
+
+
+def forward_work(ctx: Ctx, job: JobRec, request: dict[str, Any], *, reference: bool) -> Any:
+    store = ctx.store
+
+    def work() -> dict[str, Any]:
+        out = store.engine.forward(job.job_id, request, reference=reference)
+        outputs = out.get("model_outputs")
+        if isinstance(outputs, Mapping):
+            outputs = dict(outputs)
+            if ctx.state.mutant("logprobs-short") and "logprobs" in outputs:
+                outputs["logprobs"] = outputs["logprobs"][:, :-1]
+            if ctx.state.mutant("entropy-missing"):
+                outputs.pop("entropy", None)
+            out = {**out, "model_outputs": outputs}
+        out.setdefault("metrics", {})
+        return out
+
+    return work
+
+
+def build_forward_no_grad(ctx: Ctx, job: JobRec, obj: Any, group: ChunkGroup | None) -> RequestRec:
+    request = forward_object(obj)
+    work = forward_work(ctx, job, request, reference=bool(request.get("reference_model")))
+    return ctx.store.submit(job, "forward_no_grad", work, force_frame=True,
+                            group_id=group.group_id if group else None)
+
+
+async def forward_no_grad(ctx: Ctx) -> Response:
+    job = ctx.job()
+    return await submit_frame(ctx, job, build_forward_no_grad)
+
+
+# --- step, save, load ----------------------------------------------------------------------
+
+
+def _peak_memory_wanted(sub: SubJobRec) -> bool:
+    cfg = sub.config.training_config
+    return bool(cfg is not None and (cfg.model_extra or {}).get("step_peak_memory_log"))
+
+
+async def step(ctx: Ctx) -> Response:
+    job = ctx.job()
+    body = await ctx.json_model(StepRequest)
+    sub = training_sub_job(job)
+    store, proposed = ctx.store, ctx.settings.profile == "proposed"
+
+    def work() -> dict[str, Any]:
+        out = store.engine.step(job.job_id, body.learning_rate)
+        with store.lock:
+            if not ctx.state.mutant("steps-not-incremented"):
+                job.global_steps += 1
+            steps = job.global_steps
+        result: dict[str, Any] = {"global_steps": steps, "last_lr": float(out["last_lr"])}
+        if _peak_memory_wanted(sub):
+            result["peak_memory"] = {"gpu_peak": 1.0 + 0.01 * steps, "cpu_peak": 0.5}
+        if proposed:
+            result["metrics"] = full_metrics(out.get("metrics"))
+        return result
+
+    return ctx.submitted(job, store.submit(job, "step", work))
+
+
+async def save(ctx: Ctx) -> Response:
+    job = ctx.job()
+    body = await ctx.json_model(SaveRequest)
+    training_sub_job(job)
+    store = ctx.store
+    ckpt_type = body.checkpoint_type or "resumable"
+    wanted_id = body.checkpoint_id or None
+
+    def work() -> dict[str, Any]:
+        snapshot = store.engine.save(job.job_id, ckpt_type)
+        with store.lock:
+            ckpt_id = wanted_id or f"global_step{job.global_steps}"
+            store.add_checkpoint(job, CheckpointRec(ckpt_id, job.global_steps, job.last_loss, time.time(),
+                                                    ckpt_type, snapshot))
+            steps = job.global_steps
+        return {
+            "checkpoint_id": ckpt_id,
+            "checkpoint_path": f"fake-gs://{job.job_id}/checkpoints/{ckpt_id}",
+            "checkpoint_tag": ckpt_id,
+            "checkpoint_type": ckpt_type,
+            "global_steps": steps,
+        }
+
+    return ctx.submitted(job, store.submit(job, "save", work))
+
+
+async def load(ctx: Ctx) -> Response:
+    job = ctx.job()
+    body = await ctx.json_model(LoadRequest)
+    store = ctx.store
+    if body.target_sub_job_id:
+        target = job.sub_job(body.target_sub_job_id)
+        if target is None:
+            raise ApiError(ErrorCode.SUB_JOB_NOT_FOUND,
+                           f"target_sub_job_id {body.target_sub_job_id!r} is not a sub-job of job {job.job_id}",
+                           [detail_entry(("target_sub_job_id",), "not a sub-job of this job", "value_error")])
+        if target.job_type != "training":
+            raise ApiError(ErrorCode.NOT_IMPLEMENTED,
+                           f"loading into a {target.job_type} sub-job is not implemented; target a training sub-job")
+    training_sub_job(job)
+    source = store.job_for(ctx.owner, body.source_job_id) if body.source_job_id else job
+    store.checkpoint(source, body.checkpoint_id)
+
+    def work() -> dict[str, Any]:
+        ckpt = store.checkpoint(source, body.checkpoint_id)
+        store.engine.load(job.job_id, ckpt.snapshot)
+        with store.lock:
+            if not ctx.state.mutant("load-keeps-steps"):
+                job.global_steps = ckpt.global_steps
+            steps = job.global_steps
+        result: dict[str, Any] = {"checkpoint_id": ckpt.checkpoint_id, "global_steps": steps,
+                                  "checkpoint_type": ckpt.checkpoint_type}
+        if source is not job:
+            result["source_job_id"] = source.job_id
+        return result
+
+    return ctx.submitted(job, store.submit(job, "load", work))

@@ -1,0 +1,78 @@
+"""Outermost ASGI layer: the request-id header on every answer, one log line per request,
+and a last-resort 500 envelope (also carrying the header) for anything that escapes."""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+import uuid
+from typing import Any
+
+from starlette.requests import ClientDisconnect
+
+from contract.errors import REQUEST_ID_HEADER, ErrorCode, error_body
+from fake_gs.dispatch import DropConnection
+from fake_gs.state import AppState
+
+access_log = logging.getLogger("fake_gs.access")
+log = logging.getLogger("fake_gs")
+
+Scope = dict[str, Any]
+Message = dict[str, Any]
+
+
+class RequestContextMiddleware:
+    def __init__(self, app: Any, state: AppState) -> None:
+        self.app = app
+        self.state = state
+        self.header = REQUEST_ID_HEADER.encode("latin-1")
+
+    async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        request_id = str(uuid.uuid4())
+        started = time.perf_counter()
+        status = 0
+        add_header = not self.state.mutant("no-request-id-header")
+
+        async def send_with_id(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+                if add_header:
+                    headers = list(message.get("headers", []))
+                    headers.append((self.header, request_id.encode("latin-1")))
+                    message = {**message, "headers": headers}
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_with_id)
+        except DropConnection:
+            if status == 0:
+                # Promise a body, send none, return: the server cuts the connection.
+                await send({"type": "http.response.start", "status": 200,
+                            "headers": [(b"content-length", b"1024"), (self.header, request_id.encode())]})
+                await send({"type": "http.response.body", "body": b"", "more_body": True})
+            status = -1
+        except ClientDisconnect:
+            status = -1
+        except Exception:
+            log.exception("unhandled error for %s %s", scope.get("method"), scope.get("path"))
+            with self.state.store.lock:
+                self.state.store.internal_errors += 1
+            if status == 0:
+                body = json.dumps(error_body(ErrorCode.INTERNAL, "internal error")).encode()
+                await send_with_id({"type": "http.response.start", "status": 500,
+                                    "headers": [(b"content-type", b"application/json"),
+                                                (b"content-length", str(len(body)).encode())]})
+                await send({"type": "http.response.body", "body": body})
+        finally:
+            store = self.state.store
+            with store.lock:
+                store.http_requests += 1
+            if access_log.isEnabledFor(logging.INFO):
+                access_log.info('%s %s%s %s %.1fms', scope.get("method"), scope.get("path"),
+                                "?" + scope["query_string"].decode("latin-1") if scope.get("query_string") else "",
+                                status if status >= 0 else "dropped", (time.perf_counter() - started) * 1000)

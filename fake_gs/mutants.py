@@ -1,0 +1,64 @@
+"""Named, deliberate contract violations, so the conformance suite can prove it has teeth.
+
+Each mutant is a cheap conditional at one point of the fake (``state.mutant("name")``)
+and declares the clause ids (``contract.clauses``) it breaks: the self-test expects
+exactly those clauses to turn red when the fake runs with ``--mutant NAME``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Mutant:
+    name: str
+    clauses: tuple[str, ...]
+    description: str
+
+
+_TABLE: tuple[Mutant, ...] = (
+    Mutant("nonfinal-chunk-request-id", ("CG-NONFINAL-1",), "a non-final chunk's answer carries a request_id"),
+    Mutant("chunk-sha-unchecked", ("CHUNK-VERIFY-1",), "reassembled frames are not checked against frame_sha256"),
+    Mutant("replay-double-exec", ("CG-IDEM-1", "CG-IDEM-3"), "a replayed final chunk executes forward-backward again"),
+    Mutant("unstable-cursor", ("POLL-CURSOR-1",), "re-reading a cursor returns a shifted page"),
+    Mutant("logprobs-short", ("PROP-FNG-2", "PROP-SHAPE-1", "OP-FORWARD-1"), "forward logprobs are [B, S-1]"),
+    Mutant("generate-drops-one", ("GEN-COUNT-1",), "generate answers one result fewer than prompts"),
+    Mutant("pickle-accepted", ("WIRE-PICKLE-1",), "pickle payloads are accepted"),
+    Mutant("frame-500", ("WIRE-MALFORMED-1", "ERR-NO500-1"), "a malformed frame answers 500"),
+    Mutant("bare-400", ("ERR-ENVELOPE-1",), "400 answers are plain text without the error envelope"),
+    Mutant("cancel-twice-409", ("CANCEL-IDEM-1",), "cancelling a cancelled job answers 409"),
+    Mutant("terminated-accepts", ("JOB-RUNNING-2",), "cancelled/terminated/failed jobs accept data-plane calls"),
+    Mutant("enum-in-short", ("JOB-STATE-2",), "the short dialect spells job states as enum names"),
+    Mutant("auth-ignored", ("AUTH-REQUIRED-1", "AUTH-REQUIRED-2"), "tokens are not checked"),
+    Mutant("cross-token-visible", ("AUTH-ISOLATION-1", "AUTH-ISOLATION-2"), "another token's jobs are visible"),
+    Mutant("oversize-accepted", ("LIMIT-BODY-1",), "bodies over 60 MiB are accepted"),
+    Mutant("load-keeps-steps", ("SAVE-LOAD-1",), "load does not restore the checkpoint's global_steps"),
+    Mutant("deleted-checkpoint-listed", ("CKPT-DELETE-1",), "a deleted checkpoint stays listed"),
+    Mutant("max-events-uncapped", ("POLL-MAXEV-2",), "max_events is not capped at 512"),
+    Mutant("no-request-id-header", ("ADDR-REQID-1",), "responses lack x-snowflake-request-id"),
+    Mutant("submit-missing-job-id", ("REQ-SUBMIT-1",), "submit answers lack job_id"),
+    Mutant("restart-not-required", ("CG-RESTART-1",), "a first-seen group not starting at chunk 0 is accepted"),
+    Mutant("steps-not-incremented", ("STEP-COUNT-1",), "step does not bump global_steps"),
+    Mutant("missing-chunks-accepted", ("CG-MISSING-1",), "a final chunk with chunks missing executes"),
+    Mutant("wrong-content-type-accepted", ("ADDR-CT-2", "ADDR-CT-3"), "415 is not enforced"),
+    Mutant("capacity-ignored", ("CAP-QUEUE-1",), "jobs beyond capacity are admitted and run"),
+    # Strict mode is a fake-only debugging aid, not a server promise: no clause to break.
+    Mutant("unknown-field-strict-ignored", (), "--strict does not refuse unknown fields"),
+    Mutant("status-filter-ignored", ("JOB-LIST-2",), "GET /?status= ignores the filter"),
+    Mutant("failed-without-reason", ("JOB-STATE-3",), "failed jobs carry an empty reason"),
+    Mutant("unknown-op-accepted", ("OP-UNKNOWN-1",), "unknown operation types answer an empty inline result"),
+    Mutant("routing-conflict-ignored", ("OP-ROUTE-1",), "conflicting routing hints are not refused"),
+    Mutant("stream-events-repeated", ("GENS-DRAIN-1",), "stream events are returned again by later polls"),
+    Mutant("entropy-missing", ("PROP-FNG-3",), "entropy is omitted even when asked for"),
+    Mutant("fb-metrics-missing", ("PROP-METRICS-1",), "forward-backward results carry no metrics in the proposed profile"),
+)
+
+MUTANTS: dict[str, Mutant] = {m.name: m for m in _TABLE}
+
+
+def get_mutant(name: str) -> Mutant:
+    try:
+        return MUTANTS[name]
+    except KeyError:
+        raise ValueError(f"unknown mutant {name!r}; known: {', '.join(sorted(MUTANTS))}") from None

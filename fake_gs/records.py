@@ -1,0 +1,131 @@
+"""Plain records the store keeps: jobs, sub-jobs, checkpoints, requests, exports.
+
+Mutated only under the store lock; the serial executor reads a request's ``work`` once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from contract.models import SubJobConfig
+
+
+def rfc3339(ts: float) -> str:
+    """``2025-01-02T03:04:05.678Z``: RFC 3339 in UTC with milliseconds."""
+    return datetime.fromtimestamp(ts, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+@dataclass
+class SubJobRec:
+    sub_job_id: str
+    job_type: str
+    config: SubJobConfig
+    weight_version: int = 0
+
+    @property
+    def max_seq_len(self) -> int:
+        return self.config.max_seq_len
+
+
+@dataclass
+class CheckpointRec:
+    checkpoint_id: str
+    global_steps: int
+    avg_loss: float | None
+    created_at: float
+    checkpoint_type: str
+    snapshot: Any
+
+
+@dataclass
+class ExportRec:
+    """Bytes of an exported file, reachable only through its random URL token."""
+
+    data: bytes
+    filename: str
+    expires_at: float
+
+
+@dataclass
+class RequestRec:
+    """One asynchronous request: what to run, and what the polls see."""
+
+    request_id: str
+    job_id: str
+    op: str
+    created_at: float
+    work: Callable[[], Any] | None
+    #: Encode the result as a DSSST1 frame even without tensors (tensor ops).
+    force_frame: bool = False
+    stream: bool = False
+    updated_at: float = 0.0
+    started: bool = False
+    executed: bool = False
+    cancelled: bool = False
+    #: Visible terminal status, fixed the first time a poll (or cancel) sees it.
+    final_status: str | None = None
+    polls: int = 0
+    #: Delivery: exactly one of these is set when executed without error.
+    result_json: Any = None
+    inline: dict[str, Any] | None = None
+    events: list[dict[str, Any]] | None = None
+    error: dict[str, Any] | None = None
+    stream_events: deque[dict[str, Any]] = field(default_factory=deque)
+    #: Chunk group that produced this request (for at-most-once counting), if any.
+    group_id: str | None = None
+    waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = field(default_factory=list)
+    done_event: threading.Event = field(default_factory=threading.Event)
+    #: ``unstable-cursor`` mutant: how often each cursor offset was read.
+    cursor_reads: dict[int, int] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not self.updated_at:
+            self.updated_at = self.created_at
+
+
+@dataclass
+class JobRec:
+    job_id: str
+    owner: str
+    ordinal: int
+    seed: int
+    created_at: float
+    sub_jobs: list[SubJobRec]
+    experiment_name: str
+    gpus: int
+    status: str = "pending"
+    reason: str = ""
+    updated_at: float = 0.0
+    admitted_at: float | None = None
+    #: GETs of this job since it was admitted (start-up ``polls:N``).
+    polls: int = 0
+    global_steps: int = 0
+    last_loss: float | None = None
+    fb_executions: int = 0
+    requests_total: int = 0
+    checkpoints: dict[str, CheckpointRec] = field(default_factory=dict)
+    logs: list[dict[str, Any]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if not self.updated_at:
+            self.updated_at = self.created_at
+
+    def sub_job(self, sub_job_id: str) -> SubJobRec | None:
+        return next((s for s in self.sub_jobs if s.sub_job_id == sub_job_id), None)
+
+    def of_type(self, job_type: str) -> list[SubJobRec]:
+        want = "log_probability" if job_type == "log_prob" else job_type
+        return [s for s in self.sub_jobs if s.job_type == want]
+
+    def log(self, message: str, level: str = "INFO", sub_job_id: str | None = None) -> None:
+        entry: dict[str, Any] = {"timestamp": rfc3339(time.time()), "level": level, "message": message}
+        if sub_job_id:
+            entry["sub_job_id"] = sub_job_id
+        self.logs.append(entry)

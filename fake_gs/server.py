@@ -1,0 +1,134 @@
+"""Running the fake: in a background thread for tests, or in the foreground for the CLI.
+
+The listening socket is bound before uvicorn starts (port 0 = any free port, read back
+at once), and start-up is awaited on an event set after uvicorn's own start-up: no sleeps.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import uvicorn
+from starlette.applications import Starlette
+
+from contract.routes import PREFIX_TEMPLATE
+from fake_gs.app import create_app
+from fake_gs.settings import FakeSettings
+from fake_gs.state import AppState
+
+
+def bind_socket(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    sock.listen(2048)
+    sock.set_inheritable(True)
+    return sock
+
+
+def base_url_of(host: str, port: int) -> str:
+    shown = f"[{host}]" if ":" in host else host
+    return f"http://{shown}:{port}"
+
+
+class _Server(uvicorn.Server):
+    """uvicorn.Server that signals once it accepts connections."""
+
+    def __init__(self, config: uvicorn.Config) -> None:
+        super().__init__(config)
+        self.ready = threading.Event()
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets=sockets)
+        self.ready.set()
+
+
+def uvicorn_config(app: Starlette, settings: FakeSettings, **extra: Any) -> uvicorn.Config:
+    return uvicorn.Config(
+        app,
+        log_level=settings.log_level.lower() if settings.log_level.lower() != "info" else "warning",
+        access_log=False,
+        lifespan="on",
+        timeout_graceful_shutdown=2,
+        timeout_keep_alive=30,
+        h11_max_incomplete_event_size=1024 * 1024,
+        **extra,
+    )
+
+
+@dataclass
+class FakeServer:
+    """A fake running in a background thread."""
+
+    base_url: str
+    app: Starlette
+    settings: FakeSettings
+    _server: _Server = field(repr=False)
+    _thread: threading.Thread = field(repr=False)
+    _sock: socket.socket = field(repr=False)
+
+    @property
+    def state(self) -> AppState:
+        state: AppState = self.app.state.fake
+        return state
+
+    @property
+    def prefix_template(self) -> str:
+        return PREFIX_TEMPLATE
+
+    def stop(self, timeout: float = 10.0) -> None:
+        self._server.should_exit = True
+        self._thread.join(timeout)
+        with contextlib.suppress(OSError):
+            self._sock.close()
+
+    def __enter__(self) -> FakeServer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def start_in_background(settings: FakeSettings | None = None, **overrides: Any) -> FakeServer:
+    """Start a fake on a free port (unless ``port=`` is passed here) and return its handle."""
+    overrides.setdefault("port", 0)
+    final = (settings or FakeSettings()).with_overrides(**overrides)
+    app = create_app(final)
+    sock = bind_socket(final.host, final.port)
+    port = sock.getsockname()[1]
+    server = _Server(uvicorn_config(app, final))
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            server.run(sockets=[sock])
+        except BaseException as exc:  # surfaced to the starting thread below
+            errors.append(exc)
+        finally:
+            server.ready.set()
+
+    thread = threading.Thread(target=run, name=f"fake-gs:{port}", daemon=True)
+    thread.start()
+    server.ready.wait(30)
+    if errors or not server.started:
+        server.should_exit = True
+        thread.join(5)
+        sock.close()
+        raise RuntimeError(f"fake-gs failed to start: {errors[0] if errors else 'timeout'}")
+    return FakeServer(base_url_of(final.host, port), app, final, server, thread, sock)
+
+
+@contextlib.contextmanager
+def serve_in_background(settings: FakeSettings | None = None, **overrides: Any) -> Iterator[str]:
+    """Run a fake for the duration of a ``with`` block; yields ``http://127.0.0.1:PORT``."""
+    server = start_in_background(settings, **overrides)
+    try:
+        yield server.base_url
+    finally:
+        server.stop()

@@ -1,0 +1,113 @@
+"""Every knob of the fake in one dataclass, shared by the CLI, the app and the tests.
+
+Defaults suit tests: loopback, any port, instant start-up and latency, the proposed profile.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields, replace
+from typing import Any, Literal
+
+from contract.limits import MAX_BODY_BYTES, MiB
+
+Profile = Literal["current", "proposed"]
+StatusStyle = Literal["short", "enum"]
+Delivery = Literal["auto", "inline", "chunks"]
+
+
+@dataclass(frozen=True)
+class Timing:
+    """``instant``, ``polls:N`` (ready on the N-th poll) or ``seconds:T`` (ready T s after start)."""
+
+    kind: Literal["instant", "polls", "seconds"] = "instant"
+    amount: float = 0.0
+
+    @classmethod
+    def parse(cls, text: str | Timing) -> Timing:
+        if isinstance(text, Timing):
+            return text
+        raw = str(text).strip().lower()
+        if raw in ("", "instant", "0"):
+            return cls()
+        kind, sep, value = raw.partition(":")
+        if not sep or kind not in ("polls", "seconds"):
+            raise ValueError(f"timing must be instant, polls:N or seconds:T, got {text!r}")
+        try:
+            amount = int(value) if kind == "polls" else float(value)
+        except ValueError:
+            raise ValueError(f"bad number in timing {text!r}") from None
+        if amount < 0:
+            raise ValueError(f"timing {text!r} must not be negative")
+        if amount == 0:
+            return cls()
+        return cls(kind, float(amount))  # type: ignore[arg-type]
+
+    def __str__(self) -> str:
+        if self.kind == "instant":
+            return "instant"
+        if self.kind == "polls":
+            return f"polls:{int(self.amount)}"
+        return f"seconds:{self.amount:g}"
+
+
+@dataclass(frozen=True)
+class FakeSettings:
+    """Options of the fake server; see ``fake-gs --help`` for each."""
+
+    host: str = "127.0.0.1"
+    port: int = 8080
+    profile: Profile = "proposed"
+    seed: int = 0
+    tokens: tuple[str, ...] = ()
+    strict: bool = False
+    status_style: StatusStyle = "short"
+    startup: Timing = field(default_factory=Timing)
+    latency: Timing = field(default_factory=Timing)
+    result_delivery: Delivery = "auto"
+    result_chunk_bytes: int = 1 * MiB
+    max_total_gpus: int = 64
+    allow_any_model: bool = False
+    engine: str = "shape"
+    mutant: str | None = None
+    faults: str | None = None
+    log_level: str = "info"
+    #: Limits (rarely changed; tests use them to stay small and fast).
+    max_body_bytes: int = MAX_BODY_BYTES
+    max_open_groups_per_job: int = 64
+    max_buffered_bytes_per_job: int = 2048 * MiB
+    chunk_group_idle_s: float = 900.0
+    #: How long a poll waits for a request that is due but still executing.
+    poll_wait_s: float = 1.0
+    export_ttl_s: float = 3600.0
+    worker_threads: int = 4
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "startup", Timing.parse(self.startup))
+        object.__setattr__(self, "latency", Timing.parse(self.latency))
+        object.__setattr__(self, "tokens", tuple(self.tokens))
+        if self.profile not in ("current", "proposed"):
+            raise ValueError(f"profile must be current or proposed, got {self.profile!r}")
+        if self.status_style not in ("short", "enum"):
+            raise ValueError(f"status_style must be short or enum, got {self.status_style!r}")
+        if self.result_delivery not in ("auto", "inline", "chunks"):
+            raise ValueError(f"result_delivery must be auto, inline or chunks, got {self.result_delivery!r}")
+        if self.result_chunk_bytes <= 8192:
+            raise ValueError("result_chunk_bytes must exceed 8192 (a chunk's own header)")
+        if self.max_total_gpus < 0:
+            raise ValueError("max_total_gpus must be >= 0")
+        if self.mutant is not None:
+            from fake_gs.mutants import MUTANTS
+
+            if self.mutant not in MUTANTS:
+                raise ValueError(f"unknown mutant {self.mutant!r}; known: {', '.join(sorted(MUTANTS))}")
+
+    def with_overrides(self, **overrides: Any) -> FakeSettings:
+        known = {f.name for f in fields(self)}
+        unknown = set(overrides) - known
+        if unknown:
+            raise TypeError(f"unknown settings: {', '.join(sorted(unknown))}")
+        return replace(self, **overrides)
+
+    @property
+    def auth_enabled(self) -> bool:
+        return bool(self.tokens)

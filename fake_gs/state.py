@@ -1,0 +1,29 @@
+"""What one running fake holds: settings, the store (with its engine), faults."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from fake_gs.engines import load_engine
+from fake_gs.faults import FaultInjector
+from fake_gs.settings import FakeSettings
+from fake_gs.store import Store
+
+
+@dataclass
+class AppState:
+    settings: FakeSettings
+    store: Store
+    faults: FaultInjector
+
+    @classmethod
+    def build(cls, settings: FakeSettings) -> AppState:
+        store = Store(settings, lambda: load_engine(settings.engine, settings.seed))
+        if settings.faults:
+            faults = FaultInjector.from_file(settings.faults, settings.seed)
+        else:
+            faults = FaultInjector(seed=settings.seed)
+        return cls(settings, store, faults)
+
+    def mutant(self, name: str) -> bool:
+        return self.settings.mutant == name

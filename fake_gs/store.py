@@ -1,0 +1,477 @@
+"""The in-memory state of the fake: jobs, requests, chunk groups, checkpoints, exports.
+
+One re-entrant lock guards it all (critical sections are short; engines run outside it).
+Job start-up and request latency are computed lazily on read, so nothing sleeps in the
+background: ``polls:N`` counts reads, ``seconds:T`` compares clocks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from contract.errors import ErrorCode, error_body
+from contract.models import SUB_JOB_ID_WORD, CreateJobRequest
+from contract.states import JOB_STARTUP_ORDER, JobState, normalize_job_state
+from fake_gs import delivery
+from fake_gs.chunks import ChunkGroup
+from fake_gs.errors import ApiError
+from fake_gs.executor import Executors
+from fake_gs.records import CheckpointRec, ExportRec, JobRec, RequestRec, SubJobRec
+
+if TYPE_CHECKING:
+    from fake_gs.engines.base import Engine
+    from fake_gs.settings import FakeSettings
+
+log = logging.getLogger("fake_gs.store")
+
+ACTIVE = {s.value for s in JOB_STARTUP_ORDER}
+STARTING = ("pending", "placing", "initializing")
+TERMINAL = {"cancelled", "terminated", "failed", "done"}
+#: Request failures caused by the request's content rather than by a bug.
+INPUT_ERRORS = (ValueError, LookupError, TypeError, RuntimeError, ArithmeticError)
+
+
+class Store:
+    def __init__(self, settings: FakeSettings, engine_factory: Callable[[], Engine]) -> None:
+        self.settings = settings
+        self._engine_factory = engine_factory
+        self._engine: Engine | None = None
+        self.lock = threading.RLock()
+        self.executors = Executors(settings.worker_threads)
+        self._reset_state()
+
+    def _reset_state(self) -> None:
+        self.jobs: dict[str, JobRec] = {}
+        self.requests: dict[str, RequestRec] = {}
+        self.groups: dict[str, dict[str, ChunkGroup]] = {}
+        self.exports: dict[str, ExportRec] = {}
+        self.ordinal = 0
+        self.internal_errors = 0
+        self.http_requests = 0
+        self.requests_by_op: Counter[str] = Counter()
+
+    # --- plumbing -------------------------------------------------------------------------
+
+    @property
+    def engine(self) -> Engine:
+        """Built on first use, so a server starts without importing torch."""
+        with self.lock:
+            if self._engine is None:
+                self._engine = self._engine_factory()
+            return self._engine
+
+    def mutant(self, name: str) -> bool:
+        return self.settings.mutant == name
+
+    def reset(self) -> None:
+        with self.lock:
+            self.executors.close_all()
+            if self._engine is not None:
+                for job_id in list(self.jobs):
+                    self._engine.drop_job(job_id)
+            self._reset_state()
+
+    def close(self) -> None:
+        self.executors.shutdown()
+
+    # --- jobs -----------------------------------------------------------------------------
+
+    def new_job(self, owner: str, body: CreateJobRequest) -> JobRec:
+        """Record a job (not yet known to the engine: see :meth:`register_job`)."""
+        now = time.time()
+        job_id = str(uuid.uuid4())
+        counts: Counter[str] = Counter()
+        subs: list[SubJobRec] = []
+        for cfg in body.sub_job_configs:
+            word = SUB_JOB_ID_WORD[cfg.job_type]
+            subs.append(SubJobRec(f"{job_id}:{word}:{counts[word]}", cfg.job_type, cfg))
+            counts[word] += 1
+        with self.lock:
+            self.ordinal += 1
+            ordinal = self.ordinal
+        explicit_seed = next((c.seed for c in body.sub_job_configs if c.seed is not None), None)
+        seed = explicit_seed if explicit_seed is not None else self.settings.seed * 1_000_003 + ordinal
+        return JobRec(
+            job_id=job_id,
+            owner=owner,
+            ordinal=ordinal,
+            seed=seed,
+            created_at=now,
+            sub_jobs=subs,
+            experiment_name=body.experiment_name or "default",
+            gpus=sum(c.n_gpus for c in body.sub_job_configs),
+        )
+
+    def register_job(self, job: JobRec) -> None:
+        with self.lock:
+            self.jobs[job.job_id] = job
+            job.log(f"job created with {len(job.sub_jobs)} sub-job(s), {job.gpus} GPU(s)")
+            self._admit()
+
+    def job_for(self, owner: str, job_id: str) -> JobRec:
+        """The caller's job, or 404: another token's job does not exist for the caller."""
+        with self.lock:
+            job = self.jobs.get(job_id)
+            if job is None or (job.owner != owner and not self.mutant("cross-token-visible")):
+                raise ApiError(ErrorCode.JOB_NOT_FOUND, f"job {job_id!r} not found")
+            return job
+
+    def _admit(self) -> None:
+        """Admit pending jobs past ``pending`` in FIFO order while they fit the free GPUs."""
+        used = sum(j.gpus for j in self.jobs.values() if j.admitted_at is not None and j.status in ACTIVE)
+        for job in self.jobs.values():
+            if job.admitted_at is not None or job.status != "pending":
+                continue
+            if used + job.gpus > self.settings.max_total_gpus and not self.mutant("capacity-ignored"):
+                break
+            used += job.gpus
+            job.admitted_at = time.time()
+            job.log("placement granted")
+
+    def status(self, job: JobRec, *, count_poll: bool = False) -> str:
+        """The job's status now, advancing start-up lazily and never backwards."""
+        with self.lock:
+            if job.status not in STARTING:
+                return job.status
+            self._admit()
+            if job.admitted_at is None:
+                return job.status
+            if count_poll:
+                job.polls += 1
+            timing = self.settings.startup
+            if timing.kind == "instant":
+                stage = 3
+            elif timing.kind == "polls":
+                n = int(timing.amount)
+                stage = 3 if job.polls >= n else (3 * job.polls) // n
+            else:
+                elapsed = time.time() - job.admitted_at
+                stage = 3 if elapsed >= timing.amount else int(3 * elapsed / timing.amount)
+            current = STARTING.index(job.status) if job.status in STARTING else 3
+            if stage > current:
+                job.status = JOB_STARTUP_ORDER[stage].value
+                job.updated_at = time.time()
+                job.log(f"job is {job.status}")
+            return job.status
+
+    def list_jobs(self, owner: str, status: str | None) -> list[JobRec]:
+        with self.lock:
+            self._admit()
+            jobs = [j for j in self.jobs.values()
+                    if j.owner == owner or self.mutant("cross-token-visible")]
+            if status and not self.mutant("status-filter-ignored"):
+                wanted = {normalize_job_state(s) for s in status.split(",") if s.strip()}
+                jobs = [j for j in jobs if normalize_job_state(self.status(j)) in wanted]
+            return jobs
+
+    def capacity(self) -> dict[str, Any]:
+        with self.lock:
+            in_use = sum(j.gpus for j in self.jobs.values() if self.status(j) in ACTIVE)
+            total = self.settings.max_total_gpus
+            return {
+                "has_reservation": False,
+                "max_total_gpus": total,
+                "reserved_gpus": 0,
+                "in_use_gpus": in_use,
+                "available_gpus": max(0, total - in_use),
+            }
+
+    def cancel(self, job: JobRec) -> None:
+        with self.lock:
+            status = self.status(job)
+            if status in ("cancelling", "cancelled"):
+                if status == "cancelled" and self.mutant("cancel-twice-409"):
+                    raise ApiError(ErrorCode.JOB_CONFLICT, f"job {job.job_id} is already cancelled")
+                return
+            if status in ACTIVE:
+                self.end_job(job, "cancelled", "cancelled by user")
+                return
+            raise ApiError(ErrorCode.JOB_CONFLICT, f"job {job.job_id} is {status} and cannot be cancelled")
+
+    def end_job(self, job: JobRec, status: str, reason: str) -> None:
+        """Move a job to a terminal state: free GPUs, drop engine state, cancel queued work."""
+        with self.lock:
+            job.status = status
+            job.reason = reason
+            job.updated_at = time.time()
+            job.log(f"job {status}: {reason}" if reason else f"job {status}")
+            self.executors.close_job(job.job_id)
+            for req in self.requests.values():
+                if req.job_id == job.job_id and req.final_status is None and not req.executed:
+                    self._cancel_request(req)
+            for group in self.groups.pop(job.job_id, {}).values():
+                group.release()
+            engine = self._engine
+            self._admit()
+        if engine is not None:
+            engine.drop_job(job.job_id)
+
+    def force_state(self, job: JobRec, status: str, reason: str) -> None:
+        """Admin: put a job in any state (a failed job always carries a reason)."""
+        status = normalize_job_state(status)
+        valid = {s.value for s in JobState}
+        if status not in valid:
+            raise ApiError(ErrorCode.INVALID_ARGUMENT, f"status must be one of {sorted(valid)}")
+        with self.lock:
+            if status in TERMINAL or status == "cancelling":
+                if status == "failed" and not reason:
+                    reason = "failed (forced by the fake's admin API)"
+                self.end_job(job, status, reason)
+                return
+            job.status = status
+            job.reason = reason
+            job.updated_at = time.time()
+            if status != "pending" and job.admitted_at is None:
+                job.admitted_at = time.time()
+            job.log(f"job forced to {status}")
+
+    # --- checkpoints ----------------------------------------------------------------------
+
+    def checkpoint(self, job: JobRec, checkpoint_id: str) -> CheckpointRec:
+        with self.lock:
+            ckpt = job.checkpoints.get(checkpoint_id)
+            if ckpt is None:
+                raise ApiError(ErrorCode.CHECKPOINT_NOT_FOUND,
+                               f"checkpoint {checkpoint_id!r} not found in job {job.job_id}")
+            return ckpt
+
+    def add_checkpoint(self, job: JobRec, ckpt: CheckpointRec) -> None:
+        with self.lock:
+            job.checkpoints.pop(ckpt.checkpoint_id, None)
+            job.checkpoints[ckpt.checkpoint_id] = ckpt
+            job.log(f"checkpoint {ckpt.checkpoint_id} saved ({ckpt.checkpoint_type})")
+
+    def delete_checkpoint(self, job: JobRec, checkpoint_id: str) -> None:
+        with self.lock:
+            self.checkpoint(job, checkpoint_id)
+            if not self.mutant("deleted-checkpoint-listed"):
+                del job.checkpoints[checkpoint_id]
+            job.log(f"checkpoint {checkpoint_id} deleted")
+
+    def add_export(self, data: bytes, filename: str) -> tuple[str, ExportRec]:
+        import secrets
+
+        token = secrets.token_urlsafe(24)
+        rec = ExportRec(data=data, filename=filename, expires_at=time.time() + self.settings.export_ttl_s)
+        with self.lock:
+            now = time.time()
+            for key in [k for k, v in self.exports.items() if v.expires_at <= now]:
+                del self.exports[key]
+            self.exports[token] = rec
+        return token, rec
+
+    def export(self, token: str) -> ExportRec | None:
+        with self.lock:
+            rec = self.exports.get(token)
+            if rec is None or rec.expires_at <= time.time():
+                return None
+            return rec
+
+    # --- requests -------------------------------------------------------------------------
+
+    def submit(
+        self,
+        job: JobRec,
+        op: str,
+        work: Callable[[], Any],
+        *,
+        force_frame: bool = False,
+        stream: bool = False,
+        group_id: str | None = None,
+    ) -> RequestRec:
+        """Queue ``work`` on the job's serial executor and return its request record."""
+        req = RequestRec(
+            request_id=str(uuid.uuid4()),
+            job_id=job.job_id,
+            op=op,
+            created_at=time.time(),
+            work=work,
+            force_frame=force_frame,
+            stream=stream,
+            group_id=group_id,
+        )
+        with self.lock:
+            self.requests[req.request_id] = req
+            job.requests_total += 1
+            self.requests_by_op[op] += 1
+        self.executors.queue(job.job_id).submit(lambda: self._execute(req))
+        return req
+
+    def request_for(self, job: JobRec, request_id: str) -> RequestRec:
+        with self.lock:
+            req = self.requests.get(request_id)
+            if req is None or req.job_id != job.job_id:
+                raise ApiError(ErrorCode.REQUEST_NOT_FOUND, f"request {request_id!r} not found in job {job.job_id}")
+            return req
+
+    def _execute(self, req: RequestRec) -> None:
+        with self.lock:
+            work, req.work = req.work, None
+            if req.cancelled or work is None:
+                self._finish(req)
+                return
+            req.started = True
+            req.updated_at = time.time()
+        error: dict[str, Any] | None = None
+        delivered: delivery.Delivered | None = None
+        events: list[dict[str, Any]] = []
+        try:
+            result = work()
+            if req.stream:
+                events = list(result)
+            else:
+                s = self.settings
+                delivered = delivery.prepare(result, force_frame=req.force_frame,
+                                             mode=s.result_delivery, chunk_bytes=s.result_chunk_bytes)
+        except ApiError as exc:
+            error = exc.body()
+        except INPUT_ERRORS as exc:
+            log.info("request %s (%s) failed: %s", req.request_id, req.op, exc)
+            error = error_body(ErrorCode.INVALID_ARGUMENT, f"{req.op} failed: {exc}"[:2000])
+        except Exception as exc:
+            log.exception("request %s (%s) crashed", req.request_id, req.op)
+            with self.lock:
+                self.internal_errors += 1
+            error = error_body(ErrorCode.INTERNAL, f"{req.op} crashed: {type(exc).__name__}: {exc}"[:2000])
+        del work
+        with self.lock:
+            req.executed = True
+            req.updated_at = time.time()
+            if not req.cancelled:
+                req.error = error
+                if delivered is not None:
+                    req.result_json = delivered.result_json
+                    req.inline = delivered.inline
+                    req.events = delivered.events
+                req.stream_events.extend(events)
+            job = self.jobs.get(req.job_id)
+            if job is not None:
+                job.log(f"request {req.request_id} ({req.op}) {'failed' if error else 'done'}")
+            self._finish(req)
+
+    def _finish(self, req: RequestRec) -> None:
+        req.done_event.set()
+        waiters, req.waiters = req.waiters, []
+        for loop, fut in waiters:
+            try:
+                loop.call_soon_threadsafe(_resolve, fut)
+            except RuntimeError:  # loop closed: nobody is waiting any more
+                pass
+
+    def gate_passed(self, req: RequestRec) -> bool:
+        """Has the configured latency elapsed for this request (execution aside)?"""
+        timing = self.settings.latency
+        if timing.kind == "instant":
+            return True
+        if timing.kind == "polls":
+            return req.polls >= int(timing.amount)
+        return time.time() - req.created_at >= timing.amount
+
+    def waiter(self, req: RequestRec) -> asyncio.Future[None] | None:
+        """A future resolved when ``req`` executes, or None if it already has."""
+        with self.lock:
+            if req.executed:
+                return None
+            loop = asyncio.get_running_loop()
+            fut: asyncio.Future[None] = loop.create_future()
+            req.waiters.append((loop, fut))
+            return fut
+
+    def _cancel_request(self, req: RequestRec) -> None:
+        req.cancelled = True
+        req.final_status = "cancelled"
+        req.updated_at = time.time()
+        req.result_json = req.inline = req.events = None
+        req.stream_events.clear()
+
+    def cancel_request(self, req: RequestRec) -> tuple[bool, str]:
+        """cancel-request: a request not yet visibly terminal ends cancelled."""
+        with self.lock:
+            if req.final_status is not None:
+                return False, req.final_status
+            if req.executed and self.gate_passed(req) and not (req.stream and req.stream_events):
+                return False, "failed" if req.error else "done"
+            self._cancel_request(req)
+            return True, "cancelled"
+
+    # --- chunk groups ---------------------------------------------------------------------
+
+    def job_groups(self, job_id: str) -> dict[str, ChunkGroup]:
+        with self.lock:
+            return self.groups.setdefault(job_id, {})
+
+    def expire_groups(self, job_id: str) -> None:
+        """Drop open groups idle longer than ``chunk_group_idle_s`` (abandoned uploads)."""
+        limit = time.monotonic() - self.settings.chunk_group_idle_s
+        with self.lock:
+            groups = self.groups.get(job_id, {})
+            for gid in [g for g, grp in groups.items() if grp.status == "open" and grp.touched_at < limit]:
+                groups.pop(gid).release()
+
+    def note_execution(self, job: JobRec, group: ChunkGroup | None, *, forward_backward: bool) -> None:
+        with self.lock:
+            if group is not None:
+                group.executions += 1
+            if forward_backward:
+                job.fb_executions += 1
+
+    # --- admin ----------------------------------------------------------------------------
+
+    def dump(self) -> dict[str, Any]:
+        """Everything tests want to assert on, as JSON (tokens never appear, only indices)."""
+        tokens = self.settings.tokens
+        with self.lock:
+            jobs = {}
+            for job in self.jobs.values():
+                owner = f"token#{tokens.index(job.owner)}" if job.owner in tokens else "anonymous"
+                jobs[job.job_id] = {
+                    "status": self.status(job),
+                    "reason": job.reason,
+                    "owner": owner,
+                    "gpus": job.gpus,
+                    "admitted": job.admitted_at is not None,
+                    "global_steps": job.global_steps,
+                    "forward_backward_executions": job.fb_executions,
+                    "requests": job.requests_total,
+                    "checkpoints": list(job.checkpoints),
+                    "weight_versions": {s.sub_job_id: s.weight_version for s in job.sub_jobs
+                                        if s.job_type != "training"},
+                    "sub_jobs": [s.sub_job_id for s in job.sub_jobs],
+                }
+            groups = [g.describe() for per_job in self.groups.values() for g in per_job.values()]
+            return {
+                "jobs": jobs,
+                "chunk_groups": groups,
+                "open_chunk_groups": sum(1 for g in groups if g["status"] != "done"),
+                "buffered_bytes": sum(g["buffered_bytes"] for g in groups),
+                "requests": {
+                    "total": len(self.requests),
+                    "by_op": dict(self.requests_by_op),
+                    "in_flight": sum(1 for r in self.requests.values() if not r.executed and not r.cancelled),
+                },
+                "exports": len(self.exports),
+                "http_requests": self.http_requests,
+                "internal_errors": self.internal_errors,
+                "settings": {
+                    "profile": self.settings.profile,
+                    "engine": self.settings.engine,
+                    "mutant": self.settings.mutant,
+                    "status_style": self.settings.status_style,
+                    "startup": str(self.settings.startup),
+                    "latency": str(self.settings.latency),
+                    "result_delivery": self.settings.result_delivery,
+                    "auth": bool(tokens),
+                },
+            }
+
+
+def _resolve(fut: asyncio.Future[None]) -> None:
+    if not fut.done():
+        fut.set_result(None)

@@ -1,0 +1,131 @@
+"""A scripted HTTP server on a free loopback port: real sockets, no mocks.
+
+Each incoming request is recorded and answered by ``script(request) -> Reply``; tests use
+it where the fake server cannot (yet) produce a situation, e.g. 429 + Retry-After.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+
+@dataclass
+class Seen:
+    method: str
+    path: str
+    query: dict[str, list[str]]
+    headers: dict[str, str]
+    body: bytes
+
+    def json(self) -> Any:
+        return json.loads(self.body or b"{}")
+
+
+@dataclass
+class Reply:
+    status: int = 200
+    body: Any = field(default_factory=dict)
+    headers: dict[str, str] = field(default_factory=dict)
+    delay_s: float = 0.0
+    drop: bool = False  # close the socket without answering
+
+
+Script = Callable[[Seen], Reply]
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+    script: Script
+    seen: list[Seen]
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: _Server
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def _handle(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(length) if length else b""
+        parts = urlsplit(self.path)
+        seen = Seen(self.command, parts.path, parse_qs(parts.query),
+                    {k.lower(): v for k, v in self.headers.items()}, body)
+        self.server.seen.append(seen)
+        reply = self.server.script(seen)
+        if reply.delay_s:
+            time.sleep(reply.delay_s)
+        if reply.drop:
+            self.close_connection = True
+            self.connection.close()
+            return
+        data = reply.body if isinstance(reply.body, bytes) else json.dumps(reply.body).encode()
+        self.send_response(reply.status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        for key, value in reply.headers.items():
+            self.send_header(key, value)
+        self.end_headers()
+        self.wfile.write(data)
+
+    do_GET = do_POST = do_DELETE = _handle
+
+
+class Loopback:
+    """A started server: ``url``, ``seen`` requests, ``script`` settable."""
+
+    def __init__(self, script: Script, *, listen: bool = True) -> None:
+        self.server = _Server(("127.0.0.1", 0), _Handler, bind_and_activate=False)
+        self.server.script = script
+        self.server.seen = []
+        self.server.server_bind()
+        self.port = self.server.server_address[1]
+        self.url = f"http://127.0.0.1:{self.port}"
+        self._thread: threading.Thread | None = None
+        if listen:
+            self.listen()
+
+    @property
+    def seen(self) -> list[Seen]:
+        return self.server.seen
+
+    def listen(self) -> None:
+        """Start accepting (before this, connects are refused: a provable connect failure)."""
+        if self._thread is None:
+            self.server.server_activate()
+            self._thread = threading.Thread(target=self.server.serve_forever, args=(0.01,), daemon=True)
+            self._thread.start()
+
+    def close(self) -> None:
+        if self._thread is not None:
+            self.server.shutdown()
+        self.server.server_close()
+
+
+@contextmanager
+def loopback(script: Script, *, listen: bool = True) -> Iterator[Loopback]:
+    server = Loopback(script, listen=listen)
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+def sequence(*replies: Reply) -> Script:
+    """Answer the given replies in order, then repeat the last one."""
+    queue = list(replies)
+
+    def script(_: Seen) -> Reply:
+        return queue.pop(0) if len(queue) > 1 else queue[0]
+
+    return script
