@@ -47,9 +47,9 @@ def test_ops_vocabulary() -> None:
     assert {"fwd-bwd", "fwd-no-grad", "step", "save-checkpoint", "save-weights",
             "load-checkpoint", "generate", "log-probs", "sync-weights", "reset-prefix-cache",
             "tail-logs", "cancel-request"} <= OPS
-    assert COLOCATION_OPS == {"wake_training", "sleep_training", "wake_inference",
-                              "sleep_inference", "wake_log_prob", "sleep_log_prob",
-                              "empty_training_cache", "weight_norm"}
+    expected = {"wake_training", "sleep_training", "wake_inference", "sleep_inference",
+                "wake_log_prob", "sleep_log_prob", "empty_training_cache", "weight_norm"}
+    assert expected == COLOCATION_OPS
     assert COLOCATION_OPS <= OPS
     with pytest.raises(ValueError, match="unknown op"):
         Request("train", "j")

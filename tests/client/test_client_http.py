@@ -150,9 +150,9 @@ def test_create_job_is_retried_when_the_connection_was_refused() -> None:
 def test_refused_connection_is_provably_not_established() -> None:
     import requests
 
-    with loopback(lambda s: Reply(), listen=False) as srv:
-        with pytest.raises(requests.ConnectionError) as info:
-            requests.get(srv.url, timeout=1)
+    with loopback(lambda s: Reply(), listen=False) as srv, pytest.raises(
+            requests.ConnectionError) as info:
+        requests.get(srv.url, timeout=1)
     assert connection_never_established(info.value)
     assert not connection_never_established(requests.ReadTimeout("read"))
     assert not connection_never_established(requests.ConnectionError("reset by peer"))

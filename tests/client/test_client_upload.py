@@ -121,9 +121,9 @@ def test_transient_error_on_a_middle_chunk_retries_that_chunk() -> None:
 
 
 def test_request_id_on_a_non_final_chunk_is_a_protocol_error() -> None:
-    with loopback(lambda s: Reply(200, SUBMITTED)) as srv:
-        with pytest.raises(ProtocolError, match="non-final chunk 0"):
-            _rest(srv.url, max_chunk_bytes=16384).forward_backward("j", BATCH)
+    with loopback(lambda s: Reply(200, SUBMITTED)) as srv, pytest.raises(
+            ProtocolError, match="non-final chunk 0"):
+        _rest(srv.url, max_chunk_bytes=16384).forward_backward("j", BATCH)
 
 
 def test_final_chunk_without_request_id_is_a_protocol_error() -> None:
