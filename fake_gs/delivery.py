@@ -45,6 +45,8 @@ def jsonable(value: Any) -> Any:
         return value
     if isinstance(value, float):
         return value if math.isfinite(value) else None
+    if is_tensor(value):
+        return jsonable(value.tolist())
     item = getattr(value, "item", None)
     if callable(item):
         return jsonable(item())
