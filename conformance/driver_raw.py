@@ -1,0 +1,420 @@
+"""The raw HTTP driver: requests built from ``contract.routes``, answers kept whole.
+
+It checks the server to the byte, so it never retries, never normalises and never hides
+a bad answer: every call returns an :class:`Answer` (status, headers, raw bytes, parsed
+body). Helpers cover what properties repeat: create a job and wait for it, submit and
+poll to a terminal state while following cursors, upload request chunks, decode results
+in whichever form they came.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import requests
+from requests.structures import CaseInsensitiveDict
+
+from conformance.recorder import RECORDER, Recorder
+from conformance.target import Target
+from contract.errors import REQUEST_ID_HEADER, find_error_code
+from contract.routes import JSON, OCTET, route
+from contract.states import normalize_job_state, normalize_request_state
+
+_UNSET: Any = object()
+ResultForm = Literal["json", "inline", "chunks", "none"]
+
+
+@dataclass
+class Answer:
+    """One HTTP answer, as received."""
+
+    route: str
+    method: str
+    url: str
+    status: int
+    headers: CaseInsensitiveDict[str]
+    raw: bytes
+    body: Any
+    elapsed_s: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return 200 <= self.status < 300
+
+    @property
+    def content_type(self) -> str:
+        return self.headers.get("content-type", "").split(";")[0].strip().lower()
+
+    @property
+    def is_json(self) -> bool:
+        return self.content_type == JSON or self.content_type.endswith("+json")
+
+    @property
+    def code(self) -> str | None:
+        return find_error_code(self.body if self.body is not None else self.raw)
+
+    @property
+    def request_id_header(self) -> str | None:
+        return self.headers.get(REQUEST_ID_HEADER)
+
+    def field(self, name: str, default: Any = None) -> Any:
+        return self.body.get(name, default) if isinstance(self.body, Mapping) else default
+
+    def __str__(self) -> str:
+        text = self.raw[:300].decode("utf-8", "replace")
+        return f"{self.method} {self.url} -> {self.status} {text}"
+
+
+@dataclass
+class Settled:
+    """A request polled to a terminal state, every page kept."""
+
+    job_id: str
+    request_id: str
+    pages: list[Answer] = field(default_factory=list)
+    events: list[dict[str, Any]] = field(default_factory=list)
+    statuses: list[str] = field(default_factory=list)
+
+    @property
+    def last(self) -> Answer:
+        return self.pages[-1]
+
+    @property
+    def final_body(self) -> dict[str, Any]:
+        """The last terminal page's body (cursor pages after it included)."""
+        for page in reversed(self.pages):
+            if isinstance(page.body, Mapping) and "status" in page.body:
+                return dict(page.body)
+        return {}
+
+    @property
+    def status(self) -> str:
+        return normalize_request_state(self.final_body.get("status"))
+
+    @property
+    def raw_status(self) -> str:
+        return str(self.final_body.get("status"))
+
+    @property
+    def result(self) -> Any:
+        for page in self.pages:
+            if isinstance(page.body, Mapping) and page.body.get("result") is not None:
+                return page.body["result"]
+        return None
+
+    @property
+    def error(self) -> Any:
+        return self.final_body.get("error")
+
+    @property
+    def chunk_events(self) -> list[dict[str, Any]]:
+        return [
+            e for e in self.events if isinstance(e, Mapping) and e.get("type") == "result_chunk"
+        ]
+
+    @property
+    def form(self) -> ResultForm:
+        from contract.wire import is_inline_frame
+
+        if self.chunk_events:
+            return "chunks"
+        if is_inline_frame(self.result):
+            return "inline"
+        return "json" if self.result is not None else "none"
+
+    def decoded(self) -> Any:
+        """The result object whatever the delivery form (``{}`` for none); raises WireError."""
+        from contract import wire
+
+        form = self.form
+        if form == "chunks":
+            return wire.loads(wire.decode_result_chunk_events(self.chunk_events))
+        if form == "inline":
+            return wire.loads(wire.decode_inline(self.result))
+        return self.result if self.result is not None else {}
+
+
+class RawDriver:
+    """Speaks HTTP to one :class:`Target` with one token (or none)."""
+
+    def __init__(
+        self,
+        target: Target,
+        token: str | None | Literal[False] = None,
+        recorder: Recorder = RECORDER,
+        timeout_s: float = 600.0,
+    ) -> None:
+        self.target = target
+        self.token = token
+        self.timeout_s = timeout_s
+        self.session = recorder.attach(requests.Session())
+        self.session.headers.update(target.auth_headers(token))
+        self.session.headers["User-Agent"] = "gs-conformance/0.1"
+        self.fast = target.embedded
+
+    def close(self) -> None:
+        self.session.close()
+
+    # --- plumbing -------------------------------------------------------------------------
+
+    def url(self, name: str, **params: str) -> str:
+        return self.target.service_url + route(name).render(**params)
+
+    def send(
+        self,
+        method: str,
+        url: str,
+        *,
+        name: str = "raw",
+        data: bytes | str | None = None,
+        content_type: str | None = None,
+        query: Mapping[str, Any] | None = None,
+        headers: Mapping[str, str] | None = None,
+        timeout_s: float | None = None,
+    ) -> Answer:
+        hdrs = dict(headers or {})
+        if content_type is not None:
+            hdrs["Content-Type"] = content_type
+        started = time.monotonic()
+        resp = self.session.request(
+            method,
+            url,
+            data=data,
+            params=dict(query) if query else None,
+            headers=hdrs,
+            timeout=(10.0, timeout_s or self.timeout_s),
+            allow_redirects=False,
+        )
+        return _answer(name, method, resp, time.monotonic() - started)
+
+    def call(
+        self,
+        name: str,
+        *,
+        json_body: Any = _UNSET,
+        data: bytes | str | None = None,
+        content_type: str | None = _UNSET,
+        query: Mapping[str, Any] | None = None,
+        headers: Mapping[str, str] | None = None,
+        **params: str,
+    ) -> Answer:
+        """Call a route by name; ``json_body`` is serialised, ``data`` sent as is."""
+        r = route(name)
+        if json_body is not _UNSET:
+            data = json.dumps(json_body).encode()
+            ctype = JSON if content_type is _UNSET else content_type
+        else:
+            ctype = r.content_type if content_type is _UNSET else content_type
+            if data is None and r.body == "none":
+                ctype = None if content_type is _UNSET else content_type
+        return self.send(
+            r.method,
+            self.url(name, **params),
+            name=name,
+            data=data,
+            content_type=ctype,
+            query=query,
+            headers=headers,
+        )
+
+    def under_prefix(self, method: str, path: str, **kw: Any) -> Answer:
+        """Any path under the prefix, routed or not."""
+        return self.send(method, self.target.service_url + path, **kw)
+
+    # --- jobs ------------------------------------------------------------------------------
+
+    def create_job(self, body: Any) -> Answer:
+        return self.call("create_job", json_body=body)
+
+    def get_job(self, job_id: str) -> Answer:
+        return self.call("get_job", job_id=job_id)
+
+    def wait_job(
+        self,
+        job_id: str,
+        until: Sequence[str] = ("running",),
+        timeout_s: float = 1800.0,
+        on_status: Callable[[str], None] | None = None,
+    ) -> tuple[Answer, list[str]]:
+        """Poll a job until its normalised status is in ``until`` or terminal.
+
+        Returns the last answer and every distinct status seen (raw spelling, in order).
+        """
+        seen: list[str] = []
+        deadline = time.monotonic() + timeout_s
+        delay = 0.01 if self.fast else 1.0
+        while True:
+            ans = self.get_job(job_id)
+            if ans.status != 200:
+                return ans, seen
+            raw = str(ans.field("status"))
+            if not seen or seen[-1] != raw:
+                seen.append(raw)
+                if on_status is not None:
+                    on_status(raw)
+            state = normalize_job_state(raw)
+            if state in until or state in ("cancelled", "terminated", "failed", "done"):
+                return ans, seen
+            if time.monotonic() > deadline:
+                return ans, seen
+            time.sleep(delay)
+            delay = min(delay * 1.5, 0.25 if self.fast else 10.0)
+
+    def cancel(self, job_id: str) -> Answer:
+        return self.call("cancel_job", job_id=job_id)
+
+    # --- asynchronous requests -------------------------------------------------------------
+
+    def poll(
+        self, job_id: str, request_id: str, cursor: str | None = None, max_events: Any = None
+    ) -> Answer:
+        query: dict[str, Any] = {}
+        if cursor is not None:
+            query["cursor"] = cursor
+        if max_events is not None:
+            query["max_events"] = max_events
+        return self.call("get_request", job_id=job_id, request_id=request_id, query=query)
+
+    def settle(
+        self,
+        job_id: str,
+        request_id: str,
+        timeout_s: float | None = None,
+        max_events: Any = None,
+    ) -> Settled:
+        """Poll to a terminal state, then drain cursor pages; never retries an error."""
+        out = Settled(job_id, request_id)
+        deadline = time.monotonic() + (timeout_s or self.timeout_s)
+        cursor: str | None = None
+        delay = 0.005 if self.fast else 0.5
+        while True:
+            ans = self.poll(job_id, request_id, cursor=cursor, max_events=max_events)
+            out.pages.append(ans)
+            if ans.status != 200 or not isinstance(ans.body, Mapping):
+                return out
+            out.events.extend(e for e in ans.body.get("events") or [] if isinstance(e, dict))
+            status = str(ans.body.get("status"))
+            out.statuses.append(status)
+            next_cursor = ans.body.get("next_cursor")
+            terminal = normalize_request_state(status) in ("done", "failed", "cancelled")
+            if next_cursor:
+                cursor = str(next_cursor)
+                continue
+            if terminal:
+                return out
+            if time.monotonic() > deadline:
+                return out
+            time.sleep(delay)
+            delay = min(delay * 1.25, 0.1 if self.fast else 6.0)
+
+    def submit_json(self, name: str, job_id: str, body: Any) -> Answer:
+        return self.call(name, json_body=body, job_id=job_id)
+
+    def run_json(self, name: str, job_id: str, body: Any) -> tuple[Answer, Settled | None]:
+        """Submit a JSON call and settle it when it was accepted."""
+        ans = self.submit_json(name, job_id, body)
+        rid = ans.field("request_id")
+        if not ans.ok or not isinstance(rid, str):
+            return ans, None
+        return ans, self.settle(job_id, rid)
+
+    def operation(self, job_id: str, envelope: Any) -> Answer:
+        return self.call("operation", json_body=envelope, job_id=job_id)
+
+    # --- frames and chunks -----------------------------------------------------------------
+
+    def send_chunks(self, name: str, job_id: str, chunks: Sequence[bytes]) -> list[Answer]:
+        """POST chunks in order; stops at the first refusal."""
+        answers: list[Answer] = []
+        for chunk in chunks:
+            ans = self.call(name, data=chunk, job_id=job_id)
+            answers.append(ans)
+            if not ans.ok:
+                break
+        return answers
+
+    def run_frame(
+        self,
+        name: str,
+        job_id: str,
+        obj: Any,
+        *,
+        chunk_bytes: int | None = None,
+        force_chunk: bool = True,
+        group_id: str | None = None,
+    ) -> tuple[list[Answer], Settled | None]:
+        """Encode ``obj`` as DSSST1, send it (chunked unless told not to) and settle it."""
+        chunks = request_chunks(
+            obj, name, chunk_bytes=chunk_bytes, force_chunk=force_chunk, group_id=group_id
+        )
+        answers = self.send_chunks(name, job_id, chunks)
+        final = answers[-1]
+        rid = final.field("request_id")
+        if not final.ok or len(answers) != len(chunks) or not isinstance(rid, str):
+            return answers, None
+        return answers, self.settle(job_id, rid)
+
+
+def encode(obj: Any) -> bytes:
+    """A request frame with the standard request metadata."""
+    from contract import wire
+
+    return wire.dumps(obj, metadata=wire.standard_request_metadata())
+
+
+def request_chunks(
+    obj_or_frame: Any,
+    operation: str,
+    *,
+    chunk_bytes: int | None = None,
+    force_chunk: bool = True,
+    group_id: str | None = None,
+) -> list[bytes]:
+    """Split a frame (or an object, encoded first) into request chunks."""
+    from contract import wire
+
+    frame = obj_or_frame if isinstance(obj_or_frame, (bytes, bytearray)) else encode(obj_or_frame)
+    return wire.encode_byte_chunks(
+        bytes(frame),
+        "request",
+        operation=operation.replace("_", "-"),
+        max_bytes=chunk_bytes or 0,
+        chunk_group_id=group_id,
+        force_chunk=force_chunk,
+    )
+
+
+def chunk_bytes_for(frame_size: int, n_chunks: int) -> int:
+    """The ``max_bytes`` that cuts a frame of ``frame_size`` into about ``n_chunks`` chunks."""
+    from contract.wire import CHUNK_HEADER_ALLOWANCE
+
+    per = max(1, -(-frame_size // max(1, n_chunks)))
+    return per + CHUNK_HEADER_ALLOWANCE
+
+
+def _answer(name: str, method: str, resp: requests.Response, elapsed: float) -> Answer:
+    raw = resp.content or b""
+    body: Any = None
+    ctype = resp.headers.get("content-type", "")
+    if raw and ("json" in ctype or raw[:1] in (b"{", b"[")):
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            body = None
+    return Answer(
+        name,
+        method,
+        resp.url,
+        resp.status_code,
+        CaseInsensitiveDict(resp.headers),
+        raw,
+        body,
+        elapsed,
+    )
+
+
+OCTET_STREAM = OCTET

@@ -1,0 +1,153 @@
+"""ADDR: the prefix, the request-id header, JSON answers, content types and unknown routes."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from conformance.checks import has_request_id_header, json_answer, refused
+from conformance.driver_raw import RawDriver
+from conformance.runtime import prop
+from conformance.verdict import Soft
+from contract.clauses import checks
+
+names = st.text(
+    st.sampled_from("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-"),
+    min_size=1,
+    max_size=16,
+)
+
+
+@checks("ADDR-PREFIX-1")
+@prop(scale=0.4)
+@given(
+    database=names,
+    schema=names,
+    endpoint=st.one_of(st.sampled_from(["cortex-training", "cortex-post-training"]), names),
+)
+def test_any_prefix_is_served(gs_target, gs_raw, database, schema, endpoint):
+    """Any database/schema/endpoint names route (the real service: the configured ones)."""
+    if not gs_target.embedded:
+        database, schema, endpoint = gs_target.database, gs_target.schema, gs_target.endpoint
+    target = dataclasses.replace(gs_target, database=database, schema=schema, endpoint=endpoint)
+    driver = RawDriver(target)
+    soft = Soft()
+    for ans in (driver.call("get_capacity"), driver.call("list_jobs")):
+        soft.expect("ADDR-PREFIX-1", ans.status == 200, f"prefix {target.prefix}: {ans}")
+    driver.close()
+    soft.check()
+
+
+@checks("ADDR-REQID-1")
+def test_every_answer_carries_a_request_id(gs_raw, gs_job):
+    """Successes and refusals alike carry x-snowflake-request-id."""
+    jid = gs_job.job_id
+    answers = [
+        gs_raw.call("get_capacity"),
+        gs_raw.call("list_jobs"),
+        gs_raw.get_job(jid),
+        gs_raw.call("list_checkpoints", job_id=jid),
+        gs_raw.call("get_experiment_run", job_id=jid),
+        gs_raw.get_job("00000000-0000-4000-8000-000000000000"),
+        gs_raw.under_prefix("GET", "/zz-no-such/route/here"),
+        gs_raw.create_job({"sub_job_configs": []}),
+        gs_raw.poll(jid, "no-such-request"),
+        gs_raw.call("step", json_body={"learning_rate": -1.0}, job_id=jid),
+        gs_raw.call("forward_backward", data=b"not a frame", job_id=jid),
+    ]
+    soft = Soft()
+    for ans in answers:
+        has_request_id_header(ans, soft)
+    soft.check()
+
+
+@checks("ADDR-CT-1")
+def test_json_routes_answer_json(gs_raw, gs_job):
+    """Control-plane, step, save, load and operation answers are application/json."""
+    jid = gs_job.job_id
+    answers = [
+        gs_raw.call("get_capacity"),
+        gs_raw.call("list_jobs"),
+        gs_raw.get_job(jid),
+        gs_raw.call("get_experiment_run", job_id=jid),
+        gs_raw.call("list_checkpoints", job_id=jid),
+        gs_raw.call("step", json_body={}, job_id=jid),
+        gs_raw.call("save", json_body={}, job_id=jid),
+        gs_raw.call("load", json_body={"checkpoint_id": "gs-no-such-checkpoint"}, job_id=jid),
+        gs_raw.operation(jid, {"operation_type": "tail-logs", "payload": {"max_lines": 1}}),
+        gs_raw.get_job("00000000-0000-4000-8000-000000000000"),
+    ]
+    soft = Soft()
+    for ans in answers:
+        json_answer(ans, soft)
+    rid = answers[5].field("request_id")
+    if isinstance(rid, str):
+        json_answer(gs_raw.poll(jid, rid), soft)
+    soft.check()
+
+
+JSON_ROUTES = ("create_job", "step", "save", "load", "operation")
+WRONG_TYPES = (
+    "text/plain",
+    "application/x-www-form-urlencoded",
+    "application/xml",
+    "application/octet-stream",
+)
+
+
+@checks("ADDR-CT-2")
+@prop(scale=0.4)
+@given(name=st.sampled_from(JSON_ROUTES), ctype=st.sampled_from(WRONG_TYPES))
+def test_json_route_refuses_other_content_types(gs_raw, gs_job, name, ctype):
+    """Valid JSON sent with a non-JSON content type answers 415 unsupported_media_type."""
+    bodies = {
+        "create_job": {"sub_job_configs": []},
+        "step": {},
+        "save": {"checkpoint_id": "gs-ct-probe"},
+        "load": {"checkpoint_id": "gs-ct-probe"},
+        "operation": {"operation_type": "tail-logs", "payload": {}},
+    }
+    params = {} if name == "create_job" else {"job_id": gs_job.job_id}
+    ans = gs_raw.call(name, data=json.dumps(bodies[name]).encode(), content_type=ctype, **params)
+    soft = Soft()
+    refused(ans, soft, "ADDR-CT-2", codes=["unsupported_media_type"], statuses=[415])
+    soft.check()
+
+
+@checks("ADDR-CT-3")
+@prop(scale=0.4)
+@given(
+    name=st.sampled_from(("forward_backward", "generate")),
+    ctype=st.sampled_from(("application/json", "text/plain", "multipart/form-data")),
+)
+def test_frame_routes_refuse_other_content_types(gs_raw, gs_job, name, ctype):
+    """forward-backward and generate answer 415 to anything but octet-stream."""
+    ans = gs_raw.call(name, data=b'{"prompts": ["x"]}', content_type=ctype, job_id=gs_job.job_id)
+    soft = Soft()
+    refused(ans, soft, "ADDR-CT-3", codes=["unsupported_media_type"], statuses=[415])
+    soft.check()
+
+
+@checks("ADDR-ROUTE-1")
+@prop(scale=0.4)
+@given(
+    method=st.sampled_from(["GET", "POST", "PUT", "DELETE"]),
+    tail=st.lists(
+        st.text(st.sampled_from("abcxyz019"), min_size=1, max_size=6), min_size=1, max_size=3
+    ),
+)
+def test_unknown_paths_answer_404(gs_raw, gs_job, method, tail):
+    """Paths no route matches answer 404 with the error envelope."""
+    path = f"/{gs_job.job_id}/zz-{'/'.join(tail)}"
+    ans = gs_raw.under_prefix(
+        method,
+        path,
+        data=b"{}" if method in ("POST", "PUT") else None,
+        content_type="application/json" if method in ("POST", "PUT") else None,
+    )
+    soft = Soft()
+    refused(ans, soft, "ADDR-ROUTE-1", statuses=[404])
+    soft.check()

@@ -1,0 +1,111 @@
+"""AUTH: the bearer token is required and checked, and one account cannot see another's jobs."""
+
+from __future__ import annotations
+
+import pytest
+
+from conformance.checks import refused
+from conformance.driver_raw import RawDriver, encode
+from conformance.verdict import Soft
+from contract.clauses import checks
+
+
+def _needs_auth(target) -> None:
+    if not target.token:
+        pytest.skip("no token given (--gs-token / GS_TOKEN): the auth clauses need one")
+
+
+@checks("AUTH-REQUIRED-1")
+def test_missing_token_is_refused(gs_target, gs_anon, gs_job):
+    """No Authorization header: 401 unauthenticated, on control and data plane."""
+    _needs_auth(gs_target)
+    soft = Soft()
+    for ans in (
+        gs_anon.call("get_capacity"),
+        gs_anon.call("list_jobs"),
+        gs_anon.get_job(gs_job.job_id),
+        gs_anon.call("step", json_body={}, job_id=gs_job.job_id),
+    ):
+        refused(ans, soft, "AUTH-REQUIRED-1", codes=["unauthenticated"], statuses=[401])
+    soft.check()
+
+
+@checks("AUTH-REQUIRED-2")
+def test_wrong_token_is_refused(gs_target, gs_job):
+    """A token the service does not know: 401 unauthenticated."""
+    _needs_auth(gs_target)
+    wrong = RawDriver(gs_target, token=(gs_target.token or "") + "-wrong")
+    soft = Soft()
+    for ans in (
+        wrong.call("get_capacity"),
+        wrong.call("list_jobs"),
+        wrong.get_job(gs_job.job_id),
+        wrong.call("step", json_body={}, job_id=gs_job.job_id),
+    ):
+        refused(ans, soft, "AUTH-REQUIRED-2", codes=["unauthenticated"], statuses=[401])
+    wrong.close()
+    soft.check()
+
+
+@checks("AUTH-HEADERS-1")
+def test_pat_headers_are_accepted(gs_target, gs_raw, gs_job):
+    """Bearer PAT + X-Snowflake-Authorization-Token-Type: PROGRAMMATIC_ACCESS_TOKEN works."""
+    _needs_auth(gs_target)
+    soft = Soft()
+    sent = gs_raw.session.headers
+    soft.expect(
+        "AUTH-HEADERS-1",
+        sent.get("X-Snowflake-Authorization-Token-Type") == "PROGRAMMATIC_ACCESS_TOKEN",
+        "driver misconfigured: no token-type header",
+    )
+    for ans in (
+        gs_raw.call("get_capacity"),
+        gs_raw.call("list_jobs"),
+        gs_raw.get_job(gs_job.job_id),
+    ):
+        soft.expect("AUTH-HEADERS-1", ans.status == 200, f"PAT call refused: {ans}")
+    soft.check()
+
+
+@checks("AUTH-ISOLATION-1")
+def test_other_accounts_jobs_are_invisible(gs_raw2, gs_job):
+    """Another token gets 404 for the job id, and the job is absent from its list."""
+    soft = Soft()
+    refused(gs_raw2.get_job(gs_job.job_id), soft, "AUTH-ISOLATION-1", statuses=[404])
+    listed = gs_raw2.call("list_jobs")
+    ids = [j.get("job_id") for j in listed.field("jobs", []) or [] if isinstance(j, dict)]
+    soft.expect("AUTH-ISOLATION-1", listed.status == 200, f"list with the second token: {listed}")
+    soft.expect(
+        "AUTH-ISOLATION-1",
+        gs_job.job_id not in ids,
+        "the first token's job is listed for the second token",
+    )
+    refused(
+        gs_raw2.call("get_experiment_run", job_id=gs_job.job_id),
+        soft,
+        "AUTH-ISOLATION-1",
+        statuses=[404],
+    )
+    soft.check()
+
+
+@checks("AUTH-ISOLATION-2")
+def test_other_accounts_data_plane_is_404(gs_raw, gs_raw2, gs_job):
+    """Data-plane calls and polls on another token's job answer 404."""
+    jid = gs_job.job_id
+    mine = gs_raw.call("step", json_body={}, job_id=jid)
+    rid = mine.field("request_id")
+    soft = Soft()
+    attempts = [
+        gs_raw2.call("step", json_body={}, job_id=jid),
+        gs_raw2.call("save", json_body={}, job_id=jid),
+        gs_raw2.call("list_checkpoints", job_id=jid),
+        gs_raw2.operation(jid, {"operation_type": "tail-logs", "payload": {}}),
+        gs_raw2.call("generate", data=encode({"prompts": ["x"]}), job_id=jid),
+    ]
+    if isinstance(rid, str):
+        attempts.append(gs_raw2.poll(jid, rid))
+        gs_raw.settle(jid, rid)
+    for ans in attempts:
+        refused(ans, soft, "AUTH-ISOLATION-2", statuses=[404])
+    soft.check()

@@ -1,0 +1,42 @@
+"""Run-wide knobs properties read at import time (hypothesis settings need them then).
+
+The plugin fills :data:`RUNTIME` in ``pytest_configure``, which runs before any property
+module is imported; outside a conformance session the defaults apply and nothing global
+(no hypothesis profile) is touched, so the plugin stays inert for other test sessions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from hypothesis import HealthCheck, settings
+
+
+@dataclass
+class Runtime:
+    examples: int = 25
+    embedded: bool = True
+    randomize: bool = False
+
+
+RUNTIME = Runtime()
+
+
+def prop(scale: float = 1.0, minimum: int = 1, **overrides: Any) -> settings:
+    """Hypothesis settings for a property: ``scale`` x ``--gs-examples`` examples.
+
+    No deadline (a real server's latency is not a bug), no example database (a run must
+    not depend on what a previous run found), derandomised unless ``--gs-randomize``, so
+    a report is reproducible.
+    """
+    n = max(minimum, round(RUNTIME.examples * scale))
+    return settings(
+        max_examples=n,
+        deadline=None,
+        database=None,
+        derandomize=not RUNTIME.randomize,
+        suppress_health_check=list(HealthCheck),
+        print_blob=False,
+        **overrides,
+    )

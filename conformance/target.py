@@ -1,0 +1,270 @@
+"""What the suite is pointed at: a URL and credentials, or an embedded fake it starts.
+
+:class:`GsOptions` is the parsed command line; :class:`Target` is one server to talk to
+(the main one, or an extra embedded fake in another dialect); :class:`EmbeddedFakes`
+starts fakes lazily and stops them at the end, so a pytest session that never asks for a
+target starts nothing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any, Literal
+from urllib.parse import urlsplit
+
+import requests
+
+from contract.models_catalog import SMALLEST_TRAINING_MODEL
+from contract.routes import DEFAULT_ENDPOINT, prefix
+
+SuiteProfile = Literal["current", "proposed", "semantic"]
+
+#: Tokens the embedded fake is configured with, so auth and isolation clauses can run.
+EMBEDDED_TOKENS = ("gs-conformance-token-a", "gs-conformance-token-b")
+PAT_TYPE_HEADER = "X-Snowflake-Authorization-Token-Type"
+PAT_TYPE = "PROGRAMMATIC_ACCESS_TOKEN"
+#: Default hypothesis examples per property: cheap against a real service, wider on the fake.
+EXAMPLES_REAL = 5
+EXAMPLES_EMBEDDED = 25
+
+
+@dataclass(frozen=True)
+class GsOptions:
+    """The suite's command-line options (``--gs-*``), parsed once per session."""
+
+    url: str | None = None
+    token: str | None = None
+    token2: str | None = None
+    database: str = "GS_CONFORMANCE_DB"
+    schema: str = "PUBLIC"
+    endpoint: str = DEFAULT_ENDPOINT
+    profile: SuiteProfile = "proposed"
+    job_id: str | None = None
+    model: str = SMALLEST_TRAINING_MODEL
+    examples: int | None = None
+    report: str | None = None
+    junit: str | None = None
+    json: str | None = None
+    clauses: tuple[str, ...] = ()
+    mutant: str | None = None
+    engine: str = "shape"
+    max_jobs: int | None = None
+    status_style: str = "short"
+    delivery: str = "auto"
+    startup_timeout_s: float = 1800.0
+    request_timeout_s: float = 600.0
+
+    @property
+    def embedded(self) -> bool:
+        return not self.url
+
+    @property
+    def n_examples(self) -> int:
+        if self.examples is not None:
+            return max(1, self.examples)
+        return EXAMPLES_EMBEDDED if self.embedded else EXAMPLES_REAL
+
+    @property
+    def job_budget(self) -> int | None:
+        """Jobs the run may create (None: unlimited, the embedded fake's default)."""
+        if self.max_jobs is not None:
+            return self.max_jobs
+        return None if self.embedded else (0 if self.job_id else 1)
+
+    def describe(self) -> dict[str, Any]:
+        """The settings worth printing in a report header."""
+        out: dict[str, Any] = {
+            "profile": self.profile,
+            "engine": self.engine,
+            "examples": self.n_examples,
+            "model": self.model,
+        }
+        if self.embedded:
+            out["status_style"] = self.status_style
+            out["delivery"] = self.delivery
+        if self.mutant:
+            out["mutant"] = self.mutant
+        if self.job_id:
+            out["job_id"] = self.job_id
+        out["second_token"] = bool(self.token2) or self.embedded
+        return out
+
+
+@dataclass(frozen=True)
+class Target:
+    """One server: where it is, how to authenticate, and what kind it is."""
+
+    base_url: str
+    database: str
+    schema: str
+    endpoint: str
+    profile: SuiteProfile
+    token: str | None = None
+    token2: str | None = None
+    embedded: bool = False
+    engine: str = "shape"
+    fake_settings: Any = None
+    name: str = "target"
+    overrides: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def prefix(self) -> str:
+        return prefix(self.database, self.schema, self.endpoint)
+
+    @property
+    def service_url(self) -> str:
+        return self.base_url.rstrip("/") + self.prefix
+
+    @property
+    def server_profile(self) -> str:
+        """The route profile the server is expected to serve (semantic runs need proposed)."""
+        return "current" if self.profile == "current" else "proposed"
+
+    def auth_headers(self, token: str | None | Literal[False] = None) -> dict[str, str]:
+        """Headers for ``token`` (default: the main token; False: none at all)."""
+        value = self.token if token is None else token
+        if not value:
+            return {}
+        return {"Authorization": f"Bearer {value}", PAT_TYPE_HEADER: PAT_TYPE}
+
+    def admin_url(self, path: str) -> str:
+        """The embedded fake's admin API (``/_fake/...``); never used against a real server."""
+        if not self.embedded:
+            raise RuntimeError("the admin API exists only on the embedded fake")
+        return self.base_url.rstrip("/") + "/_fake/" + path.lstrip("/")
+
+
+class ProbeError(RuntimeError):
+    """Nothing usable answers at the URL."""
+
+
+def probe(url: str, timeout_s: float = 5.0) -> None:
+    """Fail fast, in seconds, when no HTTP server answers at ``url``."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ProbeError(f"no server answering at {url}: not an http(s) URL")
+    try:
+        requests.get(url, timeout=(timeout_s, timeout_s), allow_redirects=False)
+    except requests.exceptions.ConnectTimeout:
+        raise ProbeError(
+            f"no server answering at {url}: connect timed out after {timeout_s:g}s"
+        ) from None
+    except requests.exceptions.ConnectionError as exc:
+        reason = _root_reason(exc)
+        raise ProbeError(f"no server answering at {url}: {reason}") from None
+    except requests.exceptions.ReadTimeout:
+        raise ProbeError(
+            f"no server answering at {url}: connected but no answer in {timeout_s:g}s"
+        ) from None
+    except requests.exceptions.RequestException as exc:
+        raise ProbeError(f"no server answering at {url}: {exc}") from None
+
+
+def _root_reason(exc: BaseException) -> str:
+    seen = exc
+    while seen.__cause__ is not None or seen.__context__ is not None:
+        seen = seen.__cause__ or seen.__context__  # type: ignore[assignment]
+    text = str(seen) or type(seen).__name__
+    for marker in (
+        "Connection refused",
+        "Name or service not known",
+        "No route to host",
+        "Temporary failure in name resolution",
+        "timed out",
+    ):
+        if marker in str(exc):
+            return marker
+    return text.split(": ", 1)[-1][:200]
+
+
+def main_token(options: GsOptions) -> str | None:
+    """``--gs-token``, else ``GS_TOKEN``; the embedded fake gets a built-in one."""
+    return options.token or os.environ.get("GS_TOKEN") or None
+
+
+class EmbeddedFakes:
+    """Starts embedded fakes on demand (each variation once) and stops them all at the end."""
+
+    def __init__(self, options: GsOptions) -> None:
+        self.options = options
+        self._stack = contextlib.ExitStack()
+        self._targets: dict[tuple[tuple[str, Any], ...], Target] = {}
+
+    def base_settings(self) -> dict[str, Any]:
+        o = self.options
+        token = main_token(o) or EMBEDDED_TOKENS[0]
+        token2 = o.token2 or EMBEDDED_TOKENS[1]
+        return {
+            "port": 0,
+            "profile": "current" if o.profile == "current" else "proposed",
+            "tokens": (token, token2),
+            "status_style": o.status_style,
+            "result_delivery": o.delivery,
+            "engine": o.engine,
+            "mutant": o.mutant,
+            "log_level": "warning",
+        }
+
+    def start(self, name: str = "target", **overrides: Any) -> Target:
+        """The embedded fake for these overrides (started on first use)."""
+        key = tuple(sorted(overrides.items()))
+        if key in self._targets:
+            return self._targets[key]
+        from fake_gs import FakeSettings, serve_in_background
+
+        values = self.base_settings() | overrides
+        settings = FakeSettings(**_settings_kwargs(values))
+        base_url = self._stack.enter_context(serve_in_background(settings))
+        tokens = tuple(settings.tokens)
+        target = Target(
+            base_url=str(base_url),
+            database=self.options.database,
+            schema=self.options.schema,
+            endpoint=self.options.endpoint,
+            profile=self.options.profile,
+            token=tokens[0] if tokens else None,
+            token2=tokens[1] if len(tokens) > 1 else None,
+            embedded=True,
+            engine=settings.engine,
+            fake_settings=settings,
+            name=name,
+            overrides=dict(overrides),
+        )
+        self._targets[key] = target
+        return target
+
+    def close(self) -> None:
+        self._stack.close()
+        self._targets.clear()
+
+    def __iter__(self) -> Iterator[Target]:
+        return iter(list(self._targets.values()))
+
+
+def _settings_kwargs(values: dict[str, Any]) -> dict[str, Any]:
+    """Drop keys the installed fake does not know (so old/new fakes both start)."""
+    from dataclasses import fields as dc_fields
+
+    from fake_gs import FakeSettings
+
+    known = {f.name for f in dc_fields(FakeSettings)}
+    return {k: v for k, v in values.items() if k in known}
+
+
+def remote_target(options: GsOptions) -> Target:
+    assert options.url
+    return Target(
+        base_url=options.url.rstrip("/"),
+        database=options.database,
+        schema=options.schema,
+        endpoint=options.endpoint,
+        profile=options.profile,
+        token=main_token(options),
+        token2=options.token2 or os.environ.get("GS_TOKEN2") or None,
+        embedded=False,
+        engine="remote",
+        name="target",
+    )
