@@ -1,0 +1,159 @@
+"""Routing, request ids, envelopes for unknown paths, profiles, admin, CLI start-up."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import time
+import uuid
+
+import pytest
+import requests
+from fake_gs_api import Api, training_config
+
+from contract.errors import REQUEST_ID_HEADER, is_error_envelope
+from contract.routes import ROUTES, routes_for
+from fake_gs import FakeSettings, create_app, serve_in_background
+from fake_gs.app import service_routes
+from fake_gs.state import AppState
+
+
+@pytest.mark.parametrize("names", [("DB", "PUBLIC", "cortex-training"), ("a b", "s%1", "cortex-post-training")])
+def test_any_database_schema_endpoint_routes(api: Api, names: tuple[str, str, str]) -> None:
+    other = Api(api.base_url, database=names[0], schema=names[1], endpoint=names[2])
+    job_id = other.create_job()
+    assert other.job(job_id)["job_id"] == job_id
+    # Jobs are not partitioned by prefix names: the same job answers under another prefix.
+    assert api.job(job_id)["job_id"] == job_id
+
+
+def test_collection_with_and_without_trailing_slash(api: Api) -> None:
+    assert api.get("/").status_code == 200
+    bare = api.session.get(api.prefix, timeout=10)
+    assert bare.status_code == 200 and "jobs" in bare.json()
+
+
+def test_router_is_built_from_the_route_table() -> None:
+    state = AppState.build(FakeSettings())
+    paths = {(r.path, tuple(sorted(r.methods or ()))) for r in service_routes(state)}  # type: ignore[attr-defined]
+    for spec in ROUTES:
+        assert any(p.endswith(spec.path) and spec.method in m for p, m in paths), spec.name
+
+
+def test_current_profile_hides_proposed_routes(make_api) -> None:  # type: ignore[no-untyped-def]
+    api = make_api(profile="current")
+    job_id = api.running_job()
+    for spec in ROUTES:
+        if spec.profile == "proposed":
+            r = api.call(spec.method, spec.render(job_id=job_id), data=b"x", headers={"Content-Type": "application/octet-stream"})
+            assert r.status_code == 404 and r.json()["code"] == "not_found"
+    assert {r.name for r in routes_for("current")} < {r.name for r in ROUTES}
+
+
+def test_unknown_paths_and_methods_answer_the_envelope(api: Api) -> None:
+    for method, path in [("GET", "/x/y/z/w"), ("POST", "/nope/nope/nope")]:
+        r = api.call(method, path)
+        assert r.status_code == 404 and is_error_envelope(r.json())
+    r = api.call("PUT", "/capacity")
+    assert r.status_code == 405 and r.json()["code"] == "method_not_allowed"
+    r = api.session.get(api.base_url + "/totally/elsewhere", timeout=10)
+    assert r.status_code == 404 and REQUEST_ID_HEADER in r.headers and is_error_envelope(r.json())
+
+
+def test_request_id_header_on_success_error_and_admin(api: Api) -> None:
+    seen = set()
+    for r in (api.get("/capacity"), api.get(f"/{uuid.uuid4()}"), api.get("/_fake/health"), api.get("/_fake/state")):
+        rid = r.headers[REQUEST_ID_HEADER]
+        uuid.UUID(rid)
+        seen.add(rid)
+    assert len(seen) == 4
+
+
+def test_colon_paths_do_not_collide(api: Api) -> None:
+    job_id = api.create_job()
+    assert api.post(f"/{job_id}:cancel").json() == {}
+    # GET on the cancel path is just an unknown job id, never a cancel.
+    r = api.get(f"/{job_id}:cancel")
+    assert r.status_code == 404 and r.json()["code"] == "job_not_found"
+    assert api.get("/capacity").json()["max_total_gpus"] == 64
+
+
+def test_admin_health_state_reset(make_api) -> None:  # type: ignore[no-untyped-def]
+    api = make_api()
+    assert api.get("/_fake/health").json()["status"] == "ok"
+    api.create_job()
+    assert len(api.state()["jobs"]) == 1
+    assert api.post("/_fake/reset").json() == {}
+    assert api.state()["jobs"] == {} and api.get("/").json() == {"jobs": []}
+
+
+def test_admin_mutants_listing(api: Api) -> None:
+    body = api.get("/_fake/mutants").json()
+    assert body["active"] is None and len(body["known"]) >= 25
+
+
+def test_serve_in_background_starts_fast_and_stops() -> None:
+    t0 = time.perf_counter()
+    with serve_in_background(seed=3) as url:
+        started = time.perf_counter() - t0
+        assert re.fullmatch(r"http://127\.0\.0\.1:\d+", url)
+        assert requests.get(url + "/_fake/health", timeout=5).status_code == 200
+    assert started < 2.0
+    with pytest.raises(requests.ConnectionError):
+        requests.get(url + "/_fake/health", timeout=2)
+
+
+def test_create_app_is_a_starlette_app_with_state() -> None:
+    app = create_app(FakeSettings(seed=5))
+    assert isinstance(app.state.fake, AppState) and app.state.fake.settings.seed == 5
+    app2 = create_app(seed=7)
+    assert app2.state.fake.settings.seed == 7
+
+
+def _cli(*args: str) -> subprocess.Popen[str]:
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    return subprocess.Popen([sys.executable, "-m", "fake_gs", *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env)
+
+
+def test_cli_port_0_answers_health_within_3_seconds() -> None:
+    t0 = time.perf_counter()
+    proc = _cli("--port", "0", "--seed", "1", "--log-level", "warning")
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        match = re.search(r"(http://127\.0\.0\.1:\d+)", line)
+        assert match, line
+        base = match.group(1)
+        assert requests.get(base + "/_fake/health", timeout=3).json()["status"] == "ok"
+        assert time.perf_counter() - t0 < 3.0
+        rest = "".join(proc.stdout.readline() for _ in range(2))
+        assert "/api/v2/databases/" in rest
+        job = requests.post(base + "/api/v2/databases/D/schemas/S/cortex-training/",
+                            json={"sub_job_configs": [training_config()]}, timeout=10)
+        assert job.status_code == 200
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+def test_cli_help_documents_every_option() -> None:
+    out = subprocess.run([sys.executable, "-m", "fake_gs", "--help"], capture_output=True, text=True, check=True).stdout
+    for option in ("--host", "--port", "--profile", "--seed", "--token", "--strict", "--status-style", "--startup",
+                   "--latency", "--result-delivery", "--result-chunk-bytes", "--max-total-gpus",
+                   "--allow-any-model", "--engine", "--mutant", "--faults", "--log-level"):
+        assert option in out, option
+
+
+def test_cli_rejects_unknown_mutant_and_bad_timing() -> None:
+    for args in (["--mutant", "no-such-mutant"], ["--latency", "polls:x"], ["--startup", "hours:3"]):
+        proc = subprocess.run([sys.executable, "-m", "fake_gs", "--port", "0", *args],
+                              capture_output=True, text=True, timeout=20)
+        assert proc.returncode != 0
+
+
+def test_settings_reject_unknown_mutant() -> None:
+    with pytest.raises(ValueError, match="unknown mutant"):
+        FakeSettings(mutant="nope")
