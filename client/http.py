@@ -241,7 +241,8 @@ class HttpSession:
                 failure: CortexError = CortexConnectionError(
                     f"{type(exc).__name__}: {exc}", route=route.name, method=method, url=url
                 )
-                retryable = isinstance(exc, (requests.ConnectionError, requests.Timeout))
+                retryable = isinstance(exc, (requests.ConnectionError, requests.Timeout,
+                                             requests.exceptions.ChunkedEncodingError))
                 if create and not connection_never_established(exc):
                     retryable = False
                     failure = CortexConnectionError(

@@ -22,6 +22,7 @@ from client.http import HttpSession, HttpSettings
 from client.polling import iter_stream_events, wait_job_running, wait_request
 from client.upload import split_frame, upload
 from contract.limits import MAX_BODY_BYTES
+from contract.models import ASYNC_OPERATIONS, SubmitResponse
 from contract.routes import OCTET, Route, prefix, route
 
 Payload = bytes | Mapping[str, Any]
@@ -224,6 +225,17 @@ class CortexRestClient:
         """Wait on an answer holding ``request_id``; anything else is the result itself."""
         if isinstance(answer, Mapping) and answer.get("request_id"):
             return self.wait(job_id, str(answer["request_id"]), route_name=route_name)
+        return answer
+
+    def operation_result(self, job_id: str, operation_type: str, answer: Any) -> Any:
+        """An operation's result: async types (and bare submit answers) are waited on.
+
+        Inline acknowledgements may carry a ``request_id`` of their own (cancel-request
+        names the request it cancelled), so the id alone does not mean "poll me".
+        """
+        bare_submit = isinstance(answer, Mapping) and set(answer) <= set(SubmitResponse.model_fields)
+        if operation_type in ASYNC_OPERATIONS or bare_submit:
+            return self.result(job_id, answer, route_name="operation")
         return answer
 
     def stream(self, job_id: str, request_id: str) -> Iterator[dict[str, Any]]:

@@ -156,7 +156,7 @@ class CortexTransport:
         rpc = rpc_body(body)
         if self.config.forward_no_grad_route == "operation":
             answer = self.rest.forward_operation(job_id, rpc)
-            return shape_train_result(self._wait(job_id, answer, "operation"))
+            return shape_train_result(self.rest.operation_result(job_id, "forward", answer))
         answer = self.rest.forward_no_grad(job_id, rpc)
         return shape_train_result(self._wait(job_id, answer, "forward_no_grad"))
 
@@ -201,22 +201,23 @@ class CortexTransport:
             payload["source_sub_job_id"] = self.ids.training
         if self.ids and self.ids.sampling:
             payload["target_sub_job_ids"] = [self.ids.sampling]
-        answer = self.rest.operation(job_id, "weight-sync", payload)
-        return _as_dict(self._wait(job_id, answer, "operation"))
+        return self._operation(job_id, "weight-sync", payload)
 
     def _reset_prefix_cache(self, job_id: str, body: dict[str, Any]) -> dict[str, Any]:
         payload = ResetPrefixCachePayload.model_validate(body).model_dump()
-        answer = self.rest.operation(job_id, "reset-prefix-cache", payload, sub_job_type="sampling")
-        return _as_dict(self._wait(job_id, answer, "operation"))
+        return self._operation(job_id, "reset-prefix-cache", payload, sub_job_type="sampling")
 
     def _tail_logs(self, job_id: str, body: dict[str, Any]) -> dict[str, Any]:
         payload = {k: body[k] for k in ("cursor", "max_lines") if body.get(k) is not None}
-        return _as_dict(self._wait(job_id, self.rest.operation(job_id, "tail-logs", payload),
-                                   "operation"))
+        return self._operation(job_id, "tail-logs", payload)
 
     def _cancel_request(self, job_id: str, body: dict[str, Any]) -> dict[str, Any]:
-        answer = self.rest.operation(job_id, "cancel-request", {"request_id": body["request_id"]})
-        return _as_dict(self._wait(job_id, answer, "operation"))
+        return self._operation(job_id, "cancel-request", {"request_id": body["request_id"]})
+
+    def _operation(self, job_id: str, operation_type: str, payload: dict[str, Any],
+                   **routing: str) -> dict[str, Any]:
+        answer = self.rest.operation(job_id, operation_type, payload, **routing)
+        return _as_dict(self.rest.operation_result(job_id, operation_type, answer))
 
 
 def _as_dict(result: Any) -> dict[str, Any]:

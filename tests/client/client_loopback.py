@@ -40,6 +40,16 @@ class Reply:
 
 Script = Callable[[Seen], Reply]
 
+#: Client timing for loopback tests: nothing waits on real back-off.
+FAST: dict[str, float] = {
+    "backoff_first_s": 0.001,
+    "backoff_cap_s": 0.005,
+    "poll_first_s": 0.001,
+    "poll_cap_s": 0.005,
+    "connect_timeout_s": 2.0,
+    "read_timeout_s": 5.0,
+}
+
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True

@@ -1,17 +1,8 @@
-"""Shared fixtures for client unit tests: fast timing so nothing waits on real back-off."""
+"""Shared fixtures for client unit tests: a clean launcher environment."""
 
 from __future__ import annotations
 
 import pytest
-
-FAST: dict[str, float] = {
-    "backoff_first_s": 0.001,
-    "backoff_cap_s": 0.005,
-    "poll_first_s": 0.001,
-    "poll_cap_s": 0.005,
-    "connect_timeout_s": 2.0,
-    "read_timeout_s": 5.0,
-}
 
 
 @pytest.fixture(autouse=True)

@@ -36,6 +36,9 @@ class StubRest:
         self.calls.append(("result", (job_id, answer), {"route_name": route_name}))
         return self.results.get(route_name, {})
 
+    def operation_result(self, job_id: str, operation_type: str, answer: Any) -> Any:
+        return self.result(job_id, answer, route_name="operation")
+
     def close(self) -> None:
         self.calls.append(("close", (), {}))
 

@@ -6,8 +6,7 @@ import json
 from typing import Any
 
 import pytest
-from client_loopback import Reply, Seen, loopback, sequence
-from conftest import FAST
+from client_loopback import FAST, Reply, Seen, loopback, sequence
 
 from client.config import ClientConfig
 from client.errors import (

@@ -6,8 +6,7 @@ from typing import Any
 
 import pytest
 import torch
-from client_loopback import Reply, Seen, loopback
-from conftest import FAST
+from client_loopback import FAST, Reply, Seen, loopback
 
 from client.config import ClientConfig
 from client.errors import ChunkGroupConflict, ChunkGroupRestartRequired, ProtocolError

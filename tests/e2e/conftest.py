@@ -1,66 +1,16 @@
-"""e2e helpers: a real fake on a free loopback port, its admin API over HTTP, fast client timing.
-
-Nothing sits between the client and the fake but a socket: settings go in through
-``FakeSettings``, faults and state through the fake's own ``/_fake/`` admin API.
-"""
+"""e2e fixtures: skip without torch or the fake; fresh or shared fakes per test."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, contextmanager
-from dataclasses import dataclass
-from typing import Any
+from contextlib import AbstractContextManager
 
 import pytest
-import requests
 
 pytest.importorskip("torch")
-fake_gs = pytest.importorskip("fake_gs")
+pytest.importorskip("fake_gs")
 
-from client.config import ClientConfig  # noqa: E402
-
-#: Client timing for loopback: tiny poll and back-off waits, short job start.
-FAST: dict[str, Any] = {
-    "poll_first_s": 0.002,
-    "poll_factor": 1.5,
-    "poll_cap_s": 0.02,
-    "backoff_first_s": 0.002,
-    "backoff_cap_s": 0.01,
-    "job_start_timeout_s": 20.0,
-    "poll_timeout_s": 20.0,
-    "read_timeout_s": 20.0,
-    "call_timeout_s": 30.0,
-}
-
-
-@dataclass
-class Fake:
-    """A running fake: its base URL and its admin API."""
-
-    url: str
-
-    def admin(self, method: str, path: str, body: Any = None) -> Any:
-        response = requests.request(method, f"{self.url}/_fake{path}", json=body, timeout=10)
-        response.raise_for_status()
-        return response.json()
-
-    def state(self) -> dict[str, Any]:
-        return dict(self.admin("GET", "/state"))
-
-    def faults(self, *rules: dict[str, Any]) -> None:
-        self.admin("PUT", "/faults", list(rules))
-
-    def force(self, job_id: str, status: str, reason: str = "") -> None:
-        self.admin("POST", f"/jobs/{job_id}/state", {"status": status, "reason": reason})
-
-    def config(self, **overrides: Any) -> ClientConfig:
-        return ClientConfig(base_url=self.url, **{**FAST, "max_seq_len": 256, **overrides})
-
-
-@contextmanager
-def running_fake(**settings: Any) -> Iterator[Fake]:
-    with fake_gs.serve_in_background(fake_gs.FakeSettings(**settings)) as url:
-        yield Fake(url)
+from e2e_fake import Fake, running_fake  # noqa: E402
 
 
 @pytest.fixture

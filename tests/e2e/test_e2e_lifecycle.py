@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 import torch
-from conftest import Fake
+from e2e_fake import Fake
 
 from client import CortexHTTPError, create_client
 from client.transport import COLOCATION_OPS
