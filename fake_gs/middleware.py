@@ -8,11 +8,13 @@ import logging
 import time
 import uuid
 from typing import Any
+from urllib.parse import unquote
 
 from starlette.requests import ClientDisconnect
 
 from contract.errors import REQUEST_ID_HEADER, ErrorCode, error_body
 from fake_gs.dispatch import DropConnection
+from fake_gs.handlers.common import ENCODED_SLASH
 from fake_gs.state import AppState
 
 access_log = logging.getLogger("fake_gs.access")
@@ -20,6 +22,19 @@ log = logging.getLogger("fake_gs")
 
 Scope = dict[str, Any]
 Message = dict[str, Any]
+
+
+def keep_encoded_slashes(scope: Scope) -> Scope:
+    """Let ids contain ``/`` (sent as ``%2F``) without splitting the route path.
+
+    Routing sees decoded paths, so ``checkpoints/a%2Fb:export`` would not match; encoded
+    slashes become a placeholder that :meth:`Ctx.param` turns back into ``/``.
+    """
+    raw = scope.get("raw_path")
+    if not raw or b"%2f" not in raw.lower() or b"%00" in raw:
+        return scope
+    text = raw.decode("latin-1").split("?", 1)[0].replace("%2F", "%00").replace("%2f", "%00")
+    return {**scope, "path": unquote(text).replace("\x00", ENCODED_SLASH)}
 
 
 class RequestContextMiddleware:
@@ -32,6 +47,7 @@ class RequestContextMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        scope = keep_encoded_slashes(scope)
         request_id = str(uuid.uuid4())
         started = time.perf_counter()
         status = 0

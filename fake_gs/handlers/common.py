@@ -23,6 +23,8 @@ from fake_gs.store import TERMINAL
 
 M = TypeVar("M", bound=BaseModel)
 
+#: Stands for a percent-encoded slash in a path parameter (see middleware.keep_encoded_slashes).
+ENCODED_SLASH = "\x00"
 #: How much of an unwanted body is read and discarded so the client sees the answer.
 DRAIN_CAP = 1024 * 1024 * 1024
 
@@ -109,7 +111,7 @@ class Ctx:
         return self.state.settings
 
     def param(self, name: str) -> str:
-        return str(self.request.path_params[name])
+        return str(self.request.path_params[name]).replace(ENCODED_SLASH, "/")
 
     def body_limit(self) -> int:
         limit = self.settings.max_body_bytes
