@@ -848,7 +848,12 @@ def decode_byte_chunks(chunks: Sequence[bytes], kind: str | None = None) -> byte
         raise WireError("no chunks to reassemble")
     if kind is not None:
         _chunk_key(kind)
-    parsed = [_parse_chunk(c, f"chunk {i}") for i, c in enumerate(chunks)]
+    parsed: list[_Chunk | None] = []
+    for i, chunk in enumerate(chunks):
+        try:
+            parsed.append(_parse_chunk(chunk))
+        except WireError as exc:
+            raise WireError(f"chunk {i}: {exc}") from None
     if len(parsed) == 1 and parsed[0] is None:
         return _as_bytes(chunks[0])
     plain = [i for i, p in enumerate(parsed) if p is None]
