@@ -126,6 +126,16 @@ class Settled:
             return "inline"
         return "json" if self.result is not None else "none"
 
+    def frame_bytes(self) -> bytes | None:
+        """The raw DSSST1 result frame (inline or reassembled), None for JSON results."""
+        from contract import wire
+
+        if self.form == "chunks":
+            return wire.decode_result_chunk_events(self.chunk_events)
+        if self.form == "inline":
+            return wire.decode_inline(self.result)
+        return None
+
     def decoded(self) -> Any:
         """The result object whatever the delivery form (``{}`` for none); raises WireError."""
         from contract import wire
