@@ -1,0 +1,67 @@
+"""Auth: bearer token + PAT type header, 401 envelopes, per-token isolation, admin auth."""
+
+from __future__ import annotations
+
+import requests
+from fake_gs_api import Api, batch
+
+from contract.errors import REQUEST_ID_HEADER
+
+
+def test_tokens_required_and_isolated(make_server) -> None:  # type: ignore[no-untyped-def]
+    srv = make_server(tokens=("alice-pat", "bob-pat"))
+    alice, bob, nobody = Api(srv.base_url, "alice-pat"), Api(srv.base_url, "bob-pat"), Api(srv.base_url)
+    r = nobody.get("/")
+    assert r.status_code == 401 and r.json()["code"] == "unauthenticated"
+    wrong = Api(srv.base_url, "mallory")
+    assert wrong.get("/capacity").status_code == 401
+    no_type = requests.get(alice.prefix + "/", headers={"Authorization": "Bearer alice-pat"}, timeout=10)
+    assert no_type.status_code == 401 and REQUEST_ID_HEADER in no_type.headers
+    bad_type = requests.get(alice.prefix + "/", headers={"Authorization": "Bearer alice-pat",
+                                                         "X-Snowflake-Authorization-Token-Type": "OAUTH"}, timeout=10)
+    assert bad_type.status_code == 401
+    job_id = alice.running_job()
+    rid = alice.submit_json(job_id, "step")
+    alice.wait(job_id, rid)
+    for path in (f"/{job_id}", f"/{job_id}/requests/{rid}", f"/{job_id}/checkpoints", f"/{job_id}/experiment-run"):
+        r = bob.get(path)
+        assert r.status_code == 404 and r.json()["code"] == "job_not_found", path
+    assert bob.post(f"/{job_id}/step", json={}).status_code == 404
+    assert bob.send_frame(job_id, "forward-backward", batch()).status_code == 404
+    assert bob.post(f"/{job_id}:cancel").status_code == 404
+    assert bob.get("/").json() == {"jobs": []}
+    assert [j["job_id"] for j in alice.get("/").json()["jobs"]] == [job_id]
+    # Capacity is account-wide.
+    assert bob.get("/capacity").json()["in_use_gpus"] == alice.get("/capacity").json()["in_use_gpus"] == 2
+    assert alice.job(job_id)["submitted_by"] == "user_0"
+
+
+def test_load_from_another_tokens_job_is_404(make_server) -> None:  # type: ignore[no-untyped-def]
+    srv = make_server(tokens=("a", "b"))
+    a, b = Api(srv.base_url, "a"), Api(srv.base_url, "b")
+    src = a.running_job()
+    a.result(src, a.submit_json(src, "save", {"checkpoint_id": "mine"}))
+    dst = b.running_job()
+    r = b.post(f"/{dst}/load", json={"checkpoint_id": "mine", "source_job_id": src})
+    assert r.status_code == 404 and r.json()["code"] == "job_not_found"
+
+
+def test_admin_needs_a_token_exports_do_not(make_server) -> None:  # type: ignore[no-untyped-def]
+    srv = make_server(tokens=("t",))
+    anon, ok = Api(srv.base_url), Api(srv.base_url, "t")
+    for path in ("/_fake/health", "/_fake/state", "/_fake/mutants"):
+        r = anon.get(path)
+        assert r.status_code == 401 and r.json()["code"] == "unauthenticated"
+        assert ok.get(path).status_code == 200
+    assert anon.post("/_fake/reset").status_code == 401
+    admin_only = requests.get(srv.base_url + "/_fake/state", headers={"Authorization": "Bearer t"}, timeout=10)
+    assert admin_only.status_code == 200  # the PAT type header is not needed for admin
+    job_id = ok.running_job()
+    ok.result(job_id, ok.submit_json(job_id, "save", {}))
+    url = ok.post(f"/{job_id}/checkpoints/global_step0:export").json()["files"][0]["url"]
+    assert requests.get(url, timeout=10).status_code == 200
+    assert "t" not in str(ok.state()["jobs"][job_id]["owner"].replace("token#", ""))
+
+
+def test_no_tokens_means_open_access(api: Api) -> None:
+    assert api.get("/").status_code == 200

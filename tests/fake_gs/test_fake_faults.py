@@ -1,0 +1,56 @@
+"""Fault injection hook: rules from a file or the admin API, nth call, drop, delay."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import requests
+from fake_gs_api import Api
+
+from fake_gs.faults import FaultInjector, FaultRule, parse_rules
+
+
+def test_no_rules_is_a_no_op() -> None:
+    assert FaultInjector().decide("step", "POST") is None
+
+
+def test_rules_from_file_fire_on_the_nth_call(make_api, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    path = tmp_path / "faults.json"
+    path.write_text(json.dumps({"rules": [{"route": "get_capacity", "nth": 2, "status": 503}]}))
+    api = make_api(faults=str(path))
+    codes = [api.get("/capacity").status_code for _ in range(3)]
+    assert codes == [200, 503, 200]
+
+
+def test_yaml_rules_and_put(make_api, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    path = tmp_path / "faults.yaml"
+    path.write_text("- route: list_jobs\n  status: 429\n  times: 1\n")
+    api = make_api(faults=str(path))
+    r = api.get("/")
+    assert r.status_code == 429 and r.json()["code"] == "rate_limited" and r.headers["retry-after"]
+    assert api.get("/").status_code == 200
+    r = api.call("PUT", "/_fake/faults", json=[{"route": "*", "method": "GET", "status": 500, "times": 1, "code": "internal"}])
+    assert r.status_code == 200 and r.json()["rules"][0]["status"] == 500
+    assert api.get("/capacity").status_code == 500
+    assert api.get("/capacity").status_code == 200
+    assert api.call("PUT", "/_fake/faults", json=[{"route": "*"}]).status_code == 400
+
+
+def test_dropped_connection(make_api) -> None:  # type: ignore[no-untyped-def]
+    api = make_api()
+    api.call("PUT", "/_fake/faults", json=[{"route": "get_capacity", "drop": True, "times": 1}])
+    with pytest.raises(requests.RequestException):
+        Api(api.base_url).get("/capacity", check_id=False)
+    assert Api(api.base_url).get("/capacity").status_code == 200
+
+
+def test_rule_validation() -> None:
+    with pytest.raises(ValueError):
+        parse_rules([{"route": "x", "colour": 1, "status": 500}])
+    with pytest.raises(ValueError):
+        parse_rules("nope")
+    assert parse_rules(None) == []
+    rule = FaultRule.from_dict({"route": "step", "probability": 0.0, "status": 500})
+    assert FaultInjector([rule]).decide("step", "POST") is None
