@@ -7,6 +7,7 @@ flattens training metrics the same way for every transport.
 
 from __future__ import annotations
 
+import threading
 from types import TracebackType
 from typing import Any
 
@@ -36,10 +37,14 @@ class ArcticRLClient:
         self._server_state = server_state  # accepted for the legacy signature; unused on Cortex
         self._ids: JobIds | None = None
         self._closed = False
+        # The async surface runs calls in worker threads: two first calls must not both
+        # create a job.
+        self._start_lock = threading.Lock()
 
     # --- lifecycle -------------------------------------------------------------------------
     @property
     def transport(self) -> Transport:
+        """The transport (a Cortex transport is built on first use)."""
         if self._transport is None:
             from client.transports.cortex import CortexTransport
 
@@ -48,10 +53,11 @@ class ArcticRLClient:
 
     def start(self) -> ArcticRLClient:
         """Create (or reattach to) the job and wait for ``running``; idempotent."""
-        if self._closed:
-            raise ConfigError("client was shut down")
-        if self._ids is None:
-            self._ids = self.transport.open()
+        with self._start_lock:
+            if self._closed:
+                raise ConfigError("client was shut down")
+            if self._ids is None:
+                self._ids = self.transport.open()
         return self
 
     def __enter__(self) -> ArcticRLClient:

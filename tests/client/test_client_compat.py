@@ -278,3 +278,27 @@ def test_async_calls_do_not_block_the_event_loop() -> None:
 
     run(main())
     assert seen and seen[0] != threading.main_thread().name
+
+
+def test_concurrent_first_calls_open_the_job_once() -> None:
+    import threading
+
+    gate = threading.Event()
+
+    class SlowOpen(RecordingTransport):
+        def open(self) -> JobIds:
+            gate.wait(1.0)
+            return super().open()
+
+    rec = SlowOpen()
+    client = create_arctic_rl_client(_config(), None, transport=rec)
+
+    async def main() -> None:
+        pending = asyncio.gather(client.step(), client.generate([[1]]), client.fwd_bwd({}))
+        await asyncio.sleep(0.05)
+        gate.set()
+        await pending
+
+    run(main())
+    assert rec.opened == 1
+    assert sorted(rec.ops) == ["fwd-bwd", "generate", "step"]

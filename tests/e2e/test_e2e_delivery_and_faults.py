@@ -135,7 +135,7 @@ def test_per_call_deadline(make_fake: Any) -> None:
     with make_fake() as fake:
         client = create_client(fake.config(read_timeout_s=0.2, call_timeout_s=0.5))
         client.start()
-        fake.faults({"route": "step", "delay_s": 2.0})
+        fake.faults({"route": "step", "delay_s": 0.8})
         started = time.monotonic()
         with pytest.raises(DeadlineExceeded, match="route=step"):
             client.step()
