@@ -14,7 +14,15 @@ import os
 import warnings
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    field_serializer,
+    field_validator,
+    model_validator,
+)
 
 from contract.limits import DEFAULT_CHUNK_BYTES, MAX_BODY_BYTES, PollPolicy, RetryPolicy
 from contract.routes import DEFAULT_ENDPOINT
@@ -155,6 +163,12 @@ class ClientConfig(BaseModel):
             else:
                 data["backend"] = key
         return data
+
+    @field_serializer("pat", when_used="json")
+    def _pat_not_in_json(self, value: SecretStr | None) -> None:
+        """JSON would carry the masked ``**********`` and a worker would send it as a token;
+        dropping it makes the worker read ``pat_env_var`` (or fail validation clearly)."""
+        return None
 
     @field_validator("max_chunk_bytes")
     @classmethod

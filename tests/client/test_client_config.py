@@ -164,3 +164,11 @@ def test_job_body_without_gpus_is_a_config_error() -> None:
 
     with pytest.raises(ConfigError, match="no sub-jobs"):
         create_job_body(ClientConfig(training_gpus=0, sampling_gpus=0))
+
+
+def test_pat_never_travels_in_json() -> None:
+    cfg = ClientConfig(base_url="http://h", pat="secret")
+    text = cfg.model_dump_json()
+    assert "secret" not in text and "*****" not in text
+    assert ClientConfig.model_validate_json(text).pat is None
+    assert cfg.model_dump()["pat"].get_secret_value() == "secret"  # python mode (pickle, copies) keeps it
