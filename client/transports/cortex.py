@@ -7,11 +7,12 @@ like the on-prem server's; colocation ops answer ``{}`` because Cortex manages p
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from client.config import ClientConfig
-from client.errors import PromptTooLong, ProtocolError
+from client.errors import CortexError, PollTimeout, PromptTooLong, ProtocolError
 from client.jobspec import create_job_body
 from client.rest import CortexRestClient
 from client.shaping import shape_generate_result, shape_train_result
@@ -104,7 +105,14 @@ class CortexTransport:
             if not job_id:
                 raise ProtocolError(f"create-job answer has no job_id: {answer!r}", route="create_job")
             created = True
-        job = self.rest.wait_running(str(job_id))
+        try:
+            job = self.rest.wait_running(str(job_id))
+        except PollTimeout:
+            if created and self.config.cancel_on_shutdown:
+                # Nobody will ever hold this job's ids: do not leave it holding GPUs.
+                with contextlib.suppress(CortexError):
+                    self.rest.cancel_job(str(job_id))
+            raise
         self.ids = self._resolve(str(job_id), job, created)
         return self.ids
 

@@ -174,6 +174,14 @@ def test_job_failure_names_the_reason(make_fake: Any) -> None:
         assert info.value.state == "failed" and info.value.job_id == job
 
 
+def test_a_created_job_that_never_starts_is_cancelled(make_fake: Any) -> None:
+    with make_fake(startup="seconds:30") as fake:
+        with pytest.raises(PollTimeout, match="job still pending"):
+            create_client(fake.config(job_start_timeout_s=0.2)).start()
+        (job,) = fake.state()["jobs"].values()
+        assert job["status"] in ("cancelled", "cancelling")
+
+
 def test_prompt_too_long_is_refused_before_sending(shared_fake: Fake) -> None:
     with create_client(shared_fake.config(max_seq_len=32)) as client:
         client.start()
