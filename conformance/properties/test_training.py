@@ -1,0 +1,144 @@
+"""FB and STEP: forward-backward over any batch, and optimizer steps, through both drivers."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from conformance.checks import refused
+from conformance.runtime import prop
+from conformance.strategies import fb_payloads, verl_batches, verl_envelope
+from conformance.verdict import Soft, expect
+from contract.clauses import checks
+from contract.shapes import check_loss
+
+VIA = ["raw", "client"]
+
+
+def judge_fb(result: dict, soft: Soft, cid: str = "FB-RESULT-1") -> None:
+    for name in ("job_id", "avg_loss", "metrics", "post_process_outputs"):
+        soft.expect(cid, name in result, f"forward-backward result lacks {name}: {sorted(result)}")
+    soft.extend(cid, check_loss(result.get("avg_loss")))
+    soft.expect(cid, isinstance(result.get("metrics"), dict), f"metrics {result.get('metrics')!r}")
+    soft.expect(
+        cid,
+        isinstance(result.get("post_process_outputs"), dict),
+        f"post_process_outputs {result.get('post_process_outputs')!r}",
+    )
+
+
+@checks("FB-RESULT-1", "FB-SHAPE-1")
+@pytest.mark.parametrize("via", VIA)
+@prop(scale=0.6)
+@given(payload=fb_payloads())
+def test_forward_backward_any_batch(gs_via, via, payload):
+    """Any batch shape and dtype of model kwargs resolves to {job_id, avg_loss, metrics, ...}."""
+    result = gs_via(via).fwd_bwd(payload)
+    soft = Soft()
+    judge_fb(result, soft)
+    soft.check()
+
+
+@checks("FB-VERL-1")
+@pytest.mark.parametrize("via", VIA)
+@prop(scale=0.4)
+@given(batch=verl_batches())
+def test_verl_kwargs(gs_via, via, batch):
+    """The verl-GRPO kwargs (prompts, responses, masks, advantages, old/ref log-probs) are taken."""
+    ops = gs_via(via)
+    body = (
+        verl_envelope(batch)
+        if via == "raw"
+        else {
+            "batch": batch,
+            "meta": verl_envelope(batch)["meta"],
+            "processing": {"loss_fn": "verl_grpo", "post": []},
+        }
+    )
+    result = ops.fwd_bwd(body)
+    soft = Soft()
+    judge_fb(result, soft, "FB-VERL-1")
+    soft.check()
+
+
+@checks("FB-NOINPUT-1")
+@pytest.mark.parametrize("kwargs", [{}, {"labels": [[1, 2]]}, {"attention_mask": [[1, 1]]}])
+def test_no_input_ids(gs_raw, gs_job, kwargs):
+    """A frame without input_ids: 400 or a failed request with an error, never 5xx."""
+    answers, settled = gs_raw.run_frame(
+        "forward_backward", gs_job.job_id, {"args": [], "kwargs": kwargs}
+    )
+    soft = Soft()
+    if settled is None:
+        refused(answers[-1], soft, "FB-NOINPUT-1", statuses=[400])
+    else:
+        soft.expect(
+            "FB-NOINPUT-1",
+            settled.status == "failed" and settled.error,
+            f"a frame without input_ids ended {settled.raw_status}",
+        )
+    soft.check()
+
+
+@checks("STEP-RESULT-1", "STEP-COUNT-1")
+@pytest.mark.parametrize("via", VIA)
+@prop(scale=0.3)
+@given(n=st.integers(1, 4))
+def test_steps_count(gs_via, via, n):
+    """step resolves to {global_steps, last_lr}; global_steps goes up by one per step."""
+    ops = gs_via(via)
+    soft = Soft()
+    seen = []
+    for _ in range(n + 1):
+        result = ops.step()
+        soft.expect(
+            "STEP-RESULT-1",
+            isinstance(result.get("global_steps"), int)
+            and isinstance(result.get("last_lr"), (int, float)),
+            f"step result {result!r}",
+        )
+        seen.append(result.get("global_steps"))
+    soft.check()
+    expect(
+        "STEP-COUNT-1", seen == list(range(seen[0], seen[0] + n + 1)), f"global_steps went {seen}"
+    )
+
+
+@checks("STEP-LR-1")
+@prop(scale=0.3)
+@given(lr=st.floats(min_value=1e-8, max_value=1.0, allow_nan=False))
+def test_learning_rate_reported(gs_ops, lr):
+    """A step's learning_rate comes back as last_lr."""
+    result = gs_ops.step(lr)
+    expect(
+        "STEP-LR-1",
+        math.isclose(float(result.get("last_lr")), lr, rel_tol=1e-6),
+        f"asked for lr {lr}, last_lr {result.get('last_lr')}",
+    )
+
+
+@checks("STEP-MEM-1")
+def test_peak_memory(gs_ops, gs_job):
+    """With step_peak_memory_log set on the training config, steps report peak_memory."""
+    if not gs_job.peak_memory_logged:
+        pytest.skip("the reused job was not created with step_peak_memory_log")
+    result = gs_ops.step()
+    mem = result.get("peak_memory")
+    expect(
+        "STEP-MEM-1",
+        isinstance(mem, dict) and {"gpu_peak", "cpu_peak"} <= set(mem),
+        f"peak_memory {mem!r}",
+    )
+
+
+@checks("STEP-BAD-1")
+@pytest.mark.parametrize("lr", [-1.0, -1e-9, "fast", [0.1], {"value": 0.1}])
+def test_bad_learning_rate(gs_raw, gs_job, lr):
+    """A negative or non-numeric learning_rate answers 400."""
+    ans = gs_raw.call("step", json_body={"learning_rate": lr}, job_id=gs_job.job_id)
+    soft = Soft()
+    refused(ans, soft, "STEP-BAD-1", statuses=[400])
+    soft.check()
