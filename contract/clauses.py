@@ -259,6 +259,9 @@ _TABLE: tuple[tuple[str, Level, ClauseProfile, Subject, str], ...] = (
     ("SEM-STALE-1", _S, "semantic", "server", "A sampler not synced keeps its outputs for a fixed seed."),
     ("SEM-SHIFT-1", _S, "semantic", "server", "logprobs[:, i] is the log-probability of input_ids[:, i + 1] (the shifted convention)."),
     ("SEM-SIGN-1", _S, "semantic", "server", "A policy-gradient step raises the log-probability of positive-advantage responses."),
+    # Appended for the schemathesis run of the conformance suite (schema-level promises).
+    ("ERR-SCHEMA-1", _M, "current", "server", "Every answer matches the OpenAPI document (contract.openapi) for its route and status, body and content type."),
+    ("ERR-REJECT-1", _M, "current", "server", "Input that violates the OpenAPI document's request schema is refused with a 4xx, never accepted."),
 )
 
 CLAUSES: dict[str, Clause] = {
