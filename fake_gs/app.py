@@ -28,10 +28,16 @@ from fake_gs.middleware import RequestContextMiddleware
 from fake_gs.settings import FakeSettings
 from fake_gs.state import AppState
 
+#: Routes matched first: the hottest ones, whose paths no other route can also match.
+HOT_ROUTES = ("get_request",)
+
 
 def service_routes(state: AppState) -> list[BaseRoute]:
+    """One Starlette route per contract route; Starlette tries them in order, so the poll
+    route (most of a client's traffic) goes first: it saves ~20 failed regex matches a poll."""
+    specs = sorted(routes_for(state.settings.profile), key=lambda r: r.name not in HOT_ROUTES)
     routes: list[BaseRoute] = []
-    for spec in routes_for(state.settings.profile):
+    for spec in specs:
         endpoint = make_endpoint(state, spec, HANDLERS[spec.name])
         routes.append(Route(PREFIX_TEMPLATE + spec.path, endpoint, methods=[spec.method], name=spec.name))
         if spec.path == "/":  # the collection answers with and without the trailing slash

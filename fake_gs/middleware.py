@@ -31,7 +31,7 @@ def keep_encoded_slashes(scope: Scope) -> Scope:
     slashes become a placeholder that :meth:`Ctx.param` turns back into ``/``.
     """
     raw = scope.get("raw_path")
-    if not raw or b"%2f" not in raw.lower() or b"%00" in raw:
+    if not raw or (b"%2f" not in raw and b"%2F" not in raw) or b"%00" in raw:
         return scope
     text = raw.decode("latin-1").split("?", 1)[0].replace("%2F", "%00").replace("%2f", "%00")
     return {**scope, "path": unquote(text).replace("\x00", ENCODED_SLASH)}

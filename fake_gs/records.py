@@ -6,6 +6,7 @@ Mutated only under the store lock; the serial executor reads a request's ``work`
 from __future__ import annotations
 
 import asyncio
+import functools
 import threading
 import time
 from collections import deque
@@ -17,6 +18,7 @@ from typing import Any
 from contract.models import SubJobConfig
 
 
+@functools.lru_cache(maxsize=8192)
 def rfc3339(ts: float) -> str:
     """``2025-01-02T03:04:05.678Z``: RFC 3339 in UTC with milliseconds."""
     return datetime.fromtimestamp(ts, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")

@@ -19,8 +19,28 @@ from contract.shapes import forward_expectation
 
 DEFAULT_LR = 1e-4
 VOCAB = 32_000
-_WORDS = ("the", "a", "model", "reward", "token", "policy", "step", "value", "sample", "answer",
-          "is", "of", "and", "to", "in", "we", "so", "then", "yes", "no")
+_WORDS = (
+    "the",
+    "a",
+    "model",
+    "reward",
+    "token",
+    "policy",
+    "step",
+    "value",
+    "sample",
+    "answer",
+    "is",
+    "of",
+    "and",
+    "to",
+    "in",
+    "we",
+    "so",
+    "then",
+    "yes",
+    "no",
+)
 
 
 @dataclass
@@ -210,7 +230,12 @@ class ShapeEngine:
 
     def save(self, job_id: str, checkpoint_type: str) -> Any:
         job = self._job(job_id)
-        return {"steps": job.steps, "lr": job.lr, "seed": job.seed, "checkpoint_type": checkpoint_type}
+        return {
+            "steps": job.steps,
+            "lr": job.lr,
+            "seed": job.seed,
+            "checkpoint_type": checkpoint_type,
+        }
 
     def load(self, job_id: str, snapshot: Any) -> None:
         job = self._job(job_id)

@@ -720,40 +720,73 @@ _NEVER_SAMPLED = torch.tensor([PAD_ID, BOS_ID])
 
 
 def _sample(model: TinyLM, rows: list[_Row]) -> None:
-    """Decode every row in one left-padded batch per step (no KV cache: the model is tiny)."""
-    active = list(rows)
-    while active:
-        seqs = [r.prompt + r.tokens for r in active]
-        width = max(len(s) for s in seqs)
-        ids = torch.full((len(seqs), width), PAD_ID, dtype=torch.long)
-        keep = torch.zeros((len(seqs), width), dtype=torch.bool)
-        for i, seq in enumerate(seqs):
-            ids[i, width - len(seq) :] = torch.tensor(seq).remainder(VOCAB_SIZE)
-            keep[i, width - len(seq) :] = True
-        logits = model(ids, keep)[:, -1, :].float()
-        logp = torch.log_softmax(logits, dim=-1)
-        for i, row in enumerate(active):
-            token = _pick(logits[i], row)
-            row.push(token, float(logp[i, token]), _TOKENIZER)
-        active = [r for r in active if r.finish is None]
+    """Decode all rows in one left-padded batch with a key/value cache.
+
+    Rows that finish keep riding along (their tokens are ignored) so the batch stays
+    rectangular; each row draws one uniform per step from its own generator, so a seeded
+    prompt samples the same tokens whatever else is in the batch.
+    """
+    b = len(rows)
+    width = max(len(r.prompt) for r in rows)
+    ids = torch.full((b, width), PAD_ID, dtype=torch.long)
+    keep = torch.zeros((b, width), dtype=torch.bool)
+    for i, row in enumerate(rows):
+        ids[i, width - len(row.prompt) :] = torch.tensor(row.prompt).remainder(VOCAB_SIZE)
+        keep[i, width - len(row.prompt) :] = True
+    logits, cache = model.forward_cached(ids, keep)
+    positions = keep.sum(-1, keepdim=True)
+    temps = torch.tensor([_temperature(r) for r in rows])
+    top_p = torch.tensor([r.params.top_p or 1.0 for r in rows])
+    top_k = torch.tensor([r.top_k for r in rows])
+    for _ in range(max(r.max_new for r in rows)):
+        last = logits[:, -1, :].float()
+        logp = torch.log_softmax(last, dim=-1)
+        tokens = _pick(last, rows, temps, top_p, top_k)
+        for i, row in enumerate(rows):
+            if row.finish is None:
+                row.push(int(tokens[i]), float(logp[i, tokens[i]]), _TOKENIZER)
+        if all(r.finish is not None for r in rows):
+            return
+        keep = torch.cat((keep, torch.ones((b, 1), dtype=torch.bool)), dim=1)
+        logits, cache = model.forward_cached(tokens[:, None], keep, positions, cache)
+        positions = positions + 1
 
 
-def _pick(logits: torch.Tensor, row: _Row) -> int:
+def _temperature(row: _Row) -> float:
+    """0 means greedy (marked as 0 here); None is vLLM's default of 1."""
+    t = row.params.temperature
+    return 1.0 if t is None else float(t)
+
+
+def _pick(
+    logits: torch.Tensor,
+    rows: list[_Row],
+    temps: torch.Tensor,
+    top_p: torch.Tensor,
+    top_k: torch.Tensor,
+) -> torch.Tensor:
+    """One token per row: greedy at temperature 0, else top-k/top-p inverse-CDF sampling."""
     logits = logits.clone()
-    logits[_NEVER_SAMPLED] = -math.inf
-    temperature = row.params.temperature
-    if temperature is not None and temperature <= 0:
-        return int(logits.argmax())
-    if temperature:
-        logits = logits / temperature
-    if row.top_k:
-        kth = logits.topk(min(row.top_k, logits.numel())).values[-1]
-        logits[logits < kth] = -math.inf
-    probs = torch.softmax(logits, dim=-1)
-    top_p = row.params.top_p
-    if top_p is not None and top_p < 1.0:
-        sorted_p, order = probs.sort(descending=True)
-        drop = (sorted_p.cumsum(0) - sorted_p) >= top_p
-        sorted_p[drop] = 0.0
-        probs = torch.zeros_like(probs).scatter(0, order, sorted_p)
-    return int(torch.multinomial(probs, 1, generator=row.generator))
+    logits[:, _NEVER_SAMPLED] = -math.inf
+    greedy = logits.argmax(-1)
+    scaled = logits / torch.where(temps > 0, temps, torch.ones_like(temps))[:, None]
+    if bool((top_k > 0).any()):
+        ordered = scaled.sort(dim=-1, descending=True).values
+        k = top_k.clamp(1, scaled.shape[-1]) - 1
+        kth = ordered.gather(-1, k[:, None])
+        scaled = torch.where((top_k[:, None] > 0) & (scaled < kth), -math.inf, scaled)
+    probs = torch.softmax(scaled, dim=-1)
+    if bool((top_p < 1.0).any()):
+        sorted_p, order = probs.sort(dim=-1, descending=True)
+        sorted_p = torch.where((sorted_p.cumsum(-1) - sorted_p) >= top_p[:, None], 0.0, sorted_p)
+        probs = torch.zeros_like(probs).scatter(-1, order, sorted_p)
+    cdf = probs.cumsum(-1)
+    cdf = cdf / cdf[:, -1:]
+    draws = torch.tensor(
+        [float(torch.rand((), generator=r.generator)) if r.finish is None else 0.0 for r in rows]
+    )
+    # right=True: the first token whose cdf exceeds the draw; zero-probability tokens never win.
+    sampled = (
+        torch.searchsorted(cdf, draws[:, None], right=True).squeeze(-1).clamp_max(cdf.shape[-1] - 1)
+    )
+    return torch.where(temps > 0, sampled, greedy)

@@ -17,6 +17,8 @@ from torch import nn
 
 from fake_gs.engines.tiny_tokenizer import VOCAB_SIZE
 
+KV = tuple[torch.Tensor, torch.Tensor]
+
 
 @dataclass(frozen=True)
 class TinyConfig:
@@ -47,15 +49,22 @@ class Block(nn.Module):
         self.out = nn.Linear(cfg.mlp_ratio * cfg.d_model, cfg.d_model)
 
     def forward(
-        self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, mask: torch.Tensor
-    ) -> torch.Tensor:
+        self,
+        x: torch.Tensor,
+        cos: torch.Tensor,
+        sin: torch.Tensor,
+        mask: torch.Tensor,
+        past: KV | None = None,
+    ) -> tuple[torch.Tensor, KV]:
         b, s, d = x.shape
         h = self.n_heads
         q, k, v = self.qkv(self.ln1(x)).view(b, s, 3, h, d // h).permute(2, 0, 3, 1, 4)
         q, k = _rotate(q, cos, sin), _rotate(k, cos, sin)
+        if past is not None:
+            k, v = torch.cat((past[0], k), dim=2), torch.cat((past[1], v), dim=2)
         att = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
         x = x + self.proj(att.transpose(1, 2).reshape(b, s, d))
-        return x + self.out(F.gelu(self.fc(self.ln2(x))))
+        return x + self.out(F.gelu(self.fc(self.ln2(x)))), (k, v)
 
 
 class TinyLM(nn.Module):
@@ -97,21 +106,43 @@ class TinyLM(nn.Module):
         attention_mask: torch.Tensor | None = None,
         position_ids: torch.Tensor | None = None,
     ) -> torch.Tensor:
+        """Logits ``[B, S, V]``; ``attention_mask`` hides padding keys (left or right)."""
+        return self.forward_cached(input_ids, attention_mask, position_ids)[0]
+
+    def forward_cached(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        position_ids: torch.Tensor | None = None,
+        past: list[KV] | None = None,
+    ) -> tuple[torch.Tensor, list[KV]]:
+        """Logits of the new tokens plus the key/value cache, for incremental decoding.
+
+        With ``past``, ``input_ids`` are the next ``S`` tokens and ``attention_mask``
+        covers every position so far (``past`` length + ``S``).
+        """
         b, s = input_ids.shape
+        past_len = past[0][0].shape[2] if past else 0
+        total = past_len + s
         if attention_mask is None:
-            attention_mask = torch.ones_like(input_ids, dtype=torch.bool)
+            attention_mask = torch.ones((b, total), dtype=torch.bool)
         keep = attention_mask.bool()
+        if keep.shape != (b, total):
+            raise ValueError(f"attention_mask must be {[b, total]}, got {list(keep.shape)}")
         if position_ids is None:
-            position_ids = (keep.long().cumsum(-1) - 1).clamp_min(0)
+            position_ids = (keep.long().cumsum(-1) - 1).clamp_min(0)[:, past_len:]
         angles = position_ids.to(torch.float32)[:, None, :, None] * self.inv_freq  # [B,1,S,hd/2]
         cos, sin = angles.cos(), angles.sin()
-        causal = torch.ones(s, s, dtype=torch.bool, device=input_ids.device).tril()
+        q_pos = torch.arange(past_len, total)[:, None]
+        k_pos = torch.arange(total)[None, :]
         # Padding keys are hidden; every query still sees itself so no row is all -inf (NaN).
-        mask = (causal & keep[:, None, None, :]) | torch.eye(s, dtype=torch.bool)
+        mask = ((k_pos <= q_pos) & keep[:, None, None, :]) | (k_pos == q_pos)
         x = self.embed(input_ids)
-        for block in self.blocks:
-            x = block(x, cos, sin, mask)
-        return self.head(self.ln_f(x))
+        cache: list[KV] = []
+        for i, block in enumerate(self.blocks):
+            x, kv = block(x, cos, sin, mask, past[i] if past else None)
+            cache.append(kv)
+        return self.head(self.ln_f(x)), cache
 
 
 def shifted_logprobs(

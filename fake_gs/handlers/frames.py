@@ -102,8 +102,9 @@ async def submit_frame(ctx: Ctx, job: JobRec, builder: Builder) -> Response:
     kind, desc = found
     if kind != "request":
         raise malformed("expected a request chunk, got a result chunk")
-    payload = wire.chunk_payload(body)
-    return await accept_chunk(ctx, job, desc, memoryview(payload), builder)
+    payload = memoryview(wire.chunk_payload(body))
+    del body  # the payload view is now the only owner: freed before the frame is decoded
+    return await accept_chunk(ctx, job, desc, payload, builder)
 
 
 async def accept_chunk(ctx: Ctx, job: JobRec, desc: dict[str, Any], payload: memoryview,
