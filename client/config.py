@@ -24,6 +24,7 @@ from pydantic import (
     model_validator,
 )
 
+from contract.auth import DEFAULT_PAT_ENV_VAR
 from contract.limits import DEFAULT_CHUNK_BYTES, MAX_BODY_BYTES, PollPolicy, RetryPolicy
 from contract.routes import DEFAULT_ENDPOINT
 
@@ -81,7 +82,7 @@ class ClientConfig(BaseModel):
     schema_name: str = Field("PUBLIC", description="Schema (also accepted as `schema`).")
     endpoint: str = DEFAULT_ENDPOINT
     pat: SecretStr | None = Field(None, description="Programmatic access token value.")
-    pat_env_var: str = Field("CORTEX_PAT", description="Environment variable holding the PAT.")
+    pat_env_var: str = Field(DEFAULT_PAT_ENV_VAR, description="Environment variable holding the PAT.")
 
     # --- job shape -----------------------------------------------------------------------
     model: str = "Qwen/Qwen3-0.6B"

@@ -30,21 +30,10 @@ from client.errors import (
     CortexHTTPError,
     DeadlineExceeded,
 )
-from contract.errors import REQUEST_ID_HEADER, ErrorCode, find_error_code
+from contract.auth import auth_headers
+from contract.errors import NON_RETRYABLE_CODES, REQUEST_ID_HEADER, ErrorCode, find_error_code
 from contract.limits import RetryPolicy
 from contract.routes import JSON, Route
-
-#: Codes that make a transient-looking status final: the answer will not change on retry.
-FINAL_CODES: frozenset[str] = frozenset(
-    {
-        ErrorCode.CHUNK_GROUP_RESTART_REQUIRED,
-        ErrorCode.CHUNK_GROUP_CONFLICT,
-        ErrorCode.CHUNK_GROUP_MISSING_CHUNKS,
-        ErrorCode.JOB_NOT_RUNNING,
-        ErrorCode.JOB_CONFLICT,
-        ErrorCode.CHECKPOINT_NOT_FOUND,
-    }
-)
 
 _ERROR_CLASSES: dict[str, type[CortexHTTPError]] = {
     ErrorCode.CHUNK_GROUP_RESTART_REQUIRED: ChunkGroupRestartRequired,
@@ -52,8 +41,6 @@ _ERROR_CLASSES: dict[str, type[CortexHTTPError]] = {
     ErrorCode.CHUNK_GROUP_MISSING_CHUNKS: ChunkGroupMissingChunks,
 }
 
-PAT_TOKEN_TYPE_HEADER = "X-Snowflake-Authorization-Token-Type"
-PAT_TOKEN_TYPE = "PROGRAMMATIC_ACCESS_TOKEN"
 
 
 @dataclass
@@ -181,7 +168,7 @@ class HttpSession:
         self.session.headers.update({"Accept": JSON})
         if settings.pat:
             self.session.headers.update(
-                {"Authorization": f"Bearer {settings.pat}", PAT_TOKEN_TYPE_HEADER: PAT_TOKEN_TYPE}
+                auth_headers(settings.pat)
             )
 
     def close(self) -> None:
@@ -258,7 +245,7 @@ class HttpSession:
                 failure = error_from_response(route, method, url, response)
                 retryable = (
                     response.status_code in policy.statuses
-                    and failure.code not in FINAL_CODES
+                    and failure.code not in NON_RETRYABLE_CODES
                     and not create
                 )
                 if not retryable or attempt >= policy.retries:

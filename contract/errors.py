@@ -93,6 +93,17 @@ CHUNK_GROUP_CODES = frozenset(
     }
 )
 
+#: Codes that make a transient-looking status (404, 409, ...) final: a retry gets the same
+#: answer, so clients stop at once instead of spending their whole retry budget.
+NON_RETRYABLE_CODES = CHUNK_GROUP_CODES | frozenset(
+    {
+        ErrorCode.JOB_NOT_RUNNING,
+        ErrorCode.JOB_CONFLICT,
+        ErrorCode.CHECKPOINT_NOT_FOUND,
+        ErrorCode.NOT_FOUND,
+    }
+)
+
 REQUEST_ID_HEADER = "x-snowflake-request-id"
 
 
