@@ -53,6 +53,8 @@ class Store:
         self.groups: dict[str, dict[str, ChunkGroup]] = {}
         self.exports: dict[str, ExportRec] = {}
         self.ordinal = 0
+        #: Set when admission may change (a job arrived or ended), so reads stay O(1).
+        self._admit_dirty = False
         self.internal_errors = 0
         self.http_requests = 0
         self.requests_by_op: Counter[str] = Counter()
@@ -113,6 +115,7 @@ class Store:
         with self.lock:
             self.jobs[job.job_id] = job
             job.log(f"job created with {len(job.sub_jobs)} sub-job(s), {job.gpus} GPU(s)")
+            self._admit_dirty = True
             self._admit()
 
     def job_for(self, owner: str, job_id: str) -> JobRec:
@@ -125,6 +128,9 @@ class Store:
 
     def _admit(self) -> None:
         """Admit pending jobs past ``pending`` in FIFO order while they fit the free GPUs."""
+        if not self._admit_dirty:
+            return
+        self._admit_dirty = False
         used = sum(j.gpus for j in self.jobs.values() if j.admitted_at is not None and j.status in ACTIVE)
         for job in self.jobs.values():
             if job.admitted_at is not None or job.status != "pending":
@@ -206,9 +212,14 @@ class Store:
             for req in self.requests.values():
                 if req.job_id == job.job_id and req.final_status is None and not req.executed:
                     self._cancel_request(req)
+            for req in self.requests.values():
+                if req.job_id == job.job_id:  # unreachable now (polls need a running job): free results
+                    req.result_json = req.inline = req.events = None
+                    req.stream_events.clear()
             for group in self.groups.pop(job.job_id, {}).values():
                 group.release()
             engine = self._engine
+            self._admit_dirty = True
             self._admit()
         if engine is not None:
             engine.drop_job(job.job_id)
@@ -230,6 +241,7 @@ class Store:
             job.updated_at = time.time()
             if status != "pending" and job.admitted_at is None:
                 job.admitted_at = time.time()
+            self._admit_dirty = True
             job.log(f"job forced to {status}")
 
     # --- checkpoints ----------------------------------------------------------------------

@@ -4,6 +4,7 @@ parsing (strict mode included), job lookup with the state check, standard answer
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -191,8 +192,15 @@ def _refuse_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 
 
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"number {text[:40]} is out of range")
+    return value
+
+
 def parse_json(data: bytes | bytearray) -> Any:
     try:
-        return json.loads(data, parse_constant=_refuse_constant)
+        return json.loads(data, parse_constant=_refuse_constant, parse_float=_finite_float)
     except (ValueError, RecursionError) as exc:
         raise ApiError(ErrorCode.MALFORMED_JSON, f"body is not valid UTF-8 JSON: {str(exc)[:200]}") from None

@@ -184,7 +184,7 @@ def test_random_bytes_never_5xx(server, body: bytes, route: str) -> None:  # typ
     assert r.status_code < 500 and (r.status_code < 400 or is_error_envelope(r.json()))
 
 
-JSONISH = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=5),
+JSONISH = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=5),
                        lambda kids: st.lists(kids, max_size=3) | st.dictionaries(st.text(max_size=8), kids, max_size=3),
                        max_leaves=10)
 
