@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 TRAIN_MAX_SEQ_LEN = 512
+TRAINING_MODEL = "Qwen/Qwen3-0.6B"
 SAMPLING_MAX_SEQ_LEN = 256
 #: Unknown fields the shared job carries (a server must ignore them).
 UNKNOWN_TOP = "gs_conformance_probe"

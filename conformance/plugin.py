@@ -218,11 +218,11 @@ def _example(excinfo: Any) -> str:
     if excinfo is None:
         return ""
     exc = excinfo.value
-    parts: list[str] = []
+    message = exc.message if isinstance(exc, ClauseViolation) else excinfo.exconly().strip()
+    parts: list[str] = [message.strip()]
     notes = [n for n in getattr(exc, "__notes__", []) if isinstance(n, str)]
     if notes:
         parts.append("\n".join(notes))
-    parts.append(excinfo.exconly().strip())
     exchanges = render_last()
     if exchanges:
         parts.append("last HTTP exchanges:\n" + exchanges)

@@ -135,7 +135,7 @@ def test_peak_memory(gs_ops, gs_job):
 
 
 @checks("STEP-BAD-1")
-@pytest.mark.parametrize("lr", [-1.0, -1e-9, "fast", [0.1], {"value": 0.1}])
+@pytest.mark.parametrize("lr", [-1.0, -1e-9, "fast", [0.1], {"value": 0.1}, True])
 def test_bad_learning_rate(gs_raw, gs_job, lr):
     """A negative or non-numeric learning_rate answers 400."""
     ans = gs_raw.call("step", json_body={"learning_rate": lr}, job_id=gs_job.job_id)
