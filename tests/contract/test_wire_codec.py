@@ -158,6 +158,31 @@ def test_decoded_tensors_are_writable_copies(t: torch.Tensor) -> None:
         assert out["x"].untyped_storage().data_ptr() != out["y"].untyped_storage().data_ptr()
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bool, torch.bfloat16, torch.int64])
+def test_large_tensors_round_trip_into_their_own_memory(dtype: torch.dtype) -> None:
+    """Tensors >= 1 MiB take the page-offset-aware copy path; same guarantees."""
+    t = (torch.arange(600_000) % 5).to(dtype).reshape(1000, 600)
+    buf = bytearray(wire.dumps({"t": t, "u": t[:, :7]}))
+    out = wire.loads(buf)
+    assert torch.equal(out["t"], t) and out["t"].dtype == dtype
+    assert torch.equal(out["u"], t[:, :7])
+    before = bytes(buf)
+    out["t"].view(torch.uint8 if dtype == torch.bool else dtype)[0, 0] = 1
+    assert bytes(buf) == before
+    storage = out["t"].untyped_storage()
+    assert not (storage.data_ptr() <= out["u"].data_ptr() < storage.data_ptr() + storage.nbytes())
+    size = 2_000_000
+    header = json.dumps(
+        {
+            "__metadata__": {"dss": '{"v":"DSSST1","tree":["t","x"]}'},
+            "x": {"dtype": "BOOL", "shape": [size], "data_offsets": [0, size]},
+        }
+    ).encode()
+    bad = struct.pack("<Q", len(header)) + header + b"\x01" * (size - 1) + b"\x02"
+    with pytest.raises(WireError, match="bool tensor"):
+        wire.loads(bad)
+
+
 def test_tree_tags_follow_the_format() -> None:
     frame = wire.dumps(
         {"a": [1, {"b": 2}], "t": (1, 2), "l": [1, (2,)], "x": torch.tensor(1.5), "n": None}
