@@ -9,6 +9,7 @@ import time
 
 import pytest
 
+from client.errors import CortexError
 from conformance.driver_client import ClientDriver
 from conformance.fake_admin import FakeAdmin
 from conformance.properties.test_polling import CHUNK_BYTES
@@ -72,7 +73,7 @@ def test_client_retries_transient_failures(faulty, gs_opts, fault):
             "route": "get_capacity",
             "status": status,
             "times": 2,
-            "code": {404: "not_found", 409: "conflict"}.get(status),
+            "code": {404: "job_not_found", 409: "busy"}.get(status),
         }
     admin.set_faults([{k: v for k, v in rule.items() if v is not None}])
     try:
@@ -107,7 +108,7 @@ def test_create_not_retried_when_it_may_have_landed(faulty, gs_opts, fault):
     client = _client(target, gs_opts, open_job=False, sleep=Sleeps())
     from conformance import bodies
 
-    with pytest.raises(Exception) as info:
+    with pytest.raises(CortexError) as info:
         client.rest.create_job(bodies.small_job(gs_opts.model))
     fired = _fired(admin)[0]
     expect(
@@ -139,7 +140,7 @@ def test_create_retried_when_never_sent(gs_opts, gs_target):
     client.session.request = counting  # type: ignore[method-assign]
     from conformance import bodies
 
-    with pytest.raises(Exception):
+    with pytest.raises(CortexError):
         client.rest.create_job(bodies.small_job(gs_opts.model))
     expect(
         "CLIENT-RETRY-2",

@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 import schemathesis
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis.errors import Unsatisfiable
 from schemathesis import GenerationMode
 from schemathesis.checks import (
@@ -138,12 +138,15 @@ def _run(case, gs_raw, checks_: list) -> None:
         raise ClauseViolation(_clauses_of(exc), str(exc)[:6000]) from exc
 
 
+#: No shrinking: a failure is reported with schemathesis' curl reproduction, and shrinking
+#: HTTP fuzz cases costs minutes for little gain in readability.
 SETTINGS = settings(
     deadline=None,
     database=None,
     suppress_health_check=list(HealthCheck),
     max_examples=_examples(),
     derandomize=not RUNTIME.randomize,
+    phases=[Phase.explicit, Phase.reuse, Phase.generate],
 )
 
 

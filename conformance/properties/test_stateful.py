@@ -115,6 +115,7 @@ class JobMachine(RuleBasedStateMachine):
             )
         self.steps = got
         self._after_load = False
+        self.terminal[settled.request_id] = (settled.status, settled.final_body.get("result"))
         return settled.request_id
 
     @rule(target=checkpoints, kind=st.sampled_from([None, "resumable", "weights-only"]))
