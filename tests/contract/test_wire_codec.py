@@ -159,8 +159,11 @@ def test_decoded_tensors_are_writable_copies(t: torch.Tensor) -> None:
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bool, torch.bfloat16, torch.int64])
-def test_large_tensors_round_trip_into_their_own_memory(dtype: torch.dtype) -> None:
-    """Tensors >= 1 MiB take the page-offset-aware copy path; same guarantees."""
+def test_large_tensors_round_trip_into_their_own_memory(
+    dtype: torch.dtype, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Large tensors take the page-offset-aware copy path; same guarantees."""
+    monkeypatch.setattr(wire, "_LARGE_COPY", 1 << 20)
     t = (torch.arange(600_000) % 5).to(dtype).reshape(1000, 600)
     buf = bytearray(wire.dumps({"t": t, "u": t[:, :7]}))
     out = wire.loads(buf)
@@ -170,6 +173,7 @@ def test_large_tensors_round_trip_into_their_own_memory(dtype: torch.dtype) -> N
     out["t"].view(torch.uint8 if dtype == torch.bool else dtype)[0, 0] = 1
     assert bytes(buf) == before
     storage = out["t"].untyped_storage()
+    assert storage.nbytes() == t.numel() * t.element_size() + 4096  # the large-copy path ran
     assert not (storage.data_ptr() <= out["u"].data_ptr() < storage.data_ptr() + storage.nbytes())
     size = 2_000_000
     header = json.dumps(
