@@ -163,6 +163,24 @@ def probe(url: str, timeout_s: float = 5.0) -> None:
         raise ProbeError(f"no server answering at {url}: {exc}") from None
 
 
+def probe_service(
+    url: str, service_prefix: str, headers: dict[str, str], timeout_s: float = 10.0
+) -> None:
+    """Something answers at ``url``; check it speaks the API (JSON from GET /capacity)."""
+    target = url.rstrip("/") + service_prefix + "/capacity"
+    try:
+        resp = requests.get(target, headers=headers, timeout=(timeout_s, timeout_s))
+    except requests.exceptions.RequestException as exc:
+        raise ProbeError(f"no server answering at {url}: {_root_reason(exc)}") from None
+    ctype = resp.headers.get("content-type", "")
+    if "json" not in ctype:
+        body = resp.text[:120].strip() or "an empty body"
+        raise ProbeError(
+            f"no Cortex Training service at {url}: GET {service_prefix}/capacity answered "
+            f"{resp.status_code} with {body!r} ({ctype or 'no content type'})"
+        )
+
+
 def _root_reason(exc: BaseException) -> str:
     seen = exc
     while seen.__cause__ is not None or seen.__context__ is not None:

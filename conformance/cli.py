@@ -1,0 +1,227 @@
+"""``gs-conformance``: run the conformance suite against a URL (or the embedded fake) and
+report per clause. Exit status 0 only when every MUST clause of the profile is green.
+
+It wraps the pytest plugin with ``pytest.main``: a server that is not there is reported in
+seconds (the URL is probed first), a real URL runs in one process so the run creates at
+most one job (cancelled at the end), and progress prints one line per finished property.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from conformance import report as reports
+from conformance.progress import Progress
+from conformance.results import RunResults
+from conformance.target import ProbeError, probe, probe_service
+from contract.routes import prefix
+
+EXIT_OK, EXIT_RED, EXIT_ERROR, EXIT_NO_SERVER = 0, 1, 2, 3
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="gs-conformance",
+        description="Check a Cortex Training server (default: the embedded fake) against the contract.",
+    )
+    t = p.add_argument_group("target")
+    t.add_argument(
+        "--url",
+        help="Service base URL, e.g. https://ACCOUNT.snowflakecomputing.com "
+        "(absent: start the fake in-process).",
+    )
+    t.add_argument("--token", help="Programmatic access token (default: $GS_TOKEN).")
+    t.add_argument("--token2", help="A second account's token, for the isolation clauses.")
+    t.add_argument("--database", default="GS_CONFORMANCE_DB")
+    t.add_argument("--schema", default="PUBLIC")
+    t.add_argument("--endpoint", default="cortex-training")
+    t.add_argument("--job-id", help="Reuse this running job instead of creating one.")
+    t.add_argument("--model", help="Model for created jobs (default: the smallest training model).")
+    t.add_argument(
+        "--max-jobs", type=int, help="Jobs the run may create (default 1 against a URL)."
+    )
+    t.add_argument(
+        "--startup-timeout",
+        type=float,
+        default=1800.0,
+        help="Seconds to wait for the job to be running (default 1800).",
+    )
+    r = p.add_argument_group("run")
+    r.add_argument(
+        "--profile",
+        default="proposed",
+        choices=("current", "proposed", "semantic"),
+        help="current: today's surface; proposed: current + the seed's additions; "
+        "semantic: numeric behaviour (tiny engine or a real model).",
+    )
+    r.add_argument(
+        "--examples",
+        type=int,
+        help="Hypothesis examples per property (default 25 on the fake, 5 against a URL).",
+    )
+    r.add_argument(
+        "--clauses", help="Only properties checking these clauses: ID,ID or prefixes like CG-*."
+    )
+    r.add_argument(
+        "-n",
+        "--workers",
+        default=None,
+        help="pytest-xdist workers for the embedded fake: auto or N (default: auto; a URL "
+        "always runs in one process).",
+    )
+    r.add_argument(
+        "--randomize", action="store_true", help="Randomise hypothesis (default: reproducible)."
+    )
+    f = p.add_argument_group("embedded fake")
+    f.add_argument("--mutant", help="Run the fake with this deliberate contract violation.")
+    f.add_argument("--engine", default="shape", choices=("shape", "tiny"))
+    f.add_argument("--status-style", default="short", choices=("short", "enum"))
+    f.add_argument("--delivery", default="auto", choices=("auto", "inline", "chunks"))
+    o = p.add_argument_group("output")
+    o.add_argument("--report", help="HTML (or .md/.json/.txt by suffix) report path.")
+    o.add_argument("--markdown", help="Markdown report path.")
+    o.add_argument("--junit", help="JUnit XML path (one testcase per clause).")
+    o.add_argument("--json", help="Per-clause results as JSON.")
+    o.add_argument("-v", "--verbose", action="store_true", help="Show pytest's own output too.")
+    o.add_argument("--quiet", action="store_true", help="No progress lines, only the report.")
+    return p
+
+
+def pytest_args(ns: argparse.Namespace, json_path: str) -> list[str]:
+    args = [
+        "--pyargs",
+        "conformance.properties",
+        "-p",
+        "no:cacheprovider",
+        "-o",
+        "addopts=",
+        "--gs-profile",
+        ns.profile,
+        "--gs-json",
+        json_path,
+        "--gs-database",
+        ns.database,
+        "--gs-schema",
+        ns.schema,
+        "--gs-endpoint",
+        ns.endpoint,
+        "--gs-engine",
+        ns.engine,
+        "--gs-status-style",
+        ns.status_style,
+        "--gs-delivery",
+        ns.delivery,
+        "--gs-startup-timeout",
+        str(ns.startup_timeout),
+    ]
+    pairs = [
+        ("--gs-url", ns.url),
+        ("--gs-token", ns.token),
+        ("--gs-token2", ns.token2),
+        ("--gs-job-id", ns.job_id),
+        ("--gs-model", ns.model),
+        ("--gs-clauses", ns.clauses),
+        ("--gs-mutant", ns.mutant),
+        ("--gs-report", ns.report),
+    ]
+    for flag, value in pairs:
+        if value:
+            args += [flag, value]
+    for flag, value in (("--gs-examples", ns.examples), ("--gs-max-jobs", ns.max_jobs)):
+        if value is not None:
+            args += [flag, str(value)]
+    if ns.junit:
+        args += ["--gs-junit", ns.junit]
+    if ns.randomize:
+        args.append("--gs-randomize")
+    workers = _workers(ns)
+    if workers:
+        args += ["-n", workers]
+    args += ["-v", "-rfE"] if ns.verbose else ["-p", "no:terminal"]
+    return args
+
+
+def _workers(ns: argparse.Namespace) -> str | None:
+    if ns.url:
+        if ns.workers not in (None, "0", "1"):
+            print(
+                "note: against a URL the suite runs in one process (one job, shared state); "
+                f"ignoring -n {ns.workers}",
+                file=sys.stderr,
+            )
+        return None
+    value = ns.workers or "auto"
+    return None if value in ("0", "1") else value
+
+
+def auth_headers(token: str) -> dict[str, str]:
+    if not token:
+        return {}
+    from contract.auth import auth_headers as pat_headers
+
+    return pat_headers(token)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ns = build_parser().parse_args(argv)
+    if ns.mutant and ns.url:
+        print("--mutant applies to the embedded fake only", file=sys.stderr)
+        return EXIT_ERROR
+    started = time.monotonic()
+    if ns.url:
+        try:
+            probe(ns.url)
+            headers = auth_headers(ns.token or os.environ.get("GS_TOKEN") or "")
+            probe_service(ns.url, prefix(ns.database, ns.schema, ns.endpoint), headers)
+        except ProbeError as exc:
+            print(str(exc), file=sys.stderr)
+            return EXIT_NO_SERVER
+    import pytest
+
+    with tempfile.TemporaryDirectory(prefix="gs-conformance-") as tmp:
+        json_path = ns.json or str(Path(tmp) / "results.json")
+        progress = None if ns.quiet or ns.verbose else Progress()
+        plugins: list[object] = [progress] if progress else []
+        target = ns.url or "the embedded fake"
+        if not ns.quiet:
+            print(f"gs-conformance: profile {ns.profile} against {target}", flush=True)
+        code = pytest.main(pytest_args(ns, json_path), plugins=plugins)
+        if progress and progress.collect_errors:
+            print("collection errors:\n" + "\n".join(progress.collect_errors), file=sys.stderr)
+        path = Path(json_path)
+        if not path.exists():
+            print(
+                f"gs-conformance: the run produced no results (pytest exit {int(code)})",
+                file=sys.stderr,
+            )
+            return EXIT_ERROR if int(code) != 3 else EXIT_NO_SERVER
+        import json
+
+        results = RunResults.from_json(json.loads(path.read_text()))
+    results.duration_s = time.monotonic() - started
+    for out in (ns.markdown,):
+        if out:
+            reports.write(results, out)
+    if ns.report:
+        reports.write(results, ns.report)
+    print(reports.text(results, colour=sys.stdout.isatty() and "NO_COLOR" not in os.environ))
+    for label, out in (
+        ("report", ns.report),
+        ("markdown", ns.markdown),
+        ("junit", ns.junit),
+        ("json", ns.json),
+    ):
+        if out:
+            print(f"{label}: {out}")
+    if int(code) in (2, 3, 4) and not results.verdicts:
+        return EXIT_ERROR
+    return EXIT_OK if results.ok else EXIT_RED
+
+
+if __name__ == "__main__":
+    sys.exit(main())
