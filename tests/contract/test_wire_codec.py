@@ -163,7 +163,7 @@ def test_large_tensors_round_trip_into_their_own_memory(
     dtype: torch.dtype, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Large tensors take the page-offset-aware copy path; same guarantees."""
-    monkeypatch.setattr(wire, "_LARGE_COPY", 1 << 20)
+    monkeypatch.setattr(wire, "_LARGE_COPY", 1 << 18)
     t = (torch.arange(600_000) % 5).to(dtype).reshape(1000, 600)
     buf = bytearray(wire.dumps({"t": t, "u": t[:, :7]}))
     out = wire.loads(buf)
