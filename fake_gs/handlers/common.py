@@ -149,7 +149,9 @@ class Ctx:
 
     def validate(self, model: type[M], data: Any, loc: tuple[str | int, ...] = ()) -> M:
         try:
-            obj = model.model_validate(data)
+            # Strict: a JSON body must match the documented types (no bool for a number,
+            # no "5" for an int), as the OpenAPI document generated from these models says.
+            obj = model.model_validate(data, strict=True)
         except ValidationError as exc:
             raise validation_error(exc, loc) from None
         if self.settings.strict and not self.state.mutant("unknown-field-strict-ignored"):

@@ -150,7 +150,8 @@ async def op_cancel_request(ctx: Ctx, job: JobRec, target: SubJobRec, payload: A
     assert isinstance(payload, CancelRequestPayload)
     req = ctx.store.request_for(job, payload.request_id)
     cancelled, status = ctx.store.cancel_request(req)
-    return json_response({"request_id": req.request_id, "cancelled": cancelled,
+    # No "request_id" key: an operation answer holding one is a request to poll (facts §8).
+    return json_response({"cancelled_request_id": req.request_id, "cancelled": cancelled,
                           "status": ctx.request_status_text(status)})
 
 

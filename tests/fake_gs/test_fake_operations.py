@@ -98,7 +98,7 @@ def test_cancel_request_operation(make_api) -> None:  # type: ignore[no-untyped-
     job_id = api.running_job()
     rid = api.submit_json(job_id, "step")
     r = op(api, job_id, "cancel-request", {"request_id": rid})
-    assert r.status_code == 200 and r.json() == {"request_id": rid, "cancelled": True, "status": "cancelled"}
+    assert r.status_code == 200 and r.json() == {"cancelled_request_id": rid, "cancelled": True, "status": "cancelled"}
     assert api.poll(job_id, rid)["status"] == "cancelled"
     done = api.submit_json(job_id, "step")
     api.wait(job_id, done)
