@@ -54,11 +54,11 @@ DEFAULT_PROMPTS = ("Say a:", "aaa? ", "Write: ", "Go!")
 class ToyConfig:
     """Knobs of the run; the defaults learn within a few minutes on two CPU cores."""
 
-    steps: int = 30
-    group_size: int = 8
+    steps: int = 20
+    group_size: int = 16
     prompts: tuple[str, ...] = DEFAULT_PROMPTS
     max_tokens: int = 16
-    lr: float = 3e-3
+    lr: float = 5e-3
     temperature: float = 1.0
     target: str = "a"
     clip_ratio: float = 0.2

@@ -26,7 +26,7 @@ if importlib.util.find_spec("fake_gs.__main__") is None:  # pragma: no cover - d
     pytest.skip("the fake server CLI (python -m fake_gs) is not available", allow_module_level=True)
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "grpo_toy.py"
-STEPS = 18
+STEPS = 16
 
 pytestmark = pytest.mark.xdist_group("grpo_example")
 
@@ -68,8 +68,7 @@ def start_end(rewards: list[float]) -> tuple[float, float]:
 def test_reward_rises_through_client_and_fake(toy: ModuleType, base_url: str) -> None:
     rewards = run(toy, base_url)
     start, end = start_end(rewards)
-    assert start < 0.1, rewards
-    assert end > 0.3 and end > start + 0.25, rewards
+    assert start < 0.05 and end > 0.5, rewards
 
 
 BROKEN = {
@@ -83,4 +82,4 @@ BROKEN = {
 def test_broken_client_fails_to_learn(toy: ModuleType, base_url: str, name: str) -> None:
     rewards = run(toy, base_url, toy.Hooks(**BROKEN[name]))
     _, end = start_end(rewards)
-    assert end < 0.1, f"{name} still learned: {rewards}"
+    assert end < 0.2, f"{name} still learned: {rewards}"

@@ -286,6 +286,22 @@ def test_generate_shape_rule_and_reproducible(engine: TinyEngine) -> None:
     assert [r["token_ids"] for r in c] != [r["token_ids"] for r in a]
 
 
+def test_seeded_prompt_samples_the_same_whatever_the_batch(engine: TinyEngine) -> None:
+    sp = {"max_tokens": 10, "seed": 42, "logprobs": 1}
+    alone = plain(engine.generate("job", GenerateRequest(prompts=["hello"], sampling_params=sp)))
+    others = {"max_tokens": 3, "seed": 1}
+    mixed = plain(
+        engine.generate(
+            "job",
+            GenerateRequest(
+                prompts=["a much longer prompt", "hello", "x"], sampling_params=[others, sp, others]
+            ),
+        )
+    )
+    assert mixed[1]["token_ids"] == alone[0]["token_ids"]
+    assert mixed[1]["logprobs"] == pytest.approx(alone[0]["logprobs"], abs=1e-4)
+
+
 def test_generate_greedy_stop_and_length(engine: TinyEngine) -> None:
     greedy = plain(engine.generate("job", gen_request(seed=None, temperature=0.0)))
     assert greedy == plain(engine.generate("job", gen_request(seed=None, temperature=0.0)))

@@ -1,8 +1,8 @@
-"""The example's GRPO loop learns on the tiny engine in-process, and an off-by-one breaks it.
+"""The example's GRPO loop learns on the tiny engine in-process.
 
 No server, no client: an adapter maps the RL client's ops straight onto the engine, so this
 pins the engine semantics the example depends on. ``tests/e2e/test_grpo_example.py`` runs
-the same loop through the client and the fake over HTTP.
+the same loop through the client and the fake over HTTP, with the broken-client variants.
 """
 
 from __future__ import annotations
@@ -76,7 +76,7 @@ class EngineClient:
         return {}
 
 
-def run(hooks: Any = None, steps: int = 18) -> list[float]:
+def run(hooks: Any = None, steps: int = 16) -> list[float]:
     toy = load_example()
     cfg = toy.ToyConfig(steps=steps)
     records = toy.run_grpo(EngineClient(cfg.lr, cfg.seed), cfg, hooks)
@@ -86,11 +86,4 @@ def run(hooks: Any = None, steps: int = 18) -> list[float]:
 def test_grpo_loop_learns_in_process() -> None:
     rewards = run()
     start, end = sum(rewards[:3]) / 3, sum(rewards[-3:]) / 3
-    assert end > 0.3 and end > start + 0.25, rewards
-
-
-def test_old_logprobs_off_by_one_stops_learning() -> None:
-    toy = load_example()
-    hooks = toy.Hooks(old_log_probs=lambda lp, p, r: lp[:, p : p + r])
-    rewards = run(hooks)
-    assert sum(rewards[-3:]) / 3 < 0.1, rewards
+    assert start < 0.05 and end > 0.5, rewards
