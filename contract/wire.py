@@ -766,6 +766,8 @@ def encode_byte_chunks(
     None). The frame is hashed once and each byte copied once.
     """
     key = _chunk_key(kind)
+    if not isinstance(max_bytes, int):
+        raise WireError(f"max_bytes must be an int, not {type(max_bytes).__name__}")
     mv = _view(frame)
     size = len(mv)
     if not force_chunk and (max_bytes <= 0 or size <= max_bytes):
