@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import socket
 import sys
 from collections.abc import Sequence
 
@@ -139,7 +140,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     original = server.startup
 
-    async def startup(sockets: list | None = None) -> None:  # type: ignore[type-arg]
+    async def startup(sockets: list[socket.socket] | None = None) -> None:
         await original(sockets=sockets)
         await announce()
 

@@ -19,8 +19,9 @@ from contract.routes import OCTET, Route
 from contract.states import job_state_enum_spelling, request_state_enum_spelling
 from fake_gs.errors import ApiError, validation_error
 from fake_gs.records import JobRec, RequestRec
+from fake_gs.settings import FakeSettings
 from fake_gs.state import AppState
-from fake_gs.store import TERMINAL
+from fake_gs.store import TERMINAL, Store
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -104,11 +105,11 @@ class Ctx:
     extras: dict[str, Any] = field(default_factory=dict)
 
     @property
-    def store(self):  # type: ignore[no-untyped-def]
+    def store(self) -> Store:
         return self.state.store
 
     @property
-    def settings(self):  # type: ignore[no-untyped-def]
+    def settings(self) -> FakeSettings:
         return self.state.settings
 
     def param(self, name: str) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import Response
@@ -92,7 +92,7 @@ async def submit_frame(ctx: Ctx, job: JobRec, builder: Builder) -> Response:
         return ctx.submitted(job, dummy_submit(ctx, job, ctx.route.name))
     refuse_legacy(body)
     try:
-        found = wire.chunk_descriptor(body)
+        found = wire.chunk_descriptor(cast(bytes, body))  # any byte buffer works; no copy
     except wire.WireError as exc:
         raise malformed(f"malformed DSSST1 frame: {exc}") from None
     if found is None:
@@ -102,7 +102,7 @@ async def submit_frame(ctx: Ctx, job: JobRec, builder: Builder) -> Response:
     kind, desc = found
     if kind != "request":
         raise malformed("expected a request chunk, got a result chunk")
-    payload = memoryview(wire.chunk_payload(body))
+    payload = memoryview(wire.chunk_payload(cast(bytes, body)))
     del body  # the payload view is now the only owner: freed before the frame is decoded
     return await accept_chunk(ctx, job, desc, payload, builder)
 

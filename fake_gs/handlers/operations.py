@@ -73,7 +73,7 @@ def route_operation(ctx: Ctx, job: JobRec, env: OperationEnvelope) -> SubJobRec:
     return natural[0] if natural else job.sub_jobs[0]
 
 
-def _own_sub_job(job: JobRec, sub_job_id: str, loc: tuple[str, ...]) -> SubJobRec:
+def _own_sub_job(job: JobRec, sub_job_id: str, loc: tuple[str | int, ...]) -> SubJobRec:
     sub = job.sub_job(sub_job_id)
     if sub is None:
         raise ApiError(ErrorCode.SUB_JOB_NOT_FOUND, f"{sub_job_id!r} is not a sub-job of job {job.job_id}",
