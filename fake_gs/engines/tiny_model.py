@@ -79,6 +79,7 @@ class TinyLM(nn.Module):
         self.head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
         head_dim = cfg.d_model // cfg.n_heads
         inv = 1.0 / cfg.rope_base ** (torch.arange(0, head_dim, 2, dtype=torch.float32) / head_dim)
+        self.inv_freq: torch.Tensor
         self.register_buffer("inv_freq", inv, persistent=False)
         self.reset_parameters(seed)
 
