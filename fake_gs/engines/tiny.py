@@ -31,8 +31,9 @@ Conventions (decided here, documented for clients):
   ``loss_mask``) are ``[B, R]`` (aligned with ``responses`` = the last R columns of
   ``input_ids``) or ``[B, P+R]`` token-aligned with ``input_ids`` (entry k is about
   token ``input_ids[:, k]``); ``[B]`` advantages broadcast over the sequence.
-- token ids outside the byte vocabulary are folded modulo the vocabulary size, so batches
-  tokenised for a real model still run.
+- in forward(-backward) batches, token ids outside the byte vocabulary are folded modulo
+  the vocabulary size, so batches tokenised for a real model still run; a generate prompt
+  with such ids is refused (ValueError -> a failed request), as a real sampler would.
 - snapshots are in-memory tensor copies; nothing is pickled or ``torch.save``-d.
 """
 
