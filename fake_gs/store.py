@@ -44,6 +44,7 @@ class Store:
         self._engine_factory = engine_factory
         self._engine: Engine | None = None
         self.lock = threading.RLock()
+        self._engine_lock = threading.Lock()
         self.executors = Executors(settings.worker_threads)
         self._reset_state()
 
@@ -63,8 +64,9 @@ class Store:
 
     @property
     def engine(self) -> Engine:
-        """Built on first use, so a server starts without importing torch."""
-        with self.lock:
+        """Built on first use, so a server starts without importing torch. Its own lock:
+        importing an engine may take seconds and must not hold up the store."""
+        with self._engine_lock:
             if self._engine is None:
                 self._engine = self._engine_factory()
             return self._engine
