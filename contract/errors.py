@@ -24,12 +24,14 @@ class ErrorCode(StrEnum):
     PAYLOAD_TOO_LARGE = "payload_too_large"
     UNAUTHENTICATED = "unauthenticated"
     NOT_FOUND = "not_found"
+    ROUTE_NOT_FOUND = "route_not_found"
     JOB_NOT_FOUND = "job_not_found"
     REQUEST_NOT_FOUND = "request_not_found"
     CHECKPOINT_NOT_FOUND = "checkpoint_not_found"
     SUB_JOB_NOT_FOUND = "sub_job_not_found"
     JOB_NOT_RUNNING = "job_not_running"
     JOB_CONFLICT = "job_conflict"
+    CONFLICT = "conflict"
     MODEL_NOT_TRAINABLE = "model_not_trainable"
     UNKNOWN_MODEL = "unknown_model"
     UNKNOWN_OPERATION_TYPE = "unknown_operation_type"
@@ -64,6 +66,7 @@ STATUS_OF: dict[ErrorCode, int] = {
     ErrorCode.FRAME_LIMIT: 400,
     ErrorCode.UNAUTHENTICATED: 401,
     ErrorCode.NOT_FOUND: 404,
+    ErrorCode.ROUTE_NOT_FOUND: 404,
     ErrorCode.JOB_NOT_FOUND: 404,
     ErrorCode.REQUEST_NOT_FOUND: 404,
     ErrorCode.CHECKPOINT_NOT_FOUND: 404,
@@ -71,6 +74,7 @@ STATUS_OF: dict[ErrorCode, int] = {
     ErrorCode.METHOD_NOT_ALLOWED: 405,
     ErrorCode.JOB_NOT_RUNNING: 409,
     ErrorCode.JOB_CONFLICT: 409,
+    ErrorCode.CONFLICT: 409,
     ErrorCode.CHUNK_GROUP_RESTART_REQUIRED: 409,
     ErrorCode.CHUNK_GROUP_CONFLICT: 409,
     ErrorCode.CHUNK_GROUP_MISSING_CHUNKS: 409,
@@ -100,7 +104,7 @@ NON_RETRYABLE_CODES = CHUNK_GROUP_CODES | frozenset(
         ErrorCode.JOB_NOT_RUNNING,
         ErrorCode.JOB_CONFLICT,
         ErrorCode.CHECKPOINT_NOT_FOUND,
-        ErrorCode.NOT_FOUND,
+        ErrorCode.ROUTE_NOT_FOUND,
     }
 )
 

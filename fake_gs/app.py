@@ -50,7 +50,7 @@ async def http_error(request: Request, exc: Exception) -> Response:
     if exc.status_code == 405:
         body = error_body(ErrorCode.METHOD_NOT_ALLOWED, f"{request.method} is not allowed on {request.url.path}")
     elif exc.status_code == 404:
-        body = error_body(ErrorCode.NOT_FOUND, f"no route {request.method} {request.url.path}")
+        body = error_body(ErrorCode.ROUTE_NOT_FOUND, f"no route {request.method} {request.url.path}")
     else:
         body = error_body(ErrorCode.INVALID_ARGUMENT, str(exc.detail) or "bad request")
     return json_response(body, exc.status_code, exc.headers)

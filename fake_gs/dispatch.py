@@ -29,7 +29,7 @@ _FAULT_CODES: dict[int, ErrorCode] = {
     400: ErrorCode.INVALID_ARGUMENT,
     401: ErrorCode.UNAUTHENTICATED,
     404: ErrorCode.NOT_FOUND,
-    409: ErrorCode.JOB_CONFLICT,
+    409: ErrorCode.CONFLICT,
     413: ErrorCode.PAYLOAD_TOO_LARGE,
     429: ErrorCode.RATE_LIMITED,
     500: ErrorCode.INTERNAL,

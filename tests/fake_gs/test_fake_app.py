@@ -48,7 +48,7 @@ def test_current_profile_hides_proposed_routes(make_api) -> None:  # type: ignor
     for spec in ROUTES:
         if spec.profile == "proposed":
             r = api.call(spec.method, spec.render(job_id=job_id), data=b"x", headers={"Content-Type": "application/octet-stream"})
-            assert r.status_code == 404 and r.json()["code"] == "not_found"
+            assert r.status_code == 404 and r.json()["code"] == "route_not_found"
     assert {r.name for r in routes_for("current")} < {r.name for r in ROUTES}
 
 
