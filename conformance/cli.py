@@ -77,6 +77,11 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument(
         "--randomize", action="store_true", help="Randomise hypothesis (default: reproducible)."
     )
+    r.add_argument(
+        "--no-shrink",
+        action="store_true",
+        help="Skip hypothesis shrinking: faster, but failing examples are not minimal.",
+    )
     f = p.add_argument_group("embedded fake")
     f.add_argument("--mutant", help="Run the fake with this deliberate contract violation.")
     f.add_argument("--engine", default="shape", choices=("shape", "tiny"))
@@ -139,6 +144,8 @@ def pytest_args(ns: argparse.Namespace, json_path: str) -> list[str]:
         args += ["--gs-junit", ns.junit]
     if ns.randomize:
         args.append("--gs-randomize")
+    if ns.no_shrink:
+        args.append("--gs-no-shrink")
     workers = _workers(ns)
     if workers:
         args += ["-n", workers]

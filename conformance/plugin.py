@@ -104,6 +104,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="Randomise hypothesis (default: derandomised, reproducible runs).",
     )
     g.addoption(
+        "--gs-no-shrink",
+        action="store_true",
+        help="Skip hypothesis shrinking (fast self-tests; failing examples are not minimal).",
+    )
+    g.addoption(
         "--gs-startup-timeout",
         type=float,
         default=1800.0,
@@ -159,8 +164,11 @@ def pytest_configure(config: pytest.Config) -> None:
     RUNTIME.examples = options.n_examples
     RUNTIME.embedded = options.embedded
     RUNTIME.randomize = bool(config.getoption("--gs-randomize"))
+    RUNTIME.shrink = not config.getoption("--gs-no-shrink")
     config.stash[_BOOK] = ClauseBook()
     config.stash[_STARTED] = time.monotonic()
+    if not _is_worker(config):
+        config.pluginmanager.register(_Booker(config), "gs-conformance-booker")
 
 
 # --- selection -------------------------------------------------------------------------------
@@ -264,36 +272,37 @@ def _skip_reason(report: pytest.TestReport) -> str:
     return text.removeprefix("Skipped: ").strip()
 
 
-def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    config = _CONFIG.get("config")
-    if config is None or _is_worker(config):
-        return
-    props = _props(report)
-    ids = props.get(PROP_CLAUSES)
-    if not ids:
-        return
-    if report.when != "call" and report.outcome == "passed":
-        return
-    outcome = report.outcome if report.outcome in ("passed", "failed", "skipped") else "failed"
-    config.stash[_BOOK].book(
-        TestOutcome(
-            nodeid=report.nodeid,
-            clauses=tuple(ids.split(",")),
-            outcome=outcome,  # type: ignore[arg-type]
-            failed_clauses=tuple(c for c in props.get(PROP_FAILED, "").split(",") if c),
-            skip_reason=_skip_reason(report) if report.skipped else "",
-            example=props.get(PROP_EXAMPLE, ""),
-            duration=report.duration,
+class _Booker:
+    """Books each property's outcome on the controller (one per session, no globals, so
+    sessions run one after another in one process stay apart)."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+
+    @pytest.hookimpl
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        props = _props(report)
+        ids = props.get(PROP_CLAUSES)
+        if not ids:
+            return
+        if report.when != "call" and report.outcome == "passed":
+            return
+        outcome = report.outcome if report.outcome in ("passed", "failed", "skipped") else "failed"
+        self.config.stash[_BOOK].book(
+            TestOutcome(
+                nodeid=report.nodeid,
+                clauses=tuple(ids.split(",")),
+                outcome=outcome,  # type: ignore[arg-type]
+                failed_clauses=tuple(c for c in props.get(PROP_FAILED, "").split(",") if c),
+                skip_reason=_skip_reason(report) if report.skipped else "",
+                example=props.get(PROP_EXAMPLE, ""),
+                duration=report.duration,
+            )
         )
-    )
-
-
-_CONFIG: dict[str, pytest.Config] = {}
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_sessionstart(session: pytest.Session) -> None:
-    _CONFIG["config"] = session.config
     session.config.stash[_STARTED] = time.monotonic()
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, Phase, settings
 
 
 @dataclass
@@ -18,6 +18,7 @@ class Runtime:
     examples: int = 25
     embedded: bool = True
     randomize: bool = False
+    shrink: bool = True
 
 
 RUNTIME = Runtime()
@@ -31,6 +32,8 @@ def prop(scale: float = 1.0, minimum: int = 1, **overrides: Any) -> settings:
     a report is reproducible.
     """
     n = max(minimum, round(RUNTIME.examples * scale))
+    if not RUNTIME.shrink:
+        overrides.setdefault("phases", [Phase.explicit, Phase.reuse, Phase.generate])
     return settings(
         max_examples=n,
         deadline=None,

@@ -1,0 +1,80 @@
+"""Run the suite several times in one process: each mutant of the fake, and the plain fake.
+
+``python -m conformance.selftest --out DIR --mutants a,b --plain current,proposed`` runs
+``gs-conformance`` in-process once per entry (each with its own embedded fake and pytest
+session) and writes ``DIR/<name>.json`` with the CLI's exit status and per-clause results.
+One process for many runs pays the interpreter, torch and hypothesis start-up once; the
+tests in ``tests/conformance`` start a few of these processes side by side under xdist.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from conformance import cli
+
+
+def mutant_clauses(name: str) -> tuple[str, ...]:
+    from fake_gs.mutants import MUTANTS
+
+    return MUTANTS[name].clauses
+
+
+def run(name: str, argv: list[str], out: Path) -> dict[str, Any]:
+    """One in-process CLI run; its console output is kept in the JSON, not printed."""
+    json_path = out / f"{name}.results.json"
+    buf = io.StringIO()
+    started = time.monotonic()
+    with contextlib.redirect_stdout(buf), contextlib.redirect_stderr(buf):
+        try:
+            code = cli.main([*argv, "--json", str(json_path), "--quiet", "-n", "0"])
+        except SystemExit as exc:  # argparse and pytest.exit end runs this way
+            code = exc.code if isinstance(exc.code, int) else 2
+    record: dict[str, Any] = {
+        "name": name,
+        "argv": argv,
+        "exit": code,
+        "seconds": round(time.monotonic() - started, 2),
+        "results": json.loads(json_path.read_text()) if json_path.exists() else None,
+        "console_tail": buf.getvalue()[-4000:],
+    }
+    (out / f"{name}.json").write_text(json.dumps(record, indent=1))
+    return record
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m conformance.selftest")
+    p.add_argument("--out", required=True, help="Directory for the JSON records.")
+    p.add_argument("--mutants", default="", help="Comma-separated mutant names.")
+    p.add_argument("--plain", default="", help="Comma-separated profiles to run on the plain fake.")
+    p.add_argument("--plain-args", default="", help="Extra CLI arguments for the plain runs.")
+    p.add_argument("--examples", type=int, default=3)
+    ns = p.parse_args(argv)
+    out = Path(ns.out)
+    out.mkdir(parents=True, exist_ok=True)
+    common = ["--examples", str(ns.examples), "--no-shrink"]
+    for profile in filter(None, ns.plain.split(",")):
+        extra = ns.plain_args.split()
+        tag = "-".join(a.lstrip("-") for a in extra if not a.startswith("-") or True)[:40]
+        run(
+            f"plain-{profile}{('-' + tag) if tag else ''}",
+            [*common, "--profile", profile, *extra],
+            out,
+        )
+    for name in filter(None, ns.mutants.split(",")):
+        clauses = mutant_clauses(name)
+        if not clauses:
+            continue
+        run(f"mutant-{name}", [*common, "--mutant", name, "--clauses", ",".join(clauses)], out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
