@@ -199,11 +199,12 @@ class TinyEngine:
         model_name = next(
             (s.model_name for s in sub_jobs if s.job_type == "training"), sub_jobs[0].model_name
         )
-        base = TinyLM(self.model_config, seed=self.initial_seed(model_name))
+        init_seed = self.initial_seed(model_name)
+        base = TinyLM(self.model_config, seed=init_seed)
         base.requires_grad_(False).eval()
         subs: dict[str, _SubJob] = {}
         for sid, cfg in zip(sub_job_ids(job_id, sub_jobs), sub_jobs, strict=True):
-            model = copy.deepcopy(base)
+            model = TinyLM(self.model_config, seed=init_seed).requires_grad_(False).eval()
             if cfg.job_type == "training":
                 model.requires_grad_(True).train()
             subs[sid] = _SubJob(sid, cfg.job_type, model, cfg.max_seq_len)
