@@ -164,8 +164,8 @@ def run_mode(mode: str, quick: bool, rounds: int) -> dict[str, Any]:
         bufs = {"frame": frame, "raw": st.save(flat, metadata=meta)}
 
         def refresh() -> None:
-            for key in bufs:
-                bufs[key] = bytes(memoryview(bufs[key]))
+            for key, value in list(bufs.items()):
+                bufs[key] = bytes(memoryview(value))
             gc.collect()
 
         label = f"{label} ({len(frame) / MiB:.0f} MiB)"

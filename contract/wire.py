@@ -737,7 +737,7 @@ def read_metadata(data: Any) -> dict[str, Any]:
         if "op" not in meta:
             return {}
         op = _metadata_json(meta, "op", _DEFAULT_LIMITS)
-    except Exception:  # a peek must never fail, whatever the bytes are
+    except (WireError, MemoryError):  # a peek never fails: every garbage maps to WireError
         return {}
     return op if isinstance(op, dict) else {}
 
