@@ -22,6 +22,18 @@ def test_import_contract_pulls_nothing_heavy() -> None:
     assert not loaded & set(HEAVY), sorted(loaded & set(HEAVY))
 
 
-def test_codec_loads_torch_on_first_use() -> None:
-    loaded = _loaded_after("from contract import wire; wire.loads(wire.dumps({'a': 1}))")
-    assert "torch" in loaded or "safetensors" in loaded
+def test_codec_loads_torch_on_first_tensor() -> None:
+    import torch
+
+    from contract import wire
+
+    frame = wire.dumps({"x": torch.arange(3)}).hex()
+    code = (
+        "import sys; from contract import wire; "
+        "before = 'torch' in sys.modules; "
+        "wire.loads(wire.dumps({'a': 1})); json_only = 'torch' in sys.modules; "
+        f"obj = wire.loads(bytes.fromhex('{frame}')); "
+        "print(before, json_only, 'torch' in sys.modules, obj['x'].tolist())"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "False", "True", "[0,", "1,", "2]"]
