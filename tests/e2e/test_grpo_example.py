@@ -35,7 +35,7 @@ def load_example() -> ModuleType:
     spec = importlib.util.spec_from_file_location("grpo_toy", EXAMPLE)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("grpo_toy", module)
+    sys.modules["grpo_toy"] = module  # dataclasses resolve annotations through it
     spec.loader.exec_module(module)
     return module
 
