@@ -27,6 +27,11 @@ PROP_EXAMPLE = "gs_example"
 
 @dataclass
 class TestOutcome:
+    """One test's outcome; ``failed_clauses`` may name cross-cutting clauses (an envelope
+    broken in a validation test) the test was not tagged with: they are booked too."""
+
+    __test__ = False
+
     nodeid: str
     clauses: tuple[str, ...]
     outcome: Outcome
@@ -34,6 +39,9 @@ class TestOutcome:
     skip_reason: str = ""
     example: str = ""
     duration: float = 0.0
+
+    def __post_init__(self) -> None:
+        self.clauses = tuple(dict.fromkeys(self.clauses + self.failed_clauses))
 
     def failed_on(self, cid: str) -> bool:
         """A failure with no clause attribution counts against every clause of the test."""

@@ -1,0 +1,131 @@
+"""The plugin is inert for ordinary test sessions, aggregates the same under xdist, and the
+CLI fails fast and plainly when nothing answers."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+PY = sys.executable
+
+
+def run(
+    *args: str, cwd: Path | None = None, timeout: float = 300
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([PY, *args], capture_output=True, text=True, timeout=timeout, cwd=cwd)
+
+
+def test_plugin_is_inert_for_other_sessions(tmp_path):
+    (tmp_path / "test_plain.py").write_text(
+        textwrap.dedent("""
+        import threading
+
+        def test_nothing_started():
+            assert not [t for t in threading.enumerate() if t.name.startswith("fake-gs")]
+    """)
+    )
+    proc = run(
+        "-m",
+        "pytest",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        str(tmp_path / "test_plain.py"),
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "gs-conformance" not in proc.stdout
+    assert not list(tmp_path.glob("*.json"))
+
+
+CHEAP = "ADDR-*,JOB-GET-1,CANCEL-UNKNOWN-1,REQ-UNKNOWN-1,JOBV-EMPTY-1"
+
+
+def _suite(tmp_path: Path, name: str, *extra: str, clauses: str = CHEAP) -> dict:
+    out = tmp_path / f"{name}.json"
+    proc = run(
+        "-m",
+        "pytest",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "--pyargs",
+        "conformance.properties",
+        "--gs-clauses",
+        clauses,
+        "--gs-examples",
+        "2",
+        "--gs-json",
+        str(out),
+        *extra,
+        cwd=tmp_path,
+    )
+    assert out.exists(), proc.stdout[-3000:] + proc.stderr[-3000:]
+    return json.loads(out.read_text())
+
+
+def test_xdist_aggregates_like_a_single_process(tmp_path):
+    serial = _suite(tmp_path, "serial")
+    parallel = _suite(tmp_path, "parallel", "-n", "2")
+    status = lambda r: {v["id"]: v["status"] for v in r["verdicts"]}  # noqa: E731
+    assert status(serial) == status(parallel)
+    assert serial["tests"] == parallel["tests"]
+    assert set(status(serial).values()) == {"green"}
+
+
+def test_red_clause_report_carries_the_exchange(tmp_path):
+    html, xml = tmp_path / "r.html", tmp_path / "r.xml"
+    res = _suite(
+        tmp_path,
+        "red",
+        "--gs-mutant",
+        "bare-400",
+        "--gs-report",
+        str(html),
+        "--gs-junit",
+        str(xml),
+        "--gs-no-shrink",
+        clauses="ERR-ENVELOPE-1,JOBV-EMPTY-1",
+    )
+    red = [v for v in res["verdicts"] if v["status"] == "red"]
+    assert red and all(v["examples"] for v in red)
+    page = html.read_text()
+    assert "<details>" in page and "last HTTP exchanges" in page
+    assert "<failure" in xml.read_text()
+
+
+def test_cli_fails_fast_when_nothing_answers():
+    started = time.monotonic()
+    proc = run("-m", "conformance.cli", "--url", "http://127.0.0.1:9", timeout=60)
+    assert proc.returncode == 3
+    assert "no server answering at http://127.0.0.1:9" in proc.stderr
+    assert time.monotonic() - started < 20
+
+
+@pytest.mark.parametrize("flag", ["--report", "--markdown", "--junit", "--json"])
+def test_cli_writes_each_report_form(tmp_path, flag):
+    suffix = {"--report": "html", "--markdown": "md", "--junit": "xml", "--json": "json"}[flag]
+    out = tmp_path / f"out.{suffix}"
+    proc = run(
+        "-m",
+        "conformance.cli",
+        "--clauses",
+        "ADDR-REQID-1,JOB-GET-1",
+        "--examples",
+        "2",
+        "-n",
+        "0",
+        flag,
+        str(out),
+        cwd=tmp_path,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert out.stat().st_size > 200
+    assert "PASS" in proc.stdout and "CONFORMS" in proc.stdout

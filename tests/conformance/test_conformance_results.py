@@ -1,0 +1,136 @@
+"""Booking outcomes into per-clause verdicts, and the four report forms."""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from conformance import report
+from conformance.results import ClauseBook, RunResults, TestOutcome, clause_ids
+from contract.clauses import for_profile
+
+
+def book(*outcomes: TestOutcome) -> ClauseBook:
+    b = ClauseBook()
+    for o in outcomes:
+        b.book(o)
+    return b
+
+
+def verdicts(b: ClauseBook, profile: str = "current") -> dict[str, tuple[str, str]]:
+    res = b.results(profile, "t")  # type: ignore[arg-type]
+    return {v.id: (v.status, v.reason) for v in res.verdicts}
+
+
+def test_failed_on_a_clause_beats_passes_elsewhere():
+    v = verdicts(
+        book(
+            TestOutcome("a", ("CG-RESTART-1",), "passed"),
+            TestOutcome(
+                "b", ("CG-RESTART-1", "CG-FINAL-1"), "failed", ("CG-RESTART-1",), example="boom"
+            ),
+        )
+    )
+    assert v["CG-RESTART-1"] == ("red", "boom")
+    assert v["CG-FINAL-1"][0] == "skipped" and "not reached" in v["CG-FINAL-1"][1]
+
+
+def test_unattributed_failure_reds_every_clause_of_the_test():
+    v = verdicts(book(TestOutcome("a", ("STEP-LR-1", "STEP-RESULT-1"), "failed", example="x")))
+    assert v["STEP-LR-1"][0] == v["STEP-RESULT-1"][0] == "red"
+
+
+def test_skips_carry_reasons_and_green_wins_over_skip():
+    v = verdicts(
+        book(
+            TestOutcome("a", ("AUTH-ISOLATION-1",), "skipped", skip_reason="needs a second token"),
+            TestOutcome("b", ("STEP-LR-1",), "skipped", skip_reason="nope"),
+            TestOutcome("c", ("STEP-LR-1",), "passed"),
+        )
+    )
+    assert v["AUTH-ISOLATION-1"] == ("skipped", "needs a second token")
+    assert v["STEP-LR-1"][0] == "green"
+    assert v["CAP-QUEUE-1"] == ("skipped", "no property in this run checks it")
+
+
+def test_phases_of_one_test_merge():
+    b = ClauseBook()
+    b.book(TestOutcome("a", ("STEP-LR-1",), "passed"))
+    b.book(TestOutcome("a", ("STEP-LR-1",), "failed", example="teardown broke"))
+    assert verdicts(b)["STEP-LR-1"][0] == "red"
+
+
+def test_exit_rule_counts_must_only():
+    res = book(
+        *(TestOutcome(c.id, (c.id,), "passed") for c in for_profile("current") if c.level == "MUST")
+    )
+    out = res.results("current", "t")
+    assert out.ok  # SHOULD clauses skipped do not fail the run
+    assert out.counts()["skipped"] == sum(c.level == "SHOULD" for c in for_profile("current"))
+
+
+def test_selection_and_json_round_trip():
+    res = book(TestOutcome("a", ("STEP-LR-1",), "passed")).results(
+        "proposed", "t", selected=("STEP-LR-1",)
+    )
+    assert [v.id for v in res.verdicts] == ["STEP-LR-1"]
+    again = RunResults.from_json(res.to_json())
+    assert again.to_json() == res.to_json()
+
+
+def test_clause_id_parsing():
+    assert clause_ids("CG-RESTART-1, STEP-LR-1") == ("CG-RESTART-1", "STEP-LR-1")
+    assert "CG-IDEM-3" in clause_ids("CG-*")
+    with pytest.raises(ValueError):
+        clause_ids("NOPE-1")
+
+
+@pytest.fixture
+def mixed() -> RunResults:
+    b = book(
+        TestOutcome("t::green", ("STEP-LR-1",), "passed"),
+        TestOutcome(
+            "t::red",
+            ("CG-RESTART-1",),
+            "failed",
+            ("CG-RESTART-1",),
+            example="expected 409 <got> 200 & more\nlast HTTP exchanges:\n> POST /x",
+        ),
+        TestOutcome(
+            "t::skip", ("AUTH-ISOLATION-1",), "skipped", skip_reason="needs a second token"
+        ),
+    )
+    return b.results("proposed", "http://example.test", duration_s=1.5, settings={"examples": 3})
+
+
+def test_html_is_self_contained_with_expandable_examples(mixed):
+    page = report.html_page(mixed)
+    assert "<details>" in page and "expected 409 &lt;got&gt; 200 &amp; more" in page
+    assert not re.search(r"<(script|link|img)\b", page), "the page must need no external assets"
+    assert "CG-RESTART-1" in page and "needs a second token" in page
+    assert page.count("class='area'") >= 20
+
+
+def test_markdown_and_text(mixed):
+    md = report.markdown(mixed)
+    assert "| 🔴 red | MUST | `CG-RESTART-1` |" in md and "## Failing examples" in md
+    text = report.text(mixed)
+    assert "FAIL MUST   CG-RESTART-1" in text and "DOES NOT CONFORM" in text
+
+
+def test_junit_one_testcase_per_clause(mixed):
+    root = ET.fromstring(report.junit(mixed))
+    cases = root.findall(".//testcase")
+    assert len(cases) == len(mixed.verdicts)
+    failed = [c.get("name") for c in cases if c.find("failure") is not None]
+    assert failed == ["CG-RESTART-1"]
+    suite = root.find("testsuite")
+    assert suite is not None and suite.get("failures") == "1"
+
+
+def test_write_by_suffix(mixed, tmp_path):
+    for name in ("r.html", "r.md", "r.xml", "r.json", "r.txt"):
+        path = report.write(mixed, tmp_path / name)
+        assert path.stat().st_size > 100
