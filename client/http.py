@@ -29,6 +29,7 @@ from client.errors import (
     CortexError,
     CortexHTTPError,
     DeadlineExceeded,
+    ProtocolError,
 )
 from contract.auth import auth_headers
 from contract.errors import NON_RETRYABLE_CODES, REQUEST_ID_HEADER, ErrorCode, find_error_code
@@ -241,7 +242,7 @@ class HttpSession:
                     raise failure from exc
             else:
                 if response.status_code < 400:
-                    return self._answer(response)
+                    return self._answer(route, method, url, response)
                 failure = error_from_response(route, method, url, response)
                 retryable = (
                     response.status_code in policy.statuses
@@ -270,11 +271,19 @@ class HttpSession:
         return max(0.0, min(jittered, policy.backoff_cap_s))
 
     @staticmethod
-    def _answer(response: requests.Response) -> Answer:
+    def _answer(route: Route, method: str, url: str, response: requests.Response) -> Answer:
+        """Every service route answers JSON: anything else (a proxy's HTML page, a cut-off
+        body) is a ProtocolError naming the route, status and request id, never a bare
+        ValueError from deep inside the caller."""
         body: Any = {}
         if response.content:
             try:
                 body = response.json()
             except ValueError:
-                body = response.text
+                raise ProtocolError(
+                    f"{route.name} answered {response.status_code} with a body that is not JSON: "
+                    f"{response.text[:200]!r}",
+                    route=route.name, method=method, url=url, status=response.status_code,
+                    snowflake_request_id=response.headers.get(REQUEST_ID_HEADER),
+                ) from None
         return Answer(response.status_code, body, response.headers.get(REQUEST_ID_HEADER))

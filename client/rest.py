@@ -17,8 +17,8 @@ from typing import Any
 import requests
 
 from client.config import ClientConfig
-from client.errors import ConfigError, PayloadTooLarge
-from client.http import HttpSession, HttpSettings
+from client.errors import ConfigError, CortexError, PayloadTooLarge, ProtocolError
+from client.http import Answer, HttpSession, HttpSettings
 from client.polling import iter_stream_events, wait_job_running, wait_request
 from client.upload import split_frame, upload
 from contract.limits import MAX_BODY_BYTES
@@ -37,9 +37,24 @@ def encode_frame(payload: Payload) -> bytes:
     return wire.dumps(dict(payload), metadata=wire.standard_request_metadata())
 
 
+#: Routes whose successful answer may be something other than a JSON object.
+_ANY_JSON = frozenset({"operation", "delete_checkpoint"})
+
+
 def _operation_name(r: Route) -> str:
     """The chunk descriptor's ``operation``: the route's last path segment."""
     return r.path.rsplit("/", 1)[-1]
+
+
+def _quote_last_answer(exc: CortexError, answer: Answer | None) -> None:
+    """A failure found in a poll answer (failed, cancelled, undecodable) names that poll's
+    status and x-snowflake-request-id, so an operator can find it (CLIENT-ERR-1)."""
+    if answer is None or exc.snowflake_request_id is not None:
+        return
+    exc.snowflake_request_id = answer.snowflake_request_id
+    if exc.status is None:
+        exc.status = answer.status
+    exc.args = (exc._render(),)
 
 
 class CortexRestClient:
@@ -60,6 +75,7 @@ class CortexRestClient:
                 "no Cortex target: set `base_url` (or CORTEX_BASE_URL) or `host` (or CORTEX_HOST)"
             )
         self.config = config
+        self._last_answer: Answer | None = None
         self.sleep = sleep
         self.clock = clock
         self.http = HttpSession(
@@ -83,8 +99,18 @@ class CortexRestClient:
 
     def _json(self, name: str, *, body: Any = None, query: Mapping[str, Any] | None = None,
               deadline: float | None = None, **path: str) -> Any:
-        return self.http.call(route(name), path_params=path, json_body=body, query=query,
-                              deadline=deadline).body
+        answer = self.http.call(route(name), path_params=path, json_body=body, query=query,
+                                deadline=deadline)
+        if name not in _ANY_JSON and not isinstance(answer.body, Mapping):
+            r = route(name)
+            raise ProtocolError(
+                f"{name} answered {type(answer.body).__name__} where the contract has a JSON object: "
+                f"{answer.body!r}"[:300],
+                route=name, method=r.method, status=answer.status,
+                snowflake_request_id=answer.snowflake_request_id, job_id=path.get("job_id"),
+            )
+        self._last_answer = answer
+        return answer.body
 
     # --- control plane ------------------------------------------------------------------
     def create_job(self, body: Mapping[str, Any]) -> dict[str, Any]:
@@ -126,7 +152,9 @@ class CortexRestClient:
             force_chunk=force_chunk,
             chunk_group_id=chunk_group_id,
         )
-        return upload(self.http, r, chunks, path_params={"job_id": job_id})
+        # One deadline for the whole group (every chunk, retries and a restart replay).
+        deadline = self.clock() + self.config.call_timeout_s
+        return upload(self.http, r, chunks, path_params={"job_id": job_id}, deadline=deadline)
 
     def forward_backward(self, job_id: str, payload: Payload, *, chunk_group_id: str | None = None,
                          max_chunk_bytes: int | None = None) -> dict[str, Any]:
@@ -218,8 +246,13 @@ class CortexRestClient:
         def fetch(cursor: str | None, deadline: float) -> dict[str, Any]:
             return self.get_request(job_id, request_id, cursor=cursor, deadline=deadline)
 
-        return wait_request(fetch, route=route_name, job_id=job_id, request_id=request_id,
-                            policy=self.config.poll_policy(), sleep=self.sleep, clock=self.clock)
+        self._last_answer = None
+        try:
+            return wait_request(fetch, route=route_name, job_id=job_id, request_id=request_id,
+                                policy=self.config.poll_policy(), sleep=self.sleep, clock=self.clock)
+        except CortexError as exc:
+            _quote_last_answer(exc, self._last_answer)
+            raise
 
     def result(self, job_id: str, answer: Any, *, route_name: str) -> Any:
         """Wait on an answer holding ``request_id``; anything else is the result itself."""

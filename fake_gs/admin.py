@@ -31,7 +31,7 @@ def _wrap(state: AppState, handler: AdminHandler, *, auth: bool = True) -> Calla
     async def endpoint(request: Request) -> Response:
         body = BodyReader(request)
         try:
-            if auth:
+            if auth and not state.mutant("admin-open"):
                 authenticate(state.settings, request, admin=True)
             return await handler(state, request, body)
         except ApiError as exc:
@@ -84,6 +84,23 @@ async def put_faults(state: AppState, request: Request, body: BodyReader) -> Res
     return json_response({"rules": state.faults.rules()})
 
 
+async def post_faults(state: AppState, request: Request, body: BodyReader) -> Response:
+    """Append rules to the ones in force (PUT replaces them all)."""
+    data = parse_json(await body.read(1024 * 1024) or b"[]")
+    try:
+        rules = parse_rules(data)
+    except (TypeError, ValueError) as exc:
+        raise ApiError(ErrorCode.VALIDATION_FAILED, f"bad fault rules: {exc}") from None
+    state.faults.add_rules(rules)
+    return json_response({"rules": state.faults.rules()})
+
+
+async def delete_faults(state: AppState, request: Request, body: BodyReader) -> Response:
+    await body.drain()
+    state.faults.set_rules([])
+    return json_response({"rules": []})
+
+
 async def mutants(state: AppState, request: Request, body: BodyReader) -> Response:
     return json_response({
         "active": state.settings.mutant,
@@ -109,6 +126,8 @@ def admin_routes(state: AppState) -> list[Route]:
         Route(f"{p}/jobs/{{job_id}}/state", _wrap(state, force_job_state), methods=["POST"]),
         Route(f"{p}/faults", _wrap(state, get_faults), methods=["GET"]),
         Route(f"{p}/faults", _wrap(state, put_faults), methods=["PUT"]),
+        Route(f"{p}/faults", _wrap(state, post_faults), methods=["POST"]),
+        Route(f"{p}/faults", _wrap(state, delete_faults), methods=["DELETE"]),
         Route(f"{p}/mutants", _wrap(state, mutants), methods=["GET"]),
         Route(f"{p}/exports/{{token}}", _wrap(state, export_download, auth=False), methods=["GET"]),
     ]

@@ -7,7 +7,9 @@ envelope; every answer carries ``x-snowflake-request-id``.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -56,6 +58,18 @@ async def http_error(request: Request, exc: Exception) -> Response:
     return json_response(body, exc.status_code, exc.headers)
 
 
+async def sweep_groups(state: AppState) -> None:
+    """Expire abandoned chunk groups of every job, also of jobs nobody calls any more
+    (LIMIT-EXPIRE-1); uploads in progress sweep their own job on each chunk as well."""
+    interval = min(max(state.settings.chunk_group_idle_s / 4, 0.05), 30.0)
+    while True:
+        await asyncio.sleep(interval)
+        try:
+            state.store.expire_groups()
+        except Exception:  # never let the sweeper die: log and keep sweeping
+            logging.getLogger("fake_gs").exception("chunk group sweep failed")
+
+
 def create_app(settings: FakeSettings | None = None, **overrides: Any) -> Starlette:
     """Build the fake's ASGI app; ``app.state.fake`` is its :class:`AppState`."""
     settings = (settings or FakeSettings()).with_overrides(**overrides) if overrides else (settings or FakeSettings())
@@ -63,8 +77,14 @@ def create_app(settings: FakeSettings | None = None, **overrides: Any) -> Starle
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        yield
-        state.store.close()
+        sweeper = asyncio.get_running_loop().create_task(sweep_groups(state))
+        try:
+            yield
+        finally:
+            sweeper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await sweeper
+            state.store.close()
 
     app = Starlette(
         routes=[*service_routes(state), *admin_routes(state)],

@@ -75,8 +75,9 @@ def prepare(result: Any, *, force_frame: bool, mode: str, chunk_bytes: int) -> D
     return Delivered(events=wire.result_chunk_events(frame, chunk_bytes))
 
 
-def parse_max_events(raw: str | None, *, uncapped: bool = False) -> int:
-    """``max_events``: default 16, over 512 clamps to 512, anything not a positive int is 400."""
+def parse_max_events(raw: str | None, *, uncapped: bool = False, cap: int = MAX_EVENTS_CAP) -> int:
+    """``max_events``: default 16, over ``cap`` (512) clamps to it, anything not a positive
+    int is 400."""
     if raw is None or raw == "":
         return DEFAULT_MAX_EVENTS
     try:
@@ -87,7 +88,7 @@ def parse_max_events(raw: str | None, *, uncapped: bool = False) -> int:
     if value < 1:
         raise ApiError(ErrorCode.INVALID_ARGUMENT, f"max_events must be >= 1, got {value}",
                        [{"loc": ["query", "max_events"], "msg": "must be >= 1", "type": "greater_than_equal"}])
-    return value if uncapped else min(value, MAX_EVENTS_CAP)
+    return value if uncapped else min(value, cap)
 
 
 def encode_cursor(request_id: str, offset: int) -> str:

@@ -40,17 +40,55 @@ class DropConnection(Exception):
     """Raised to make the middleware cut the connection without a complete answer."""
 
 
+def _headers(state: AppState, headers: dict[str, str]) -> dict[str, str]:
+    if state.mutant("retry-after-missing"):
+        return {k: v for k, v in headers.items() if k.lower() != "retry-after"}
+    return headers
+
+
 def error_response(state: AppState, exc: ApiError) -> Response:
     if exc.code == ErrorCode.MALFORMED_FRAME and state.mutant("frame-500"):
         return json_response(error_body(ErrorCode.INTERNAL, exc.message), 500)
     if exc.status == 400 and state.mutant("bare-400"):
         return PlainTextResponse("Bad Request", 400)
-    return json_response(exc.body(), exc.status, exc.headers)
+    return json_response(exc.body(), exc.status, _headers(state, exc.headers))
 
 
-async def apply_fault(action: FaultAction, body: BodyReader) -> Response | None:
+def _seconds(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else f"{value:g}"
+
+
+async def peek_operation_type(state: AppState, body: BodyReader) -> str | None:
+    """The ``operation_type`` of an operation call, read before the handler (fault rules
+    with ``op``); anything unreadable matches no ``op``, and the handler judges it."""
+    import json
+
+    try:
+        data = json.loads(await body.peek(state.settings.max_body_bytes))
+    except (ValueError, UnicodeError, RecursionError):
+        return None
+    value = data.get("operation_type") if isinstance(data, dict) else None
+    return value if isinstance(value, str) else None
+
+
+async def decide_fault(state: AppState, route: Route, request: Request, body: BodyReader) -> FaultAction | None:
+    faults = state.faults
+    if not faults.active:
+        return None
+    op: str | None = route.name
+    if route.name == "operation" and faults.wants_op(route.name):
+        op = await peek_operation_type(state, body)
+    job = request.path_params.get("job_id")
+    return faults.decide(route.name, request.method, op=op, job=job if isinstance(job, str) else None)
+
+
+async def apply_fault(state: AppState, action: FaultAction, body: BodyReader, job_id: str | None) -> Response | None:
+    """Act on a fired rule before the handler runs; a response means "answer this instead"."""
     if action.delay_s > 0:
         await asyncio.sleep(action.delay_s)
+    if action.lose_group and job_id is not None:
+        lost = state.store.lose_groups(job_id)
+        log.info("fault: forgot %d open chunk group(s) of job %s", lost, job_id)
     if action.drop:
         await body.drain()
         raise DropConnection()
@@ -58,8 +96,13 @@ async def apply_fault(action: FaultAction, body: BodyReader) -> Response | None:
         return None
     await body.drain()
     code = action.code or _FAULT_CODES.get(action.status, ErrorCode.UNAVAILABLE)
-    headers = {"retry-after": "1"} if action.status in (429, 503) else {}
-    return json_response(error_body(code, action.message or "injected fault"), action.status, headers)
+    headers: dict[str, str] = {}
+    if action.retry_after is not None:
+        headers["retry-after"] = _seconds(action.retry_after)
+    elif action.status in (429, 503):
+        headers["retry-after"] = "1"
+    return json_response(error_body(code, action.message or "injected fault"), action.status,
+                         _headers(state, headers))
 
 
 def make_endpoint(state: AppState, route: Route, handler: Handler) -> Callable[[Request], Awaitable[Response]]:
@@ -67,14 +110,25 @@ def make_endpoint(state: AppState, route: Route, handler: Handler) -> Callable[[
         body = BodyReader(request)
         try:
             owner = authenticate(state.settings, request)
-            action = state.faults.decide(route.name, request.method)
+            action = await decide_fault(state, route, request, body)
             if action is not None:
-                injected = await apply_fault(action, body)
+                job_id = request.path_params.get("job_id")
+                injected = await apply_fault(state, action, body, job_id if isinstance(job_id, str) else None)
                 if injected is not None:
                     return injected
-            return await handler(Ctx(state, request, route, owner, body))
+            if state.wedged and request.path_params.get("job_id") in state.wedged:
+                raise ApiError(ErrorCode.UNAVAILABLE, "job stopped serving after a malformed frame (mutant)")
+            response = await handler(Ctx(state, request, route, owner, body))
+            if action is not None and action.lose_answer:
+                await body.drain()
+                log.info("fault: %s %s executed, answer dropped", request.method, request.url.path)
+                raise DropConnection()
+            return response
         except ApiError as exc:
             await body.drain()
+            if exc.code in (ErrorCode.MALFORMED_FRAME, ErrorCode.LEGACY_PAYLOAD_REFUSED) \
+                    and state.mutant("refusal-wedges-job"):
+                state.wedged.add(str(request.path_params.get("job_id")))
             return error_response(state, exc)
         except (DropConnection, ClientDisconnect, asyncio.CancelledError):
             raise

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Literal
 
-from contract.limits import MAX_BODY_BYTES, MiB
+from contract.limits import MAX_BODY_BYTES, MAX_EVENTS_CAP, MiB
 
 Profile = Literal["current", "proposed"]
 StatusStyle = Literal["short", "enum"]
@@ -75,7 +75,18 @@ class FakeSettings:
     max_body_bytes: int = MAX_BODY_BYTES
     max_open_groups_per_job: int = 64
     max_buffered_bytes_per_job: int = 2048 * MiB
+    #: Chunk bytes buffered by every job together (429 chunk_group_limit beyond it).
+    max_buffered_bytes_total: int = 8192 * MiB
+    #: An open chunk group untouched this long is forgotten and its bytes freed.
     chunk_group_idle_s: float = 900.0
+    #: Request-frame limits (LIMIT-FRAME-1): the safetensors header length, d/l/u nesting,
+    #: tensor count, and the UTF-8 size of each JSON metadata string (dss, op).
+    max_frame_header_bytes: int = 16 * MiB
+    max_tree_depth: int = 64
+    max_tensors: int = 10_000
+    max_frame_json_bytes: int = 16 * MiB
+    #: ``max_events`` on a poll is clamped to this (the contract says 512).
+    max_events_cap: int = MAX_EVENTS_CAP
     #: How long a poll waits for a request that is due but still executing.
     poll_wait_s: float = 1.0
     export_ttl_s: float = 3600.0
@@ -95,6 +106,14 @@ class FakeSettings:
             raise ValueError("result_chunk_bytes must exceed 8192 (a chunk's own header)")
         if self.max_total_gpus < 0:
             raise ValueError("max_total_gpus must be >= 0")
+        for name in ("max_body_bytes", "max_open_groups_per_job", "max_buffered_bytes_per_job",
+                     "max_buffered_bytes_total", "max_frame_header_bytes", "max_tree_depth",
+                     "max_tensors", "max_frame_json_bytes", "max_events_cap"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        if not self.chunk_group_idle_s >= 0:
+            raise ValueError("chunk_group_idle_s must be >= 0")
         if self.mutant is not None:
             from fake_gs.mutants import MUTANTS
 

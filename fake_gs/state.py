@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from fake_gs.engines import load_engine
 from fake_gs.faults import FaultInjector
@@ -15,6 +15,8 @@ class AppState:
     settings: FakeSettings
     store: Store
     faults: FaultInjector
+    #: Jobs the ``refusal-wedges-job`` mutant stopped serving after a hostile frame.
+    wedged: set[str] = field(default_factory=set)
 
     @classmethod
     def build(cls, settings: FakeSettings) -> AppState:

@@ -225,6 +225,7 @@ class Store:
             self._admit()
         if engine is not None:
             engine.drop_job(job.job_id)
+        trim_heap()
 
     def force_state(self, job: JobRec, status: str, reason: str) -> None:
         """Admin: put a job in any state (a failed job always carries a reason)."""
@@ -421,13 +422,39 @@ class Store:
         with self.lock:
             return self.groups.setdefault(job_id, {})
 
-    def expire_groups(self, job_id: str) -> None:
-        """Drop open groups idle longer than ``chunk_group_idle_s`` (abandoned uploads)."""
+    def expire_groups(self, job_id: str | None = None) -> int:
+        """Drop open groups idle longer than ``chunk_group_idle_s`` (abandoned uploads) of
+        one job, or of every job when ``job_id`` is None; returns how many were dropped."""
+        if self.mutant("group-never-expires"):
+            return 0
         limit = time.monotonic() - self.settings.chunk_group_idle_s
+        dropped = 0
+        with self.lock:
+            per_job = [self.groups.get(job_id, {})] if job_id is not None else list(self.groups.values())
+            for groups in per_job:
+                for gid in [g for g, grp in groups.items() if grp.status == "open" and grp.touched_at < limit]:
+                    groups.pop(gid).release()
+                    dropped += 1
+        if dropped:
+            trim_heap()
+        return dropped
+
+    def lose_groups(self, job_id: str) -> int:
+        """Forget the job's open (unfinished) chunk groups, as a restarted server would.
+
+        Groups already finalizing or done are kept: their execution is under way or over, and
+        a replay must still resolve to it (fault injection, ``lose_group``)."""
         with self.lock:
             groups = self.groups.get(job_id, {})
-            for gid in [g for g, grp in groups.items() if grp.status == "open" and grp.touched_at < limit]:
+            lost = [gid for gid, grp in groups.items() if grp.status == "open"]
+            for gid in lost:
                 groups.pop(gid).release()
+        return len(lost)
+
+    def buffered_bytes(self) -> int:
+        """Chunk bytes buffered by every job together."""
+        with self.lock:
+            return sum(g.buffered_bytes for per_job in self.groups.values() for g in per_job.values())
 
     def note_execution(self, job: JobRec, group: ChunkGroup | None, *, forward_backward: bool) -> None:
         with self.lock:
@@ -484,6 +511,26 @@ class Store:
                     "auth": bool(tokens),
                 },
             }
+
+
+def trim_heap() -> None:
+    """Hand freed heap pages back to the OS (glibc keeps them otherwise), so the fake's RSS
+    falls once big chunk buffers and results are gone. A no-op where malloc_trim is absent."""
+    global _MALLOC_TRIM
+    if _MALLOC_TRIM is None:
+        try:
+            import ctypes
+            import ctypes.util
+
+            libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+            _MALLOC_TRIM = libc.malloc_trim
+        except (OSError, AttributeError):
+            _MALLOC_TRIM = False
+    if _MALLOC_TRIM:
+        _MALLOC_TRIM(0)
+
+
+_MALLOC_TRIM: Any = None
 
 
 def _resolve(fut: asyncio.Future[None]) -> None:

@@ -47,7 +47,10 @@ async def export_checkpoint(ctx: Ctx) -> Response:
     await ctx.body.drain()
     ckpt = ctx.store.checkpoint(job, ctx.param("checkpoint_id"))
     data = await run_in_threadpool(_safetensors_bytes, ctx, ckpt)
-    token, rec = ctx.store.add_export(data, EXPORT_FILENAME)
+    # The file name is fixed: a checkpoint id never becomes part of a name or a path
+    # (CKPT-PATH-1); the traversal-accepted mutant derives it from the id instead.
+    filename = f"{ckpt.checkpoint_id}.safetensors" if ctx.state.mutant("traversal-accepted") else EXPORT_FILENAME
+    token, rec = ctx.store.add_export(data, filename)
     base = str(ctx.request.base_url).rstrip("/")
     return json_response({
         "checkpoint_id": ckpt.checkpoint_id,

@@ -46,8 +46,22 @@ class BodyReader:
         self.request = request
         headers = request.headers
         self.done = "content-length" not in headers and "transfer-encoding" not in headers
+        self._peeked: bytearray | None = None
+
+    async def peek(self, limit: int) -> bytearray:
+        """Read the body now and keep it for the next :meth:`read` (the fault hook peeks at
+        an operation's type before the handler runs)."""
+        if self._peeked is None:
+            self._peeked = await self.read(limit)
+        return self._peeked
 
     async def read(self, limit: int) -> bytearray:
+        if self._peeked is not None:
+            data, self._peeked = self._peeked, None
+            if len(data) > limit:
+                raise ApiError(ErrorCode.PAYLOAD_TOO_LARGE,
+                               f"body exceeds the {limit}-byte limit; split it into request chunks")
+            return data
         declared: int | None = None
         raw = self.request.headers.get("content-length")
         if raw is not None:

@@ -7,6 +7,8 @@ request; this module owns decoding, the legacy-payload refusal and every chunk-g
 
 from __future__ import annotations
 
+import functools
+import struct
 import time
 from collections.abc import Callable
 from typing import Any, cast
@@ -29,12 +31,27 @@ from fake_gs.chunks import (
 from fake_gs.errors import ApiError
 from fake_gs.handlers.common import Ctx, json_response
 from fake_gs.records import JobRec, RequestRec
+from fake_gs.settings import FakeSettings
 
 #: (ctx, job, decoded frame object, chunk group or None) -> submitted request.
 Builder = Callable[[Ctx, JobRec, Any, ChunkGroup | None], RequestRec]
 
-#: Decoder limits for request frames (LIMIT-FRAME-1): generous but bounded.
-REQUEST_LIMITS = wire.WireLimits(max_depth=64, max_tensors=10_000, max_json_bytes=16 * 1024 * 1024)
+#: Decoder limits for request frames with the default settings (LIMIT-FRAME-1).
+REQUEST_LIMITS = wire.WireLimits(max_header_bytes=16 * 1024 * 1024, max_depth=64, max_tensors=10_000,
+                                 max_json_bytes=16 * 1024 * 1024)
+#: What the ``chunked-limits-skipped`` mutant decodes reassembled frames with.
+_LAX_LIMITS = wire.WireLimits(max_depth=10_000, max_tensors=10**9, max_json_bytes=2**40)
+
+
+@functools.lru_cache(maxsize=32)
+def request_limits(settings: FakeSettings) -> wire.WireLimits:
+    """The decoder limits a fake with these settings applies to request frames."""
+    return wire.WireLimits(
+        max_header_bytes=settings.max_frame_header_bytes,
+        max_depth=settings.max_tree_depth,
+        max_tensors=settings.max_tensors,
+        max_json_bytes=settings.max_frame_json_bytes,
+    )
 
 
 def refuse_legacy(data: Any) -> None:
@@ -44,19 +61,34 @@ def refuse_legacy(data: Any) -> None:
                        f"legacy pickle/torch.save payloads are refused ({kind}); send a DSSST1 frame")
 
 
-def _decode(data: Any) -> Any:
+def check_header_length(data: Any, limit: int) -> None:
+    """Refuse a frame whose declared header is over ``limit`` before anything parses it."""
+    if len(data) >= 8:
+        (size,) = struct.unpack_from("<Q", data, 0)
+        if size > limit:
+            raise malformed(f"malformed DSSST1 frame: header length {size} exceeds the {limit} byte cap")
+
+
+def _decode(data: Any, limits: wire.WireLimits, deep_500: bool = False) -> Any:
     refuse_legacy(data)
     try:
-        return wire.loads(data, limits=REQUEST_LIMITS)
+        return wire.loads(data, limits=limits)
     except wire.WireError as exc:
+        if deep_500 and "deep" in str(exc):
+            raise RuntimeError(f"deep-tree-500 mutant: {exc}") from None
         raise malformed(f"malformed DSSST1 frame: {exc}") from None
     except RecursionError:
+        if deep_500:
+            raise RuntimeError("deep-tree-500 mutant: recursion") from None
         raise malformed("malformed DSSST1 frame: nests too deeply") from None
 
 
-async def decode_frame(data: Any) -> Any:
+async def decode_frame(ctx: Ctx, data: Any, *, chunked: bool = False) -> Any:
     """Decode off the event loop (large frames take a while; torch loads on first use)."""
-    return await run_in_threadpool(_decode, data)
+    limits = request_limits(ctx.settings)
+    if chunked and ctx.state.mutant("chunked-limits-skipped"):
+        limits = _LAX_LIMITS
+    return await run_in_threadpool(_decode, data, limits, ctx.state.mutant("deep-tree-500"))
 
 
 def dummy_submit(ctx: Ctx, job: JobRec, op: str, group: ChunkGroup | None = None) -> RequestRec:
@@ -91,12 +123,13 @@ async def submit_frame(ctx: Ctx, job: JobRec, builder: Builder) -> Response:
     if wire.sniff_refused_payload(body) is not None and ctx.state.mutant("pickle-accepted"):
         return ctx.submitted(job, dummy_submit(ctx, job, ctx.route.name))
     refuse_legacy(body)
+    check_header_length(body, ctx.settings.max_frame_header_bytes)
     try:
         found = wire.chunk_descriptor(cast(bytes, body))  # any byte buffer works; no copy
     except wire.WireError as exc:
         raise malformed(f"malformed DSSST1 frame: {exc}") from None
     if found is None:
-        obj = await decode_frame(body)
+        obj = await decode_frame(ctx, body)
         del body
         return ctx.submitted(job, builder(ctx, job, obj, None))
     kind, desc = found
@@ -105,6 +138,28 @@ async def submit_frame(ctx: Ctx, job: JobRec, builder: Builder) -> Response:
     payload = memoryview(wire.chunk_payload(cast(bytes, body)))
     del body  # the payload view is now the only owner: freed before the frame is decoded
     return await accept_chunk(ctx, job, desc, payload, builder)
+
+
+def check_group_caps(ctx: Ctx, job: JobRec, groups: dict[str, ChunkGroup], size: int) -> None:
+    """LIMIT-GROUPS-1: open groups and buffered bytes per job (and for the whole server).
+
+    Called under the store lock before a new group allocates its buffer."""
+    settings = ctx.settings
+    open_groups = sum(1 for g in groups.values() if g.status != DONE)
+    if open_groups >= settings.max_open_groups_per_job:
+        raise ApiError(ErrorCode.CHUNK_GROUP_LIMIT,
+                       f"job {job.job_id} already has {open_groups} open chunk groups (the cap is "
+                       f"{settings.max_open_groups_per_job}); finish or abandon one first")
+    buffered = sum(g.buffered_bytes for g in groups.values())
+    if buffered + size > settings.max_buffered_bytes_per_job:
+        raise ApiError(ErrorCode.BUFFER_LIMIT,
+                       f"job {job.job_id} cannot buffer {size} more bytes: {buffered} are buffered and "
+                       f"the cap is {settings.max_buffered_bytes_per_job}")
+    total = ctx.store.buffered_bytes()
+    if total + size > settings.max_buffered_bytes_total:
+        raise ApiError(ErrorCode.CHUNK_GROUP_LIMIT,
+                       f"the server is buffering {total} chunk bytes (the cap is "
+                       f"{settings.max_buffered_bytes_total}); retry later")
 
 
 async def accept_chunk(ctx: Ctx, job: JobRec, desc: dict[str, Any], payload: memoryview,
@@ -122,14 +177,8 @@ async def accept_chunk(ctx: Ctx, job: JobRec, desc: dict[str, Any], payload: mem
             if idx != 0 and not ctx.state.mutant("restart-not-required"):
                 raise ApiError(ErrorCode.CHUNK_GROUP_RESTART_REQUIRED,
                                f"chunk group {gid} is not known here; resend the whole group from chunk 0")
-            open_groups = [g for g in groups.values() if g.status != DONE]
-            if len(open_groups) >= settings.max_open_groups_per_job:
-                raise ApiError(ErrorCode.CHUNK_GROUP_LIMIT,
-                               f"job {job.job_id} already has {len(open_groups)} open chunk groups")
-            buffered = sum(g.buffered_bytes for g in groups.values())
-            if buffered + desc["frame_size_bytes"] > settings.max_buffered_bytes_per_job:
-                raise ApiError(ErrorCode.BUFFER_LIMIT,
-                               f"job {job.job_id} cannot buffer {desc['frame_size_bytes']} more bytes")
+            if not ctx.state.mutant("groups-uncapped"):
+                check_group_caps(ctx, job, groups, desc["frame_size_bytes"])
             group = new_group(job.job_id, route, desc, first_range_size(desc, len(payload)))
         else:
             field = conflict_field(group, route, desc)
@@ -190,8 +239,9 @@ async def finalize(ctx: Ctx, job: JobRec, group: ChunkGroup, builder: Builder, i
             elif await group.digest() != group.frame_sha256:
                 raise malformed(f"chunk group {group.group_id}: reassembled frame does not match frame_sha256")
             assert group.buffer is not None
-            obj = await decode_frame(group.buffer)
-            group.release()
+            obj = await decode_frame(ctx, group.buffer, chunked=True)
+            if not ctx.state.mutant("group-bytes-kept"):
+                group.release()
             req = builder(ctx, job, obj, group)
             if ctx.state.mutant("replay-double-exec"):
                 group.decoded = obj
@@ -207,7 +257,8 @@ async def finalize(ctx: Ctx, job: JobRec, group: ChunkGroup, builder: Builder, i
         group.finished.set()
         raise
     with store.lock:
-        group.release()
+        if not ctx.state.mutant("group-bytes-kept"):
+            group.release()
         group.request_id = req.request_id
         group.status = DONE
     group.finished.set()

@@ -94,7 +94,7 @@ async def op_forward(ctx: Ctx, job: JobRec, target: SubJobRec, payload: Any) -> 
     if not data:
         raise ApiError(ErrorCode.MALFORMED_FRAME, "payload.payload_b64 is empty")
     refuse_legacy(data)
-    request = forward_object(await decode_frame(data))
+    request = forward_object(await decode_frame(ctx, data))
     work = forward_work(ctx, job, request, reference=bool(request.get("reference_model")))
     return ctx.submitted(job, ctx.store.submit(job, "op:forward", work, force_frame=True))
 

@@ -90,7 +90,8 @@ async def get_request(ctx: Ctx) -> Response:
     store = ctx.store
     req = store.request_for(job, ctx.param("request_id"))
     query = ctx.request.query_params
-    max_events = parse_max_events(query.get("max_events"), uncapped=ctx.state.mutant("max-events-uncapped"))
+    max_events = parse_max_events(query.get("max_events"), uncapped=ctx.state.mutant("max-events-uncapped"),
+                                  cap=ctx.settings.max_events_cap)
     offset = decode_cursor(req.request_id, query.get("cursor"))
     with store.lock:
         req.polls += 1

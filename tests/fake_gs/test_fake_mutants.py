@@ -12,6 +12,7 @@ from collections.abc import Callable
 
 import pytest
 from fake_gs_api import OCTET, Api, batch, sampling_config, training_config
+from limit_mutant_checks import LIMIT_CHECKS
 
 from contract import wire
 from contract.clauses import CLAUSES
@@ -279,6 +280,9 @@ CHECKS: dict[str, tuple[Callable[[Api], None], dict]] = {  # type: ignore[type-a
     "entropy-missing": (entropy_missing, {}),
     "fb-metrics-missing": (fb_metrics_missing, {}),
 }
+
+
+CHECKS.update(LIMIT_CHECKS)  # the limits/faults mutants (issue 6) keep their checks apart
 
 
 def test_every_mutant_has_a_check() -> None:
