@@ -33,6 +33,16 @@ def _positive(text: str) -> int:
     return value
 
 
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not value >= 0:
+        raise argparse.ArgumentTypeError("must be >= 0")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     d = FakeSettings()
     p = argparse.ArgumentParser(
@@ -69,9 +79,29 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--mutant", choices=sorted(MUTANTS), default=None, metavar="NAME",
                    help="run with a deliberate contract violation (for conformance self-tests): "
                         + ", ".join(sorted(MUTANTS)))
-    p.add_argument("--faults", default=None, metavar="FILE", help="fault rules file (JSON or YAML)")
+    p.add_argument("--faults", default=None, metavar="FILE",
+                   help="fault rules file (JSON or YAML); also set at run time via /_fake/faults")
     p.add_argument("--max-body-mib", type=_positive, default=d.max_body_bytes // MiB,
                    help="largest accepted request body in MiB (the contract says 60)")
+    lim = p.add_argument_group("limits", "bounds so no client can exhaust the fake (LIMIT-* clauses)")
+    lim.add_argument("--max-open-groups", type=_positive, default=d.max_open_groups_per_job,
+                     help="open chunk groups per job; one more answers 429 chunk_group_limit")
+    lim.add_argument("--max-buffered-mib", type=_positive, default=d.max_buffered_bytes_per_job // MiB,
+                     help="chunk bytes buffered per job; more answers 413 buffer_limit")
+    lim.add_argument("--max-total-buffered-mib", type=_positive, default=d.max_buffered_bytes_total // MiB,
+                     help="chunk bytes buffered by all jobs together; more answers 429 chunk_group_limit")
+    lim.add_argument("--chunk-group-idle-s", type=_seconds, default=d.chunk_group_idle_s,
+                     help="an unfinished chunk group idle this long is forgotten and its bytes freed")
+    lim.add_argument("--max-frame-header-bytes", type=_positive, default=d.max_frame_header_bytes,
+                     help="largest safetensors header of a request frame (checked before parsing)")
+    lim.add_argument("--max-tree-depth", type=_positive, default=d.max_tree_depth,
+                     help="deepest d/l/u nesting of a request frame's tree")
+    lim.add_argument("--max-tensors", type=_positive, default=d.max_tensors,
+                     help="most tensors in one request frame")
+    lim.add_argument("--max-frame-json-bytes", type=_positive, default=d.max_frame_json_bytes,
+                     help="largest dss/op JSON metadata string in a request frame")
+    lim.add_argument("--max-events-cap", type=_positive, default=d.max_events_cap,
+                     help="max_events on a poll is clamped to this (the contract says 512)")
     p.add_argument("--log-level", default=d.log_level,
                    choices=("critical", "error", "warning", "info", "debug"), help="log verbosity")
     return p
@@ -96,6 +126,15 @@ def settings_from_args(args: argparse.Namespace) -> FakeSettings:
         mutant=args.mutant,
         faults=args.faults,
         max_body_bytes=args.max_body_mib * MiB,
+        max_open_groups_per_job=args.max_open_groups,
+        max_buffered_bytes_per_job=args.max_buffered_mib * MiB,
+        max_buffered_bytes_total=args.max_total_buffered_mib * MiB,
+        chunk_group_idle_s=args.chunk_group_idle_s,
+        max_frame_header_bytes=args.max_frame_header_bytes,
+        max_tree_depth=args.max_tree_depth,
+        max_tensors=args.max_tensors,
+        max_frame_json_bytes=args.max_frame_json_bytes,
+        max_events_cap=args.max_events_cap,
         log_level=args.log_level,
     )
 

@@ -198,8 +198,14 @@ def load_rules_file(path: str | Path) -> list[FaultRule]:
     except ValueError:
         import yaml
 
-        data = yaml.safe_load(text)
-    return parse_rules(data)
+        try:
+            data = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            raise ValueError(f"fault rules file {path} is neither JSON nor YAML: {exc}") from None
+    try:
+        return parse_rules(data)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"fault rules file {path}: {exc}") from None
 
 
 __all__ = ["FaultAction", "FaultInjector", "FaultRule", "load_rules_file", "parse_rules"]
