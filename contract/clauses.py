@@ -264,9 +264,11 @@ _TABLE: tuple[tuple[str, Level, ClauseProfile, Subject, str], ...] = (
     ("ERR-REJECT-1", _M, "current", "server", "Input that violates the OpenAPI document's request schema is refused with a 4xx, never accepted."),
     # Appended for limits, faults and hostile input (server bounds; the fake's admin API).
     ("LIMIT-FRAME-2", _M, "current", "server", "The frame limits apply to frames reassembled from request chunks: an over-limit frame sent in chunks is refused with a 4xx and a code, and nothing executes."),
-    ("LIMIT-RELEASE-1", _S, "current", "server", "A finished chunk group releases its buffered chunk bytes; only what a replay needs is kept."),
+    ("LIMIT-RELEASE-1", _M, "current", "server", "A finished chunk group releases its buffered chunk bytes; only what a replay needs is kept."),
     ("LIMIT-RECOVER-1", _M, "current", "server", "After refusing hostile input (malformed frames, bad chunk sequences, limit breaches) the server keeps serving normal traffic on the same job."),
     ("AUTH-ADMIN-1", _M, "current", "server", "With tokens configured, the fake's admin API (/_fake/..., export downloads excepted) answers 401 to calls without a valid bearer token."),
+    ("LIMIT-RETRYAFTER-2", _M, "current", "server", "A refusal for a server limit (429 chunk_group_limit or rate_limited) carries Retry-After (decided), so clients back off instead of spinning."),
+    ("LIMIT-EXPIRE-2", _M, "current", "server", "An abandoned chunk group stops counting against the open-group and buffered-byte caps once the server's idle time has passed (decided)."),
 )
 
 CLAUSES: dict[str, Clause] = {

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
+from typing import cast
 
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import PlainTextResponse, Response
@@ -78,8 +79,27 @@ async def decide_fault(state: AppState, route: Route, request: Request, body: Bo
     op: str | None = route.name
     if route.name == "operation" and faults.wants_op(route.name):
         op = await peek_operation_type(state, body)
+    chunk: tuple[int, int] | None = None
+    if route.body == "octet" and faults.wants_chunk(route.name):
+        chunk = await peek_chunk_index(state, body)
     job = request.path_params.get("job_id")
-    return faults.decide(route.name, request.method, op=op, job=job if isinstance(job, str) else None)
+    return faults.decide(route.name, request.method, op=op, job=job if isinstance(job, str) else None,
+                         chunk=chunk)
+
+
+async def peek_chunk_index(state: AppState, body: BodyReader) -> tuple[int, int] | None:
+    """(chunk_idx, total_chunks) of a request chunk body, read before the handler."""
+    from contract import wire
+
+    data = await body.peek(state.settings.max_body_bytes)
+    try:
+        found = wire.chunk_descriptor(cast(bytes, data))  # any byte buffer; no copy
+    except wire.WireError:
+        return None
+    if found is None or found[0] != "request":
+        return None
+    idx, total = found[1].get("chunk_idx"), found[1].get("total_chunks")
+    return (idx, total) if isinstance(idx, int) and isinstance(total, int) else None
 
 
 async def apply_fault(state: AppState, action: FaultAction, body: BodyReader, job_id: str | None) -> Response | None:

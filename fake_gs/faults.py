@@ -2,7 +2,9 @@
 
 A rule *matches* a call by route name (``forward_backward``, ``get_request``, ... or ``*``),
 HTTP ``method``, ``op`` (the ``operation_type`` of an ``operation`` call; for every other
-route the route name itself) and ``job`` (the job id in the path). Among matching calls it
+route the route name itself), ``job`` (the job id in the path) and ``chunk`` (a request
+chunk's index, ``first`` or ``final``; a body that is no request chunk never matches a
+rule with ``chunk``). Among matching calls it
 *fires* on the ``nth`` one, on every ``every``-th one, and/or with a seeded
 ``probability``, at most ``times`` times. When it fires it may:
 
@@ -39,6 +41,7 @@ class FaultRule:
     method: str | None = None
     op: str | None = None
     job: str | None = None
+    chunk: int | str | None = None
     nth: int | None = None
     every: int | None = None
     probability: float | None = None
@@ -74,6 +77,10 @@ class FaultRule:
             value = getattr(self, name)
             if value is not None and not isinstance(value, str):
                 raise ValueError(f"{name} must be a string")
+        if self.chunk is not None and not (
+            (is_int(self.chunk) and self.chunk >= 0) or self.chunk in ("first", "final")
+        ):
+            raise ValueError("chunk must be a chunk index >= 0, 'first' or 'final'")
         for name in ("nth", "every", "times"):
             value = getattr(self, name)
             if value is not None and not (is_int(value) and value >= 1):
@@ -99,14 +106,26 @@ class FaultRule:
         if sum(1 for x in (self.status is not None, self.drop, self.lose_answer) if x) > 1:
             raise ValueError("status, drop and lose_answer exclude each other")
 
-    def matches(self, route: str, method: str, op: str | None, job: str | None) -> bool:
+    def matches(self, route: str, method: str, op: str | None, job: str | None,
+                chunk: tuple[int, int] | None = None) -> bool:
         if self.route not in ("*", route):
             return False
         if self.method and self.method.upper() != method:
             return False
         if self.op is not None and self.op != op:
             return False
-        return self.job is None or self.job == job
+        if self.job is not None and self.job != job:
+            return False
+        if self.chunk is None:
+            return True
+        if chunk is None:
+            return False
+        idx, total = chunk
+        if self.chunk == "first":
+            return idx == 0
+        if self.chunk == "final":
+            return idx == total - 1
+        return idx == self.chunk
 
     def public(self) -> dict[str, Any]:
         return {k: v for k, v in asdict(self).items() if v is not None and v is not False}
@@ -156,14 +175,18 @@ class FaultInjector:
         """Does any rule on ``route`` need the operation type (so the body must be peeked)?"""
         return any(r.op is not None and r.route in ("*", route) for r in self._rules)
 
-    def decide(self, route: str, method: str, *, op: str | None = None,
-               job: str | None = None) -> FaultAction | None:
+    def wants_chunk(self, route: str) -> bool:
+        """Does any rule on ``route`` select by chunk index (so the body must be peeked)?"""
+        return any(r.chunk is not None and r.route in ("*", route) for r in self._rules)
+
+    def decide(self, route: str, method: str, *, op: str | None = None, job: str | None = None,
+               chunk: tuple[int, int] | None = None) -> FaultAction | None:
         """The first rule that matches and fires, as an action (None: no fault)."""
         if not self._rules:
             return None
         with self._lock:
             for rule in self._rules:
-                if not rule.matches(route, method, op, job):
+                if not rule.matches(route, method, op, job, chunk):
                     continue
                 if rule.times is not None and rule.fired >= rule.times:
                     continue

@@ -54,10 +54,10 @@ _TABLE: tuple[Mutant, ...] = (
     Mutant("fb-metrics-missing", ("PROP-METRICS-1",), "forward-backward results carry no metrics in the proposed profile"),
     # Limits, faults and hostile input (issue 6).
     Mutant("groups-uncapped", ("LIMIT-GROUPS-1",), "open chunk groups and buffered bytes are not capped"),
-    Mutant("retry-after-missing", ("LIMIT-RETRYAFTER-1",), "429 and 503 answers carry no Retry-After"),
+    Mutant("retry-after-missing", ("LIMIT-RETRYAFTER-1", "LIMIT-RETRYAFTER-2"), "429 and 503 answers carry no Retry-After"),
     Mutant("traversal-accepted", ("CKPT-PATH-1",), "export file names are built from the checkpoint id"),
     Mutant("admin-open", ("AUTH-ADMIN-1",), "the admin API answers without a token although tokens are set"),
-    Mutant("group-never-expires", ("LIMIT-EXPIRE-1",), "abandoned chunk groups never expire"),
+    Mutant("group-never-expires", ("LIMIT-EXPIRE-1", "LIMIT-EXPIRE-2"), "abandoned chunk groups never expire"),
     Mutant("deep-tree-500", ("LIMIT-FRAME-1",), "a frame nested past the depth limit answers 500"),
     Mutant("chunked-limits-skipped", ("LIMIT-FRAME-2",), "frames reassembled from chunks skip the frame limits"),
     Mutant("group-bytes-kept", ("LIMIT-RELEASE-1",), "finished chunk groups keep their chunk bytes"),
