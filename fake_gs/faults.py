@@ -5,8 +5,9 @@ HTTP ``method``, ``op`` (the ``operation_type`` of an ``operation`` call; for ev
 route the route name itself), ``job`` (the job id in the path) and ``chunk`` (a request
 chunk's index, ``first`` or ``final``; a body that is no request chunk never matches a
 rule with ``chunk``). Among matching calls it
-*fires* on the ``nth`` one, on every ``every``-th one, and/or with a seeded
-``probability``, at most ``times`` times. When it fires it may:
+*fires* on the ``nth`` one, on every one ``after`` the first N, on every ``every``-th
+one, and/or with a seeded ``probability``, at most ``times`` times (so ``{"after": 2,
+"times": 3}`` fails the 3rd, 4th and 5th matching calls: a burst). When it fires it may:
 
 * wait ``delay_s`` seconds first (latency; longer than the client's read time-out looks
   like a time-out to it);
@@ -43,6 +44,7 @@ class FaultRule:
     job: str | None = None
     chunk: int | str | None = None
     nth: int | None = None
+    after: int | None = None
     every: int | None = None
     probability: float | None = None
     times: int | None = None
@@ -85,6 +87,8 @@ class FaultRule:
             value = getattr(self, name)
             if value is not None and not (is_int(value) and value >= 1):
                 raise ValueError(f"{name} must be an integer >= 1")
+        if self.after is not None and not (is_int(self.after) and self.after >= 0):
+            raise ValueError("after must be an integer >= 0")
         if self.probability is not None and not (
             isinstance(self.probability, (int, float)) and not isinstance(self.probability, bool)
             and 0.0 <= self.probability <= 1.0
@@ -192,6 +196,8 @@ class FaultInjector:
                     continue
                 rule.seen += 1
                 if rule.nth is not None and rule.seen != rule.nth:
+                    continue
+                if rule.after is not None and rule.seen <= rule.after:
                     continue
                 if rule.every is not None and rule.seen % rule.every:
                     continue
