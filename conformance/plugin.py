@@ -537,6 +537,21 @@ def gs_client_ops(gs_client: Any) -> Any:
 
 
 @pytest.fixture
+def gs_source(
+    gs_target: Target, gs_variant: Any, request: pytest.FixtureRequest
+) -> Callable[[str], Any]:
+    """``gs_source('inline'|'chunks')``: (driver, ops) whose results come in that form (a
+    fake variant; against a URL the target itself, properties skip on another form)."""
+    from conformance.variants import source
+
+    def get(form: str) -> Any:
+        ops = None if gs_target.embedded else request.getfixturevalue("gs_ops")
+        return source(gs_target, gs_variant, ops, form)
+
+    return get
+
+
+@pytest.fixture
 def gs_via(request: pytest.FixtureRequest) -> Callable[[str], Any]:
     """``gs_via('raw'|'client')``: the op surface of that driver (lazily built)."""
 

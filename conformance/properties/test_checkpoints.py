@@ -16,6 +16,7 @@ from conformance.checks import RFC3339_RE, refused
 from conformance.driver_raw import RawDriver
 from conformance.ops import Failed, RawOps, Refused
 from conformance.runtime import prop
+from conformance.variants import JobRef
 from conformance.verdict import Soft, expect
 from contract.clauses import checks
 from contract.models_catalog import TRAINING_MODELS
@@ -351,7 +352,7 @@ def test_load_from_another_job(gs_raw, gs_ops, gs_new_job, gs_opts):
     other_id, _ = gs_new_job(
         bodies.small_job(gs_opts.model or TRAINING_MODELS[0]), why="SAVE-LOAD-4"
     )
-    other = RawOps(gs_raw, _JobRef(other_id))
+    other = RawOps(gs_raw, JobRef(other_id))
     for _ in range(3):
         steps = int(other.step().get("global_steps"))
     cid = str(other.save(checkpoint_id=fresh_id("src")).get("checkpoint_id"))
@@ -366,12 +367,3 @@ def test_load_from_another_job(gs_raw, gs_ops, gs_new_job, gs_opts):
         after == steps + 1,
         f"loaded a checkpoint saved at {steps} steps, next step gave {after}",
     )
-
-
-class _JobRef:
-    """Enough of a SharedJob for RawOps on another job."""
-
-    def __init__(self, job_id: str) -> None:
-        self.job_id = job_id
-        self.training = None
-        self.sampling = None

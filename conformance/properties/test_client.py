@@ -12,8 +12,8 @@ import pytest
 from client.errors import CortexError
 from conformance.driver_client import ClientDriver
 from conformance.fake_admin import FakeAdmin
-from conformance.properties.test_polling import CHUNK_BYTES
 from conformance.strategies import tensor
+from conformance.variants import CHUNK_BYTES
 from conformance.verdict import Soft, expect
 from contract.clauses import checks
 from contract.shapes import check_forward_result, check_generate_result, check_loss

@@ -12,7 +12,7 @@ import pytest
 from conformance import frames
 from conformance.checks import refused
 from conformance.driver_raw import RawDriver
-from conformance.properties.test_polling import variant_job
+from conformance.variants import variant_job
 from conformance.verdict import Soft, expect
 from contract.clauses import checks
 from contract.limits import MAX_BODY_BYTES

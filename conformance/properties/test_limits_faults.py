@@ -17,7 +17,7 @@ from conformance.checks import refused
 from conformance.driver_client import ClientDriver
 from conformance.driver_raw import RawDriver
 from conformance.fake_admin import FakeAdmin
-from conformance.properties.test_polling import variant_job
+from conformance.variants import variant_job
 from conformance.verdict import Soft, expect
 from contract.clauses import checks
 

@@ -9,9 +9,9 @@ from hypothesis import strategies as st
 from conformance import bodies
 from conformance.checks import names_field, refused
 from conformance.driver_raw import RawDriver
-from conformance.properties.test_polling import variant_job
 from conformance.runtime import prop
 from conformance.strategies import forward_payloads
+from conformance.variants import variant_job
 from conformance.verdict import Soft, expect
 from contract.clauses import checks
 from contract.models import OPERATION_TYPES
