@@ -74,7 +74,7 @@ def refused(
     code = ans.code
     if wanted:
         ok = soft.expect(cid, code in wanted, f"expected code {wanted}, got {code!r}") and ok
-    if code in ErrorCode._value2member_map_:
+    if code is not None and code in ErrorCode._value2member_map_:
         want = STATUS_OF[ErrorCode(code)]
         soft.expect(
             "ERR-CODE-1",

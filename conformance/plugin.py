@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +24,7 @@ from conformance.results import (
     PROP_EXAMPLE,
     PROP_FAILED,
     ClauseBook,
+    Outcome,
     RunResults,
     TestOutcome,
     clause_ids,
@@ -238,8 +239,10 @@ def _example(excinfo: Any) -> str:
 
 
 @pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
-    outcome = yield
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, Any, None]:
+    outcome: Any = yield
     if not is_property(item):
         return
     rep = outcome.get_result()
@@ -287,12 +290,14 @@ class _Booker:
             return
         if report.when != "call" and report.outcome == "passed":
             return
-        outcome = report.outcome if report.outcome in ("passed", "failed", "skipped") else "failed"
+        outcome: Outcome = "failed"
+        if report.outcome in ("passed", "skipped"):
+            outcome = "passed" if report.outcome == "passed" else "skipped"
         self.config.stash[_BOOK].book(
             TestOutcome(
                 nodeid=report.nodeid,
                 clauses=tuple(ids.split(",")),
-                outcome=outcome,  # type: ignore[arg-type]
+                outcome=outcome,
                 failed_clauses=tuple(c for c in props.get(PROP_FAILED, "").split(",") if c),
                 skip_reason=_skip_reason(report) if report.skipped else "",
                 example=props.get(PROP_EXAMPLE, ""),

@@ -68,33 +68,40 @@ class ClauseVerdict:
 
 def _verdict(clause: Clause, outcomes: Sequence[TestOutcome], why_absent: str) -> ClauseVerdict:
     mine = [o for o in outcomes if clause.id in o.clauses]
-    base = dict(
-        id=clause.id,
-        level=clause.level,
-        profile=clause.profile,
-        subject=clause.subject,
-        area=clause.area,
-        text=clause.text,
-        tests=sorted({o.nodeid for o in mine}),
-    )
+
+    def verdict(
+        status: Status, reason: str = "", examples: list[dict[str, str]] | None = None
+    ) -> ClauseVerdict:
+        return ClauseVerdict(
+            id=clause.id,
+            level=clause.level,
+            profile=clause.profile,
+            subject=clause.subject,
+            area=clause.area,
+            text=clause.text,
+            status=status,
+            reason=reason,
+            tests=sorted({o.nodeid for o in mine}),
+            examples=examples or [],
+        )
+
     failed = [o for o in mine if o.failed_on(clause.id)]
     if failed:
         examples = [{"test": o.nodeid, "text": o.example} for o in failed]
         first = failed[0].example.strip().splitlines()
-        return ClauseVerdict(
-            **base, status="red", reason=first[0] if first else "failed", examples=examples
-        )
+        return verdict("red", first[0] if first else "failed", examples)
     if any(o.outcome == "passed" for o in mine):
-        return ClauseVerdict(**base, status="green")
+        return verdict("green")
     stopped = [o for o in mine if o.outcome == "failed"]
     if stopped:
         others = sorted({c for o in stopped for c in o.failed_clauses})
-        reason = f"not reached: the test stopped at a failure of {', '.join(others)}"
-        return ClauseVerdict(**base, status="skipped", reason=reason)
+        return verdict(
+            "skipped", f"not reached: the test stopped at a failure of {', '.join(others)}"
+        )
     reasons = sorted({o.skip_reason for o in mine if o.skip_reason})
     if mine:
-        return ClauseVerdict(**base, status="skipped", reason="; ".join(reasons) or "skipped")
-    return ClauseVerdict(**base, status="skipped", reason=why_absent)
+        return verdict("skipped", "; ".join(reasons) or "skipped")
+    return verdict("skipped", why_absent)
 
 
 @dataclass

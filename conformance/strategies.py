@@ -147,7 +147,7 @@ def forward_payloads(draw: st.DrawFn, verl: bool | None = None) -> dict[str, Any
 # --- generate ---------------------------------------------------------------------------
 
 text_prompts = st.text(
-    st.characters(codec="utf-8", exclude_categories=("Cs",)), min_size=1, max_size=40
+    st.characters(codec="utf-8", exclude_categories=["Cs"]), min_size=1, max_size=40
 )
 token_prompts = st.lists(st.integers(1, VOCAB - 1), min_size=1, max_size=12)
 prompts = st.one_of(text_prompts, token_prompts)

@@ -24,8 +24,10 @@ class TamperAdapter(HTTPAdapter):
         self.rewrite = rewrite
         self.tampered = 0
 
-    def send(self, request: requests.PreparedRequest, **kwargs: Any) -> requests.Response:
-        resp = super().send(request, **kwargs)
+    def send(
+        self, request: requests.PreparedRequest, *args: Any, **kwargs: Any
+    ) -> requests.Response:
+        resp = super().send(request, *args, **kwargs)
         if request.method != "GET" or "json" not in resp.headers.get("content-type", ""):
             return resp
         try:

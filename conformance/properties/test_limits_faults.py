@@ -55,7 +55,9 @@ def deep_frame(depth: int = 200) -> bytes:
 
 def many_tensor_frame(n: int = 150_000) -> bytes:
     node = ["l", [["t", f"extra.{i}"] for i in range(n)]]
-    return _valid_with(node, [frames.RawTensor(f"extra.{i}", "U8", (1,), b"\x01") for i in range(n)])
+    return _valid_with(
+        node, [frames.RawTensor(f"extra.{i}", "U8", (1,), b"\x01") for i in range(n)]
+    )
 
 
 def _chunks(frame: bytes, n: int) -> list[bytes]:
@@ -85,7 +87,9 @@ def test_frame_limits_apply_to_chunked_frames(gs_raw, gs_job, gs_target, kind):
 
 
 def _fb_frame(size: int = 64 * 1024) -> bytes:
-    return _valid_with(["t", "extra.blob"], [frames.RawTensor("extra.blob", "U8", (size,), b"\x02" * size)])
+    return _valid_with(
+        ["t", "extra.blob"], [frames.RawTensor("extra.blob", "U8", (size,), b"\x02" * size)]
+    )
 
 
 @checks("LIMIT-RELEASE-1")
@@ -215,9 +219,13 @@ def test_serves_normally_after_hostile_input(gs_raw, gs_job, gs_ops):
     soft = Soft()
     for name, body in hostile_inputs(gs_job.job_id):
         ans = gs_raw.call("forward_backward", data=body, job_id=gs_job.job_id)
-        soft.expect("LIMIT-RECOVER-1", 400 <= ans.status < 500, f"{name}: answered {ans.status}, want a 4xx")
+        soft.expect(
+            "LIMIT-RECOVER-1", 400 <= ans.status < 500, f"{name}: answered {ans.status}, want a 4xx"
+        )
     answers, settled = gs_raw.run_frame(
-        "forward_backward", gs_job.job_id, {"args": [], "kwargs": {"input_ids": [[1, 2, 3]]}},
+        "forward_backward",
+        gs_job.job_id,
+        {"args": [], "kwargs": {"input_ids": [[1, 2, 3]]}},
         chunk_bytes=8192 + 64,
     )
     soft.expect(
@@ -227,7 +235,9 @@ def test_serves_normally_after_hostile_input(gs_raw, gs_job, gs_ops):
     )
     step, done = gs_raw.run_json("step", gs_job.job_id, {})
     soft.expect(
-        "LIMIT-RECOVER-1", done is not None and done.status == "done", f"step after hostile input: {step}"
+        "LIMIT-RECOVER-1",
+        done is not None and done.status == "done",
+        f"step after hostile input: {step}",
     )
     soft.check()
 
@@ -239,11 +249,26 @@ def test_admin_api_needs_a_token(gs_target, gs_admin, path):
     configured token is accepted."""
     url = gs_target.admin_url(path)
     soft = Soft()
-    for label, headers in (("no token", {}), ("wrong token", {"Authorization": "Bearer not-a-token"})):
+    for label, headers in (
+        ("no token", {}),
+        ("wrong token", {"Authorization": "Bearer not-a-token"}),
+    ):
         resp = requests.get(url, headers=headers, timeout=30)
-        soft.expect("AUTH-ADMIN-1", resp.status_code == 401, f"{label}: GET /_fake/{path} answered {resp.status_code}")
-    resp = requests.put(gs_target.admin_url("faults"), json={"rules": [{"route": "step", "status": 500}]}, timeout=30)
-    soft.expect("AUTH-ADMIN-1", resp.status_code == 401, f"unauthenticated PUT /_fake/faults answered {resp.status_code}")
+        soft.expect(
+            "AUTH-ADMIN-1",
+            resp.status_code == 401,
+            f"{label}: GET /_fake/{path} answered {resp.status_code}",
+        )
+    resp = requests.put(
+        gs_target.admin_url("faults"),
+        json={"rules": [{"route": "step", "status": 500}]},
+        timeout=30,
+    )
+    soft.expect(
+        "AUTH-ADMIN-1",
+        resp.status_code == 401,
+        f"unauthenticated PUT /_fake/faults answered {resp.status_code}",
+    )
     ok = requests.get(url, headers=gs_target.auth_headers(), timeout=30)
     soft.expect("AUTH-ADMIN-1", ok.status_code == 200, f"with the token: {ok.status_code}")
     soft.check()
@@ -277,8 +302,14 @@ def _fb_body():
         {"route": "forward_backward", "every": 2, "status": 503, "times": 3},
         {"route": "get_request", "nth": 1, "drop": True, "times": 1},
     ],
-    ids=["lost-group", "lost-group-at-final", "lost-final-answer", "dropped", "503-every-2nd",
-         "dropped-poll"],
+    ids=[
+        "lost-group",
+        "lost-group-at-final",
+        "lost-final-answer",
+        "dropped",
+        "503-every-2nd",
+        "dropped-poll",
+    ],
 )
 def test_client_forward_backward_survives_faults(faulty_fake, gs_opts, fault):
     """The client finishes a chunked forward-backward through a lost chunk group (replayed
@@ -319,7 +350,9 @@ def test_exhausted_budget_is_a_typed_error(faulty_fake, gs_opts):
     err = info.value
     soft = Soft()
     soft.expect("CLIENT-ERR-1", err.route == "forward_backward", f"route {err.route!r}")
-    soft.expect("CLIENT-ERR-1", err.status == 503 and err.code == "unavailable", f"{err.status} {err.code}")
+    soft.expect(
+        "CLIENT-ERR-1", err.status == 503 and err.code == "unavailable", f"{err.status} {err.code}"
+    )
     soft.expect("CLIENT-ERR-1", bool(err.snowflake_request_id), "no x-snowflake-request-id")
     for part in ("forward_backward", "503", "unavailable", str(err.snowflake_request_id)):
         soft.expect("CLIENT-ERR-1", part in str(err), f"{part!r} missing from {str(err)!r}")
