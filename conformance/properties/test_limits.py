@@ -24,6 +24,8 @@ REFUSE_WITHIN_S = 15.0
 @pytest.mark.parametrize("route", ["forward_backward", "generate", "step"])
 def test_oversize_body(gs_raw, gs_job, route):
     """A body over 60 MiB answers 413 payload_too_large."""
+    if not gs_raw.target.embedded and route != "forward_backward":
+        pytest.skip("against a real URL one 60 MiB upload (forward-backward) is enough")
     data = b"\x00" * (MAX_BODY_BYTES + 1)
     ctype = "application/json" if route == "step" else "application/octet-stream"
     ans = gs_raw.call(route, data=data, content_type=ctype, job_id=gs_job.job_id)
