@@ -137,6 +137,7 @@ def test_group_reuse_conflicts(gs_raw, gs_job, what):
     soft = Soft()
     cid = "CG-CONFLICT-1" if what == "frame_sha256" else "CG-CONFLICT-2"
     refused(ans, soft, cid, codes=["chunk_group_conflict"], statuses=[409])
+    gs_raw.finish_group("forward_backward", gs_job.job_id, first[1:])
     soft.check()
 
 
@@ -168,6 +169,7 @@ def test_changed_chunk_conflicts(gs_raw, gs_job, n, data):
     ans = gs_raw.call("forward_backward", data=changed, job_id=gs_job.job_id)
     soft = Soft()
     refused(ans, soft, "CG-CONFLICT-3", codes=["chunk_group_conflict"], statuses=[409])
+    gs_raw.finish_group("forward_backward", gs_job.job_id, chunks[idx + 1 :])
     soft.check()
 
 
@@ -184,6 +186,7 @@ def test_missing_chunks(gs_raw, gs_job, n, data):
     ans = gs_raw.call("forward_backward", data=chunks[-1], job_id=gs_job.job_id)
     soft = Soft()
     refused(ans, soft, "CG-MISSING-1", codes=["chunk_group_missing_chunks"], statuses=[409])
+    gs_raw.finish_group("forward_backward", gs_job.job_id, [chunks[skip], chunks[-1]])
     soft.check()
 
 

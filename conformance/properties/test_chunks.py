@@ -187,11 +187,13 @@ def test_disagreeing_descriptors_refused(gs_raw, gs_job, field):
         "operation": "generate",
         "chunk_idx": 3,
     }[field]
+    original = list(chunks)
     chunks[1] = frames.with_descriptor(chunks[1], **{field: change})
     answers = gs_raw.send_chunks("forward_backward", gs_job.job_id, chunks)
     bad = next((a for a in answers if not a.ok), answers[-1])
     soft = Soft()
     refused(bad, soft, "CHUNK-DESC-2")
+    gs_raw.finish_group("forward_backward", gs_job.job_id, original[1:])
     soft.check()
 
 

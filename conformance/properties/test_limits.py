@@ -134,13 +134,32 @@ def test_frame_limits(gs_raw, gs_job, kind):
     soft.check()
 
 
-def _open_group(driver: RawDriver, job_id: str, size: int = 64):
+def _open_group(driver: RawDriver, job_id: str, size: int = 64, opened: list | None = None):
+    """Send chunk 0 of a two-chunk group; ``opened`` collects the second chunks to finish."""
     frame = frames.build_frame(
-        ["d", [["blob", ["t", "blob"]]]], [frames.RawTensor("blob", "U8", (size,), b"\x01" * size)]
+        [
+            "d",
+            [
+                ["args", ["j", []]],
+                [
+                    "kwargs",
+                    [
+                        "d",
+                        [["input_ids", ["t", "kwargs.input_ids"]], ["blob", ["t", "kwargs.blob"]]],
+                    ],
+                ],
+            ],
+        ],
+        [
+            frames.RawTensor("kwargs.input_ids", "I64", (1, 2), struct.pack("<2q", 1, 2)),
+            frames.RawTensor("kwargs.blob", "U8", (size,), b"\x01" * size),
+        ],
     )
-    return driver.call(
-        "forward_backward", data=frames.split(frame, 2, str(uuid.uuid4()))[0], job_id=job_id
-    )
+    chunks = frames.split(frame, 2, str(uuid.uuid4()))
+    ans = driver.call("forward_backward", data=chunks[0], job_id=job_id)
+    if opened is not None and ans.ok:
+        opened.append(chunks[1])
+    return ans
 
 
 @checks("LIMIT-GROUPS-1", "LIMIT-RETRYAFTER-1")
@@ -153,11 +172,16 @@ def test_open_group_cap(gs_target, gs_raw, gs_job, gs_variant):
     else:
         driver, job_id, budget = gs_raw, gs_job.job_id, 1024
     refusal = None
-    for _ in range(budget):
-        ans = _open_group(driver, job_id)
-        if not ans.ok:
-            refusal = ans
-            break
+    opened: list[bytes] = []
+    try:
+        for _ in range(budget):
+            ans = _open_group(driver, job_id, opened=opened)
+            if not ans.ok:
+                refusal = ans
+                break
+    finally:  # finish every group opened, so the job's cap is free again for other properties
+        for chunk in opened:
+            driver.finish_group("forward_backward", job_id, [chunk])
     if refusal is None:
         pytest.skip(f"no cap reached within {budget} open groups; the cap may be higher")
     soft = Soft()
