@@ -1,5 +1,6 @@
 """``gs-conformance``: run the conformance suite against a URL (or the embedded fake) and
-report per clause. Exit status 0 only when every MUST clause of the profile is green.
+report per clause. Exit status 0 only when every MUST clause of the profile is green (and
+no clause is red).
 
 It wraps the pytest plugin with ``pytest.main``: a server that is not there is reported in
 seconds (the URL is probed first), a real URL runs in one process so the run creates at

@@ -121,8 +121,13 @@ class RunResults:
 
     @property
     def ok(self) -> bool:
-        """Exit-status rule: every MUST clause judged is green."""
-        return all(v.status == "green" for v in self.verdicts if v.must)
+        """Exit-status rule: every MUST clause is green and no clause is red.
+
+        A skipped SHOULD does not fail a run; a red one does (a counterexample was found).
+        """
+        return all(v.status == "green" for v in self.verdicts if v.must) and not self.by_status(
+            "red"
+        )
 
     def counts(self) -> dict[str, int]:
         out = {"green": 0, "red": 0, "skipped": 0}

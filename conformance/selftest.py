@@ -21,10 +21,27 @@ from typing import Any
 from conformance import cli
 
 
-def mutant_clauses(name: str) -> tuple[str, ...]:
+def mutant_args(name: str) -> list[str]:
+    """The run that can see a mutant: its clauses, its engine, the semantic profile for
+    semantic clauses (an empty list when it declares none)."""
+    from contract.clauses import CLAUSES
     from fake_gs.mutants import MUTANTS
 
-    return MUTANTS[name].clauses
+    mutant = MUTANTS[name]
+    if not mutant.clauses:
+        return []
+    semantic = all(CLAUSES[c].profile == "semantic" for c in mutant.clauses)
+    engine = getattr(mutant, "engine", None) or "shape"
+    return [
+        "--mutant",
+        name,
+        "--clauses",
+        ",".join(mutant.clauses),
+        "--engine",
+        engine,
+        "--profile",
+        "semantic" if semantic else "proposed",
+    ]
 
 
 def run(name: str, argv: list[str], out: Path) -> dict[str, Any]:
@@ -69,10 +86,9 @@ def main(argv: list[str] | None = None) -> int:
             out,
         )
     for name in filter(None, ns.mutants.split(",")):
-        clauses = mutant_clauses(name)
-        if not clauses:
-            continue
-        run(f"mutant-{name}", [*common, "--mutant", name, "--clauses", ",".join(clauses)], out)
+        args = mutant_args(name)
+        if args:
+            run(f"mutant-{name}", [*common, *args], out)
     return 0
 
 

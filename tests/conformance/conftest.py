@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 KILL_PROPERTY = "gs_kill"
-_TALLY: dict[str, list[str]] = {"caught": [], "survived": []}
+_TALLY: dict[str, list[str]] = {"caught": [], "survived": [], "awaiting": []}
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
@@ -18,6 +18,7 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
             value: Any = pair[1]
             _TALLY["caught"].extend(value.get("caught", []))
             _TALLY["survived"].extend(value.get("survived", []))
+            _TALLY["awaiting"].extend(value.get("awaiting", []))
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
@@ -28,3 +29,9 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
     terminalreporter.write_sep("=", f"mutant kill score: {len(caught)}/{total}")
     if survived:
         terminalreporter.write_line("survivors: " + ", ".join(survived))
+    awaiting = sorted(set(_TALLY["awaiting"]))
+    if awaiting:
+        terminalreporter.write_line(
+            f"not judged yet ({len(awaiting)}, their semantic clauses have no property yet): "
+            + ", ".join(awaiting)
+        )

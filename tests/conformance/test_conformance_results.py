@@ -71,6 +71,18 @@ def test_exit_rule_counts_must_only():
     assert out.counts()["skipped"] == sum(c.level == "SHOULD" for c in for_profile("current"))
 
 
+def test_a_red_should_fails_the_run():
+    res = book(
+        *(
+            TestOutcome(c.id, (c.id,), "passed")
+            for c in for_profile("current")
+            if c.level == "MUST"
+        ),
+        TestOutcome("s", ("STEP-MEM-1",), "failed", example="no peak_memory"),
+    )
+    assert not res.results("current", "t").ok
+
+
 def test_selection_and_json_round_trip():
     res = book(TestOutcome("a", ("STEP-LR-1",), "passed")).results(
         "proposed", "t", selected=("STEP-LR-1",)
