@@ -79,8 +79,9 @@ class FaultRule:
             value = getattr(self, name)
             if value is not None and not isinstance(value, str):
                 raise ValueError(f"{name} must be a string")
-        if self.chunk is not None and not (
-            (is_int(self.chunk) and self.chunk >= 0) or self.chunk in ("first", "final")
+        chunk = self.chunk
+        if chunk is not None and not (
+            (isinstance(chunk, int) and not isinstance(chunk, bool) and chunk >= 0) or chunk in ("first", "final")
         ):
             raise ValueError("chunk must be a chunk index >= 0, 'first' or 'final'")
         for name in ("nth", "every", "times"):

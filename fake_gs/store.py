@@ -58,6 +58,8 @@ class Store:
         self._admit_dirty = False
         self.internal_errors = 0
         self.http_requests = 0
+        #: Requests ever submitted (records of ended jobs are dropped; this count is not).
+        self.requests_submitted = 0
         self.requests_by_op: Counter[str] = Counter()
 
     # --- plumbing -------------------------------------------------------------------------
@@ -214,12 +216,15 @@ class Store:
             for req in self.requests.values():
                 if req.job_id == job.job_id and req.final_status is None and not req.executed:
                     self._cancel_request(req)
-            for req in self.requests.values():
-                if req.job_id == job.job_id:  # unreachable now (polls need a running job): free results
-                    req.result_json = req.inline = req.events = None
-                    req.stream_events.clear()
+            # Unreachable now (polls need a running job): free results, forget the records
+            # (a running executor keeps its own reference), so ended jobs hold no memory.
+            for rid in [rid for rid, req in self.requests.items() if req.job_id == job.job_id]:
+                req = self.requests.pop(rid)
+                req.result_json = req.inline = req.events = None
+                req.stream_events.clear()
             for group in self.groups.pop(job.job_id, {}).values():
                 group.release()
+            job.forget_logs()
             engine = self._engine
             self._admit_dirty = True
             self._admit()
@@ -314,6 +319,7 @@ class Store:
         )
         with self.lock:
             self.requests[req.request_id] = req
+            self.requests_submitted += 1
             job.requests_total += 1
             self.requests_by_op[op] += 1
         self.executors.queue(job.job_id).submit(lambda: self._execute(req))
@@ -493,7 +499,7 @@ class Store:
                 "open_chunk_groups": sum(1 for g in groups if g["status"] != "done"),
                 "buffered_bytes": sum(g["buffered_bytes"] for g in groups),
                 "requests": {
-                    "total": len(self.requests),
+                    "total": self.requests_submitted,
                     "by_op": dict(self.requests_by_op),
                     "in_flight": sum(1 for r in self.requests.values() if not r.executed and not r.cancelled),
                 },

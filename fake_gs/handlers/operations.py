@@ -167,9 +167,11 @@ async def op_tail_logs(ctx: Ctx, job: JobRec, target: SubJobRec, payload: Any) -
                        [detail_entry(("payload", "cursor"), "negative cursor", "value_error")])
     lines = min(payload.max_lines or DEFAULT_LOG_LINES, MAX_LOG_LINES)
     with ctx.store.lock:
-        entries = job.logs[start : start + lines]
+        start = max(start, job.log_base)  # lines before log_base were dropped (a long job)
+        first = start - job.log_base
+        entries = job.logs[first : first + lines]
         end = start + len(entries)
-        eof = end >= len(job.logs)
+        eof = end >= job.log_base + len(job.logs)
     return json_response({"entries": entries, "next_cursor": str(end), "eof": eof})
 
 
