@@ -104,6 +104,7 @@ def pytest_args(ns: argparse.Namespace, json_path: str) -> list[str]:
         "conformance.properties",
         "-p",
         "no:cacheprovider",
+        "--continue-on-collection-errors",
         "-o",
         "addopts=",
         "--gs-profile",
