@@ -100,6 +100,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="most tensors in one request frame")
     lim.add_argument("--max-frame-json-bytes", type=_positive, default=d.max_frame_json_bytes,
                      help="largest dss/op JSON metadata string in a request frame")
+    lim.add_argument("--max-json-containers", type=_positive, default=d.max_json_containers,
+                     help="JSON arrays/objects allowed in one JSON body or frame header")
     lim.add_argument("--max-events-cap", type=_positive, default=d.max_events_cap,
                      help="max_events on a poll is clamped to this (the contract says 512)")
     p.add_argument("--log-level", default=d.log_level,
@@ -134,6 +136,7 @@ def settings_from_args(args: argparse.Namespace) -> FakeSettings:
         max_tree_depth=args.max_tree_depth,
         max_tensors=args.max_tensors,
         max_frame_json_bytes=args.max_frame_json_bytes,
+        max_json_containers=args.max_json_containers,
         max_events_cap=args.max_events_cap,
         log_level=args.log_level,
     )

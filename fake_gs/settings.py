@@ -85,6 +85,9 @@ class FakeSettings:
     max_tree_depth: int = 64
     max_tensors: int = 10_000
     max_frame_json_bytes: int = 16 * MiB
+    #: JSON arrays and objects in one JSON body or one frame header: bounds the memory and
+    #: time a "[[],[],...]" bomb costs (json.loads makes a Python object of each).
+    max_json_containers: int = 250_000
     #: ``max_events`` on a poll is clamped to this (the contract says 512).
     max_events_cap: int = MAX_EVENTS_CAP
     #: How long a poll waits for a request that is due but still executing.
@@ -108,7 +111,7 @@ class FakeSettings:
             raise ValueError("max_total_gpus must be >= 0")
         for name in ("max_body_bytes", "max_open_groups_per_job", "max_buffered_bytes_per_job",
                      "max_buffered_bytes_total", "max_frame_header_bytes", "max_tree_depth",
-                     "max_tensors", "max_frame_json_bytes", "max_events_cap"):
+                     "max_tensors", "max_frame_json_bytes", "max_json_containers", "max_events_cap"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be a positive integer, got {value!r}")

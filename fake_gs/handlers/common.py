@@ -160,7 +160,7 @@ class Ctx:
         if not data and not octet:
             return {}
         self.require_media_type(OCTET if octet else "application/json")
-        return parse_json(data)
+        return parse_json(data, self.settings.max_json_containers)
 
     def validate(self, model: type[M], data: Any, loc: tuple[str | int, ...] = ()) -> M:
         try:
@@ -216,7 +216,17 @@ def _finite_float(text: str) -> float:
     return value
 
 
-def parse_json(data: bytes | bytearray) -> Any:
+def json_containers(data: bytes | bytearray, start: int = 0, end: int | None = None) -> int:
+    """An upper bound of the arrays and objects a JSON text holds (brackets in strings
+    count too), found without parsing it."""
+    end = len(data) if end is None else end
+    return data.count(b"[", start, end) + data.count(b"{", start, end)
+
+
+def parse_json(data: bytes | bytearray, max_containers: int | None = None) -> Any:
+    if max_containers is not None and json_containers(data) > max_containers:
+        raise ApiError(ErrorCode.MALFORMED_JSON,
+                       f"body holds more than {max_containers} JSON arrays/objects; refused unparsed")
     try:
         return json.loads(data, parse_constant=_refuse_constant, parse_float=_finite_float)
     except (ValueError, RecursionError) as exc:

@@ -29,7 +29,7 @@ from fake_gs.chunks import (
     new_group,
 )
 from fake_gs.errors import ApiError
-from fake_gs.handlers.common import Ctx, json_response
+from fake_gs.handlers.common import Ctx, json_containers, json_response
 from fake_gs.records import JobRec, RequestRec
 from fake_gs.settings import FakeSettings
 
@@ -61,12 +61,21 @@ def refuse_legacy(data: Any) -> None:
                        f"legacy pickle/torch.save payloads are refused ({kind}); send a DSSST1 frame")
 
 
-def check_header_length(data: Any, limit: int) -> None:
-    """Refuse a frame whose declared header is over ``limit`` before anything parses it."""
-    if len(data) >= 8:
-        (size,) = struct.unpack_from("<Q", data, 0)
-        if size > limit:
-            raise malformed(f"malformed DSSST1 frame: header length {size} exceeds the {limit} byte cap")
+def check_header(data: Any, settings: FakeSettings) -> None:
+    """Refuse a frame whose header is over the length cap, or holds more JSON arrays and
+    objects than allowed, before anything parses it (bounded time and memory)."""
+    if len(data) < 8:
+        return
+    (size,) = struct.unpack_from("<Q", data, 0)
+    if size > settings.max_frame_header_bytes:
+        raise malformed(f"malformed DSSST1 frame: header length {size} exceeds the "
+                        f"{settings.max_frame_header_bytes} byte cap")
+    if size > len(data) - 8:
+        return  # the codec refuses it with the precise reason
+    buf = data if isinstance(data, (bytes, bytearray)) else bytes(memoryview(data)[: 8 + size])
+    if json_containers(buf, 8, 8 + size) > settings.max_json_containers:
+        raise malformed(f"malformed DSSST1 frame: the header holds more than {settings.max_json_containers} "
+                        "JSON arrays/objects")
 
 
 def _decode(data: Any, limits: wire.WireLimits, deep_500: bool = False) -> Any:
@@ -88,6 +97,9 @@ async def decode_frame(ctx: Ctx, data: Any, *, chunked: bool = False) -> Any:
     limits = request_limits(ctx.settings)
     if chunked and ctx.state.mutant("chunked-limits-skipped"):
         limits = _LAX_LIMITS
+    else:
+        refuse_legacy(data)
+        check_header(data, ctx.settings)
     return await run_in_threadpool(_decode, data, limits, ctx.state.mutant("deep-tree-500"))
 
 
@@ -123,7 +135,7 @@ async def submit_frame(ctx: Ctx, job: JobRec, builder: Builder) -> Response:
     if wire.sniff_refused_payload(body) is not None and ctx.state.mutant("pickle-accepted"):
         return ctx.submitted(job, dummy_submit(ctx, job, ctx.route.name))
     refuse_legacy(body)
-    check_header_length(body, ctx.settings.max_frame_header_bytes)
+    check_header(body, ctx.settings)
     try:
         found = wire.chunk_descriptor(cast(bytes, body))  # any byte buffer works; no copy
     except wire.WireError as exc:
