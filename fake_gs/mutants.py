@@ -2,7 +2,9 @@
 
 Each mutant is a cheap conditional at one point of the fake (``state.mutant("name")``)
 and declares the clause ids (``contract.clauses``) it breaks: the self-test expects
-exactly those clauses to turn red when the fake runs with ``--mutant NAME``.
+exactly those clauses to turn red when the fake runs with ``--mutant NAME``. A mutant with
+an ``engine`` lives in that engine (the semantic ones need ``--engine tiny``: the shape
+engine's values are synthetic); the self-test runs it with that engine.
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ class Mutant:
     name: str
     clauses: tuple[str, ...]
     description: str
+    #: The engine the mutant lives in (None: a check in the fake itself, any engine).
+    engine: str | None = None
 
 
 _TABLE: tuple[Mutant, ...] = (
@@ -62,6 +66,14 @@ _TABLE: tuple[Mutant, ...] = (
     Mutant("chunked-limits-skipped", ("LIMIT-FRAME-2",), "frames reassembled from chunks skip the frame limits"),
     Mutant("group-bytes-kept", ("LIMIT-RELEASE-1",), "finished chunk groups keep their chunk bytes"),
     Mutant("refusal-wedges-job", ("LIMIT-RECOVER-1",), "a job refusing a malformed frame stops serving (503)"),
+    # Semantics (issue 7): numeric bugs only a real model shows; checked by the tiny engine.
+    Mutant("tiny-logprobs-shifted", ("SEM-SHIFT-1", "SEM-KL-1", "SEM-PPOKL-1"), "forward log-probs are unshifted: logprobs[:, i] = log p(input_ids[:, i])", "tiny"),
+    Mutant("tiny-stale-sampler", ("SEM-KL-1",), "weight-sync does not update the sampler", "tiny"),
+    Mutant("tiny-sampler-drifts", ("SEM-STALE-1",), "the sampler follows the training weights at every step, without a sync", "tiny"),
+    Mutant("tiny-advantages-flipped", ("SEM-SIGN-1",), "the policy loss negates the advantages", "tiny"),
+    Mutant("tiny-step-ascends", ("SEM-LEARN-1", "SEM-SIGN-1"), "step moves the weights up the gradient (maximises the loss)", "tiny"),
+    Mutant("tiny-load-partial", ("SEM-RESTORE-1",), "load restores the weights but starts a fresh optimizer", "tiny"),
+    Mutant("tiny-fwd-ignores-temperature", ("SEM-PPOKL-1",), "forward(-no-grad) ignores meta.temperature while forward-backward applies it", "tiny"),
 )
 
 MUTANTS: dict[str, Mutant] = {m.name: m for m in _TABLE}

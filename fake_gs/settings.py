@@ -122,6 +122,8 @@ class FakeSettings:
 
             if self.mutant not in MUTANTS:
                 raise ValueError(f"unknown mutant {self.mutant!r}; known: {', '.join(sorted(MUTANTS))}")
+            if MUTANTS[self.mutant].engine not in (None, self.engine):
+                raise ValueError(f"mutant {self.mutant!r} needs --engine {MUTANTS[self.mutant].engine}")
 
     def with_overrides(self, **overrides: Any) -> FakeSettings:
         known = {f.name for f in fields(self)}

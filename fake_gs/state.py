@@ -20,7 +20,7 @@ class AppState:
 
     @classmethod
     def build(cls, settings: FakeSettings) -> AppState:
-        store = Store(settings, lambda: load_engine(settings.engine, settings.seed))
+        store = Store(settings, lambda: load_engine(settings.engine, settings.seed, settings.mutant))
         if settings.faults:
             faults = FaultInjector.from_file(settings.faults, settings.seed)
         else:

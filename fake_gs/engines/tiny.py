@@ -35,6 +35,9 @@ Conventions (decided here, documented for clients):
   the vocabulary size, so batches tokenised for a real model still run; a generate prompt
   with such ids is refused (ValueError -> a failed request), as a real sampler would.
 - snapshots are in-memory tensor copies; nothing is pickled or ``torch.save``-d.
+
+``mutant`` names one of the ``tiny-*`` mutants of ``fake_gs.mutants``: a deliberate numeric
+bug (one conditional each) that the conformance suite's semantic clauses must catch.
 """
 
 from __future__ import annotations
@@ -176,9 +179,15 @@ class TinyEngine:
     name = "tiny"
 
     def __init__(
-        self, seed: int = 0, *, model_config: TinyConfig | None = None, threads: int | None = 1
+        self,
+        seed: int = 0,
+        *,
+        model_config: TinyConfig | None = None,
+        threads: int | None = 1,
+        mutant: str | None = None,
     ) -> None:
         self.seed = int(seed)
+        self.mutant = mutant
         self.model_config = model_config or TinyConfig()
         self.tokenizer = ByteTokenizer()
         self._jobs: dict[str, _Job] = {}
@@ -285,6 +294,8 @@ class TinyEngine:
         adv = batch.aligned("advantages")
         if adv is None:
             raise ValueError(f"loss_fn {batch.loss_fn!r} needs 'advantages'")
+        if self.mutant == "tiny-advantages-flipped":
+            adv = -adv
         old = batch.aligned("old_log_probs")
         if old is None:
             old = logp.detach()
@@ -340,8 +351,16 @@ class TinyEngine:
             grad_norm = _total_grad_norm(trainer.model)
             if job.grad_clip:
                 torch.nn.utils.clip_grad_norm_(trainer.model.parameters(), job.grad_clip)
+            if self.mutant == "tiny-step-ascends":
+                for group in opt.param_groups:
+                    group["maximize"] = True
             opt.step()
             opt.zero_grad(set_to_none=True)
+            if self.mutant == "tiny-sampler-drifts":
+                state = _weights(trainer.model)
+                for sub in job.sub_jobs.values():
+                    if sub.job_type == "sampling":
+                        sub.model.load_state_dict(state)
             # The step reports the mean of the micro-batches it applied, plus the real norm.
             metrics = dict.fromkeys(METRIC_KEYS, 0.0)
             for key in dict.fromkeys(k for m in job.pending for k in m):
@@ -361,9 +380,14 @@ class TinyEngine:
             else:
                 model = job.trainer.model if job.trainer else self._inference_model(job, "sampling")
             batch = _Batch.parse(request, need_loss=False)
+            if self.mutant == "tiny-fwd-ignores-temperature":
+                batch.temperature = 1.0
             with torch.no_grad():
                 logits = model(batch.input_ids, batch.attention_mask, batch.position_ids)
-                outputs = {"logprobs": shifted_logprobs(logits, batch.input_ids, batch.temperature)}
+                logprobs = shifted_logprobs(logits, batch.input_ids, batch.temperature)
+                if self.mutant == "tiny-logprobs-shifted":  # column i scores token i, not i+1
+                    logprobs = F.pad(logprobs[:, :-1], (1, 0), value=0.0)
+                outputs = {"logprobs": logprobs}
                 if batch.calculate_entropy:
                     outputs["entropy"] = shifted_entropy(logits, batch.temperature)
             return {"model_outputs": outputs, "metrics": {}}
@@ -437,7 +461,7 @@ class TinyEngine:
                 raise ValueError(f"unknown weight-sync targets {unknown} for job {job_id}")
             state = _weights(src.model)
             for name in names:
-                if name != src.sub_job_id:
+                if name != src.sub_job_id and self.mutant != "tiny-stale-sampler":
                     job.sub_jobs[name].model.load_state_dict(state)
             job.weight_version += 1
             return job.weight_version
@@ -467,7 +491,7 @@ class TinyEngine:
             trainer.model.zero_grad(set_to_none=True)
             job.pending.clear()
             opt = _make_optimizer(trainer.model, job.optimizer_spec, job.lr)
-            if snapshot.optimizer_state is not None:
+            if snapshot.optimizer_state is not None and self.mutant != "tiny-load-partial":
                 opt.load_state_dict(_clone_tree(snapshot.optimizer_state))
                 job.lr = snapshot.lr
                 for group in opt.param_groups:
