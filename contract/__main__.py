@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import Any
 
 
 def _demo() -> int:
@@ -16,11 +17,12 @@ def _demo() -> int:
     print(f"OpenAPI {doc['openapi']}: {len(doc['paths'])} paths, {len(CLAUSES)} clauses")
     import torch
 
-    batch = {"kwargs": {"input_ids": torch.arange(12).reshape(3, 4)}, "meta": {"n": 1}}
+    input_ids = torch.arange(12).reshape(3, 4)
+    batch: dict[str, Any] = {"kwargs": {"input_ids": input_ids}, "meta": {"n": 1}}
     frame = wire.dumps(batch, metadata=wire.standard_request_metadata())
     chunks = wire.encode_byte_chunks(frame, "request", "forward-backward", max_bytes=8192 + 64)
     back = wire.loads(wire.decode_byte_chunks(chunks, kind="request"))
-    same = torch.equal(back["kwargs"]["input_ids"], batch["kwargs"]["input_ids"])
+    same = torch.equal(back["kwargs"]["input_ids"], input_ids)
     print(f"frame {len(frame)} bytes -> {len(chunks)} chunks -> round trip {'ok' if same else 'FAILED'}")
     return 0 if same else 1
 
