@@ -17,10 +17,10 @@ def _demo() -> int:
     print(f"OpenAPI {doc['openapi']}: {len(doc['paths'])} paths, {len(CLAUSES)} clauses")
     import torch
 
-    input_ids = torch.arange(12).reshape(3, 4)
+    input_ids = torch.arange(3 * 4096).reshape(3, 4096)
     batch: dict[str, Any] = {"kwargs": {"input_ids": input_ids}, "meta": {"n": 1}}
     frame = wire.dumps(batch, metadata=wire.standard_request_metadata())
-    chunks = wire.encode_byte_chunks(frame, "request", "forward-backward", max_bytes=8192 + 64)
+    chunks = wire.encode_byte_chunks(frame, "request", "forward-backward", max_bytes=8192 + 4096)
     back = wire.loads(wire.decode_byte_chunks(chunks, kind="request"))
     same = torch.equal(back["kwargs"]["input_ids"], input_ids)
     print(f"frame {len(frame)} bytes -> {len(chunks)} chunks -> round trip {'ok' if same else 'FAILED'}")
