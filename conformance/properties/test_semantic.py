@@ -1,35 +1,477 @@
 """SEM: numeric behaviour a real model must show (profile ``semantic``).
 
-The shape engine synthesises values, so these clauses cannot be judged against it: they
-are reported skipped with that reason. Against the tiny engine or a real server they need
-properties of their own (left to the semantics work; until then each reports why it is
-skipped). Run with ``--gs-profile semantic``.
+Run with ``--gs-profile semantic`` against the tiny engine (``--gs-engine tiny``) or a real
+server. The shape engine synthesises its values, so against it every clause is reported
+skipped with that reason (and no job is created).
+
+All properties share the session job (training + sampling sub-jobs) and run in any order:
+each one that trains does a few rounds (so optimizer momentum left by another property
+cannot decide the outcome) and ends with a step, so it leaves no pending gradients behind.
+Tokens are printable ASCII byte ids (valid for the tiny engine's byte vocabulary and for
+any real tokenizer). Against a real server the learning rate is small and tolerances allow
+for bf16 kernels; against the embedded fake they are tight.
 """
 
 from __future__ import annotations
 
+import math
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
 import pytest
 
-from contract.clauses import CLAUSES, checks
+from conformance.verdict import expect
+from contract.clauses import checks
 
-SEMANTIC = sorted(cid for cid, c in CLAUSES.items() if c.profile == "semantic")
+VIA = ["raw", "client"]
+SHAPE_SKIP = (
+    "semantic clauses need a real model; the target runs the shape engine, whose values are "
+    "synthetic (run --gs-engine tiny, or against a real server)"
+)
+#: k3 estimate of KL(sampler || trainer) allowed after a weight-sync (SEM-KL-1).
+KL_MAX = 0.05
+ROUNDS = 3
+PROMPTS: tuple[tuple[int, ...], ...] = (
+    tuple(b"Q: 2+2=? A:"),
+    tuple(b"Name a colour:"),
+    tuple(b"abcabcabc"),
+    tuple(b"The cat sat on"),
+)
+#: Responses scored by the policy-gradient properties, aligned with ``PROMPTS``.
+RESPONSES: tuple[tuple[int, ...], ...] = (
+    tuple(b" 4"),
+    tuple(b" red and blue"),
+    tuple(b"abc"),
+    tuple(b" the mat"),
+)
+PATTERN = tuple(b"ab" * 12)
+#: Before SEM-KL-1's weight-sync the trainer learns to answer every prompt with "aaa...",
+#: for this many steps: far enough from an unsynced sampler for the KL to show it.
+KL_WARMUP = 8
 
 
-def _placeholder(cid: str):
-    @checks(cid)
-    def test(gs_target) -> None:
-        if gs_target.embedded and gs_target.engine == "shape":
-            pytest.skip(
-                "semantic clause on the shape engine: its values are synthetic "
-                "(run --gs-engine tiny or against a real server)"
-            )
-        pytest.skip("no semantic property written for this clause yet")
+@dataclass(frozen=True)
+class Knobs:
+    """Learning rate and tolerances for the kind of target (fp32 fake vs a bf16 server)."""
 
-    test.__name__ = f"test_{cid.lower().replace('-', '_')}"
-    test.__doc__ = CLAUSES[cid].text
-    return test
+    lr: float
+    same: float  # two computations of one quantity on the same weights
+    ppo_kl: float
+    changed: float  # the least change that counts as "moved"
 
 
-for _cid in SEMANTIC:
-    _fn = _placeholder(_cid)
-    globals()[_fn.__name__] = _fn
+FAKE = Knobs(lr=3e-3, same=1e-5, ppo_kl=1e-6, changed=1e-4)
+REAL = Knobs(lr=1e-5, same=2e-2, ppo_kl=1e-3, changed=5e-2)
+
+
+class Sem:
+    """The few ops the semantic properties need, over the raw or the client driver."""
+
+    def __init__(self, ops: Any, via: str, knobs: Knobs) -> None:
+        self.ops = ops
+        self.via = via
+        self.k = knobs
+
+    def _body(self, batch: dict[str, Any], meta: dict[str, Any], processing: Any) -> dict:
+        if self.via == "raw":  # the RPC body a real client sends
+            body: dict[str, Any] = {"args": [], "kwargs": batch, "meta": meta}
+        else:  # the verl envelope the integrations hand the client
+            body = {"batch": batch, "meta": meta}
+        if processing is not None:
+            body["processing"] = processing
+        return body
+
+    def logprobs(self, batch: dict[str, Any], meta: dict[str, Any] | None = None) -> Any:
+        """forward-no-grad's ``logprobs`` as a float32 [B, S] tensor."""
+        import torch
+
+        out = self.ops.forward(self._body(batch, meta or {}, None))
+        for outer in ("model_outputs", "batch"):
+            inner = out.get(outer)
+            if isinstance(inner, dict):
+                for key in ("logprobs", "log_probs"):
+                    if key in inner:
+                        return torch.as_tensor(inner[key], dtype=torch.float32)
+        raise AssertionError(f"forward-no-grad answer has no logprobs: keys {sorted(out)}")
+
+    def fwd_bwd(
+        self,
+        batch: dict[str, Any],
+        meta: dict[str, Any] | None = None,
+        loss_fn: str | None = None,
+    ) -> dict[str, Any]:
+        processing = {"loss_fn": loss_fn, "post": []} if loss_fn else None
+        return dict(self.ops.fwd_bwd(self._body(batch, meta or {}, processing)))
+
+    def step(self, lr: float | None = None) -> dict[str, Any]:
+        return dict(self.ops.step(self.k.lr if lr is None else lr))
+
+    def generate(
+        self, cid: str, prompts: Sequence[Sequence[int]], seed: int, max_tokens: int = 12
+    ) -> list[tuple[list[int], list[float]]]:
+        """Seeded samples at temperature 1: (token ids, their log-probs) per prompt."""
+        params = [
+            {
+                "max_tokens": max_tokens,
+                "temperature": 1.0,
+                "top_p": 1.0,
+                "seed": seed + i,
+                "logprobs": 1,
+            }
+            for i in range(len(prompts))
+        ]
+        out = self.ops.generate({"prompts": [list(p) for p in prompts], "sampling_params": params})
+        results = out.get("results", out) if isinstance(out, dict) else out
+        samples = []
+        for r in results:
+            ids = [int(t) for t in _plain(r.get("token_ids"))]
+            lps = r.get("logprobs")
+            expect(cid, lps is not None, f"generate gave no logprobs though asked: {r!r}")
+            samples.append((ids, [_logprob(v, t) for v, t in zip(_plain(lps), ids, strict=False)]))
+        return samples
+
+
+def _plain(value: Any) -> list[Any]:
+    tolist = getattr(value, "tolist", None)
+    return list(tolist() if callable(tolist) else value or [])
+
+
+def _logprob(value: Any, token: int) -> float:
+    """A sampled token's log-prob: a number, or a vLLM-style entry (``{"logprob"}`` or
+    ``{token_id: logprob | {"logprob"}}``) carrying it."""
+    if isinstance(value, dict):
+        if "logprob" in value:
+            value = value["logprob"]
+        else:
+            value = value.get(token, value.get(str(token), next(iter(value.values()), None)))
+        return _logprob(value, token)
+    if isinstance(value, list):
+        return _logprob(value[0], token)
+    return float(value)
+
+
+@pytest.fixture
+def sem_factory(gs_target: Any, request: pytest.FixtureRequest) -> Callable[[str], Sem]:
+    """``sem_factory(via)``: the semantic ops on the shared job (skips on the shape engine
+    before any job is created)."""
+    if gs_target.embedded and gs_target.engine == "shape":
+        pytest.skip(SHAPE_SKIP)
+    knobs = FAKE if gs_target.embedded else REAL
+
+    def make(via: str = "raw") -> Sem:
+        return Sem(
+            request.getfixturevalue("gs_ops" if via == "raw" else "gs_client_ops"), via, knobs
+        )
+
+    return make
+
+
+# --- batches ---------------------------------------------------------------------------------
+
+
+def _right_padded(rows: Sequence[Sequence[int]]) -> tuple[Any, Any]:
+    """Rows right-padded (with their last token, masked out): ids and attention mask."""
+    import torch
+
+    width = max(len(r) for r in rows)
+    ids = torch.zeros((len(rows), width), dtype=torch.long)
+    mask = torch.zeros((len(rows), width), dtype=torch.long)
+    for i, row in enumerate(rows):
+        ids[i, : len(row)] = torch.tensor(list(row))
+        ids[i, len(row) :] = row[-1]
+        mask[i, : len(row)] = 1
+    return ids, mask
+
+
+def sft_batch(rows: Sequence[Sequence[int]] = (PATTERN,) * 4) -> dict[str, Any]:
+    """Next-token loss on ``rows`` (right-padded; padding is masked out of the labels)."""
+    ids, mask = _right_padded(rows)
+    return {"input_ids": ids, "attention_mask": mask, "labels": ids.masked_fill(mask == 0, -100)}
+
+
+@dataclass
+class Rollout:
+    """A verl-layout batch: prompts left-padded to ``p``, responses right-padded to ``r``."""
+
+    batch: dict[str, Any]
+    p: int
+    r: int
+
+    def response_logprobs(self, shifted: Any) -> Any:
+        """Response token j sits at column p + j; its log-prob is shifted column p - 1 + j."""
+        return shifted[:, self.p - 1 : self.p - 1 + self.r]
+
+    def response_total(self, shifted: Any) -> float:
+        return float((self.response_logprobs(shifted) * self.batch["response_mask"]).sum())
+
+
+def rollout(
+    prompts: Sequence[Sequence[int]] = PROMPTS, responses: Sequence[Sequence[int]] = RESPONSES
+) -> Rollout:
+    import torch
+
+    b, p, r = len(prompts), max(map(len, prompts)), max(map(len, responses))
+    ids = torch.full((b, p + r), ord(" "), dtype=torch.long)
+    attn = torch.zeros((b, p + r), dtype=torch.long)
+    resp = torch.full((b, r), ord(" "), dtype=torch.long)
+    resp_mask = torch.zeros((b, r), dtype=torch.float32)
+    for i, (pt, rt) in enumerate(zip(prompts, responses, strict=True)):
+        ids[i, p - len(pt) : p] = torch.tensor(list(pt))
+        ids[i, p : p + len(rt)] = torch.tensor(list(rt))
+        attn[i, p - len(pt) : p + len(rt)] = 1
+        resp[i, : len(rt)] = torch.tensor(list(rt))
+        resp_mask[i, : len(rt)] = 1.0
+    batch = {
+        "input_ids": ids,
+        "attention_mask": attn,
+        "position_ids": (attn.cumsum(-1) - 1).clamp_min(0),
+        "prompts": ids[:, :p].clone(),
+        "responses": resp,
+        "response_mask": resp_mask,
+    }
+    return Rollout(batch, p, r)
+
+
+def rl_meta(temperature: float = 1.0) -> dict[str, Any]:
+    return {
+        "temperature": temperature,
+        "calculate_entropy": False,
+        "actor_config": {"clip_ratio": 0.2, "loss_agg_mode": "token-mean", "use_kl_loss": False},
+    }
+
+
+def grpo_round(
+    sem: Sem, roll: Rollout, advantages: Any, meta: dict[str, Any]
+) -> tuple[dict[str, Any], float]:
+    """Old log-probs from forward-no-grad, then one grpo forward-backward (no step)."""
+    shifted = sem.logprobs(roll.batch, meta)
+    batch = dict(roll.batch)
+    batch["old_log_probs"] = roll.response_logprobs(shifted)
+    batch["advantages"] = advantages
+    return sem.fwd_bwd(batch, meta, "grpo"), roll.response_total(shifted)
+
+
+def train_on(sem: Sem, batch: dict[str, Any], rounds: int = ROUNDS) -> list[float]:
+    """``rounds`` x (forward-backward, step) on one batch; the losses seen."""
+    losses = []
+    for _ in range(rounds):
+        losses.append(_loss(sem.fwd_bwd(batch)))
+        sem.step()
+    return losses
+
+
+def _loss(result: dict[str, Any]) -> float:
+    value = result.get("avg_loss", result.get("loss"))
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        raise AssertionError(f"forward-backward answered no numeric loss: {result!r}")
+    return float(value)
+
+
+def _metric(result: dict[str, Any], name: str) -> float | None:
+    metrics = result.get("metrics")
+    value = metrics.get(name) if isinstance(metrics, dict) else None
+    value = result.get(name) if value is None else value
+    return float(value) if isinstance(value, (int, float)) else None
+
+
+# --- properties ------------------------------------------------------------------------------
+
+
+@checks("SEM-KL-1")
+@pytest.mark.parametrize("via", VIA)
+def test_sampler_agrees_with_forward_after_sync(sem_factory, via):
+    """After training and a weight-sync, forward-no-grad scores the sampler's tokens with
+    the sampler's own log-probs: k3 KL(sampler || trainer) <= 0.05."""
+    import torch
+
+    sem = sem_factory(via)
+    train_on(sem, sft_batch([p + tuple(b"a" * 12) for p in PROMPTS]), KL_WARMUP)
+    sem.ops.weight_sync()
+    samples = sem.generate("SEM-KL-1", PROMPTS, seed=1234)
+    ids, mask = _right_padded([list(p) + s[0] for p, s in zip(PROMPTS, samples, strict=True)])
+    shifted = sem.logprobs({"input_ids": ids, "attention_mask": mask})
+    diffs = []
+    for i, (prompt, (tokens, gen_lps)) in enumerate(zip(PROMPTS, samples, strict=True)):
+        expect(
+            "SEM-KL-1",
+            len(gen_lps) == len(tokens),
+            f"generate gave {len(gen_lps)} logprobs for {len(tokens)} tokens",
+        )
+        fwd = shifted[i, len(prompt) - 1 : len(prompt) - 1 + len(tokens)]
+        diffs.append(fwd - torch.tensor(gen_lps))
+    d = torch.cat(diffs).double()
+    k3 = float((d.exp() - d - 1.0).mean())
+    expect(
+        "SEM-KL-1",
+        math.isfinite(k3) and k3 <= KL_MAX,
+        f"k3 KL between generate's and forward's log-probs of sampled tokens is {k3:.4g} "
+        f"(> {KL_MAX}) after a weight-sync; largest gap {float(d.abs().max()):.3g} nats",
+        f"generate: {[s[1][:4] for s in samples]}",
+        f"forward:  {[shifted[i, len(p) - 1 : len(p) + 3].tolist() for i, p in enumerate(PROMPTS)]}",
+    )
+
+
+@checks("SEM-PPOKL-1")
+@pytest.mark.parametrize("via", VIA)
+def test_ppo_kl_is_zero_before_a_step(sem_factory, via):
+    """Old log-probs from forward-no-grad (at a sampling temperature != 1), then a grpo
+    forward-backward on the same weights: old and new agree, so metrics.ppo_kl == 0 (and
+    no ratio is clipped, when pg_clipfrac is reported)."""
+    sem = sem_factory(via)
+    roll = rollout()
+    meta = rl_meta(temperature=0.7)
+    adv = roll.batch["response_mask"].clone()
+    result, _ = grpo_round(sem, roll, adv, meta)
+    sem.step()  # leave no pending gradients behind
+    ppo_kl = _metric(result, "ppo_kl")
+    if ppo_kl is None:
+        pytest.skip("forward-backward reports no metrics.ppo_kl (see PROP-METRICS-1)")
+    expect(
+        "SEM-PPOKL-1",
+        abs(ppo_kl) <= sem.k.ppo_kl,
+        f"ppo_kl is {ppo_kl:.3g} (|ppo_kl| > {sem.k.ppo_kl:g}) with old log-probs taken on "
+        "the same weights: forward-no-grad and forward-backward score tokens differently "
+        "(temperature, shift or model)",
+    )
+    clipfrac = _metric(result, "pg_clipfrac")
+    expect(
+        "SEM-PPOKL-1",
+        clipfrac is None or clipfrac <= sem.k.ppo_kl,
+        f"pg_clipfrac is {clipfrac} with old log-probs taken on the same weights: ratios "
+        "new/old were clipped, so forward-no-grad and forward-backward disagree per token",
+    )
+
+
+@checks("SEM-LEARN-1")
+def test_steps_lower_the_loss_of_a_repeated_batch(sem_factory):
+    """forward-backward and a step (lr > 0) on one batch, repeated: its loss falls."""
+    sem = sem_factory("raw")
+    losses = train_on(sem, sft_batch([tuple(b"hello world, hello world!")] * 4), ROUNDS + 1)
+    expect(
+        "SEM-LEARN-1",
+        losses[-1] < losses[0],
+        f"the loss of a repeated batch did not fall over {ROUNDS} steps at lr "
+        f"{sem.k.lr:g}: {[round(x, 5) for x in losses]}",
+    )
+
+
+@checks("SEM-RESTORE-1")
+def test_load_restores_the_losses_of_save_time(sem_factory):
+    """Save; train (losses A); load; train again (losses B): B == A, so both the weights
+    and the optimizer state came back."""
+    sem = sem_factory("raw")
+    train_on(sem, sft_batch([tuple(b"warm up the optimizer")] * 2), 1)
+    saved = sem.ops.save(f"gs-sem-{uuid.uuid4().hex[:10]}", "resumable")
+    ckpt = saved.get("checkpoint_id")
+    expect("SEM-RESTORE-1", isinstance(ckpt, str) and ckpt, f"save answered {saved!r}")
+    batch = sft_batch([tuple(b"restore me exactly")] * 2)
+    before = train_on(sem, batch, 2)
+    sem.ops.load(ckpt)
+    after = train_on(sem, batch, 2)
+    gaps = [abs(a - b) / max(1.0, abs(a)) for a, b in zip(before, after, strict=True)]
+    expect(
+        "SEM-RESTORE-1",
+        gaps[0] <= sem.k.same,
+        f"after load the loss is {after[0]!r}, at save time it was {before[0]!r}: "
+        "the weights were not restored",
+    )
+    expect(
+        "SEM-RESTORE-1",
+        gaps[1] <= sem.k.same,
+        f"after load + one step the loss is {after[1]!r}, after save + one step it was "
+        f"{before[1]!r}: the optimizer state was not restored",
+    )
+
+
+@checks("SEM-STALE-1")
+def test_unsynced_sampler_keeps_its_outputs(sem_factory):
+    """A seeded generate answers the same before and after training steps with no sync."""
+    sem = sem_factory("raw")
+    first = sem.generate("SEM-STALE-1", PROMPTS[:2], seed=99)
+    train_on(sem, sft_batch(), 2)
+    again = sem.generate("SEM-STALE-1", PROMPTS[:2], seed=99)
+    for (t1, l1), (t2, l2) in zip(first, again, strict=True):
+        expect(
+            "SEM-STALE-1",
+            t1 == t2,
+            f"without a weight-sync the sampler's tokens changed for a fixed seed: {t1} -> {t2}",
+        )
+        gap = max((abs(a - b) for a, b in zip(l1, l2, strict=True)), default=0.0)
+        expect(
+            "SEM-STALE-1",
+            gap <= sem.k.same,
+            f"without a weight-sync the sampler's log-probs moved by {gap:.3g}: {l1[:4]} -> "
+            f"{l2[:4]}",
+        )
+
+
+@checks("SEM-SHIFT-1")
+def test_logprobs_column_i_scores_token_i_plus_1(sem_factory):
+    """Rows equal but for the token at position j: column j-1 (which scores it) differs
+    across rows, every earlier column is identical, and column j-1's probabilities of the
+    distinct tokens sum to at most 1."""
+    import torch
+
+    sem = sem_factory("raw")
+    base = list(b"The quick brown fox")
+    j = 12
+    variants = [ord(c) for c in "xyz0"]
+    rows = [base[:j] + [v] + base[j + 1 :] for v in [base[j], *variants]]
+    lp = sem.logprobs(
+        {
+            "input_ids": torch.tensor(rows),
+            "attention_mask": torch.ones(len(rows), len(base), dtype=torch.long),
+        }
+    )
+    expect(
+        "SEM-SHIFT-1",
+        tuple(lp.shape) == (len(rows), len(base)),
+        f"logprobs shape {list(lp.shape)} for input_ids {[len(rows), len(base)]}",
+    )
+    earlier = float((lp[:, : j - 1] - lp[:1, : j - 1]).abs().max())
+    expect(
+        "SEM-SHIFT-1",
+        earlier <= sem.k.same,
+        f"changing input_ids[:, {j}] changed columns before {j - 1} by {earlier:.3g}: "
+        "a column sees tokens after the one it scores",
+    )
+    spread = float(lp[:, j - 1].max() - lp[:, j - 1].min())
+    moved_j = float(lp[:, j].max() - lp[:, j].min())
+    expect(
+        "SEM-SHIFT-1",
+        spread > sem.k.changed,
+        f"changing input_ids[:, {j}] left column {j - 1} unchanged (spread {spread:.3g}; "
+        f"column {j} moved {moved_j:.3g}): logprobs[:, i] does not score input_ids[:, i+1]",
+        f"column {j - 1}: {lp[:, j - 1].tolist()}",
+    )
+    total = float(lp[:, j - 1].exp().sum())
+    expect(
+        "SEM-SHIFT-1",
+        total <= 1.0 + 1e-3,
+        f"column {j - 1} gives {len(rows)} distinct next tokens probabilities summing to "
+        f"{total:.4f} > 1: they are not log p(input_ids[:, {j}] | prefix)",
+    )
+
+
+@checks("SEM-SIGN-1")
+def test_policy_gradient_raises_positive_advantage_responses(sem_factory):
+    """grpo rounds (fresh old log-probs, forward-backward, step) with advantage +1 on every
+    response token: the responses' total log-probability rises."""
+    sem = sem_factory("raw")
+    roll = rollout()
+    meta = rl_meta()
+    adv = roll.batch["response_mask"].clone()
+    start = None
+    for _ in range(ROUNDS):
+        _, total = grpo_round(sem, roll, adv, meta)
+        start = total if start is None else start
+        sem.step()
+    end = roll.response_total(sem.logprobs(roll.batch, meta))
+    expect(
+        "SEM-SIGN-1",
+        start is not None and end > start,
+        f"{ROUNDS} policy-gradient steps with positive advantages moved the responses' "
+        f"log-probability from {start:.4f} to {end:.4f} (it must rise)",
+    )
