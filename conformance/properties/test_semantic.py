@@ -281,7 +281,9 @@ def _metric(result: dict[str, Any], name: str) -> float | None:
 
 @checks("SEM-KL-1")
 @pytest.mark.parametrize("via", VIA)
-def test_sampler_agrees_with_forward_after_sync(sem_factory, via):
+def test_sampler_agrees_with_forward_after_sync(
+    sem_factory: Callable[[str], Sem], via: str
+) -> None:
     """After training and a weight-sync, forward-no-grad scores the sampler's tokens with
     the sampler's own log-probs: k3 KL(sampler || trainer) <= 0.05."""
     import torch
@@ -315,7 +317,7 @@ def test_sampler_agrees_with_forward_after_sync(sem_factory, via):
 
 @checks("SEM-PPOKL-1")
 @pytest.mark.parametrize("via", VIA)
-def test_ppo_kl_is_zero_before_a_step(sem_factory, via):
+def test_ppo_kl_is_zero_before_a_step(sem_factory: Callable[[str], Sem], via: str) -> None:
     """Old log-probs from forward-no-grad (at a sampling temperature != 1), then a grpo
     forward-backward on the same weights: old and new agree, so metrics.ppo_kl == 0 (and
     no ratio is clipped, when pg_clipfrac is reported)."""
@@ -345,7 +347,7 @@ def test_ppo_kl_is_zero_before_a_step(sem_factory, via):
 
 
 @checks("SEM-LEARN-1")
-def test_steps_lower_the_loss_of_a_repeated_batch(sem_factory):
+def test_steps_lower_the_loss_of_a_repeated_batch(sem_factory: Callable[[str], Sem]) -> None:
     """forward-backward and a step (lr > 0) on one batch, repeated: its loss falls."""
     sem = sem_factory("raw")
     losses = train_on(sem, sft_batch([tuple(b"hello world, hello world!")] * 4), ROUNDS + 1)
@@ -358,7 +360,7 @@ def test_steps_lower_the_loss_of_a_repeated_batch(sem_factory):
 
 
 @checks("SEM-RESTORE-1")
-def test_load_restores_the_losses_of_save_time(sem_factory):
+def test_load_restores_the_losses_of_save_time(sem_factory: Callable[[str], Sem]) -> None:
     """Save; train (losses A); load; train again (losses B): B == A, so both the weights
     and the optimizer state came back."""
     sem = sem_factory("raw")
@@ -386,7 +388,7 @@ def test_load_restores_the_losses_of_save_time(sem_factory):
 
 
 @checks("SEM-STALE-1")
-def test_unsynced_sampler_keeps_its_outputs(sem_factory):
+def test_unsynced_sampler_keeps_its_outputs(sem_factory: Callable[[str], Sem]) -> None:
     """A seeded generate answers the same before and after training steps with no sync."""
     sem = sem_factory("raw")
     first = sem.generate("SEM-STALE-1", PROMPTS[:2], seed=99)
@@ -408,7 +410,7 @@ def test_unsynced_sampler_keeps_its_outputs(sem_factory):
 
 
 @checks("SEM-SHIFT-1")
-def test_logprobs_column_i_scores_token_i_plus_1(sem_factory):
+def test_logprobs_column_i_scores_token_i_plus_1(sem_factory: Callable[[str], Sem]) -> None:
     """Rows equal but for the token at position j: column j-1 (which scores it) differs
     across rows, every earlier column is identical, and column j-1's probabilities of the
     distinct tokens sum to at most 1."""
@@ -456,7 +458,9 @@ def test_logprobs_column_i_scores_token_i_plus_1(sem_factory):
 
 
 @checks("SEM-SIGN-1")
-def test_policy_gradient_raises_positive_advantage_responses(sem_factory):
+def test_policy_gradient_raises_positive_advantage_responses(
+    sem_factory: Callable[[str], Sem],
+) -> None:
     """grpo rounds (fresh old log-probs, forward-backward, step) with advantage +1 on every
     response token: the responses' total log-probability rises."""
     sem = sem_factory("raw")
