@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 
 import requests
 
+from contract.auth import auth_headers as contract_auth_headers
 from contract.models_catalog import SMALLEST_TRAINING_MODEL
 from contract.routes import DEFAULT_ENDPOINT, prefix
 
@@ -24,8 +25,6 @@ SuiteProfile = Literal["current", "proposed", "semantic"]
 
 #: Tokens the embedded fake is configured with, so auth and isolation clauses can run.
 EMBEDDED_TOKENS = ("gs-conformance-token-a", "gs-conformance-token-b")
-PAT_TYPE_HEADER = "X-Snowflake-Authorization-Token-Type"
-PAT_TYPE = "PROGRAMMATIC_ACCESS_TOKEN"
 #: Default hypothesis examples per property: cheap against a real service, wider on the fake.
 EXAMPLES_REAL = 5
 EXAMPLES_EMBEDDED = 25
@@ -128,7 +127,7 @@ class Target:
         value = self.token if token is None else token
         if not value:
             return {}
-        return {"Authorization": f"Bearer {value}", PAT_TYPE_HEADER: PAT_TYPE}
+        return contract_auth_headers(value)
 
     def admin_url(self, path: str) -> str:
         """The embedded fake's admin API (``/_fake/...``); never used against a real server."""

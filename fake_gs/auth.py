@@ -9,19 +9,16 @@ from __future__ import annotations
 
 from starlette.requests import Request
 
+from contract.auth import AUTHORIZATION_HEADER, TOKEN_TYPE, TOKEN_TYPE_HEADER, bearer_token
 from contract.errors import ErrorCode
 from fake_gs.errors import ApiError
 from fake_gs.settings import FakeSettings
 
 ANONYMOUS = ""
-TOKEN_TYPE_HEADER = "x-snowflake-authorization-token-type"
-TOKEN_TYPE = "PROGRAMMATIC_ACCESS_TOKEN"
 
 
 def bearer(request: Request) -> str | None:
-    scheme, _, token = request.headers.get("authorization", "").partition(" ")
-    token = token.strip()
-    return token if scheme.lower() == "bearer" and token else None
+    return bearer_token(request.headers.get(AUTHORIZATION_HEADER))
 
 
 def authenticate(settings: FakeSettings, request: Request, *, admin: bool = False) -> str:
