@@ -13,36 +13,25 @@ injected through the loop's hooks; each is caught by the reward staying near zer
 from __future__ import annotations
 
 import importlib.util
-import sys
 from collections.abc import Iterator
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
+from example_loader import load_example
 
 pytest.importorskip("torch")
 if importlib.util.find_spec("fake_gs.__main__") is None:  # pragma: no cover - during bring-up
     pytest.skip("the fake server CLI (python -m fake_gs) is not available", allow_module_level=True)
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "grpo_toy.py"
 STEPS = 16
 
 pytestmark = pytest.mark.xdist_group("grpo_example")
 
 
-def load_example() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("grpo_toy", EXAMPLE)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["grpo_toy"] = module  # dataclasses resolve annotations through it
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.fixture(scope="module")
 def toy() -> ModuleType:
-    return load_example()
+    return load_example("grpo_toy")
 
 
 @pytest.fixture(scope="module")

@@ -10,19 +10,15 @@ mini-batch so that forward-backward comes before any step.
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
 from e2e_fake import running_fake
+from example_loader import load_example
 
 from conformance.properties.test_semantic import FAKE
-
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "grpo_toy.py"
 
 #: Client-side slices of forward-no-grad's shifted [B, P+R] log-probs into [B, R] old
 #: log-probs (response token j sits at column P+j and is scored by column P-1+j).
@@ -34,12 +30,7 @@ SLICES: dict[str, Callable[[Any, int, int], Any]] = {
 
 @pytest.fixture(scope="module")
 def toy() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("grpo_toy", EXAMPLE)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["grpo_toy"] = module  # dataclasses resolve annotations through it
-    spec.loader.exec_module(module)
-    return module
+    return load_example("grpo_toy")
 
 
 @pytest.fixture(scope="module")

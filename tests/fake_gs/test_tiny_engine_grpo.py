@@ -7,29 +7,15 @@ the same loop through the client and the fake over HTTP, with the broken-client 
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
+from example_loader import load_example
 
 torch = pytest.importorskip("torch")
 
 from contract.models import GenerateRequest, SubJobConfig  # noqa: E402
 from fake_gs.engines.tiny import TinyEngine  # noqa: E402
-
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "grpo_toy.py"
-
-
-def load_example() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("grpo_toy", EXAMPLE)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["grpo_toy"] = module  # dataclasses resolve annotations through it
-    spec.loader.exec_module(module)
-    return module
 
 
 class EngineClient:
@@ -77,7 +63,7 @@ class EngineClient:
 
 
 def run(hooks: Any = None, steps: int = 16) -> list[float]:
-    toy = load_example()
+    toy = load_example("grpo_toy")
     cfg = toy.ToyConfig(steps=steps)
     records = toy.run_grpo(EngineClient(cfg.lr, cfg.seed), cfg, hooks)
     return [r.mean_reward for r in records]
