@@ -25,57 +25,22 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import queue
-import re
 import statistics
-import subprocess
 import sys
-import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import torch
 import torch.nn.functional as F
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
+# The GRPO example's ``python -m fake_gs --port 0 --engine tiny`` subprocess, yielding the
+# base URL it prints: the server as a user runs it.
+from grpo_toy import fake_server  # noqa: E402
+
 MODEL = "Qwen/Qwen3-0.6B"
-
-
-def _pump(stream: Any, lines: queue.Queue[str | None]) -> None:
-    for line in stream:
-        lines.put(line)
-    lines.put(None)
-
-
-@contextlib.contextmanager
-def fake_server(seed: int = 0, timeout_s: float = 60.0) -> Iterator[str]:
-    """``python -m fake_gs --port 0 --engine tiny`` in a subprocess; yields its base URL."""
-    cmd = [sys.executable, "-m", "fake_gs", "--port", "0", "--engine", "tiny", "--seed", str(seed)]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    lines: queue.Queue[str | None] = queue.Queue()
-    threading.Thread(target=_pump, args=(proc.stdout, lines), daemon=True).start()
-    try:
-        seen: list[str] = []
-        deadline = time.monotonic() + timeout_s
-        while True:
-            try:
-                line = lines.get(timeout=max(0.0, deadline - time.monotonic()))
-            except queue.Empty:
-                line = None
-            if line is None:
-                raise RuntimeError("fake-gs did not print a base URL:\n" + "".join(seen))
-            seen.append(line)
-            match = re.search(r"https?://[\w.\-\[\]:]+", line)
-            if match:
-                break
-        yield match.group(0).rstrip("/")
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 def make_batch(batch: int, seq: int) -> dict[str, Any]:
