@@ -20,6 +20,7 @@ from client.config import ClientConfig
 from client.errors import ConfigError, CortexError, PayloadTooLarge, ProtocolError
 from client.http import Answer, HttpSession, HttpSettings
 from client.polling import iter_stream_events, wait_job_running, wait_request
+from client.transport import given
 from client.upload import split_frame, upload
 from contract.limits import MAX_BODY_BYTES
 from contract.models import ASYNC_OPERATIONS, SubmitResponse
@@ -184,41 +185,29 @@ class CortexRestClient:
 
     # --- data plane: JSON ----------------------------------------------------------------
     def step(self, job_id: str, learning_rate: float | None = None) -> dict[str, Any]:
-        body = {} if learning_rate is None else {"learning_rate": learning_rate}
-        return dict(self._json("step", body=body, job_id=job_id))
+        return dict(self._json("step", body=given(learning_rate=learning_rate), job_id=job_id))
 
     def save(self, job_id: str, checkpoint_id: str | None = None,
              checkpoint_type: str | None = None) -> dict[str, Any]:
-        body = {k: v for k, v in (("checkpoint_id", checkpoint_id),
-                                  ("checkpoint_type", checkpoint_type)) if v is not None}
+        body = given(checkpoint_id=checkpoint_id, checkpoint_type=checkpoint_type)
         return dict(self._json("save", body=body, job_id=job_id))
 
     def load(self, job_id: str, checkpoint_id: str, source_job_id: str | None = None,
              target_sub_job_id: str | None = None) -> dict[str, Any]:
-        body: dict[str, Any] = {"checkpoint_id": checkpoint_id}
-        if source_job_id is not None:
-            body["source_job_id"] = source_job_id
-        if target_sub_job_id is not None:
-            body["target_sub_job_id"] = target_sub_job_id
+        body = {"checkpoint_id": checkpoint_id,
+                **given(source_job_id=source_job_id, target_sub_job_id=target_sub_job_id)}
         return dict(self._json("load", body=body, job_id=job_id))
 
     def log_probs(self, job_id: str, prompts: list[Any], completions: list[Any] | None = None,
                   top_k: int | None = None) -> dict[str, Any]:
-        body: dict[str, Any] = {"prompts": prompts}
-        if completions is not None:
-            body["completions"] = completions
-        if top_k is not None:
-            body["top_k"] = top_k
+        body = {"prompts": prompts, **given(completions=completions, top_k=top_k)}
         return dict(self._json("log_probs", body=body, job_id=job_id))
 
     def operation(self, job_id: str, operation_type: str, payload: Mapping[str, Any] | None = None,
                   *, sub_job_id: str | None = None, sub_job_type: str | None = None) -> Any:
         """The answer as is: an inline result, or ``{"request_id", ...}`` to wait on."""
-        body: dict[str, Any] = {"operation_type": operation_type, "payload": dict(payload or {})}
-        if sub_job_id is not None:
-            body["sub_job_id"] = sub_job_id
-        if sub_job_type is not None:
-            body["sub_job_type"] = sub_job_type
+        body = {"operation_type": operation_type, "payload": dict(payload or {}),
+                **given(sub_job_id=sub_job_id, sub_job_type=sub_job_type)}
         return self._json("operation", body=body, job_id=job_id)
 
     def forward_operation(self, job_id: str, payload: Payload, *,

@@ -14,12 +14,7 @@ from typing import Any
 from client.config import ClientConfig
 from client.errors import ConfigError
 from client.shaping import flatten_metrics
-from client.transport import JobIds, Request, Transport
-
-
-def _given(**kwargs: Any) -> dict[str, Any]:
-    """Keyword arguments that were actually given (None means 'not given' for legacy kwargs)."""
-    return {k: v for k, v in kwargs.items() if v is not None}
+from client.transport import JobIds, Request, Transport, given
 
 
 class ArcticRLClient:
@@ -124,53 +119,53 @@ class ArcticRLClient:
     def fwd_bwd(self, payload: dict[str, Any], **legacy: Any) -> dict[str, Any]:
         """Forward+backward; legacy kwargs (post_processors=, reference_model=, context=,
         router_replay=) are folded into the body."""
-        return flatten_metrics(self.call("fwd-bwd", {**payload, **_given(**legacy)}))
+        return flatten_metrics(self.call("fwd-bwd", {**payload, **given(**legacy)}))
 
     def fwd_no_grad(self, payload: dict[str, Any], reference_model: bool = False,
                     **legacy: Any) -> dict[str, Any]:
-        body = {**payload, **_given(**legacy), "reference_model": bool(reference_model)}
+        body = {**payload, **given(**legacy), "reference_model": bool(reference_model)}
         return flatten_metrics(self.call("fwd-no-grad", body))
 
     def step(self, learning_rate: float | None = None) -> dict[str, Any]:
-        return flatten_metrics(self.call("step", _given(learning_rate=learning_rate)))
+        return flatten_metrics(self.call("step", given(learning_rate=learning_rate)))
 
     def save_checkpoint(self, stage_info: Any = None, path: str | None = None,
                         **kwargs: Any) -> dict[str, Any]:
-        return self.call("save-checkpoint", _given(stage_info=stage_info, path=path, **kwargs))
+        return self.call("save-checkpoint", given(stage_info=stage_info, path=path, **kwargs))
 
     def save_weights(self, **kwargs: Any) -> dict[str, Any]:
-        return self.call("save-weights", _given(**kwargs))
+        return self.call("save-weights", given(**kwargs))
 
     def load_checkpoint(self, checkpoint_id: str, source_job_id: str | None = None,
                         target_sub_job_id: str | None = None) -> dict[str, Any]:
-        return self.call("load-checkpoint", _given(checkpoint_id=checkpoint_id,
-                                                   source_job_id=source_job_id,
-                                                   target_sub_job_id=target_sub_job_id))
+        return self.call("load-checkpoint", given(checkpoint_id=checkpoint_id,
+                                                  source_job_id=source_job_id,
+                                                  target_sub_job_id=target_sub_job_id))
 
     def generate(self, prompts: list[Any], sampling_params: Any = None,
                  **kwargs: Any) -> dict[str, Any]:
-        return self.call("generate", _given(prompts=prompts, sampling_params=sampling_params,
-                                            **kwargs))
+        return self.call("generate", given(prompts=prompts, sampling_params=sampling_params,
+                                           **kwargs))
 
     def log_probs(self, prompts: Any = None, completions: list[Any] | None = None,
                   top_k: int | None = None, **kwargs: Any) -> dict[str, Any]:
         """Score prompts (and completions); a single dict argument is taken as the body."""
         if isinstance(prompts, dict) and completions is None and top_k is None:
-            return self.call("log-probs", {**prompts, **_given(**kwargs)})
-        return self.call("log-probs", _given(prompts=prompts, completions=completions,
-                                             top_k=top_k, **kwargs))
+            return self.call("log-probs", {**prompts, **given(**kwargs)})
+        return self.call("log-probs", given(prompts=prompts, completions=completions,
+                                            top_k=top_k, **kwargs))
 
     def sync_weights(self, cuda_ipc: bool = False, low_memory: bool = False,
                      **kwargs: Any) -> dict[str, Any]:
         """The hints travel; Cortex ignores them."""
         return self.call("sync-weights", {"cuda_ipc": cuda_ipc, "low_memory": low_memory,
-                                          **_given(**kwargs)})
+                                          **given(**kwargs)})
 
     def reset_prefix_cache(self, **kwargs: Any) -> dict[str, Any]:
-        return self.call("reset-prefix-cache", _given(**kwargs))
+        return self.call("reset-prefix-cache", given(**kwargs))
 
     def tail_logs(self, cursor: Any = None, max_lines: int | None = None) -> dict[str, Any]:
-        return self.call("tail-logs", _given(cursor=cursor, max_lines=max_lines))
+        return self.call("tail-logs", given(cursor=cursor, max_lines=max_lines))
 
     def cancel_request(self, request_id: str) -> dict[str, Any]:
         return self.call("cancel-request", {"request_id": request_id})

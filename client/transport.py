@@ -9,6 +9,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+
+def given(**fields: Any) -> dict[str, Any]:
+    """The fields of a request body that were given: None means "not given" and is left
+    out (the RL client's legacy kwargs and the REST bodies' optional fields alike)."""
+    return {k: v for k, v in fields.items() if v is not None}
+
+
 #: Ops that reach a backend.
 CORE_OPS: frozenset[str] = frozenset(
     {
