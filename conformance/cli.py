@@ -19,7 +19,16 @@ from pathlib import Path
 from conformance import report as reports
 from conformance.progress import Progress
 from conformance.results import RunResults
-from conformance.target import ProbeError, probe, probe_service
+from conformance.target import (
+    DELIVERIES,
+    ENGINES,
+    PROFILES,
+    STATUS_STYLES,
+    GsOptions,
+    ProbeError,
+    probe,
+    probe_service,
+)
 from contract.routes import prefix
 
 EXIT_OK, EXIT_RED, EXIT_ERROR, EXIT_NO_SERVER = 0, 1, 2, 3
@@ -38,9 +47,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     t.add_argument("--token", help="Programmatic access token (default: $GS_TOKEN).")
     t.add_argument("--token2", help="A second account's token, for the isolation clauses.")
-    t.add_argument("--database", default="GS_CONFORMANCE_DB")
-    t.add_argument("--schema", default="PUBLIC")
-    t.add_argument("--endpoint", default="cortex-training")
+    t.add_argument("--database", default=GsOptions.database)
+    t.add_argument("--schema", default=GsOptions.schema)
+    t.add_argument("--endpoint", default=GsOptions.endpoint)
     t.add_argument("--job-id", help="Reuse this running job instead of creating one.")
     t.add_argument("--model", help="Model for created jobs (default: the smallest training model).")
     t.add_argument(
@@ -49,14 +58,14 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument(
         "--startup-timeout",
         type=float,
-        default=1800.0,
+        default=GsOptions.startup_timeout_s,
         help="Seconds to wait for the job to be running (default 1800).",
     )
     r = p.add_argument_group("run")
     r.add_argument(
         "--profile",
-        default="proposed",
-        choices=("current", "proposed", "semantic"),
+        default=GsOptions.profile,
+        choices=PROFILES,
         help="current: today's surface; proposed: current + the seed's additions; "
         "semantic: numeric behaviour (tiny engine or a real model).",
     )
@@ -85,9 +94,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     f = p.add_argument_group("embedded fake")
     f.add_argument("--mutant", help="Run the fake with this deliberate contract violation.")
-    f.add_argument("--engine", default="shape", choices=("shape", "tiny"))
-    f.add_argument("--status-style", default="short", choices=("short", "enum"))
-    f.add_argument("--delivery", default="auto", choices=("auto", "inline", "chunks"))
+    f.add_argument("--engine", default=GsOptions.engine, choices=ENGINES)
+    f.add_argument("--status-style", default=GsOptions.status_style, choices=STATUS_STYLES)
+    f.add_argument("--delivery", default=GsOptions.delivery, choices=DELIVERIES)
     o = p.add_argument_group("output")
     o.add_argument("--report", help="HTML (or .md/.json/.txt by suffix) report path.")
     o.add_argument("--markdown", help="Markdown report path.")

@@ -31,6 +31,10 @@ from conformance.results import (
 )
 from conformance.runtime import RUNTIME
 from conformance.target import (
+    DELIVERIES,
+    ENGINES,
+    PROFILES,
+    STATUS_STYLES,
     EmbeddedFakes,
     GsOptions,
     ProbeError,
@@ -56,13 +60,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     g.addoption("--gs-url", help="Server base URL (absent: start the fake in-process).")
     g.addoption("--gs-token", help="PAT for the target (default: $GS_TOKEN).")
     g.addoption("--gs-token2", help="A second account's token, for isolation clauses.")
-    g.addoption("--gs-database", default="GS_CONFORMANCE_DB")
-    g.addoption("--gs-schema", default="PUBLIC")
-    g.addoption("--gs-endpoint", default="cortex-training")
+    g.addoption("--gs-database", default=GsOptions.database)
+    g.addoption("--gs-schema", default=GsOptions.schema)
+    g.addoption("--gs-endpoint", default=GsOptions.endpoint)
     g.addoption(
         "--gs-profile",
-        default="proposed",
-        choices=("current", "proposed", "semantic"),
+        default=GsOptions.profile,
+        choices=PROFILES,
         help="Clauses to judge: current, proposed (current + proposed) or semantic.",
     )
     g.addoption("--gs-job-id", help="Reuse this running job instead of creating one.")
@@ -79,7 +83,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     g.addoption("--gs-clauses", help="Only run properties checking these clauses (A,B or CG-*).")
     g.addoption("--gs-mutant", help="Embedded fake only: run it with this mutant.")
     g.addoption(
-        "--gs-engine", default="shape", choices=("shape", "tiny"), help="Embedded fake engine."
+        "--gs-engine", default=GsOptions.engine, choices=ENGINES, help="Embedded fake engine."
     )
     g.addoption(
         "--gs-max-jobs",
@@ -89,14 +93,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     g.addoption(
         "--gs-status-style",
-        default="short",
-        choices=("short", "enum"),
+        default=GsOptions.status_style,
+        choices=STATUS_STYLES,
         help="Embedded fake: status spelling dialect.",
     )
     g.addoption(
         "--gs-delivery",
-        default="auto",
-        choices=("auto", "inline", "chunks"),
+        default=GsOptions.delivery,
+        choices=DELIVERIES,
         help="Embedded fake: result delivery form.",
     )
     g.addoption(
@@ -112,7 +116,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     g.addoption(
         "--gs-startup-timeout",
         type=float,
-        default=1800.0,
+        default=GsOptions.startup_timeout_s,
         help="Seconds to wait for the session job to be running.",
     )
 

@@ -12,7 +12,7 @@ import contextlib
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 from urllib.parse import urlsplit
 
 import requests
@@ -22,6 +22,13 @@ from contract.models_catalog import SMALLEST_TRAINING_MODEL
 from contract.routes import DEFAULT_ENDPOINT, prefix
 
 SuiteProfile = Literal["current", "proposed", "semantic"]
+
+#: Choices of the suite's options, shared by the pytest plugin (``--gs-*``) and
+#: ``gs-conformance``; their defaults are :class:`GsOptions`' field defaults.
+PROFILES: tuple[str, ...] = get_args(SuiteProfile)
+ENGINES = ("shape", "tiny")
+STATUS_STYLES = ("short", "enum")
+DELIVERIES = ("auto", "inline", "chunks")
 
 #: Tokens the embedded fake is configured with, so auth and isolation clauses can run.
 EMBEDDED_TOKENS = ("gs-conformance-token-a", "gs-conformance-token-b")
