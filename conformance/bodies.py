@@ -71,3 +71,17 @@ def shared_job(model: str) -> dict[str, Any]:
     body = job(train, sampling(model))
     body[UNKNOWN_TOP] = {"why": "unknown top-level field; servers ignore it (JOBV-UNKNOWN-1)"}
     return body
+
+
+def step(learning_rate: float | None = None) -> dict[str, Any]:
+    """The step body of ``Ops.step``, raw or through the client (no rate: the job's own)."""
+    return {} if learning_rate is None else {"learning_rate": learning_rate}
+
+
+def save(checkpoint_id: str | None = None, checkpoint_type: str | None = None) -> dict[str, Any]:
+    """The save body of ``Ops.save``, raw or through the client (absent fields left out)."""
+    return {
+        k: v
+        for k, v in (("checkpoint_id", checkpoint_id), ("checkpoint_type", checkpoint_type))
+        if v is not None
+    }

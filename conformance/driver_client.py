@@ -14,6 +14,7 @@ from typing import Any
 
 import requests
 
+from conformance import bodies
 from conformance.recorder import RECORDER
 from conformance.target import Target
 
@@ -123,19 +124,12 @@ class ClientOps:
         return self.c.call("fwd-no-grad", body)
 
     def step(self, learning_rate: float | None = None) -> dict[str, Any]:
-        return self.c.call(
-            "step", {} if learning_rate is None else {"learning_rate": learning_rate}
-        )
+        return self.c.call("step", bodies.step(learning_rate))
 
     def save(
         self, checkpoint_id: str | None = None, checkpoint_type: str | None = None
     ) -> dict[str, Any]:
-        body = {
-            k: v
-            for k, v in (("checkpoint_id", checkpoint_id), ("checkpoint_type", checkpoint_type))
-            if v is not None
-        }
-        return self.c.call("save-checkpoint", body)
+        return self.c.call("save-checkpoint", bodies.save(checkpoint_id, checkpoint_type))
 
     def load(self, checkpoint_id: str) -> dict[str, Any]:
         return self.c.call("load-checkpoint", {"checkpoint_id": checkpoint_id})

@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 from typing import Any, Protocol
 
+from conformance import bodies
 from conformance.driver_raw import Answer, RawDriver, Settled, encode
 from conformance.jobs import SharedJob
 from contract.routes import OCTET
@@ -117,18 +118,12 @@ class RawOps:
         return ans.body
 
     def step(self, learning_rate: float | None = None) -> dict[str, Any]:
-        body = {} if learning_rate is None else {"learning_rate": learning_rate}
-        return dict(self._json("step", body))
+        return dict(self._json("step", bodies.step(learning_rate)))
 
     def save(
         self, checkpoint_id: str | None = None, checkpoint_type: str | None = None
     ) -> dict[str, Any]:
-        body = {
-            k: v
-            for k, v in (("checkpoint_id", checkpoint_id), ("checkpoint_type", checkpoint_type))
-            if v is not None
-        }
-        return dict(self._json("save", body))
+        return dict(self._json("save", bodies.save(checkpoint_id, checkpoint_type)))
 
     def load(self, checkpoint_id: str, **extra: Any) -> dict[str, Any]:
         return dict(self._json("load", {"checkpoint_id": checkpoint_id, **extra}))
