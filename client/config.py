@@ -10,6 +10,7 @@ override relies on that to let explicit fields win.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import warnings
 from typing import Any, Literal
@@ -228,12 +229,8 @@ class ClientConfig(BaseModel):
         )
 
     def job_start_policy(self) -> PollPolicy:
-        return PollPolicy(
-            first_s=self.poll_first_s,
-            factor=self.poll_factor,
-            cap_s=self.poll_cap_s,
-            timeout_s=self.job_start_timeout_s,
-        )
+        """The request polls' timing, bounded by the job start-up timeout instead."""
+        return dataclasses.replace(self.poll_policy(), timeout_s=self.job_start_timeout_s)
 
     def onprem_settings(self) -> dict[str, Any]:
         """The on-prem knobs that were set (for inspection; Cortex never sees them)."""
