@@ -48,7 +48,6 @@ _TABLE: tuple[Mutant, ...] = (
     Mutant("wrong-content-type-accepted", ("ADDR-CT-2", "ADDR-CT-3"), "415 is not enforced"),
     Mutant("capacity-ignored", ("CAP-QUEUE-1",), "jobs beyond capacity are admitted and run"),
     # Strict mode is a fake-only debugging aid, not a server promise: no clause to break.
-    Mutant("unknown-field-strict-ignored", (), "--strict does not refuse unknown fields"),
     Mutant("status-filter-ignored", ("JOB-LIST-2",), "GET /?status= ignores the filter"),
     Mutant("failed-without-reason", ("JOB-STATE-3",), "failed jobs carry an empty reason"),
     Mutant("unknown-op-accepted", ("OP-UNKNOWN-1",), "unknown operation types answer an empty inline result"),

@@ -169,7 +169,7 @@ class Ctx:
             obj = model.model_validate(data, strict=True)
         except ValidationError as exc:
             raise validation_error(exc, loc) from None
-        if self.settings.strict and not self.state.mutant("unknown-field-strict-ignored"):
+        if self.settings.strict:
             unknown = unknown_fields(obj, loc)
             if unknown:
                 names = ", ".join(".".join(str(p) for p in u) for u in unknown)
