@@ -17,7 +17,7 @@ from starlette.routing import Route
 from contract.errors import ErrorCode
 from fake_gs.auth import authenticate
 from fake_gs.errors import ApiError
-from fake_gs.faults import parse_rules
+from fake_gs.faults import FaultRule, parse_rules
 from fake_gs.handlers.common import BodyReader, json_response, parse_json
 from fake_gs.mutants import MUTANTS
 from fake_gs.state import AppState
@@ -74,24 +74,24 @@ async def get_faults(state: AppState, request: Request, body: BodyReader) -> Res
     return json_response({"rules": state.faults.rules()})
 
 
-async def put_faults(state: AppState, request: Request, body: BodyReader) -> Response:
+async def _read_rules(body: BodyReader) -> list[FaultRule]:
+    """Parse fault rules from an admin body; bad rules are a 400 naming the problem."""
     data = parse_json(await body.read(1024 * 1024) or b"[]")
     try:
-        rules = parse_rules(data)
+        return parse_rules(data)
     except (TypeError, ValueError) as exc:
         raise ApiError(ErrorCode.VALIDATION_FAILED, f"bad fault rules: {exc}") from None
-    state.faults.set_rules(rules)
+
+
+async def put_faults(state: AppState, request: Request, body: BodyReader) -> Response:
+    """Replace the rules in force."""
+    state.faults.set_rules(await _read_rules(body))
     return json_response({"rules": state.faults.rules()})
 
 
 async def post_faults(state: AppState, request: Request, body: BodyReader) -> Response:
     """Append rules to the ones in force (PUT replaces them all)."""
-    data = parse_json(await body.read(1024 * 1024) or b"[]")
-    try:
-        rules = parse_rules(data)
-    except (TypeError, ValueError) as exc:
-        raise ApiError(ErrorCode.VALIDATION_FAILED, f"bad fault rules: {exc}") from None
-    state.faults.add_rules(rules)
+    state.faults.add_rules(await _read_rules(body))
     return json_response({"rules": state.faults.rules()})
 
 
