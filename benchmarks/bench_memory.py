@@ -97,7 +97,10 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--frame-mib", type=int, default=1024, help="size of the frame's tensor in MiB")
     p.add_argument("--chunk-mib", type=int, default=60, help="request chunk size in MiB (the contract's body limit)")
+    p.add_argument("--quick", action="store_true", help="a smoke run: a 128 MiB frame")
     args = p.parse_args(argv)
+    if args.quick:
+        args.frame_mib = 128
 
     import torch
 

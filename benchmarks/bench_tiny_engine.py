@@ -142,7 +142,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--seq", type=int, default=256)
     ap.add_argument("--base-url", help="a running fake-gs --engine tiny (else one is started)")
+    ap.add_argument("--quick", action="store_true", help="a smoke run: few iterations")
     args = ap.parse_args(argv)
+    if args.quick:
+        args.iters, args.warmup = 4, 1
     torch.set_num_threads(1)  # the same budget the server's engine gives itself
     payload = make_batch(args.batch, args.seq)
     with contextlib.ExitStack() as stack:
