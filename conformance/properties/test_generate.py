@@ -13,6 +13,7 @@ from conformance.checks import refused, submitted
 from conformance.driver_raw import encode
 from conformance.runtime import prop
 from conformance.strategies import generate_requests, sampling_params
+from conformance.strategies import prompts as prompt_strategy
 from conformance.verdict import Soft, expect
 from contract.clauses import checks
 from contract.shapes import check_generate_result
@@ -135,13 +136,7 @@ def _drain(
 @checks("GENS-SUBMIT-1", "GENS-EVENTS-1", "GENS-DRAIN-1")
 @prop(scale=0.4)
 @given(
-    prompts=st.lists(
-        st.one_of(
-            st.text(min_size=1, max_size=12), st.lists(st.integers(1, 99), min_size=1, max_size=6)
-        ),
-        min_size=1,
-        max_size=6,
-    ),
+    prompts=st.lists(prompt_strategy, min_size=1, max_size=6),
     max_events=st.one_of(st.none(), st.integers(1, 3)),
 )
 def test_generate_stream(gs_raw, gs_job, prompts, max_events):

@@ -12,6 +12,7 @@ from conformance.checks import submitted
 from conformance.driver_raw import request_chunks
 from conformance.runtime import prop
 from conformance.strategies import forward_payloads, model_kwargs, verl_batches, verl_envelope
+from conformance.strategies import prompts as prompt_strategy
 from conformance.verdict import Soft, expect
 from contract.clauses import checks
 from contract.models import PROPOSED_METRIC_KEYS
@@ -90,13 +91,7 @@ def test_forward_no_grad_shapes(gs_via, via, payload):
 @checks("PROP-LOGPROBS-1")
 @prop(scale=0.3)
 @given(
-    prompts=st.lists(
-        st.one_of(
-            st.text(min_size=1, max_size=10), st.lists(st.integers(1, 99), min_size=1, max_size=6)
-        ),
-        min_size=1,
-        max_size=3,
-    ),
+    prompts=st.lists(prompt_strategy, min_size=1, max_size=3),
     completions=st.booleans(),
     top_k=st.one_of(st.none(), st.integers(1, 4)),
 )
