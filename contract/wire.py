@@ -78,6 +78,7 @@ __all__ = [
     "WireError",
     "WireLimits",
     "chunk_descriptor",
+    "split_chunk",
     "chunk_payload",
     "decode_byte_chunks",
     "decode_inline",
@@ -855,6 +856,15 @@ def _parse_chunk(data: Any, what: str = "chunk") -> _Chunk | None:
     if entry.code != "U8" or len(entry.shape) != 1:
         raise WireError(f"{what} payload must be a 1-D uint8 tensor")
     return _Chunk(kind, desc, frame.data[entry.begin : entry.end])
+
+
+def split_chunk(chunk: bytes) -> tuple[str, dict[str, Any], memoryview] | None:
+    """``(kind, descriptor, payload view)`` in one parse, None for a plain frame.
+
+    Servers need all three for every chunk they accept; parsing once keeps the hot path
+    to a single header read."""
+    parsed = _parse_chunk(chunk)
+    return None if parsed is None else (parsed.kind, parsed.desc, parsed.payload)
 
 
 def chunk_descriptor(chunk: bytes) -> tuple[str, dict[str, Any]] | None:

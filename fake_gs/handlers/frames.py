@@ -137,18 +137,17 @@ async def submit_frame(ctx: Ctx, job: JobRec, builder: Builder) -> Response:
     refuse_legacy(body)
     check_header(body, ctx.settings)
     try:
-        found = wire.chunk_descriptor(cast(bytes, body))  # any byte buffer works; no copy
+        found = wire.split_chunk(cast(bytes, body))  # any byte buffer works; no copy
     except wire.WireError as exc:
         raise malformed(f"malformed DSSST1 frame: {exc}") from None
     if found is None:
         obj = await decode_frame(ctx, body)
         del body
         return ctx.submitted(job, builder(ctx, job, obj, None))
-    kind, desc = found
+    kind, desc, payload = found
     if kind != "request":
         raise malformed("expected a request chunk, got a result chunk")
-    payload = memoryview(wire.chunk_payload(cast(bytes, body)))
-    del body  # the payload view is now the only owner: freed before the frame is decoded
+    del body, found  # the payload view is now the only owner: freed before the frame is decoded
     return await accept_chunk(ctx, job, desc, payload, builder)
 
 

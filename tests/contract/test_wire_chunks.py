@@ -315,3 +315,14 @@ def test_result_chunk_events_round_trip_and_check_sha() -> None:
     ]
     with pytest.raises(WireError, match="expected result chunks"):
         wire.decode_result_chunk_events(request_events)
+
+
+def test_split_chunk_is_descriptor_and_payload_in_one_parse() -> None:
+    frame = wire.dumps({"a": list(range(5000))})
+    chunks = wire.encode_byte_chunks(frame, "request", "forward-backward", max_bytes=8192 + 4096)
+    assert len(chunks) > 1
+    for chunk in chunks:
+        kind, desc, payload = wire.split_chunk(chunk)
+        assert (kind, desc) == wire.chunk_descriptor(chunk)
+        assert bytes(payload) == bytes(wire.chunk_payload(chunk))
+    assert wire.split_chunk(frame) is None
