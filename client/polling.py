@@ -15,7 +15,14 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from client.errors import JobFailed, PollTimeout, ProtocolError, RequestCancelled, RequestFailed
+from client.errors import (
+    DeadlineExceeded,
+    JobFailed,
+    PollTimeout,
+    ProtocolError,
+    RequestCancelled,
+    RequestFailed,
+)
 from contract.limits import PollPolicy
 from contract.states import (
     JOB_TERMINAL,
@@ -85,8 +92,10 @@ def wait_request(
     chunks: list[Mapping[str, Any]] = []
     attempt = 0
     context: dict[str, Any] = {"route": route, "job_id": job_id, "request_id": request_id}
+    status = str(RequestState.PENDING)
     while True:
-        page = fetch(cursor, deadline)
+        late = f"request still {status} after {policy.timeout_s:g} s"
+        page = _within(late, context, fetch, cursor, deadline)
         status = normalize_request_state(page.get("status"))
         events = page.get("events") or []
         for event in events:
@@ -135,8 +144,10 @@ def iter_stream_events(
     deadline = clock() + policy.timeout_s
     attempt = 0
     context: dict[str, Any] = {"route": route, "job_id": job_id, "request_id": request_id}
+    status = str(RequestState.PENDING)
     while True:
-        page = fetch(None, deadline)
+        late = f"stream still {status} after {policy.timeout_s:g} s"
+        page = _within(late, context, fetch, None, deadline)
         events = [dict(e) for e in page.get("events") or [] if isinstance(e, Mapping)]
         for event in events:
             yield event
@@ -171,8 +182,10 @@ def wait_job_running(
     """Poll the job until ``running``; a terminal state raises ``JobFailed`` with its reason."""
     deadline = clock() + policy.timeout_s
     attempt = 0
+    state = str(JobState.PENDING)
     while True:
-        job = dict(get_job(deadline))
+        late = f"job still {state} after {policy.timeout_s:g} s"
+        job = dict(_within(late, {"route": "get_job", "job_id": job_id}, get_job, deadline))
         state = normalize_job_state(job.get("status"))
         if state == JobState.RUNNING:
             return job
@@ -188,6 +201,19 @@ def wait_job_running(
             raise PollTimeout(f"job still {state} after {policy.timeout_s:g} s",
                               route="get_job", job_id=job_id)
         sleep(delay)
+
+
+def _within(
+    late: str, context: dict[str, Any], poll: Callable[..., Any], *args: Any
+) -> Any:
+    """One poll; the poll deadline running out mid-call is the poll's timeout (message
+    ``late``), named for the polled route, not a deadline of the poll route itself."""
+    try:
+        return poll(*args)
+    except PollTimeout:
+        raise
+    except DeadlineExceeded as exc:
+        raise PollTimeout(late, **context) from exc
 
 
 def _describe(error: Any) -> str:

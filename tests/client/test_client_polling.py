@@ -10,7 +10,14 @@ from typing import Any
 import pytest
 import torch
 
-from client.errors import JobFailed, PollTimeout, ProtocolError, RequestCancelled, RequestFailed
+from client.errors import (
+    DeadlineExceeded,
+    JobFailed,
+    PollTimeout,
+    ProtocolError,
+    RequestCancelled,
+    RequestFailed,
+)
 from client.polling import iter_stream_events, wait_job_running, wait_request
 from contract import wire
 from contract.limits import PollPolicy
@@ -149,3 +156,16 @@ def test_wait_job_running_and_job_failed() -> None:
     with pytest.raises(PollTimeout, match="job still pending"):
         wait_job_running(lambda d: {"status": "pending"}, job_id="j",
                          policy=PollPolicy(1, 1, 1, 3), sleep=clock.sleep, clock=clock)
+
+
+def test_deadline_inside_a_poll_call_is_the_polled_routes_timeout() -> None:
+    """The poll deadline can run out while a poll is being sent: that is still a
+    PollTimeout of the polled route (step), never a bare deadline of get_request."""
+
+    def fetch(cursor: str | None, deadline: float) -> Mapping[str, Any]:
+        raise DeadlineExceeded("deadline passed before get_request could be sent", route="get_request")
+
+    with pytest.raises(PollTimeout, match="route=step"):
+        wait_request(fetch, route="step", job_id="j", request_id="r", policy=PollPolicy())
+    with pytest.raises(PollTimeout, match="job still pending"):
+        wait_job_running(lambda deadline: fetch(None, deadline), job_id="j", policy=PollPolicy())
