@@ -95,14 +95,16 @@ def tensors(draw: st.DrawFn) -> torch.Tensor:
     return t
 
 
+#: Characters a frame can carry: UTF-8 encodable (lone surrogates are refused, tested apart).
+UTF8 = st.characters(codec="utf-8")
 JSON_LEAVES = (
     st.none()
     | st.booleans()
     | st.integers()
     | st.floats(allow_nan=False, allow_infinity=False)
-    | st.text(max_size=8)
+    | st.text(UTF8, max_size=8)
 )
-KEYS = st.text(st.characters(blacklist_characters="."), max_size=6)
+KEYS = st.text(st.characters(codec="utf-8", blacklist_characters="."), max_size=6)
 
 
 def shared_group(t: torch.Tensor) -> Any:
@@ -123,7 +125,7 @@ VALUES = st.recursive(
 JSON_VALUES = st.recursive(
     JSON_LEAVES,
     lambda kids: (
-        st.lists(kids, max_size=4) | st.dictionaries(st.text(max_size=6), kids, max_size=4)
+        st.lists(kids, max_size=4) | st.dictionaries(st.text(UTF8, max_size=6), kids, max_size=4)
     ),
     max_leaves=10,
 )
@@ -131,7 +133,7 @@ JSON_VALUES = st.recursive(
 
 @SETTINGS
 @given(
-    obj=VALUES, metadata=st.none() | st.dictionaries(st.text(max_size=6), JSON_VALUES, max_size=3)
+    obj=VALUES, metadata=st.none() | st.dictionaries(st.text(UTF8, max_size=6), JSON_VALUES, max_size=3)
 )
 def test_round_trip_is_exact(obj: Any, metadata: dict[str, Any] | None) -> None:
     frame = wire.dumps(obj, metadata)
@@ -369,3 +371,9 @@ def test_import_does_not_load_torch() -> None:
         "assert w.decode_byte_chunks(c) == f; assert 'torch' not in sys.modules"
     )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=root)
+
+
+@pytest.mark.parametrize("obj", [{"a": "\ud800"}, {"\udfff": 1}, ["ok", ("\ud83d",)]])
+def test_lone_surrogates_are_refused_on_dumps(obj: Any) -> None:
+    with pytest.raises(WireError, match="UTF-8"):
+        wire.dumps(obj)
