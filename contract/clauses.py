@@ -28,6 +28,11 @@ class Clause:
     subject: Subject
     area: str
     text: str
+    #: Where the rule comes from: ``spec §N.N`` (the published specification), ``client``
+    #: (reference-client behaviour servers rely on), ``decided`` (the kit's choice where the
+    #: spec is silent) or ``proposed`` (what the kit asks the server team to add). Empty
+    #: until every clause is traced.
+    source: str = ""
 
 
 #: Areas, in report order, with a title each.
@@ -60,8 +65,11 @@ AREAS: dict[str, str] = {
 _M: Level = "MUST"
 _S: Level = "SHOULD"
 
-# (id, level, profile, subject, sentence)
-_TABLE: tuple[tuple[str, Level, ClauseProfile, Subject, str], ...] = (
+#: A row is (id, level, profile, subject, sentence) or, with its source,
+#: (id, level, profile, subject, source, sentence).
+_Row = tuple[str, Level, ClauseProfile, Subject, str] | tuple[str, Level, ClauseProfile, Subject, str, str]
+
+_TABLE: tuple[_Row, ...] = (
     # Addressing and framing
     ("ADDR-PREFIX-1", _M, "current", "server", "Every route is served under /api/v2/databases/{database}/schemas/{schema}/{endpoint} for any database, schema and endpoint name."),
     ("ADDR-REQID-1", _M, "current", "server", "Every response carries an x-snowflake-request-id header."),
@@ -269,12 +277,22 @@ _TABLE: tuple[tuple[str, Level, ClauseProfile, Subject, str], ...] = (
     ("AUTH-ADMIN-1", _M, "current", "server", "With tokens configured, the fake's admin API (/_fake/..., export downloads excepted) answers 401 to calls without a valid bearer token."),
     ("LIMIT-RETRYAFTER-2", _M, "current", "server", "A refusal for a server limit (429 chunk_group_limit or rate_limited) carries Retry-After (decided), so clients back off instead of spinning."),
     ("LIMIT-EXPIRE-2", _M, "current", "server", "An abandoned chunk group stops counting against the open-group and buffered-byte caps once the server's idle time has passed (decided)."),
+    # Wave 2: a block per issue, so parallel work appends in different places.
+    # -- strict fake (issue 11) --
+    # -- hardening (issue 12) --
+    # -- at most once (issue 13) --
+    # -- openapi (issue 19) --
+    # -- recipes, logs, TLS (issue 17) --
 )
 
-CLAUSES: dict[str, Clause] = {
-    cid: Clause(cid, level, profile, subject, cid.split("-", 1)[0], text)
-    for cid, level, profile, subject, text in _TABLE
-}
+
+def _clause(row: _Row) -> Clause:
+    cid, level, profile, subject = row[0], row[1], row[2], row[3]
+    source, text = (row[4], row[5]) if len(row) == 6 else ("", row[4])
+    return Clause(cid, level, profile, subject, cid.split("-", 1)[0], text, source)
+
+
+CLAUSES: dict[str, Clause] = {row[0]: _clause(row) for row in _TABLE}
 
 #: The attribute :func:`checks` sets on a test function.
 CLAUSES_ATTR = "__gs_clauses__"

@@ -73,6 +73,12 @@ _TABLE: tuple[Mutant, ...] = (
     Mutant("tiny-step-ascends", ("SEM-LEARN-1", "SEM-SIGN-1"), "step moves the weights up the gradient (maximises the loss)", "tiny"),
     Mutant("tiny-load-partial", ("SEM-RESTORE-1",), "load restores the weights but starts a fresh optimizer", "tiny"),
     Mutant("tiny-fwd-ignores-temperature", ("SEM-PPOKL-1",), "forward(-no-grad) ignores meta.temperature while forward-backward applies it", "tiny"),
+    # Wave 2: a block per issue, so parallel work appends in different places.
+    # -- verdict (issue 10) --
+    # -- strict fake (issue 11) --
+    # -- hardening (issue 12) --
+    # -- at most once (issue 13) --
+    # -- recipes, logs, TLS (issue 17) --
 )
 
 MUTANTS: dict[str, Mutant] = {m.name: m for m in _TABLE}
