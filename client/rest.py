@@ -88,6 +88,7 @@ class CortexRestClient:
                 connect_timeout_s=config.connect_timeout_s,
                 read_timeout_s=config.read_timeout_s,
                 call_timeout_s=config.call_timeout_s,
+                ca_bundle=config.ca_bundle,
             ),
             session=session,
             sleep=sleep,
