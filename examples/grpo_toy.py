@@ -453,6 +453,20 @@ def save_png(records: Sequence[StepRecord], path: Path) -> bool:
     return True
 
 
+def save_execution_logs(client: Any, directory: Path) -> None:
+    """Write each log file of the run to ``directory/<sub_job_id>/<filename>``."""
+    try:
+        files = client.fetch_execution_logs()
+    except Exception as exc:  # an example: report and carry on, the curve is still written
+        print(f"execution logs not downloaded: {exc}")
+        return
+    for item in files:
+        path = directory / item["sub_job_id"].replace(":", "_") / item["filename"]
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(item["content"])
+        print(f"execution log: {path} ({len(item['content'].splitlines())} lines)")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     ap.add_argument("--base-url", help="a running fake-gs --engine tiny; started here if omitted")
@@ -469,6 +483,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--mini-batches", type=int, default=ToyConfig.mini_batches)
     ap.add_argument("--target", default=ToyConfig.target, help="bytes that earn reward")
     ap.add_argument("--seed", type=int, default=ToyConfig.seed)
+    ap.add_argument("--logs", type=Path, default=None, metavar="DIR",
+                    help="after the run, download the job's execution logs (spec §12.2) into DIR")
     ap.add_argument("--csv", type=Path, default=Path("grpo_toy.csv"))
     ap.add_argument("--png", type=Path, default=Path("grpo_toy.png"))
     args = ap.parse_args(argv)
@@ -489,6 +505,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not (base_url or args.host):
             base_url = stack.enter_context(fake_server(seed=args.seed))
         client = make_client(base_url, cfg, host=args.host)
+        if args.logs is not None:  # runs after shutdown (LIFO), so the logs show the job's end
+            stack.callback(save_execution_logs, client, args.logs)
         stack.callback(client.shutdown)
         bar = _Progress(cfg.steps)
         try:

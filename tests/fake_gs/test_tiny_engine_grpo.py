@@ -62,9 +62,9 @@ class EngineClient:
         return {}
 
 
-def run(hooks: Any = None, steps: int = 16, layout: str = "verl") -> list[float]:
+def run(hooks: Any = None, steps: int = 16) -> list[float]:
     toy = load_example("grpo_toy")
-    cfg = toy.ToyConfig(steps=steps, layout=layout)
+    cfg = toy.ToyConfig(steps=steps)
     records = toy.run_grpo(EngineClient(cfg.lr, cfg.seed), cfg, hooks)
     return [r.mean_reward for r in records]
 
@@ -74,9 +74,3 @@ def test_grpo_loop_learns_in_process() -> None:
     start, end = sum(rewards[:3]) / 3, sum(rewards[-3:]) / 3
     assert start < 0.05 and end > 0.5, rewards
 
-
-def test_grpo_loop_learns_in_the_arctic_context_layout() -> None:
-    """Batches in ArcticTraining's kwargs + context layout (spec §10.3) train as well."""
-    rewards = run(layout="arctic")
-    start, end = sum(rewards[:3]) / 3, sum(rewards[-3:]) / 3
-    assert start < 0.05 and end > 0.5, rewards
