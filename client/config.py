@@ -84,6 +84,7 @@ class ClientConfig(BaseModel):
     endpoint: str = DEFAULT_ENDPOINT
     pat: SecretStr | None = Field(None, description="Programmatic access token value.")
     pat_env_var: str = Field(DEFAULT_PAT_ENV_VAR, description="Environment variable holding the PAT.")
+    ca_bundle: str | None = Field(None, description="PEM CA bundle to verify https:// with (e.g. the one `fake-gs --tls` prints); default: $REQUESTS_CA_BUNDLE or the system store.")
 
     # --- job shape -----------------------------------------------------------------------
     model: str = "Qwen/Qwen3-0.6B"

@@ -55,6 +55,10 @@ class HttpSettings:
     connect_timeout_s: float = 10.0
     read_timeout_s: float = 300.0
     call_timeout_s: float = 900.0
+    #: A CA bundle path to verify TLS with; None leaves requests' default (which honours
+    #: $REQUESTS_CA_BUNDLE). Passed per request: requests lets that variable win over
+    #: ``session.verify``, never over a per-request value.
+    ca_bundle: str | None = None
 
 
 @dataclass
@@ -175,6 +179,10 @@ class HttpSession:
     def close(self) -> None:
         self.session.close()
 
+    @property
+    def _verify(self) -> dict[str, Any]:
+        return {"verify": self.settings.ca_bundle} if self.settings.ca_bundle else {}
+
     def url_for(self, route: Route, **path_params: str) -> str:
         return self.settings.base + self.settings.prefix + route.render(**path_params)
 
@@ -223,7 +231,7 @@ class HttpSession:
             try:
                 response = self.session.request(
                     method, url, data=payload, params=params or None, headers=headers,
-                    timeout=timeout,
+                    timeout=timeout, **self._verify,
                 )
             except requests.RequestException as exc:
                 failure: CortexError = CortexConnectionError(

@@ -88,6 +88,7 @@ class CortexRestClient:
                 connect_timeout_s=config.connect_timeout_s,
                 read_timeout_s=config.read_timeout_s,
                 call_timeout_s=config.call_timeout_s,
+                ca_bundle=config.ca_bundle,
             ),
             session=session,
             sleep=sleep,
@@ -137,6 +138,12 @@ class CortexRestClient:
 
     def export_checkpoint(self, job_id: str, checkpoint_id: str) -> dict[str, Any]:
         return dict(self._json("export_checkpoint", job_id=job_id, checkpoint_id=checkpoint_id))
+
+    def fetch_execution_logs(self, job_id: str) -> list[dict[str, str]]:
+        """Every log file of the job's run: experiment-run, stage credentials, S3 (spec §12.2)."""
+        from client.logs import fetch_execution_logs
+
+        return fetch_execution_logs(self, job_id)
 
     def delete_checkpoint(self, job_id: str, checkpoint_id: str) -> dict[str, Any]:
         answer = self._json("delete_checkpoint", job_id=job_id, checkpoint_id=checkpoint_id)

@@ -170,6 +170,16 @@ class ArcticRLClient:
     def cancel_request(self, request_id: str) -> dict[str, Any]:
         return self.call("cancel-request", {"request_id": request_id})
 
+    def fetch_execution_logs(self, job_id: str | None = None) -> list[dict[str, str]]:
+        """Every execution-log file of a job's run (spec §12.2), by default this client's
+        job; works after shutdown too, since the logs outlive the job."""
+        rest = getattr(self.transport, "rest", None)
+        target = job_id or (self._ids.job_id if self._ids else self._config.job_id)
+        if rest is None or not target:
+            raise ConfigError("fetch_execution_logs needs the Cortex transport and a job id")
+        logs: list[dict[str, str]] = rest.fetch_execution_logs(target)
+        return logs
+
     # --- colocation lifecycle: answered {} on Cortex --------------------------------------
     def wake_training(self, **kwargs: Any) -> dict[str, Any]:
         return self.call("wake_training", kwargs)

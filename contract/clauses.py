@@ -283,6 +283,8 @@ _TABLE: tuple[_Row, ...] = (
     # -- at most once (issue 13) --
     # -- openapi (issue 19) --
     # -- recipes, logs, TLS (issue 17) --
+    ("JOB-LOGS-1", _M, "current", "server", "spec §12.2", "POST /api/v2/statements (outside the service prefix) answers the stage-credentials statement for a run named by GET /{job_id}/experiment-run with one row: S3 credentials (locationType S3, location bucket/prefix, creds AWS_KEY_ID/AWS_SECRET_KEY/AWS_TOKEN) that list that run's stage."),
+    ("JOB-LOGS-2", _S, "current", "server", "spec §12.2", "A running job's stage holds its logs below _logs/{sub_job_id}/ for sub-jobs of that job, and only for them."),
 )
 
 

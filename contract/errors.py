@@ -48,6 +48,8 @@ class ErrorCode(StrEnum):
     UNAVAILABLE = "unavailable"
     PROMPT_TOO_LONG = "prompt_too_long"
     INTERNAL = "internal"
+    #: The fake's execution-log store needs the ``logs`` extra (moto[server], boto3).
+    LOGS_EXTRA_MISSING = "logs_extra_missing"
 
 
 #: The HTTP status each code is answered with.
@@ -85,6 +87,7 @@ STATUS_OF: dict[ErrorCode, int] = {
     ErrorCode.RATE_LIMITED: 429,
     ErrorCode.INTERNAL: 500,
     ErrorCode.NOT_IMPLEMENTED: 501,
+    ErrorCode.LOGS_EXTRA_MISSING: 501,
     ErrorCode.UNAVAILABLE: 503,
 }
 

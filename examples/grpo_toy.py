@@ -9,7 +9,9 @@ Task: the reward of a completion is the fraction of its ``max_tokens`` slots hol
 target byte (default ``a``). A freshly initialised byte-level model emits any of ~256
 bytes, so the reward starts near 0 and a working GRPO loop drives it towards 1.
 
-Each step sends the verl batch layout (facts, section 13):
+Each step sends the verl batch layout (facts, section 13), or with ``--layout arctic``
+ArcticTraining's (spec §10.3): model kwargs under ``kwargs``, and ``advantages``,
+``loss_mask``, the shifted old log-probs and ``eps_clip`` in a ``context`` block:
 
 1. ``generate`` ``rollout_n`` completions per prompt from the sampler;
 2. rewards, group-normalised into advantages (GRPO);
@@ -18,9 +20,13 @@ Each step sends the verl batch layout (facts, section 13):
 4. ``fwd_bwd`` + ``step`` per mini-batch with ``loss_fn="verl_grpo"``;
 5. ``sync_weights`` so the next rollout samples the updated policy.
 
-Run (starts the fake itself when ``--base-url`` is not given)::
+Run (starts the fake itself when neither ``--base-url`` nor ``--host`` is given)::
 
     python examples/grpo_toy.py --steps 30 --csv grpo.csv --png grpo.png
+    python examples/grpo_toy.py --host "$CORTEX_HOST" --layout arctic   # https + PAT
+
+``--host`` addresses the service as recipes do (``https://{host}``, the PAT from
+``$CORTEX_PAT``); against ``fake-gs --tls`` export the CA bundle it prints.
 
 Prompts are tokenised here, as the tiny engine's byte tokenizer does (UTF-8 bytes, BOS
 257, PAD 256), and sent as token ids, so the batch's prompt tokens are exactly what the
@@ -64,6 +70,8 @@ class ToyConfig:
     clip_ratio: float = 0.2
     mini_batches: int = 2
     seed: int = 0
+    #: ``verl``: the verl envelope; ``arctic``: ArcticTraining's kwargs + context layout.
+    layout: str = "verl"
 
 
 @dataclass
@@ -179,6 +187,56 @@ def _metric(answer: dict[str, Any], name: str) -> float:
     return float(value) if value is not None else float("nan")
 
 
+# --- the two batch layouts -------------------------------------------------------------------
+
+
+def verl_payload(batch: dict[str, torch.Tensor], meta: dict[str, Any]) -> Callable[[Any], Any]:
+    """verl: every tensor under ``batch`` ([B, R] RL tensors), loss settings in ``meta``."""
+
+    def make(rows: torch.Tensor) -> dict[str, Any]:
+        return {
+            "batch": {k: v[rows] for k, v in batch.items()},
+            "meta": meta,
+            "processing": {"loss_fn": "verl_grpo", "post": []},
+        }
+
+    return make
+
+
+def arctic_payload(
+    roll: Rollout, advantages: torch.Tensor, old_shifted: torch.Tensor, cfg: ToyConfig
+) -> Callable[[Any], Any]:
+    """ArcticTraining: model kwargs only under ``kwargs``; the RL side in ``context``.
+
+    ``advantages`` and ``loss_mask`` are token-aligned with ``input_ids`` ([B, P+R], zero
+    over the prompt); the old log-probs go as fwd_no_grad returned them, shifted, under
+    ``old_log_probs_shifted`` (spec §10.4), so no slicing is needed on this side.
+    """
+    p = roll.prompt_len
+    full_adv = torch.nn.functional.pad(advantages, (p, 0))
+    full_mask = torch.nn.functional.pad(roll.response_mask, (p, 0))
+    kwargs = {
+        "input_ids": roll.input_ids,
+        "attention_mask": roll.attention_mask,
+        "position_ids": roll.position_ids,
+    }
+    context = {"advantages": full_adv, "loss_mask": full_mask, "old_log_probs_shifted": old_shifted}
+
+    def make(rows: torch.Tensor) -> dict[str, Any]:
+        return {
+            "args": [],
+            "kwargs": {k: v[rows] for k, v in kwargs.items()},
+            "context": {
+                **{k: v[rows] for k, v in context.items()},
+                "eps_clip": cfg.clip_ratio,
+                "loss_agg_mode": "token-mean",
+            },
+            "processing": {"loss_fn": "grpo", "post": []},
+        }
+
+    return make
+
+
 # --- the loop --------------------------------------------------------------------------------
 
 
@@ -231,18 +289,16 @@ def run_grpo(
             "response_mask": roll.response_mask,
         }
         old = _logprobs(client.fwd_no_grad({"batch": batch, "meta": meta}))
-        batch["old_log_probs"] = hooks.old_log_probs(old, roll.prompt_len, roll.response_len)
-        batch["advantages"] = advantages
+        if cfg.layout == "arctic":
+            make = arctic_payload(roll, advantages, old, cfg)
+        else:
+            batch["old_log_probs"] = hooks.old_log_probs(old, roll.prompt_len, roll.response_len)
+            batch["advantages"] = advantages
+            make = verl_payload(batch, meta)
         losses, grad_norms, kls, clips = [], [], [], []
         order = torch.randperm(batch_size, generator=torch.Generator().manual_seed(cfg.seed + step))
         for part in order.chunk(cfg.mini_batches):
-            mini = {k: v[part] for k, v in batch.items()}
-            payload = {
-                "batch": mini,
-                "meta": meta,
-                "processing": {"loss_fn": "verl_grpo", "post": []},
-            }
-            answer = client.fwd_bwd(payload)
+            answer = client.fwd_bwd(make(part))
             losses.append(
                 _metric(answer, "avg_loss") if "avg_loss" in answer else _metric(answer, "loss")
             )
@@ -311,12 +367,17 @@ def fake_server(
             proc.wait()
 
 
-def make_client(base_url: str, cfg: ToyConfig) -> Any:
-    """The client library's RL client, tuned for a local fake (short polls)."""
+def make_client(base_url: str | None, cfg: ToyConfig, host: str | None = None) -> Any:
+    """The client library's RL client, tuned for a local fake (short polls).
+
+    ``host`` addresses ``https://{host}`` with the PAT from ``$CORTEX_PAT``, the way the
+    service's recipes do; ``base_url`` is the explicit alternative.
+    """
     from client import ClientConfig, create_client
 
+    address = {"host": host} if host else {"base_url": base_url}
     config = ClientConfig(
-        base_url=base_url,
+        **address,
         model="Qwen/Qwen3-0.6B",
         lr=cfg.lr,
         max_seq_len=256,
@@ -392,9 +453,26 @@ def save_png(records: Sequence[StepRecord], path: Path) -> bool:
     return True
 
 
+def save_execution_logs(client: Any, directory: Path) -> None:
+    """Write each log file of the run to ``directory/<sub_job_id>/<filename>``."""
+    try:
+        files = client.fetch_execution_logs()
+    except Exception as exc:  # an example: report and carry on, the curve is still written
+        print(f"execution logs not downloaded: {exc}")
+        return
+    for item in files:
+        path = directory / item["sub_job_id"].replace(":", "_") / item["filename"]
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(item["content"])
+        print(f"execution log: {path} ({len(item['content'].splitlines())} lines)")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     ap.add_argument("--base-url", help="a running fake-gs --engine tiny; started here if omitted")
+    ap.add_argument("--host", help="address https://HOST with the PAT in $CORTEX_PAT (recipe style)")
+    ap.add_argument("--layout", choices=("verl", "arctic"), default=ToyConfig.layout,
+                    help="batch layout: the verl envelope or ArcticTraining's kwargs + context")
     ap.add_argument("--steps", type=int, default=ToyConfig.steps)
     ap.add_argument("--group-size", type=int, default=ToyConfig.group_size)
     ap.add_argument(
@@ -405,6 +483,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--mini-batches", type=int, default=ToyConfig.mini_batches)
     ap.add_argument("--target", default=ToyConfig.target, help="bytes that earn reward")
     ap.add_argument("--seed", type=int, default=ToyConfig.seed)
+    ap.add_argument("--logs", type=Path, default=None, metavar="DIR",
+                    help="after the run, download the job's execution logs (spec §12.2) into DIR")
     ap.add_argument("--csv", type=Path, default=Path("grpo_toy.csv"))
     ap.add_argument("--png", type=Path, default=Path("grpo_toy.png"))
     args = ap.parse_args(argv)
@@ -417,11 +497,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         mini_batches=args.mini_batches,
         target=args.target,
         seed=args.seed,
+        layout=args.layout,
     )
     started = time.perf_counter()
     with contextlib.ExitStack() as stack:
-        base_url = args.base_url or stack.enter_context(fake_server(seed=args.seed))
-        client = make_client(base_url, cfg)
+        base_url = args.base_url
+        if not (base_url or args.host):
+            base_url = stack.enter_context(fake_server(seed=args.seed))
+        client = make_client(base_url, cfg, host=args.host)
+        if args.logs is not None:  # runs after shutdown (LIFO), so the logs show the job's end
+            stack.callback(save_execution_logs, client, args.logs)
         stack.callback(client.shutdown)
         bar = _Progress(cfg.steps)
         try:

@@ -26,6 +26,7 @@ from fake_gs.admin import admin_routes
 from fake_gs.dispatch import make_endpoint
 from fake_gs.handlers import HANDLERS
 from fake_gs.handlers.common import json_response
+from fake_gs.handlers.statements import statement_routes
 from fake_gs.middleware import RequestContextMiddleware
 from fake_gs.settings import FakeSettings
 from fake_gs.state import AppState
@@ -87,7 +88,7 @@ def create_app(settings: FakeSettings | None = None, **overrides: Any) -> Starle
             state.store.close()
 
     app = Starlette(
-        routes=[*service_routes(state), *admin_routes(state)],
+        routes=[*service_routes(state), *statement_routes(state), *admin_routes(state)],
         middleware=[Middleware(RequestContextMiddleware, state=state)],
         exception_handlers={HTTPException: http_error},
         lifespan=lifespan,

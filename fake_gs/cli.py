@@ -7,10 +7,16 @@ two of launch; the engine loads on the first job.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
+import os
+import shlex
+import signal
 import socket
 import sys
 from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
 
 from contract.limits import MiB
 from contract.routes import DEFAULT_ENDPOINT, PREFIX_TEMPLATE
@@ -104,6 +110,13 @@ def build_parser() -> argparse.ArgumentParser:
                      help="JSON arrays/objects allowed in one JSON body or frame header")
     lim.add_argument("--max-events-cap", type=_positive, default=d.max_events_cap,
                      help="max_events on a poll is clamped to this (the contract says 512)")
+    net = p.add_argument_group("TLS and recipes", "what a recipe needs to reach the fake as it reaches the service")
+    net.add_argument("--tls", action="store_true",
+                     help="serve HTTPS with a certificate from a throwaway CA made now (needs the tls "
+                          "extra); prints the CA bundle and the exports a client needs")
+    net.add_argument("--env-file", type=Path, default=None, metavar="PATH",
+                     help="once serving, write the exports (CORTEX_HOST or CORTEX_BASE_URL, and the CA "
+                          "variables with --tls) to PATH for `source`; removed when the fake stops")
     p.add_argument("--log-level", default=d.log_level,
                    choices=("critical", "error", "warning", "info", "debug"), help="log verbosity")
     return p
@@ -139,10 +152,52 @@ def settings_from_args(args: argparse.Namespace) -> FakeSettings:
         max_json_containers=args.max_json_containers,
         max_events_cap=args.max_events_cap,
         log_level=args.log_level,
+        tls=args.tls,
     )
 
 
+def client_exports(base: str, host_port: str, tls: Any) -> dict[str, str]:
+    """The environment a client needs: host-style addressing plus the CA under TLS."""
+    if tls is None:
+        return {"CORTEX_BASE_URL": base}
+    return {"CORTEX_HOST": host_port, **tls.env()}
+
+
+def export_line(env: dict[str, str]) -> str:
+    return "export " + " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
+
+
+def write_env_file(path: Path, env: dict[str, str]) -> None:
+    """Written whole or not at all (a script may poll for it while the fake starts)."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text("".join(f"export {k}={shlex.quote(v)}\n" for k, v in env.items()))
+    os.replace(tmp, path)
+
+
+def tls_lines(base: str, host_port: str, tls: Any) -> list[str]:
+    if tls is None:
+        return []
+    return [
+        f"  host:     {host_port}  (recipes: host={host_port} with a PAT -> {base})",
+        f"  ca:       {tls.ca_path}  (throwaway test CA; deleted when the fake stops)",
+        f"  {export_line(client_exports(base, host_port, tls))}",
+    ]
+
+
+def _exit_on_sigterm(signum: int, frame: Any) -> None:
+    raise SystemExit(0)
+
+
+def _tokenizer_main(argv: Sequence[str]) -> int:
+    from fake_gs.tokenizer import main as tokenizer_main
+
+    return tokenizer_main(argv)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["tokenizer"]:  # ``fake-gs tokenizer DIR``: same as python -m fake_gs.tokenizer
+        return _tokenizer_main(argv[1:])
     args = build_parser().parse_args(argv)
     try:
         settings = settings_from_args(args)
@@ -152,11 +207,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=settings.log_level.upper(), stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     from fake_gs.app import create_app
-    from fake_gs.server import _Server, base_url_of, bind_socket, uvicorn_config
+    from fake_gs.server import _Server, base_url_of, bind_socket, host_port_of, uvicorn_config
+    from fake_gs.tls import TlsUnavailable, make_material, uvicorn_ssl_options
 
     try:
         app = create_app(settings)
     except (ValueError, OSError) as exc:
+        print(f"fake-gs: {exc}", file=sys.stderr)
+        return 2
+    try:
+        tls = make_material(settings.host) if settings.tls else None
+    except TlsUnavailable as exc:
         print(f"fake-gs: {exc}", file=sys.stderr)
         return 2
     try:
@@ -165,8 +226,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"fake-gs: cannot listen on {settings.host}:{settings.port}: {exc}", file=sys.stderr)
         return 2
     port = sock.getsockname()[1]
-    base = base_url_of(settings.host, port)
-    server = _Server(uvicorn_config(app, settings))
+    base = base_url_of(settings.host, port, "https" if tls else "http")
+    host_port = host_port_of(settings.host, port)
+    server = _Server(uvicorn_config(app, settings, **uvicorn_ssl_options(tls)))
 
     async def announce() -> None:
         print(f"fake-gs serving on {base}", flush=True)
@@ -175,10 +237,14 @@ def main(argv: Sequence[str] | None = None) -> int:
               flush=True)
         print(f"  admin:    {base}/_fake/health  state: {base}/_fake/state", flush=True)
         extras = [f"profile={settings.profile}", f"engine={settings.engine}",
-                  f"auth={'on' if settings.tokens else 'off'}"]
+                  f"auth={'on' if settings.tokens else 'off'}", f"tls={'on' if tls else 'off'}"]
         if settings.mutant:
             extras.append(f"MUTANT={settings.mutant}")
         print("  " + " ".join(extras), flush=True)
+        for line in tls_lines(base, host_port, tls):
+            print(line, flush=True)
+        if args.env_file is not None:
+            write_env_file(args.env_file, client_exports(base, host_port, tls))
 
     original = server.startup
 
@@ -187,12 +253,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         await announce()
 
     server.startup = startup  # type: ignore[method-assign]
+    # uvicorn re-raises SIGTERM once shut down; turning it into SystemExit lets the cleanup
+    # below (CA directory, env file) run instead of the process dying mid-way.
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
     try:
         server.run(sockets=[sock])
     except KeyboardInterrupt:
         pass
     finally:
         sock.close()
+        if tls is not None:
+            tls.cleanup()
+        if args.env_file is not None:
+            with contextlib.suppress(OSError):
+                args.env_file.unlink()
     return 0
 
 

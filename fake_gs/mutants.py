@@ -79,6 +79,7 @@ _TABLE: tuple[Mutant, ...] = (
     # -- hardening (issue 12) --
     # -- at most once (issue 13) --
     # -- recipes, logs, TLS (issue 17) --
+    Mutant("logs-stage-empty", ("JOB-LOGS-2",), "stage credentials are answered but no execution log is ever written to the stage"),
 )
 
 MUTANTS: dict[str, Mutant] = {m.name: m for m in _TABLE}

@@ -20,6 +20,7 @@ from contract.routes import PREFIX_TEMPLATE
 from fake_gs.app import create_app
 from fake_gs.settings import FakeSettings
 from fake_gs.state import AppState
+from fake_gs.tls import TlsMaterial, make_material, uvicorn_ssl_options
 
 
 def bind_socket(host: str, port: int) -> socket.socket:
@@ -33,9 +34,14 @@ def bind_socket(host: str, port: int) -> socket.socket:
     return sock
 
 
-def base_url_of(host: str, port: int) -> str:
+def base_url_of(host: str, port: int, scheme: str = "http") -> str:
+    return f"{scheme}://{host_port_of(host, port)}"
+
+
+def host_port_of(host: str, port: int) -> str:
+    """``127.0.0.1:8443`` (``[::1]:8443``): what a recipe passes as its ``host``."""
     shown = f"[{host}]" if ":" in host else host
-    return f"http://{shown}:{port}"
+    return f"{shown}:{port}"
 
 
 class _Server(uvicorn.Server):
@@ -73,6 +79,18 @@ class FakeServer:
     _server: _Server = field(repr=False)
     _thread: threading.Thread = field(repr=False)
     _sock: socket.socket = field(repr=False)
+    #: The throwaway CA and certificate when started with ``tls=True`` (else None).
+    tls: TlsMaterial | None = None
+
+    @property
+    def ca_path(self) -> str | None:
+        """The CA bundle a client must trust (``REQUESTS_CA_BUNDLE``), with TLS on."""
+        return str(self.tls.ca_path) if self.tls is not None else None
+
+    @property
+    def host_port(self) -> str:
+        """``HOST:PORT`` for host-style addressing (``https://{host}`` with a PAT)."""
+        return self.base_url.split("://", 1)[1]
 
     @property
     def state(self) -> AppState:
@@ -88,6 +106,8 @@ class FakeServer:
         self._thread.join(timeout)
         with contextlib.suppress(OSError):
             self._sock.close()
+        if self.tls is not None:
+            self.tls.cleanup()
 
     def __enter__(self) -> FakeServer:
         return self
@@ -101,9 +121,10 @@ def start_in_background(settings: FakeSettings | None = None, **overrides: Any) 
     overrides.setdefault("port", 0)
     final = (settings or FakeSettings()).with_overrides(**overrides)
     app = create_app(final)
+    tls = make_material(final.host) if final.tls else None
     sock = bind_socket(final.host, final.port)
     port = sock.getsockname()[1]
-    server = _Server(uvicorn_config(app, final))
+    server = _Server(uvicorn_config(app, final, **uvicorn_ssl_options(tls)))
     errors: list[BaseException] = []
 
     def run() -> None:
@@ -121,13 +142,17 @@ def start_in_background(settings: FakeSettings | None = None, **overrides: Any) 
         server.should_exit = True
         thread.join(5)
         sock.close()
+        if tls is not None:
+            tls.cleanup()
         raise RuntimeError(f"fake-gs failed to start: {errors[0] if errors else 'timeout'}")
-    return FakeServer(base_url_of(final.host, port), app, final, server, thread, sock)
+    base = base_url_of(final.host, port, "https" if tls else "http")
+    return FakeServer(base, app, final, server, thread, sock, tls)
 
 
 @contextlib.contextmanager
 def serve_in_background(settings: FakeSettings | None = None, **overrides: Any) -> Iterator[str]:
-    """Run a fake for the duration of a ``with`` block; yields ``http://127.0.0.1:PORT``."""
+    """Run a fake for the duration of a ``with`` block; yields ``http://127.0.0.1:PORT``
+    (``https://`` with ``tls=True``: use :func:`start_in_background` to reach its CA)."""
     server = start_in_background(settings, **overrides)
     try:
         yield server.base_url

@@ -71,6 +71,8 @@ class FakeSettings:
     mutant: str | None = None
     faults: str | None = None
     log_level: str = "info"
+    #: Serve HTTPS with a certificate from a throwaway CA made at start-up (``tls`` extra).
+    tls: bool = False
     #: Limits (rarely changed; tests use them to stay small and fast).
     max_body_bytes: int = MAX_BODY_BYTES
     max_open_groups_per_job: int = 64

@@ -22,6 +22,7 @@ from contract.states import JOB_STARTUP_ORDER, JobState, normalize_job_state
 from fake_gs import delivery
 from fake_gs.chunks import ChunkGroup
 from fake_gs.errors import ApiError
+from fake_gs.execution_logs import ExecutionLogs
 from fake_gs.executor import Executors
 from fake_gs.records import CheckpointRec, ExportRec, JobRec, RequestRec, SubJobRec
 
@@ -46,9 +47,12 @@ class Store:
         self.lock = threading.RLock()
         self._engine_lock = threading.Lock()
         self.executors = Executors(settings.worker_threads)
+        #: Ended jobs' log lines and the S3 stage of the execution-log download (spec §12.2).
+        self.execution_logs = ExecutionLogs()
         self._reset_state()
 
     def _reset_state(self) -> None:
+        self.execution_logs.clear()
         self.jobs: dict[str, JobRec] = {}
         self.requests: dict[str, RequestRec] = {}
         self.groups: dict[str, dict[str, ChunkGroup]] = {}
@@ -86,6 +90,7 @@ class Store:
 
     def close(self) -> None:
         self.executors.shutdown()
+        self.execution_logs.close()
 
     # --- jobs -----------------------------------------------------------------------------
 
@@ -224,6 +229,7 @@ class Store:
                 req.stream_events.clear()
             for group in self.groups.pop(job.job_id, {}).values():
                 group.release()
+            self.execution_logs.keep(job)
             job.forget_logs()
             engine = self._engine
             self._admit_dirty = True

@@ -30,7 +30,9 @@ Conventions (decided here, documented for clients):
 - RL tensors (``response_mask``, ``advantages``, ``old_log_probs``, ``ref_log_prob``,
   ``loss_mask``) are ``[B, R]`` (aligned with ``responses`` = the last R columns of
   ``input_ids``) or ``[B, P+R]`` token-aligned with ``input_ids`` (entry k is about
-  token ``input_ids[:, k]``); ``[B]`` advantages broadcast over the sequence.
+  token ``input_ids[:, k]``); ``[B]`` advantages broadcast over the sequence. They may
+  sit beside the model kwargs or in ArcticTraining's ``context`` block, whose loss
+  settings (``eps_clip`` ...) count too (``fake_gs.engines.batch_layout``).
 - in forward(-backward) batches, token ids outside the byte vocabulary are folded modulo
   the vocabulary size, so batches tokenised for a real model still run; a generate prompt
   with such ids is refused (ValueError -> a failed request), as a real sampler would.
@@ -56,7 +58,7 @@ import torch
 import torch.nn.functional as F
 
 from contract.models import GenerateRequest, LogProbsRequest, SamplingParams, SubJobConfig
-from contract.shapes import model_inputs
+from fake_gs.engines.batch_layout import normalize
 from fake_gs.engines.tiny_model import TinyConfig, TinyLM, shifted_entropy, shifted_logprobs
 from fake_gs.engines.tiny_tokenizer import BOS_ID, EOS_ID, PAD_ID, VOCAB_SIZE, ByteTokenizer
 
@@ -516,6 +518,7 @@ class _Batch:
         inputs: Mapping[str, Any],
         meta: Mapping[str, Any],
         processing: Mapping[str, Any],
+        loss_config: Mapping[str, Any] | None = None,
     ) -> None:
         self.inputs = inputs
         self.input_ids = _fold_ids(inputs["input_ids"])
@@ -535,14 +538,7 @@ class _Batch:
         post = processing.get("post")
         self.post: list[Any] = list(post) if isinstance(post, list) else []
         self.loss_fn = str(loss_fn).lower() if loss_fn else None
-        self.loss_config: dict[str, Any] = {}
-        for part in (
-            processing.get("config"),
-            meta.get("policy_loss_config"),
-            meta.get("actor_config"),
-        ):
-            if isinstance(part, Mapping):
-                self.loss_config.update(part)
+        self.loss_config: dict[str, Any] = dict(loss_config or {})
         responses = inputs.get("responses")
         self.response_len = (
             int(_as_tensor(responses, torch.long).reshape(b, -1).shape[1])
@@ -563,14 +559,9 @@ class _Batch:
 
     @classmethod
     def parse(cls, request: Mapping[str, Any], *, need_loss: bool = True) -> _Batch:
-        inputs = model_inputs(request)
-        meta = request.get("meta")
-        processing = request.get("processing")
-        return cls(
-            inputs,
-            meta if isinstance(meta, Mapping) else {},
-            processing if isinstance(processing, Mapping) and need_loss else {},
-        )
+        # kwargs, the verl envelope and ArcticTraining's context block (spec §10.3) alike.
+        layout = normalize(request, need_loss=need_loss)
+        return cls(layout.inputs, layout.meta, layout.processing, layout.loss_config)
 
     @property
     def shape(self) -> tuple[int, int]:

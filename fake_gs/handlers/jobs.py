@@ -11,6 +11,7 @@ from contract.errors import ErrorCode, detail_entry
 from contract.models import CreateJobRequest
 from contract.models_catalog import is_known_model, is_trainable
 from fake_gs.errors import ApiError
+from fake_gs.execution_logs import run_name
 from fake_gs.handlers.common import Ctx, json_response
 from fake_gs.records import CheckpointRec, JobRec, rfc3339
 
@@ -132,4 +133,4 @@ async def cancel_job(ctx: Ctx) -> Response:
 
 async def get_experiment_run(ctx: Ctx) -> Response:
     job = ctx.job()
-    return json_response({"experiment_name": job.experiment_name, "experiment_run_name": f"run-{job.job_id}"})
+    return json_response({"experiment_name": job.experiment_name, "experiment_run_name": run_name(job.job_id)})
