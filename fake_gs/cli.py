@@ -104,6 +104,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="JSON arrays/objects allowed in one JSON body or frame header")
     lim.add_argument("--max-events-cap", type=_positive, default=d.max_events_cap,
                      help="max_events on a poll is clamped to this (the contract says 512)")
+    p.add_argument("--traffic", type=int, default=d.traffic, metavar="N",
+                   help="keep the last N exchanges per account for GET /_fake/traffic (0: off); "
+                        "unknown JSON fields are then reported there instead of refused (unless --strict)")
     p.add_argument("--log-level", default=d.log_level,
                    choices=("critical", "error", "warning", "info", "debug"), help="log verbosity")
     return p
@@ -139,6 +142,7 @@ def settings_from_args(args: argparse.Namespace) -> FakeSettings:
         max_json_containers=args.max_json_containers,
         max_events_cap=args.max_events_cap,
         log_level=args.log_level,
+        traffic=args.traffic,
     )
 
 

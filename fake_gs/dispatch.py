@@ -23,6 +23,7 @@ from fake_gs.faults import FaultAction
 from fake_gs.handlers import Handler
 from fake_gs.handlers.common import BodyReader, Ctx, json_response
 from fake_gs.state import AppState
+from fake_gs.traffic import note
 
 log = logging.getLogger("fake_gs.dispatch")
 
@@ -129,12 +130,13 @@ def make_endpoint(state: AppState, route: Route, handler: Handler) -> Callable[[
     async def endpoint(request: Request) -> Response:
         body = BodyReader(request)
         try:
-            owner = authenticate(state.settings, request)
+            owner = authenticate(state.settings, request, minted=state.accounts)
             action = await decide_fault(state, route, request, body)
             if action is not None:
                 job_id = request.path_params.get("job_id")
                 injected = await apply_fault(state, action, body, job_id if isinstance(job_id, str) else None)
                 if injected is not None:
+                    note(request.scope, "fault", True)
                     return injected
             if state.wedged and request.path_params.get("job_id") in state.wedged:
                 raise ApiError(ErrorCode.UNAVAILABLE, "job stopped serving after a malformed frame (mutant)")
@@ -146,6 +148,7 @@ def make_endpoint(state: AppState, route: Route, handler: Handler) -> Callable[[
             return response
         except ApiError as exc:
             await body.drain()
+            note(request.scope, "code", str(exc.code))
             if exc.code in (ErrorCode.MALFORMED_FRAME, ErrorCode.LEGACY_PAYLOAD_REFUSED) \
                     and state.mutant("refusal-wedges-job"):
                 state.wedged.add(str(request.path_params.get("job_id")))

@@ -16,6 +16,7 @@ from contract.errors import REQUEST_ID_HEADER, ErrorCode, error_body
 from fake_gs.dispatch import DropConnection
 from fake_gs.handlers.common import ENCODED_SLASH
 from fake_gs.state import AppState
+from fake_gs.traffic import ERROR_BODY_CAP, bearer_of, exchange
 
 access_log = logging.getLogger("fake_gs.access")
 log = logging.getLogger("fake_gs")
@@ -52,6 +53,8 @@ class RequestContextMiddleware:
         started = time.perf_counter()
         status = 0
         add_header = not self.state.mutant("no-request-id-header")
+        logged = self.state.traffic.enabled and not str(scope.get("path", "")).startswith("/_fake/")
+        refusal = bytearray()
 
         async def send_with_id(message: Message) -> None:
             nonlocal status
@@ -61,6 +64,8 @@ class RequestContextMiddleware:
                     headers = list(message.get("headers", []))
                     headers.append((self.header, request_id.encode("latin-1")))
                     message = {**message, "headers": headers}
+            elif logged and status >= 400 and len(refusal) < ERROR_BODY_CAP:
+                refusal.extend(message.get("body", b"")[: ERROR_BODY_CAP - len(refusal)])
             await send(message)
 
         try:
@@ -83,11 +88,14 @@ class RequestContextMiddleware:
                 await send_with_id({"type": "http.response.start", "status": 500,
                                     "headers": [(b"content-type", b"application/json"),
                                                 (b"content-length", str(len(body)).encode())]})
-                await send({"type": "http.response.body", "body": body})
+                await send_with_id({"type": "http.response.body", "body": body})
         finally:
             store = self.state.store
             with store.lock:
                 store.http_requests += 1
+            if logged:
+                account = self.state.accounts.label(bearer_of(scope), self.state.settings.tokens)
+                self.state.traffic.record(account, exchange(scope, status, bytes(refusal), started, request_id))
             if access_log.isEnabledFor(logging.INFO):
                 access_log.info('%s %s%s %s %.1fms', scope.get("method"), scope.get("path"),
                                 "?" + scope["query_string"].decode("latin-1") if scope.get("query_string") else "",
