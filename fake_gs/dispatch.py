@@ -133,16 +133,18 @@ def make_endpoint(state: AppState, route: Route, handler: Handler) -> Callable[[
             owner = authenticate(state.settings, request, minted=state.accounts)
             action = await decide_fault(state, route, request, body)
             if action is not None:
+                if action.drop or action.status is not None:
+                    note(request.scope, "fault", True)  # the answer is the fault's, not the client's doing
                 job_id = request.path_params.get("job_id")
                 injected = await apply_fault(state, action, body, job_id if isinstance(job_id, str) else None)
                 if injected is not None:
-                    note(request.scope, "fault", True)
                     return injected
             if state.wedged and request.path_params.get("job_id") in state.wedged:
                 raise ApiError(ErrorCode.UNAVAILABLE, "job stopped serving after a malformed frame (mutant)")
             response = await handler(Ctx(state, request, route, owner, body))
             if action is not None and action.lose_answer:
                 await body.drain()
+                note(request.scope, "fault", True)
                 log.info("fault: %s %s executed, answer dropped", request.method, request.url.path)
                 raise DropConnection()
             return response

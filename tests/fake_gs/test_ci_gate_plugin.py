@@ -6,6 +6,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -94,16 +95,28 @@ def test_modes_and_relax_marker(pytester):
 
 def test_faults_block_installs_and_restores_rules(pytester):
     result = run(pytester, """
-        def test_retried_503(fake_gs):
-            with fake_gs.faults({"route": "get_capacity", "nth": 1, "status": 503}) as rules:
-                first = requests.get(fake_gs.service_url + "/capacity", headers=fake_gs.headers)
-                second = requests.get(fake_gs.service_url + "/capacity", headers=fake_gs.headers)
-            assert (first.status_code, second.status_code) == (503, 200)
-            assert rules.fired == 1
-            assert [ex.injected for ex in fake_gs.traffic()] == [True, False]
+        def capacity(fake_gs):
+            try:
+                return requests.get(fake_gs.service_url + "/capacity", headers=fake_gs.headers).status_code
+            except requests.RequestException:  # the cut comes mid-answer
+                return "cut"
+
+        def test_retried_503_and_cut(fake_gs):
+            rules = ({"route": "get_capacity", "nth": 1, "status": 503},
+                     {"route": "get_capacity", "nth": 1, "drop": True})  # counts the calls rule 1 let pass
+            with fake_gs.faults(*rules) as installed:
+                seen = [capacity(fake_gs) for _ in range(3)]
+            assert seen == [503, "cut", 200]
+            assert installed.fired == 2
+            assert [(ex.status, ex.injected) for ex in fake_gs.traffic()] == [(503, True), (-1, True), (200, False)]
             assert fake_gs.admin.call("GET", "faults")["rules"] == []
+
+        def test_real_refusal_under_a_delay_rule_still_counts(fake_gs):
+            with fake_gs.faults({"route": "get_job", "delay_s": 0.01}):
+                missing_job(fake_gs)
     """)
-    result.assert_outcomes(passed=1)
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*test_real_refusal_under_a_delay_rule_still_counts*", "*-> 404 job_not_found*"])
 
 
 def test_settings_marker_isolation_and_state(pytester):
@@ -169,3 +182,12 @@ def test_importing_the_plugin_stays_light():
             "{'torch', 'hypothesis', 'schemathesis', 'client', 'conformance'}))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_readme_ci_test_passes(pytester):
+    """The ten-line test of the README's "Use the fake in your CI" runs green as printed."""
+    text = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    section = text[text.index("## Use the fake in your CI"):]
+    start = section.index("```python") + len("```python")
+    pytester.makepyfile(test_readme=section[start:section.index("```", start)])
+    pytester.runpytest(*PLUGIN).assert_outcomes(passed=1)
