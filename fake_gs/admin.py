@@ -135,12 +135,7 @@ async def get_traffic(state: AppState, request: Request, body: BodyReader) -> Re
 def open_groups(state: AppState, account: str) -> list[dict[str, object]]:
     """Chunk groups still open (chunks missing) on the jobs of one account."""
     store = state.store
-    owner = state.accounts.token_of(account)
-    if owner is None and account.startswith("token#") and account[6:].isdigit():
-        index = int(account[6:])
-        owner = state.settings.tokens[index] if index < len(state.settings.tokens) else None
-    if owner is None and account == "anonymous" and not state.settings.tokens:
-        owner = ""
+    owner = state.accounts.owner_of(account, state.settings.tokens)
     if owner is None:
         return []
     with store.lock:

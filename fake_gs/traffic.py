@@ -35,8 +35,14 @@ NOTES = "fake_gs.notes"
 MAX_ACCOUNTS = 512
 #: Minted tokens a fake accepts in its lifetime (each test mints one).
 MAX_MINTED = 100_000
+#: Exchanges kept by all accounts together: at least this many, or 4 accounts' worth;
+#: the least recently active accounts are forgotten beyond it (about 1 KiB each).
+MIN_STORED = 50_000
 #: Bytes of an error answer kept to read its code and message.
 ERROR_BODY_CAP = 8192
+#: Unknown field names kept per exchange, and characters of a path or query.
+MAX_UNKNOWN_NAMES = 50
+MAX_TEXT = 512
 ANONYMOUS = "anonymous"
 UNAUTHENTICATED = "unauthenticated"
 
@@ -49,6 +55,12 @@ def note(scope: dict[str, Any], key: str, value: Any) -> None:
 #: The forms a finished request's result reaches the client in (facts, section 5):
 #: plain JSON, an inline base64 frame, result-chunk events, or generate-stream events.
 RESULT_FORMS = ("json", "inline", "chunks", "stream")
+
+
+def note_unknown(scope: dict[str, Any], names: list[str]) -> None:
+    """Report unknown JSON fields of this exchange (the first :data:`MAX_UNKNOWN_NAMES`)."""
+    found: list[str] = scope.setdefault(NOTES, {}).setdefault("unknown_fields", [])
+    found.extend(names[: max(0, MAX_UNKNOWN_NAMES - len(found))])
 
 
 def result_form(req: Any) -> str | None:
@@ -88,7 +100,13 @@ class Accounts:
             self._by_label[label] = token
             return token, label
 
-    def token_of(self, label: str) -> str | None:
+    def owner_of(self, label: str, configured: tuple[str, ...]) -> str | None:
+        """The owner key (token) of an account label; None for a label no account has."""
+        if label == ANONYMOUS and not configured:
+            return ""
+        index = label.removeprefix("token#")
+        if index != label and index.isdigit() and int(index) < len(configured):
+            return configured[int(index)]
         return self._by_label.get(label)
 
     def label(self, token: str | None, configured: tuple[str, ...]) -> str:
@@ -146,6 +164,8 @@ class TrafficLog:
         self._logs: OrderedDict[str, _Log] = OrderedDict()
         self._lock = threading.Lock()
         self._seq = 0
+        self._stored = 0
+        self.budget = max(MIN_STORED, 4 * limit)
 
     @property
     def enabled(self) -> bool:
@@ -159,15 +179,21 @@ class TrafficLog:
             if log is None:
                 log = self._logs[account] = _Log(deque(maxlen=self.limit), deque(maxlen=self.limit))
                 while len(self._logs) > MAX_ACCOUNTS:
-                    self._logs.popitem(last=False)
+                    _, old = self._logs.popitem(last=False)
+                    self._stored -= len(old.recent) + len(old.flagged)
             else:
                 self._logs.move_to_end(account)
+            before = len(log.recent) + len(log.flagged)
             log.total += 1
             log.recent.append(exchange)
             if exchange["status"] >= 400 or exchange["status"] < 0 or exchange.get("unknown_fields"):
                 log.flagged_total += 1
                 log.flagged.append(exchange)
             log.tally(exchange)
+            self._stored += len(log.recent) + len(log.flagged) - before
+            while self._stored > self.budget and len(self._logs) > 1:
+                _, old = self._logs.popitem(last=False)
+                self._stored -= len(old.recent) + len(old.flagged)
 
     def view(self, account: str | None) -> dict[str, Any]:
         """One account's log, or every account's when ``account`` is None."""
@@ -181,8 +207,11 @@ class TrafficLog:
         with self._lock:
             if account is None:
                 self._logs.clear()
+                self._stored = 0
             else:
-                self._logs.pop(account, None)
+                old = self._logs.pop(account, None)
+                if old is not None:
+                    self._stored -= len(old.recent) + len(old.flagged)
 
 
 def _error_fields(body: bytes) -> tuple[str | None, str | None]:
@@ -221,8 +250,8 @@ def exchange(scope: dict[str, Any], status: int, error_body: bytes, started: flo
     query = scope.get("query_string") or b""
     return {
         "method": scope.get("method"),
-        "path": scope.get("path"),
-        "query": query.decode("latin-1") if query else "",
+        "path": str(scope.get("path", ""))[:MAX_TEXT],
+        "query": query[:MAX_TEXT].decode("latin-1") if query else "",
         "route": spec.name if spec else None,
         "template": spec.path if spec else None,
         "status": status,
@@ -238,4 +267,5 @@ def exchange(scope: dict[str, Any], status: int, error_body: bytes, started: flo
     }
 
 
-__all__ = ["RESULT_FORMS", "Accounts", "TrafficLog", "bearer_of", "exchange", "note", "result_form"]
+__all__ = ["RESULT_FORMS", "Accounts", "TrafficLog", "bearer_of", "exchange", "note", "note_unknown",
+           "result_form"]

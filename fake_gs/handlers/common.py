@@ -22,7 +22,7 @@ from fake_gs.records import JobRec, RequestRec
 from fake_gs.settings import FakeSettings
 from fake_gs.state import AppState
 from fake_gs.store import TERMINAL, Store
-from fake_gs.traffic import NOTES, note
+from fake_gs.traffic import note, note_unknown
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -179,8 +179,7 @@ class Ctx:
         elif self.state.traffic.enabled:  # reported in the traffic log, not refused
             unknown = unknown_fields(obj, loc)
             if unknown:
-                found = self.request.scope.setdefault(NOTES, {}).setdefault("unknown_fields", [])
-                found.extend(".".join(str(p) for p in u) for u in unknown)
+                note_unknown(self.request.scope, [".".join(str(p) for p in u) for u in unknown])
         return obj
 
     def note(self, key: str, value: Any) -> None:

@@ -19,7 +19,7 @@ from typing import Any
 from contract.errors import ErrorCode
 from contract.models import OPERATION_TYPES
 from contract.routes import routes_for
-from fake_gs.settings import FakeSettings
+from fake_gs.settings import FakeSettings, StatusStyle
 from fake_gs.traffic import RESULT_FORMS
 
 #: Settings of the fake that choose a dialect (``dialect`` exists once the fake has one).
@@ -28,7 +28,10 @@ DIALECT_FIELDS = ("status_style", "dialect")
 
 def dialect_fields() -> dict[str, tuple[str, ...]]:
     """Each dialect setting of the fake and its values, read from the settings' types."""
-    hints = typing.get_type_hints(FakeSettings)
+    try:
+        hints = typing.get_type_hints(FakeSettings)
+    except (NameError, TypeError):  # an annotation that does not resolve at run time
+        hints = {"status_style": StatusStyle}
     return {name: typing.get_args(hints[name]) for name in DIALECT_FIELDS if name in hints}
 
 

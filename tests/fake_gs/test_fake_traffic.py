@@ -126,3 +126,28 @@ def test_traffic_off_by_default_and_clearable(make_api):
     assert adm.get("/_fake/traffic").json()["accounts"][account]["total"] == 1
     assert adm.call("DELETE", "/_fake/traffic", params={"account": account}).status_code == 200
     assert traffic(adm, account)["exchanges"] == []
+
+
+def test_log_memory_is_bounded_across_accounts():
+    from fake_gs.traffic import TrafficLog
+
+    log = TrafficLog(limit=2)
+    log.budget = 5  # the real floor is 50,000 exchanges; the rule is the same
+    for n, account in enumerate(["a", "b", "c", "a", "d"]):
+        log.record(account, {"status": 404 if n % 2 else 200, "route": "get_job"})
+    kept = log.view(None)["accounts"]
+    assert list(kept) == ["c", "a", "d"]  # b, the least recently active, was forgotten
+    assert sum(len(acc["exchanges"]) for acc in kept.values()) <= 5
+    log.clear(None)
+    assert log.view(None) == {"accounts": {}}
+
+
+def test_unknown_field_names_per_exchange_are_capped(make_api):
+    from fake_gs.traffic import MAX_UNKNOWN_NAMES
+
+    adm = admin(make_api)
+    user, account = minted(adm)
+    body = {"sub_job_configs": [training_config()], **{f"extra{i}": i for i in range(80)}}
+    assert user.post("/", json=body).status_code == 200
+    (ex,) = traffic(adm, account)["exchanges"]
+    assert len(ex["unknown_fields"]) == MAX_UNKNOWN_NAMES
