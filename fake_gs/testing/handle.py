@@ -70,7 +70,7 @@ class FakeGs:
     base_url: str
     token: str
     account: str
-    settings: FakeSettings
+    settings: FakeSettings = field(repr=False)
     admin: AdminApi = field(repr=False)
     expected: Expectations = field(default_factory=Expectations, repr=False)
     database: str = "CORTEX"

@@ -41,8 +41,9 @@ class FakeGsGateWarning(UserWarning):
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     g = parser.getgroup("fake_gs", "the fake Cortex Training server as a CI plumbing gate")
-    g.addoption("--fake-gs-gate", choices=MODES, default="fail",
-                help="fail (default), warn or ignore tests the fake saw send what the service would refuse")
+    g.addoption("--fake-gs-gate", choices=MODES, default=None,
+                help="fail (default), warn or ignore tests the fake saw send what the service would "
+                     "refuse (ini: fake_gs_gate)")
     g.addoption("--fake-gs-coverage", action="store_true",
                 help="print which routes, operation types, delivery forms, dialects and error codes "
                      "the tests exercised")
@@ -50,6 +51,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                 help="fail the session when the tests exercised fewer than N percent of the routes")
     g.addoption("--fake-gs-traffic", type=int, default=DEFAULT_TRAFFIC, metavar="N",
                 help="exchanges of each test the fake keeps for fake_gs.traffic() and the gate")
+    parser.addini("fake_gs_gate", "the fake_gs gate's mode when --fake-gs-gate is not given: fail, warn or off",
+                  default="fail")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -58,6 +61,8 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "fake_gs_gate(mode='warn', allow=()): relax the fake_gs gate for "
                                        f"this test (mode off|warn|fail; allow any of {', '.join(CHECKS)})")
     config.stash[_TALLY] = Tally()
+    if str(config.getini("fake_gs_gate")) not in MODES:
+        raise pytest.UsageError(f"ini fake_gs_gate must be one of {', '.join(MODES)}")
 
 
 @pytest.fixture(scope="session")
@@ -91,7 +96,7 @@ def fake_gs(request: pytest.FixtureRequest, fake_gs_fleet: Fleet) -> Iterator[Fa
 
 
 def _gate(item: pytest.Item) -> tuple[str, set[str]]:
-    mode = str(item.config.getoption("--fake-gs-gate"))
+    mode = str(item.config.getoption("--fake-gs-gate") or item.config.getini("fake_gs_gate"))
     allowed: set[str] = set()
     mark = item.get_closest_marker("fake_gs_gate")
     if mark is not None:

@@ -91,6 +91,9 @@ def test_modes_and_relax_marker(pytester):
     warned.assert_outcomes(passed=3)
     warned.stdout.fnmatch_lines(["*FakeGsGateWarning: fake_gs gate: 1 problem(s)*test_ignores_404*"])
     run(pytester, body, "--fake-gs-gate=off").assert_outcomes(passed=3)
+    pytester.makeini("[pytest]\nfake_gs_gate = warn\n")
+    run(pytester, body).assert_outcomes(passed=3)
+    run(pytester, body, "--fake-gs-gate=fail").assert_outcomes(passed=2, failed=1)  # the option wins
 
 
 def test_faults_block_installs_and_restores_rules(pytester):
