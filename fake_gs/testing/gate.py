@@ -81,10 +81,8 @@ def offences(exchanges: Iterable[Exchange], open_groups: Iterable[Mapping[str, A
             found.append(f"unknown field(s) {names} sent in {ex.describe()}")
     if "open_chunk_groups" not in expected.allowed:
         for g in open_groups:
-            received = g.get("received_chunks", g.get("received"))
-            count = len(received) if isinstance(received, list) else received
-            found.append(f"chunk group {g.get('chunk_group_id')} of job {g.get('job_id')} "
-                         f"({g.get('route')}) left open: {count} of {g.get('total_chunks')} chunks received")
+            found.append(f"chunk group {g.get('chunk_group_id')} of job {g.get('job_id')} ({g.get('route')}) "
+                         f"left open: {g.get('received_chunks')} of {g.get('total_chunks')} chunks received")
     return found
 
 

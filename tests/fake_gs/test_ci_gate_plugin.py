@@ -96,6 +96,25 @@ def test_modes_and_relax_marker(pytester):
     run(pytester, body, "--fake-gs-gate=fail").assert_outcomes(passed=2, failed=1)  # the option wins
 
 
+def test_teardown_calls_are_judged_and_failed_tests_not_twice(pytester):
+    result = run(pytester, """
+        @pytest.fixture
+        def sloppy(fake_gs):
+            yield
+            missing_job(fake_gs)  # a cleanup call the service refuses
+
+        def test_body_is_clean(fake_gs, sloppy):
+            pass
+
+        def test_fails_by_itself(fake_gs):
+            missing_job(fake_gs)
+            assert False, "the test's own failure"
+    """)
+    result.assert_outcomes(passed=1, failed=1, errors=1)
+    result.stdout.fnmatch_lines(["*fake_gs gate: 1 problem(s)*test_body_is_clean (teardown)*"])
+    assert "test_fails_by_itself (" not in result.stdout.str()
+
+
 def test_faults_block_installs_and_restores_rules(pytester):
     result = run(pytester, """
         def capacity(fake_gs):
