@@ -1,7 +1,8 @@
 """The admin API under ``/_fake/`` (outside the service prefix ``/api/v2``).
 
 health, reset, a JSON state dump (execution counters for at-most-once proofs), forcing a
-job's state, fault rules at run time, mutant info, and the export downloads. With tokens
+job's state, fault rules at run time, mutant info, the export downloads, and for plumbing
+gates (:mod:`fake_gs.traffic`) minted per-test tokens and the per-account traffic log. With tokens
 configured every admin route needs a bearer token, except export downloads, whose random
 URL token is the credential (like a presigned URL).
 """
@@ -53,7 +54,7 @@ async def reset(state: AppState, request: Request, body: BodyReader) -> Response
 
 
 async def dump(state: AppState, request: Request, body: BodyReader) -> Response:
-    return json_response(state.store.dump())
+    return json_response(state.store.dump(labels=lambda owner: state.accounts.label(owner, state.settings.tokens)))
 
 
 async def force_job_state(state: AppState, request: Request, body: BodyReader) -> Response:
@@ -101,6 +102,54 @@ async def delete_faults(state: AppState, request: Request, body: BodyReader) -> 
     return json_response({"rules": []})
 
 
+async def mint_token(state: AppState, request: Request, body: BodyReader) -> Response:
+    """A fresh service token: its own account (jobs, traffic), e.g. one per test."""
+    await body.drain()
+    if not state.settings.tokens:
+        raise ApiError(ErrorCode.CONFLICT, "auth is off (no --token): every caller is one account, "
+                                           "so a minted token would isolate nothing")
+    try:
+        token, account = state.accounts.mint()
+    except ValueError as exc:
+        raise ApiError(ErrorCode.CONFLICT, str(exc)) from None
+    return json_response({"token": token, "account": account})
+
+
+def _account(request: Request) -> str | None:
+    value = request.query_params.get("account")
+    return value if value else None
+
+
+async def get_traffic(state: AppState, request: Request, body: BodyReader) -> Response:
+    """One account's exchanges and tally (``?account=minted#3``), or every account's; an
+    account's answer also lists its jobs' chunk groups still open."""
+    if not state.traffic.enabled:
+        raise ApiError(ErrorCode.CONFLICT, "the traffic log is off; start the fake with --traffic N")
+    account = _account(request)
+    view = state.traffic.view(account)
+    if account is not None:
+        view["open_chunk_groups"] = open_groups(state, account)
+    return json_response(view)
+
+
+def open_groups(state: AppState, account: str) -> list[dict[str, object]]:
+    """Chunk groups still open (chunks missing) on the jobs of one account."""
+    store = state.store
+    owner = state.accounts.owner_of(account, state.settings.tokens)
+    if owner is None:
+        return []
+    with store.lock:
+        jobs = {j.job_id for j in store.jobs.values() if j.owner == owner}
+        return [g.describe() for job_id in jobs for g in store.groups.get(job_id, {}).values()
+                if g.status == "open"]
+
+
+async def delete_traffic(state: AppState, request: Request, body: BodyReader) -> Response:
+    await body.drain()
+    state.traffic.clear(_account(request))
+    return json_response({})
+
+
 async def mutants(state: AppState, request: Request, body: BodyReader) -> Response:
     return json_response({
         "active": state.settings.mutant,
@@ -129,5 +178,8 @@ def admin_routes(state: AppState) -> list[Route]:
         Route(f"{p}/faults", _wrap(state, post_faults), methods=["POST"]),
         Route(f"{p}/faults", _wrap(state, delete_faults), methods=["DELETE"]),
         Route(f"{p}/mutants", _wrap(state, mutants), methods=["GET"]),
+        Route(f"{p}/tokens", _wrap(state, mint_token), methods=["POST"]),
+        Route(f"{p}/traffic", _wrap(state, get_traffic), methods=["GET"]),
+        Route(f"{p}/traffic", _wrap(state, delete_traffic), methods=["DELETE"]),
         Route(f"{p}/exports/{{token}}", _wrap(state, export_download, auth=False), methods=["GET"]),
     ]

@@ -117,6 +117,9 @@ def build_parser() -> argparse.ArgumentParser:
     net.add_argument("--env-file", type=Path, default=None, metavar="PATH",
                      help="once serving, write the exports (CORTEX_HOST or CORTEX_BASE_URL, and the CA "
                           "variables with --tls) to PATH for `source`; removed when the fake stops")
+    p.add_argument("--traffic", type=int, default=d.traffic, metavar="N",
+                   help="keep the last N exchanges per account for GET /_fake/traffic (0: off); "
+                        "unknown JSON fields are then reported there instead of refused (unless --strict)")
     p.add_argument("--log-level", default=d.log_level,
                    choices=("critical", "error", "warning", "info", "debug"), help="log verbosity")
     return p
@@ -153,6 +156,7 @@ def settings_from_args(args: argparse.Namespace) -> FakeSettings:
         max_events_cap=args.max_events_cap,
         log_level=args.log_level,
         tls=args.tls,
+        traffic=args.traffic,
     )
 
 

@@ -23,6 +23,7 @@ from fake_gs.faults import FaultAction
 from fake_gs.handlers import Handler
 from fake_gs.handlers.common import BodyReader, Ctx, json_response
 from fake_gs.state import AppState
+from fake_gs.traffic import note
 
 log = logging.getLogger("fake_gs.dispatch")
 
@@ -129,9 +130,11 @@ def make_endpoint(state: AppState, route: Route, handler: Handler) -> Callable[[
     async def endpoint(request: Request) -> Response:
         body = BodyReader(request)
         try:
-            owner = authenticate(state.settings, request)
+            owner = authenticate(state.settings, request, minted=state.accounts)
             action = await decide_fault(state, route, request, body)
             if action is not None:
+                if action.drop or action.status is not None:
+                    note(request.scope, "fault", True)  # the answer is the fault's, not the client's doing
                 job_id = request.path_params.get("job_id")
                 injected = await apply_fault(state, action, body, job_id if isinstance(job_id, str) else None)
                 if injected is not None:
@@ -141,11 +144,13 @@ def make_endpoint(state: AppState, route: Route, handler: Handler) -> Callable[[
             response = await handler(Ctx(state, request, route, owner, body))
             if action is not None and action.lose_answer:
                 await body.drain()
+                note(request.scope, "fault", True)
                 log.info("fault: %s %s executed, answer dropped", request.method, request.url.path)
                 raise DropConnection()
             return response
         except ApiError as exc:
             await body.drain()
+            note(request.scope, "code", str(exc.code))
             if exc.code in (ErrorCode.MALFORMED_FRAME, ErrorCode.LEGACY_PAYLOAD_REFUSED) \
                     and state.mutant("refusal-wedges-job"):
                 state.wedged.add(str(request.path_params.get("job_id")))

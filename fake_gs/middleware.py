@@ -16,6 +16,7 @@ from contract.errors import REQUEST_ID_HEADER, ErrorCode, error_body
 from fake_gs.dispatch import DropConnection
 from fake_gs.handlers.common import ENCODED_SLASH
 from fake_gs.state import AppState
+from fake_gs.traffic import ERROR_BODY_CAP, bearer_of, exchange
 
 access_log = logging.getLogger("fake_gs.access")
 log = logging.getLogger("fake_gs")
@@ -37,11 +38,27 @@ def keep_encoded_slashes(scope: Scope) -> Scope:
     return {**scope, "path": unquote(text).replace("\x00", ENCODED_SLASH)}
 
 
+async def internal_error(send: Any) -> None:
+    """The last-resort 500 envelope, for an exception nothing else answered."""
+    body = json.dumps(error_body(ErrorCode.INTERNAL, "internal error")).encode()
+    await send({"type": "http.response.start", "status": 500,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
+    await send({"type": "http.response.body", "body": body})
+
+
 class RequestContextMiddleware:
     def __init__(self, app: Any, state: AppState) -> None:
         self.app = app
         self.state = state
         self.header = REQUEST_ID_HEADER.encode("latin-1")
+
+    def logs(self, scope: Scope) -> bool:
+        """Does this exchange go to the traffic log (on, and not an admin call)?"""
+        return self.state.traffic.enabled and not str(scope.get("path", "")).startswith("/_fake/")
+
+    def record(self, scope: Scope, status: int, refusal: bytearray, started: float, request_id: str) -> None:
+        account = self.state.accounts.label(bearer_of(scope), self.state.settings.tokens)
+        self.state.traffic.record(account, exchange(scope, status, bytes(refusal), started, request_id))
 
     async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -52,6 +69,7 @@ class RequestContextMiddleware:
         started = time.perf_counter()
         status = 0
         add_header = not self.state.mutant("no-request-id-header")
+        refusal = bytearray() if self.logs(scope) else None  # an error answer's first bytes
 
         async def send_with_id(message: Message) -> None:
             nonlocal status
@@ -61,6 +79,8 @@ class RequestContextMiddleware:
                     headers = list(message.get("headers", []))
                     headers.append((self.header, request_id.encode("latin-1")))
                     message = {**message, "headers": headers}
+            elif refusal is not None and status >= 400 and len(refusal) < ERROR_BODY_CAP:
+                refusal.extend(message.get("body", b"")[: ERROR_BODY_CAP - len(refusal)])
             await send(message)
 
         try:
@@ -79,15 +99,13 @@ class RequestContextMiddleware:
             with self.state.store.lock:
                 self.state.store.internal_errors += 1
             if status == 0:
-                body = json.dumps(error_body(ErrorCode.INTERNAL, "internal error")).encode()
-                await send_with_id({"type": "http.response.start", "status": 500,
-                                    "headers": [(b"content-type", b"application/json"),
-                                                (b"content-length", str(len(body)).encode())]})
-                await send({"type": "http.response.body", "body": body})
+                await internal_error(send_with_id)
         finally:
             store = self.state.store
             with store.lock:
                 store.http_requests += 1
+            if refusal is not None:
+                self.record(scope, status, refusal, started, request_id)
             if access_log.isEnabledFor(logging.INFO):
                 access_log.info('%s %s%s %s %.1fms', scope.get("method"), scope.get("path"),
                                 "?" + scope["query_string"].decode("latin-1") if scope.get("query_string") else "",

@@ -96,6 +96,9 @@ class FakeSettings:
     poll_wait_s: float = 1.0
     export_ttl_s: float = 3600.0
     worker_threads: int = 4
+    #: Exchanges kept per account for ``GET /_fake/traffic`` (0: no traffic log); with a
+    #: log, unknown JSON fields are reported there rather than refused (unless ``strict``).
+    traffic: int = 0
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "startup", Timing.parse(self.startup))
@@ -117,6 +120,8 @@ class FakeSettings:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        if isinstance(self.traffic, bool) or not isinstance(self.traffic, int) or self.traffic < 0:
+            raise ValueError(f"traffic must be an integer >= 0, got {self.traffic!r}")
         if not self.chunk_group_idle_s >= 0:
             raise ValueError("chunk_group_idle_s must be >= 0")
         if self.mutant is not None:

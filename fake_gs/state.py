@@ -8,6 +8,7 @@ from fake_gs.engines import load_engine
 from fake_gs.faults import FaultInjector
 from fake_gs.settings import FakeSettings
 from fake_gs.store import Store
+from fake_gs.traffic import Accounts, TrafficLog
 
 
 @dataclass
@@ -17,6 +18,9 @@ class AppState:
     faults: FaultInjector
     #: Jobs the ``refusal-wedges-job`` mutant stopped serving after a hostile frame.
     wedged: set[str] = field(default_factory=set)
+    #: Service tokens minted at run time, and the per-account traffic log (``--traffic``).
+    accounts: Accounts = field(default_factory=Accounts)
+    traffic: TrafficLog = field(default_factory=lambda: TrafficLog(0))
 
     @classmethod
     def build(cls, settings: FakeSettings) -> AppState:
@@ -25,7 +29,7 @@ class AppState:
             faults = FaultInjector.from_file(settings.faults, settings.seed)
         else:
             faults = FaultInjector(seed=settings.seed)
-        return cls(settings, store, faults)
+        return cls(settings, store, faults, traffic=TrafficLog(settings.traffic))
 
     def mutant(self, name: str) -> bool:
         return self.settings.mutant == name

@@ -477,13 +477,17 @@ class Store:
 
     # --- admin ----------------------------------------------------------------------------
 
-    def dump(self) -> dict[str, Any]:
-        """Everything tests want to assert on, as JSON (tokens never appear, only indices)."""
+    def dump(self, labels: Callable[[str], str] | None = None) -> dict[str, Any]:
+        """Everything tests want to assert on, as JSON (tokens never appear, only indices;
+        ``labels`` names owners, e.g. minted tokens as their accounts)."""
         tokens = self.settings.tokens
         with self.lock:
             jobs = {}
             for job in self.jobs.values():
-                owner = f"token#{tokens.index(job.owner)}" if job.owner in tokens else "anonymous"
+                if labels is not None:
+                    owner = labels(job.owner)
+                else:
+                    owner = f"token#{tokens.index(job.owner)}" if job.owner in tokens else "anonymous"
                 jobs[job.job_id] = {
                     "status": self.status(job),
                     "reason": job.reason,

@@ -22,6 +22,7 @@ from fake_gs.records import JobRec, RequestRec
 from fake_gs.settings import FakeSettings
 from fake_gs.state import AppState
 from fake_gs.store import TERMINAL, Store
+from fake_gs.traffic import note, note_unknown
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -175,7 +176,16 @@ class Ctx:
                 names = ", ".join(".".join(str(p) for p in u) for u in unknown)
                 raise ApiError(ErrorCode.UNKNOWN_FIELD, f"unknown field(s): {names}",
                                [detail_entry(u, "unknown field (strict mode)", "extra_forbidden") for u in unknown])
+        elif self.state.traffic.enabled:  # reported in the traffic log, not refused
+            unknown = unknown_fields(obj, loc)
+            if unknown:
+                note_unknown(self.request.scope, [".".join(str(p) for p in u) for u in unknown])
         return obj
+
+    def note(self, key: str, value: Any) -> None:
+        """A fact for this exchange's traffic record (see :mod:`fake_gs.traffic`)."""
+        if self.state.traffic.enabled:
+            note(self.request.scope, key, value)
 
     async def json_model(self, model: type[M]) -> M:
         return self.validate(model, await self.json_object())

@@ -191,6 +191,7 @@ async def operation(ctx: Ctx) -> Response:
     ctx.job(allowed=frozenset())  # 404 before anything else
     env = ctx.validate(OperationEnvelope, await ctx.json_object())
     op = env.operation_type
+    ctx.note("op", op)
     handler = OPERATIONS.get(op)
     if handler is None or op not in OPERATION_PAYLOADS:
         if ctx.state.mutant("unknown-op-accepted"):

@@ -15,6 +15,7 @@ from starlette.responses import Response
 from fake_gs.delivery import decode_cursor, encode_cursor, parse_max_events
 from fake_gs.handlers.common import Ctx, json_response
 from fake_gs.records import RequestRec, rfc3339
+from fake_gs.traffic import result_form
 
 
 def _status(ctx: Ctx, req: RequestRec) -> str:
@@ -101,4 +102,6 @@ async def get_request(ctx: Ctx) -> Response:
         if fut is not None:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(fut, ctx.settings.poll_wait_s)
-    return json_response(view(ctx, req, offset, max_events))
+    answer = view(ctx, req, offset, max_events)
+    ctx.note("delivery", result_form(req))
+    return json_response(answer)

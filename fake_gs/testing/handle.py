@@ -1,0 +1,162 @@
+"""What a test holds: ``fake_gs``, one account on a running fake.
+
+Everything goes through the fake's HTTP admin API (never its Python objects), so the
+handle works the same whether the fake runs in this process or elsewhere.
+
+Why no ``client`` import here: ``fake_gs`` and ``client`` never import each other (the
+kit's layering). :meth:`FakeGs.client_config` builds a ``client.ClientConfig`` through
+``importlib`` only when a test asks for one, from the plain kwargs of
+:meth:`FakeGs.client_kwargs`; a team with its own client uses those kwargs (or
+``base_url``, ``token`` and ``headers``) directly.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import requests
+
+from contract.auth import auth_headers
+from contract.routes import DEFAULT_ENDPOINT, prefix
+from fake_gs.settings import FakeSettings
+from fake_gs.testing.gate import Exchange, Expectations
+
+
+class AdminError(RuntimeError):
+    """The fake's admin API refused a call of the plugin (a bug or a misconfigured fake)."""
+
+
+class AdminApi:
+    """``/_fake/*`` with the admin credential."""
+
+    def __init__(self, base_url: str, token: str | None) -> None:
+        self.base_url = base_url
+        self.http = requests.Session()
+        if token:
+            self.http.headers["Authorization"] = f"Bearer {token}"
+
+    def call(self, method: str, path: str, **kwargs: Any) -> Any:
+        kwargs.setdefault("timeout", 30)
+        answer = self.http.request(method, f"{self.base_url}/_fake/{path}", **kwargs)
+        if answer.status_code >= 400:
+            raise AdminError(f"{method} /_fake/{path} answered {answer.status_code}: {answer.text[:300]}")
+        return answer.json() if answer.content else None
+
+    def close(self) -> None:
+        self.http.close()
+
+
+@dataclass
+class FakeRules:
+    """The fault rules a ``faults(...)`` block installed; after the block, their final
+    ``seen``/``fired`` counters (as ``GET /_fake/faults`` shows them)."""
+
+    rules: list[dict[str, Any]]
+
+    @property
+    def fired(self) -> int:
+        return sum(int(r.get("fired", 0)) for r in self.rules)
+
+
+@dataclass
+class FakeGs:
+    """One test's account on a running fake: addressing, faults, traffic, the gate's
+    declarations."""
+
+    base_url: str
+    token: str
+    account: str
+    settings: FakeSettings = field(repr=False)
+    admin: AdminApi = field(repr=False)
+    expected: Expectations = field(default_factory=Expectations, repr=False)
+    database: str = "CORTEX"
+    schema: str = "PUBLIC"
+    endpoint: str = DEFAULT_ENDPOINT
+
+    # --- addressing -------------------------------------------------------------------------
+
+    @property
+    def headers(self) -> dict[str, str]:
+        """The two auth headers of this test's token (for raw HTTP calls)."""
+        return auth_headers(self.token)
+
+    @property
+    def service_url(self) -> str:
+        """``base_url`` + the service prefix: route paths of ``contract.routes`` go after it."""
+        return self.base_url + prefix(self.database, self.schema, self.endpoint)
+
+    def client_kwargs(self, **overrides: Any) -> dict[str, Any]:
+        """Keyword arguments of a ``client.ClientConfig`` that talks to this fake as this
+        test's account (a base URL plus an explicit PAT: env-only addressing by
+        ``base_url`` sends no PAT, so the token has to be passed)."""
+        kwargs: dict[str, Any] = {"backend": "cortex", "base_url": self.base_url, "pat": self.token,
+                                  "database": self.database, "schema_name": self.schema,
+                                  "endpoint": self.endpoint}
+        kwargs.update(overrides)
+        return kwargs
+
+    def client_config(self, **overrides: Any) -> Any:
+        """A ready ``client.ClientConfig`` (the kit's client must be installed)."""
+        config_module = importlib.import_module("client.config")
+        return config_module.ClientConfig(**self.client_kwargs(**overrides))
+
+    # --- the gate ---------------------------------------------------------------------------
+
+    def expect_error(self, *codes_or_statuses: str | int) -> None:
+        """Declare refusals this test provokes on purpose (``"chunk_group_conflict"``,
+        ``409``, ...): the gate lets exchanges answered with them pass."""
+        if not codes_or_statuses:
+            raise TypeError("expect_error() needs at least one error code or HTTP status")
+        for item in codes_or_statuses:
+            if not isinstance(item, (str, int)) or isinstance(item, bool):
+                raise TypeError(f"an error code (str) or an HTTP status (int), got {item!r}")
+            self.expected.errors.add(str(item) if isinstance(item, str) else item)  # StrEnum -> value
+
+    # --- what the fake saw --------------------------------------------------------------------
+
+    def traffic_view(self) -> dict[str, Any]:
+        view: dict[str, Any] = self.admin.call("GET", "traffic", params={"account": self.account})
+        return view
+
+    def traffic(self) -> list[Exchange]:
+        """Every exchange of this test's account so far (route, status, code, timing, ...)."""
+        return [Exchange.from_json(raw) for raw in self.traffic_view()["exchanges"]]
+
+    def state(self) -> dict[str, Any]:
+        """``GET /_fake/state`` narrowed to this account: its jobs and their chunk groups."""
+        dump: dict[str, Any] = self.admin.call("GET", "state")
+        jobs = {jid: job for jid, job in dump.get("jobs", {}).items() if job.get("owner") == self.account}
+        groups = [g for g in dump.get("chunk_groups", []) if g.get("job_id") in jobs]
+        dump["jobs"] = jobs
+        dump["chunk_groups"] = groups
+        dump["open_chunk_groups"] = sum(1 for g in groups if g.get("status") != "done")
+        dump["buffered_bytes"] = sum(int(g.get("buffered_bytes", 0)) for g in groups)
+        return dump
+
+    @contextlib.contextmanager
+    def faults(self, *rules: Mapping[str, Any]) -> Iterator[FakeRules]:
+        """Install fault rules (see the fake's fault injection) for the ``with`` block, then
+        restore the rules in force before. Answers a rule injects do not trip the gate;
+        a ``lose_group`` rule declares the ``chunk_group_restart_required`` it causes."""
+        if not rules:
+            raise TypeError("faults() needs at least one rule")
+        before = [_rule_fields(r) for r in self.admin.call("GET", "faults")["rules"]]
+        self.admin.call("POST", "faults", json={"rules": [dict(r) for r in rules]})
+        if any(r.get("lose_group") for r in rules):
+            self.expected.errors.add("chunk_group_restart_required")
+        installed = FakeRules([dict(r) for r in rules])
+        try:
+            yield installed
+        finally:
+            now = self.admin.call("GET", "faults")["rules"]
+            installed.rules = now[len(before):len(before) + len(rules)]
+            self.admin.call("PUT", "faults", json={"rules": before})
+
+
+def _rule_fields(rule: Mapping[str, Any]) -> dict[str, Any]:
+    """A rule as ``GET /_fake/faults`` shows it, minus its counters (a PUT refuses them)."""
+    return {k: v for k, v in rule.items() if k not in ("seen", "fired")}
