@@ -48,6 +48,13 @@ class ErrorCode(StrEnum):
     UNAVAILABLE = "unavailable"
     PROMPT_TOO_LONG = "prompt_too_long"
     INTERNAL = "internal"
+    # -- strict fake (issue 11) --
+    SEQUENCE_TOO_LONG = "sequence_too_long"
+    DP_SIZE_MISMATCH = "dp_size_mismatch"
+    CHECKPOINT_TYPE_MISMATCH = "checkpoint_type_mismatch"
+    LORA_NOT_CONFIGURED = "lora_not_configured"
+    ROUTING_HINT_REQUIRED = "routing_hint_required"
+    WRONG_SUB_JOB_TYPE = "wrong_sub_job_type"
 
 
 #: The HTTP status each code is answered with.
@@ -86,6 +93,13 @@ STATUS_OF: dict[ErrorCode, int] = {
     ErrorCode.INTERNAL: 500,
     ErrorCode.NOT_IMPLEMENTED: 501,
     ErrorCode.UNAVAILABLE: 503,
+    # -- strict fake (issue 11) --
+    ErrorCode.SEQUENCE_TOO_LONG: 400,
+    ErrorCode.DP_SIZE_MISMATCH: 400,
+    ErrorCode.CHECKPOINT_TYPE_MISMATCH: 400,
+    ErrorCode.LORA_NOT_CONFIGURED: 400,
+    ErrorCode.ROUTING_HINT_REQUIRED: 400,
+    ErrorCode.WRONG_SUB_JOB_TYPE: 400,
 }
 
 #: Chunk-group codes a client must act on rather than retry blindly.

@@ -114,6 +114,7 @@ def test_weight_sync(gs_raw, gs_job, gs_via, via):
             gs_job.job_id,
             "weight-sync",
             {"source_sub_job_id": gs_job.training, "target_sub_job_ids": [gs_job.sampling]},
+            sub_job_id=gs_job.training,
         )
         rid = ans.field("request_id")
         soft.expect("OP-WSYNC-1", ans.ok and isinstance(rid, str), f"weight-sync answered {ans}")
@@ -139,12 +140,19 @@ def test_router_replay_ops_inline(gs_raw, gs_job):
             gs_job.job_id,
             "bootstrap-router-replay",
             {"source_sub_job_id": gs_job.sampling, "target_sub_job_id": gs_job.training},
+            sub_job_id=gs_job.training,
         ),
         soft,
         "OP-ROUTER-1",
     )
     inline(
-        op(gs_raw, gs_job.job_id, "router-replay-discard", {"sample_ids": ["s1", 2]}),
+        op(
+            gs_raw,
+            gs_job.job_id,
+            "router-replay-discard",
+            {"sample_ids": ["s1", 2]},
+            sub_job_id=gs_job.sampling,
+        ),
         soft,
         "OP-ROUTER-1",
     )
