@@ -13,6 +13,7 @@ from typing import Any
 from starlette.responses import Response
 
 from contract.errors import ErrorCode, detail_entry
+from contract.jobrules import lora_config
 from contract.models import (
     OPERATION_NATURAL_TARGET,
     OPERATION_PAYLOADS,
@@ -30,7 +31,6 @@ from fake_gs.handlers.common import Ctx, json_response
 from fake_gs.handlers.frames import decode_frame, refuse_legacy
 from fake_gs.handlers.training import forward_object, forward_work
 from fake_gs.records import JobRec, SubJobRec
-from fake_gs.rules import lora_config
 
 RUNNING = frozenset({"running"})
 #: tail-logs also works while the job starts (placing, and initializing after it).
