@@ -200,8 +200,9 @@ def timed(fn: Callable[[], None]) -> float:
 def fake_job(fake: str) -> tuple[str, str]:
     conn = connection(fake)
     base = prefix("BENCH", "PUBLIC")
+    # max_seq_len covers build_chunks' 65536-token rows (the fake refuses longer frames).
     body = {"sub_job_configs": [{"job_type": "training", "model_name": "Qwen/Qwen3-0.6B", "training_config": {
-        "optimizer": {"name": "AdamW", "lr": 1e-4}, "max_seq_len": 128, "train_batch_size": 1, "n_gpus": 1}}]}
+        "optimizer": {"name": "AdamW", "lr": 1e-4}, "max_seq_len": 1 << 16, "train_batch_size": 1, "n_gpus": 1}}]}
     _, data = call(conn, "POST", base + "/", json.dumps(body).encode())
     job_id = json.loads(data)["job_id"]
     # Warm up: load torch and the decoder in the server before measuring idle RSS.

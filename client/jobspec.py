@@ -2,8 +2,9 @@
 
 Only Cortex fields are used: the on-prem knobs (``ds_config``, ``vllm_config``, ...) stay
 on the config and are never forwarded, because silently passing them would mask config
-drift. The body is checked against the contract model before it is sent, so a bad job
-shape fails locally with a ``ConfigError`` instead of a 400 round trip.
+drift. The body is checked against the contract model and the service's create-time config
+rules (``contract.jobrules``) before it is sent, so a bad job shape fails locally with a
+``ConfigError`` instead of a 400 round trip.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from pydantic import ValidationError
 
 from client.config import ClientConfig
 from client.errors import ConfigError
+from contract.jobrules import config_problems
 from contract.models import CreateJobRequest
 
 
@@ -51,7 +53,11 @@ def create_job_body(config: ClientConfig) -> dict[str, Any]:
         raise ConfigError("no sub-jobs: training_gpus, sampling_gpus and log_prob_gpus are all 0")
     body = {"sub_job_configs": subs}
     try:
-        CreateJobRequest.model_validate(body)
+        model = CreateJobRequest.model_validate(body)
     except ValidationError as exc:
         raise ConfigError(f"the configured job shape is invalid: {exc}") from exc
+    problems = config_problems(model)  # sp_size, offload mode, multiplex id (spec §8.2/§8.3)
+    if problems:
+        raise ConfigError("the service would refuse this job: "
+                          + "; ".join(f"{'.'.join(map(str, p.loc))}: {p.message}" for p in problems))
     return body

@@ -33,6 +33,10 @@ class FakeAdmin:
     def force(self, job_id: str, status: str, reason: str = "") -> Any:
         return self._call("POST", f"jobs/{job_id}/state", {"status": status, "reason": reason})
 
+    def hold(self, job_id: str, on: bool = True) -> Any:
+        """Block (or release) the job's executor: requests submitted meanwhile stay queued."""
+        return self._call("POST", f"jobs/{job_id}/hold", {"hold": on})
+
     def group(self, group_id: str) -> dict[str, Any] | None:
         for group in self.state().get("chunk_groups", []):
             if group.get("chunk_group_id") == group_id:

@@ -138,7 +138,9 @@ class RawOps:
             payload["source_sub_job_id"] = self.job.training
         if self.job.sampling:
             payload["target_sub_job_ids"] = [self.job.sampling]
-        return dict(self.operation({"operation_type": "weight-sync", "payload": payload}) or {})
+        route = {"sub_job_id": self.job.training} if self.job.training else {"sub_job_type": "training"}
+        body = {"operation_type": "weight-sync", "payload": payload, **route}
+        return dict(self.operation(body) or {})
 
     def tail_logs(self) -> dict[str, Any]:
         return dict(self.operation({"operation_type": "tail-logs", "payload": {"max_lines": 10}}))

@@ -228,7 +228,7 @@ _TABLE: tuple[_Row, ...] = (
     ("OP-WSYNC-1", _M, "current", "server", "weight-sync answers a request_id and resolves to completion metadata."),
     ("OP-ROUTER-1", _M, "current", "server", "bootstrap-router-replay and router-replay-discard answer inline results."),
     ("OP-RESET-1", _M, "current", "server", "reset-prefix-cache with sub_job_type sampling and no id answers inline."),
-    ("OP-CANCEL-1", _M, "current", "server", "cancel-request answers an inline acknowledgement; a non-terminal target request ends cancelled."),
+    ("OP-CANCEL-1", _M, "current", "server", "cancel-request answers an inline acknowledgement; a request cancelled before it started ends cancelled."),
     ("OP-LOGS-1", _M, "current", "server", "tail-logs answers {entries, next_cursor, eof} inline and is allowed while the job is placing."),
     ("OP-PAYLOAD-1", _M, "current", "server", "An operation payload missing a required field answers 400 naming it."),
     # Limits and bad input
@@ -279,6 +279,23 @@ _TABLE: tuple[_Row, ...] = (
     ("LIMIT-EXPIRE-2", _M, "current", "server", "An abandoned chunk group stops counting against the open-group and buffered-byte caps once the server's idle time has passed (decided)."),
     # Wave 2: a block per issue, so parallel work appends in different places.
     # -- strict fake (issue 11) --
+    ("SAVE-DP-1", _M, "current", "server", "spec §6.4", "A runtime load whose checkpoint came from a sub-job with another n_gpus fails (400 at submit or a failed request) unless the target training sub-job was created with load_optimizer_states false; then it loads the weights."),
+    ("CKPT-INIT-1", _M, "current", "server", "spec §6.5", "A training sub-job initialised from a checkpoint of a sub-job with another n_gpus is refused at create (4xx) unless its training_config sets load_optimizer_states false."),
+    ("CKPT-INIT-2", _M, "current", "server", "spec §6.5", "A sampling sub-job initialised from a checkpoint needs source_checkpoint_info.checkpoint_id naming a weights-only checkpoint that exists; a resumable, unknown or missing one is refused at create (4xx)."),
+    ("CKPT-INIT-3", _M, "semantic", "server", "spec §13.4", "A sampling sub-job initialised from a weights-only checkpoint serves those weights: it generates what the trained model generates, not what a fresh one does."),
+    ("OP-LORA-1", _M, "current", "server", "spec §7.3", "weight-sync with weight_format lora is refused (4xx at submit or a failed request) unless the source and every target sub-job were created with a peft_config agreeing on r, lora_alpha and target_modules."),
+    ("OP-HINT-1", _M, "current", "server", "spec §7.4", "weight-sync, bootstrap-router-replay and router-replay-discard naming no receiver (no sub_job_id or sub_job_type) on a job with several sub-jobs are refused with 400, not routed silently."),
+    ("OP-BOOTSTRAP-1", _M, "current", "server", "spec §7.4", "bootstrap-router-replay goes from a sampling source to a training target; any other direction is refused with 400."),
+    ("OP-RESET-2", _M, "current", "server", "spec §7.6", "reset-prefix-cache routed to a sub-job that is not a sampling one is refused with 400."),
+    ("GEN-SAMPLER-1", _M, "current", "server", "spec §1.1", "generate and generate-stream on a job without a sampling sub-job are refused with 400."),
+    ("JOBV-SP-1", _M, "current", "server", "spec §8.2", "training_config.sp_size must be a positive integer dividing n_gpus; otherwise create answers 400 naming sp_size."),
+    ("JOBV-OFFLOAD-1", _M, "current", "server", "spec §8.2", "Activation offload (ac_config.offload_config.enabled true) needs ac_config mode full; otherwise create answers 400."),
+    ("JOBV-MULTIPLEX-1", _M, "current", "server", "spec §8.3", "multiplex_job_id must be a complete {job_id}:{training|sampling|log_prob}:{index} id of another job; otherwise create answers 400 naming it."),
+    ("FB-SEQLEN-1", _M, "current", "server", "spec §8.2", "A forward-backward frame whose sequences are longer than the training sub-job's max_seq_len is refused (4xx at submit or a failed request)."),
+    ("GEN-SEQLEN-1", _M, "current", "server", "spec §6.6", "A token prompt plus its generated tokens never exceed the sampling sub-job's max_seq_len, whatever max_tokens asks."),
+    ("CAP-ACCOUNT-1", _M, "current", "server", "spec §5.4", "Capacity is per account: another account's jobs count neither in the caller's in_use_gpus nor against the caller's max_total_gpus."),
+    ("OP-CANCEL-2", _M, "current", "server", "spec §7.7", "cancel-request of a request that has not started answers cancelled true and the request never runs (its poll says cancelled); of one running or done it answers cancelled false and the request completes."),
+    ("JOB-ID-1", _M, "current", "server", "decided", "A create body's job_id (a UUID) names the job when free; creating again with an id in use answers 409 (a server that ignores the field is conformant)."),
     # -- hardening (issue 12) --
     # -- at most once (issue 13) --
     # -- openapi (issue 19) --

@@ -50,6 +50,13 @@ class ErrorCode(StrEnum):
     INTERNAL = "internal"
     #: The fake's execution-log store needs the ``logs`` extra (moto[server], boto3).
     LOGS_EXTRA_MISSING = "logs_extra_missing"
+    # -- strict fake (issue 11) --
+    SEQUENCE_TOO_LONG = "sequence_too_long"
+    DP_SIZE_MISMATCH = "dp_size_mismatch"
+    CHECKPOINT_TYPE_MISMATCH = "checkpoint_type_mismatch"
+    LORA_NOT_CONFIGURED = "lora_not_configured"
+    ROUTING_HINT_REQUIRED = "routing_hint_required"
+    WRONG_SUB_JOB_TYPE = "wrong_sub_job_type"
 
 
 #: The HTTP status each code is answered with.
@@ -89,6 +96,13 @@ STATUS_OF: dict[ErrorCode, int] = {
     ErrorCode.NOT_IMPLEMENTED: 501,
     ErrorCode.LOGS_EXTRA_MISSING: 501,
     ErrorCode.UNAVAILABLE: 503,
+    # -- strict fake (issue 11) --
+    ErrorCode.SEQUENCE_TOO_LONG: 400,
+    ErrorCode.DP_SIZE_MISMATCH: 400,
+    ErrorCode.CHECKPOINT_TYPE_MISMATCH: 400,
+    ErrorCode.LORA_NOT_CONFIGURED: 400,
+    ErrorCode.ROUTING_HINT_REQUIRED: 400,
+    ErrorCode.WRONG_SUB_JOB_TYPE: 400,
 }
 
 #: Chunk-group codes a client must act on rather than retry blindly.

@@ -103,6 +103,9 @@ class SubJobConfig(Body):
 class CreateJobRequest(Body):
     sub_job_configs: list[SubJobConfig] = Field(..., min_length=1)
     experiment_name: str | None = None
+    job_id: str | None = Field(
+        None, description="Optional caller-chosen job id (a UUID); an id already in use answers 409."
+    )
 
 
 class CreateJobResponse(Body):

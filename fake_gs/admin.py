@@ -1,10 +1,10 @@
 """The admin API under ``/_fake/`` (outside the service prefix ``/api/v2``).
 
 health, reset, a JSON state dump (execution counters for at-most-once proofs), forcing a
-job's state, fault rules at run time, mutant info, the export downloads, and for plumbing
-gates (:mod:`fake_gs.traffic`) minted per-test tokens and the per-account traffic log. With tokens
-configured every admin route needs a bearer token, except export downloads, whose random
-URL token is the credential (like a presigned URL).
+job's state, holding a job's executor, fault rules at run time, mutant info, the export
+downloads, and for plumbing gates (:mod:`fake_gs.traffic`) minted per-test tokens and the
+per-account traffic log. With tokens configured every admin route needs a bearer token,
+except export downloads, whose random URL token is the credential (like a presigned URL).
 """
 
 from __future__ import annotations
@@ -69,6 +69,21 @@ async def force_job_state(state: AppState, request: Request, body: BodyReader) -
         raise ApiError(ErrorCode.JOB_NOT_FOUND, f"job {request.path_params['job_id']!r} not found")
     state.store.force_state(job, status, str(reason))
     return json_response({"job_id": job.job_id, "status": state.store.status(job), "reason": job.reason})
+
+
+async def hold_job(state: AppState, request: Request, body: BodyReader) -> Response:
+    """``{"hold": true}`` blocks the job's executor (requests stay queued, not started) until
+    ``{"hold": false}``; tests use it to cancel a request that certainly has not started."""
+    data = parse_json(await body.read(1024 * 1024) or b"{}")
+    on = data.get("hold", True) if isinstance(data, dict) else None
+    if not isinstance(on, bool):
+        raise ApiError(ErrorCode.VALIDATION_FAILED, "body must be {\"hold\": true|false}",
+                       [{"loc": ["hold"], "msg": "a boolean", "type": "bool_type"}])
+    job = state.store.jobs.get(request.path_params["job_id"])
+    if job is None:
+        raise ApiError(ErrorCode.JOB_NOT_FOUND, f"job {request.path_params['job_id']!r} not found")
+    state.store.hold(job, on)
+    return json_response({"job_id": job.job_id, "hold": on})
 
 
 async def get_faults(state: AppState, request: Request, body: BodyReader) -> Response:
@@ -173,6 +188,7 @@ def admin_routes(state: AppState) -> list[Route]:
         Route(f"{p}/reset", _wrap(state, reset), methods=["POST"]),
         Route(f"{p}/state", _wrap(state, dump), methods=["GET"]),
         Route(f"{p}/jobs/{{job_id}}/state", _wrap(state, force_job_state), methods=["POST"]),
+        Route(f"{p}/jobs/{{job_id}}/hold", _wrap(state, hold_job), methods=["POST"]),
         Route(f"{p}/faults", _wrap(state, get_faults), methods=["GET"]),
         Route(f"{p}/faults", _wrap(state, put_faults), methods=["PUT"]),
         Route(f"{p}/faults", _wrap(state, post_faults), methods=["POST"]),

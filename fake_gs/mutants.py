@@ -76,6 +76,22 @@ _TABLE: tuple[Mutant, ...] = (
     # Wave 2: a block per issue, so parallel work appends in different places.
     # -- verdict (issue 10) --
     # -- strict fake (issue 11) --
+    Mutant("dp-mismatch-loads", ("SAVE-DP-1", "CKPT-INIT-1"), "loads and create-time inits across another n_gpus need no load_optimizer_states false"),
+    Mutant("sampler-any-checkpoint", ("CKPT-INIT-2",), "a sampler starts from a resumable checkpoint, or fresh from an unknown one"),
+    Mutant("tiny-sampler-fresh", ("CKPT-INIT-3",), "a sampler created from a checkpoint keeps fresh weights", "tiny"),
+    Mutant("lora-unchecked", ("OP-LORA-1",), "LoRA weight-sync needs no peft_config on the sub-jobs"),
+    Mutant("routing-hint-optional", ("OP-HINT-1",), "weight-sync, bootstrap and discard without a routing hint are routed silently"),
+    Mutant("bootstrap-any-direction", ("OP-BOOTSTRAP-1",), "bootstrap-router-replay accepts any source and target types"),
+    Mutant("reset-any-sub-job", ("OP-RESET-2",), "reset-prefix-cache runs on a training sub-job"),
+    Mutant("generate-on-trainer", ("GEN-SAMPLER-1",), "a job without a sampling sub-job generates with its trainer"),
+    Mutant("sp-size-unchecked", ("JOBV-SP-1",), "an sp_size that does not divide n_gpus is accepted"),
+    Mutant("offload-mode-unchecked", ("JOBV-OFFLOAD-1",), "activation offload is accepted with a mode other than full"),
+    Mutant("multiplex-id-unchecked", ("JOBV-MULTIPLEX-1",), "any multiplex_job_id is accepted"),
+    Mutant("seq-len-unchecked", ("FB-SEQLEN-1",), "forward-backward frames longer than max_seq_len are accepted"),
+    Mutant("generation-overruns", ("GEN-SEQLEN-1",), "the shape engine generates max_tokens whatever max_seq_len leaves", "shape"),
+    Mutant("capacity-global", ("CAP-ACCOUNT-1",), "capacity and admission count every account's jobs together"),
+    Mutant("cancel-request-lies", ("OP-CANCEL-2",), "cancel-request answers cancelled true for a running request, which still runs"),
+    Mutant("job-id-ignored", ("JOB-ID-1",), "a create body's job_id is replaced by a random one"),
     # -- hardening (issue 12) --
     # -- at most once (issue 13) --
     # -- recipes, logs, TLS (issue 17) --

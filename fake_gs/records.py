@@ -49,6 +49,9 @@ class CheckpointRec:
     created_at: float
     checkpoint_type: str
     snapshot: Any
+    #: n_gpus of the sub-job that saved it: a load across another DP size needs
+    #: load_optimizer_states false (spec §6.4). None: unknown (no rule applies).
+    n_gpus: int | None = None
 
 
 @dataclass

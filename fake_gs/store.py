@@ -36,6 +36,8 @@ ACTIVE = {s.value for s in JOB_STARTUP_ORDER}
 STARTING = ("pending", "placing", "initializing")
 TERMINAL = {"cancelled", "terminated", "failed", "done"}
 #: Request failures caused by the request's content rather than by a bug.
+#: An admin hold releases itself after this long, so a forgotten one cannot wedge a job.
+HOLD_MAX_S = 120.0
 INPUT_ERRORS = (ValueError, LookupError, TypeError, RuntimeError, ArithmeticError)
 
 
@@ -54,6 +56,10 @@ class Store:
     def _reset_state(self) -> None:
         self.execution_logs.clear()
         self.jobs: dict[str, JobRec] = {}
+        #: Ids of jobs being created (between new_job and register_job).
+        self._reserved: set[str] = set()
+        #: Jobs whose executor an admin hold blocks (job id -> the event that releases it).
+        self._holds: dict[str, threading.Event] = {}
         self.requests: dict[str, RequestRec] = {}
         self.groups: dict[str, dict[str, ChunkGroup]] = {}
         self.exports: dict[str, ExportRec] = {}
@@ -80,8 +86,15 @@ class Store:
     def mutant(self, name: str) -> bool:
         return self.settings.mutant == name
 
+    def _release_holds(self) -> None:
+        with self.lock:
+            for event in self._holds.values():
+                event.set()
+            self._holds.clear()
+
     def reset(self) -> None:
         with self.lock:
+            self._release_holds()
             self.executors.close_all()
             if self._engine is not None:
                 for job_id in list(self.jobs):
@@ -89,24 +102,29 @@ class Store:
             self._reset_state()
 
     def close(self) -> None:
+        self._release_holds()
         self.executors.shutdown()
         self.execution_logs.close()
 
     # --- jobs -----------------------------------------------------------------------------
 
-    def new_job(self, owner: str, body: CreateJobRequest) -> JobRec:
-        """Record a job (not yet known to the engine: see :meth:`register_job`)."""
+    def new_job(self, owner: str, body: CreateJobRequest, job_id: str | None = None) -> JobRec:
+        """Record a job (not yet known to the engine: see :meth:`register_job`); a caller's
+        ``job_id`` is reserved here, so two creates with one id cannot both succeed."""
         now = time.time()
-        job_id = str(uuid.uuid4())
+        with self.lock:
+            if job_id is not None and (job_id in self.jobs or job_id in self._reserved):
+                raise ApiError(ErrorCode.JOB_CONFLICT, f"a job with id {job_id!r} already exists")
+            job_id = job_id or str(uuid.uuid4())
+            self._reserved.add(job_id)
+            self.ordinal += 1
+            ordinal = self.ordinal
         counts: Counter[str] = Counter()
         subs: list[SubJobRec] = []
         for cfg in body.sub_job_configs:
             word = SUB_JOB_ID_WORD[cfg.job_type]
             subs.append(SubJobRec(f"{job_id}:{word}:{counts[word]}", cfg.job_type, cfg))
             counts[word] += 1
-        with self.lock:
-            self.ordinal += 1
-            ordinal = self.ordinal
         explicit_seed = next((c.seed for c in body.sub_job_configs if c.seed is not None), None)
         seed = explicit_seed if explicit_seed is not None else self.settings.seed * 1_000_003 + ordinal
         return JobRec(
@@ -120,8 +138,14 @@ class Store:
             gpus=sum(c.n_gpus for c in body.sub_job_configs),
         )
 
+    def release_id(self, job_id: str) -> None:
+        """Forget a reserved id whose job was never registered (create failed)."""
+        with self.lock:
+            self._reserved.discard(job_id)
+
     def register_job(self, job: JobRec) -> None:
         with self.lock:
+            self._reserved.discard(job.job_id)
             self.jobs[job.job_id] = job
             job.log(f"job created with {len(job.sub_jobs)} sub-job(s), {job.gpus} GPU(s)")
             self._admit_dirty = True
@@ -135,18 +159,29 @@ class Store:
                 raise ApiError(ErrorCode.JOB_NOT_FOUND, f"job {job_id!r} not found")
             return job
 
+    def _account(self, job: JobRec) -> str:
+        """Capacity is per account (spec §5.4): the owner token, or one for everyone."""
+        return "" if self.mutant("capacity-global") else job.owner
+
     def _admit(self) -> None:
-        """Admit pending jobs past ``pending`` in FIFO order while they fit the free GPUs."""
+        """Admit pending jobs past ``pending`` in FIFO order while they fit their account's
+        free GPUs (``max_total_gpus`` is each account's ceiling)."""
         if not self._admit_dirty:
             return
         self._admit_dirty = False
-        used = sum(j.gpus for j in self.jobs.values() if j.admitted_at is not None and j.status in ACTIVE)
+        used: Counter[str] = Counter()
+        for j in self.jobs.values():
+            if j.admitted_at is not None and j.status in ACTIVE:
+                used[self._account(j)] += j.gpus
+        blocked: set[str] = set()
         for job in self.jobs.values():
-            if job.admitted_at is not None or job.status != "pending":
+            account = self._account(job)
+            if job.admitted_at is not None or job.status != "pending" or account in blocked:
                 continue
-            if used + job.gpus > self.settings.max_total_gpus and not self.mutant("capacity-ignored"):
-                break
-            used += job.gpus
+            if used[account] + job.gpus > self.settings.max_total_gpus and not self.mutant("capacity-ignored"):
+                blocked.add(account)
+                continue
+            used[account] += job.gpus
             job.admitted_at = time.time()
             job.log("placement granted")
 
@@ -186,14 +221,18 @@ class Store:
                 jobs = [j for j in jobs if normalize_job_state(self.status(j)) in wanted]
             return jobs
 
-    def capacity(self) -> dict[str, Any]:
+    def capacity(self, owner: str) -> dict[str, Any]:
+        """The caller's account: its ceiling is reserved for it, so has_reservation is true
+        and the deprecated reserved_gpus repeats max_total_gpus (spec §5.4)."""
         with self.lock:
-            in_use = sum(j.gpus for j in self.jobs.values() if self.status(j) in ACTIVE)
+            account = "" if self.mutant("capacity-global") else owner
+            in_use = sum(j.gpus for j in self.jobs.values()
+                         if self._account(j) == account and self.status(j) in ACTIVE)
             total = self.settings.max_total_gpus
             return {
-                "has_reservation": False,
+                "has_reservation": True,
                 "max_total_gpus": total,
-                "reserved_gpus": 0,
+                "reserved_gpus": total,
                 "in_use_gpus": in_use,
                 "available_gpus": max(0, total - in_use),
             }
@@ -218,6 +257,9 @@ class Store:
             job.updated_at = time.time()
             job.log(f"job {status}: {reason}" if reason else f"job {status}")
             self.executors.close_job(job.job_id)
+            hold = self._holds.pop(job.job_id, None)
+            if hold is not None:
+                hold.set()
             for req in self.requests.values():
                 if req.job_id == job.job_id and req.final_status is None and not req.executed:
                     self._cancel_request(req)
@@ -419,14 +461,35 @@ class Store:
         req.stream_events.clear()
 
     def cancel_request(self, req: RequestRec) -> tuple[bool, str]:
-        """cancel-request: a request not yet visibly terminal ends cancelled."""
+        """cancel-request (spec §7.7): a request that has not started is cancelled and never
+        runs; one running or done is not (cancelled false, with its visible status)."""
         with self.lock:
             if req.final_status is not None:
                 return False, req.final_status
+            if req.started and not self.mutant("cancel-request-lies"):
+                if req.executed and self.gate_passed(req) and not (req.stream and req.stream_events):
+                    return False, "failed" if req.error else "done"
+                return False, "running"
             if req.executed and self.gate_passed(req) and not (req.stream and req.stream_events):
                 return False, "failed" if req.error else "done"
             self._cancel_request(req)
             return True, "cancelled"
+
+    def hold(self, job: JobRec, on: bool) -> None:
+        """Admin: block the job's executor (``on``) so later requests stay queued, not started,
+        until released; lets tests cancel a request that has certainly not started."""
+        with self.lock:
+            event = self._holds.pop(job.job_id, None)
+            if event is not None:
+                event.set()
+            if not on:
+                return
+            event = self._holds[job.job_id] = threading.Event()
+
+        def wait() -> None:
+            event.wait(HOLD_MAX_S)
+
+        self.executors.queue(job.job_id).submit(wait)
 
     # --- chunk groups ---------------------------------------------------------------------
 

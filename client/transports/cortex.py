@@ -209,7 +209,11 @@ class CortexTransport:
             payload["source_sub_job_id"] = self.ids.training
         if self.ids and self.ids.sampling:
             payload["target_sub_job_ids"] = [self.ids.sampling]
-        return self._operation(job_id, "weight-sync", payload)
+        # Like the reference client, name the receiver (the source training sub-job): on a
+        # job with several sub-jobs the service refuses an unrouted weight-sync (spec §7.2).
+        if self.ids and self.ids.training:
+            return self._operation(job_id, "weight-sync", payload, sub_job_id=self.ids.training)
+        return self._operation(job_id, "weight-sync", payload, sub_job_type="training")
 
     def _reset_prefix_cache(self, job_id: str, body: dict[str, Any]) -> dict[str, Any]:
         payload = ResetPrefixCachePayload.model_validate(body).model_dump()

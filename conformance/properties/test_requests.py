@@ -28,7 +28,7 @@ def test_submissions_answer_request_and_job(gs_raw, gs_job):
         "generate-stream": gs_raw.call(
             "generate_stream", data=json.dumps({"prompts": ["hi"]}).encode(), job_id=jid
         ),
-        "weight-sync": gs_raw.operation(jid, {"operation_type": "weight-sync", "payload": {}}),
+        "weight-sync": gs_raw.operation(jid, {"operation_type": "weight-sync", "payload": {}, "sub_job_type": "training"}),
     }
     soft = Soft()
     for what, ans in answers.items():

@@ -172,7 +172,7 @@ class JobMachine(RuleBasedStateMachine):
 
     @rule(target=requests)
     def weight_sync(self) -> str:
-        ans = self.driver.operation(self.job_id, {"operation_type": "weight-sync", "payload": {}})
+        ans = self.driver.operation(self.job_id, {"operation_type": "weight-sync", "payload": {}, "sub_job_type": "training"})
         expect("POLL-TERMINAL-1", ans.ok, f"weight-sync: {ans}")
         return self._settle(ans.field("request_id")).request_id
 

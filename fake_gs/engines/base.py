@@ -46,8 +46,12 @@ class Engine(Protocol):
     def save(self, job_id: str, checkpoint_type: str) -> Any:
         """Snapshot state for a checkpoint (opaque to the store)."""
 
-    def load(self, job_id: str, snapshot: Any) -> None:
-        """Restore a snapshot made by :meth:`save` (possibly of another job)."""
+    def load(
+        self, job_id: str, snapshot: Any, *, sub_job_id: str | None = None, optimizer: bool = True
+    ) -> None:
+        """Restore a snapshot made by :meth:`save` (possibly of another job) into the training
+        sub-job (default) or ``sub_job_id``; a sampler then serves the snapshot's weights.
+        ``optimizer`` False restores weights only (``load_optimizer_states: false``)."""
 
     def export_tensors(self, snapshot: Any) -> dict[str, Any]:
         """name -> CPU tensor, written by the fake as a real safetensors file on export."""

@@ -51,6 +51,10 @@ class _Job:
     calls: int = 0
     weight_version: int = 0
     pending_grad_norm: float | None = None
+    #: The sampler's max_seq_len: prompt + generated tokens stay within it (spec §6.6).
+    max_seq_len: int = 0
+    #: Mixed into seeded sampling once a sampler starts from a checkpoint's weights.
+    sampler_salt: int = 0
 
 
 def _post_names(request: Mapping[str, Any]) -> list[str]:
@@ -76,8 +80,9 @@ class ShapeEngine:
 
     name = "shape"
 
-    def __init__(self, seed: int = 0) -> None:
+    def __init__(self, seed: int = 0, *, mutant: str | None = None) -> None:
         self.seed = int(seed)
+        self.mutant = mutant
         self._jobs: dict[str, _Job] = {}
         self._lock = threading.Lock()
 
@@ -106,8 +111,10 @@ class ShapeEngine:
                 value = opt.get("lr", opt.get("learning_rate", DEFAULT_LR))
                 lr = float(value) if isinstance(value, (int, float)) else DEFAULT_LR
                 break
+        sampler = next((c for c in sub_jobs if c.job_type == "sampling"), sub_jobs[0] if sub_jobs else None)
         with self._lock:
-            self._jobs[job_id] = _Job(seed=int(seed) ^ self.seed, lr=lr)
+            self._jobs[job_id] = _Job(seed=int(seed) ^ self.seed, lr=lr,
+                                      max_seq_len=sampler.max_seq_len if sampler is not None else 0)
 
     def drop_job(self, job_id: str) -> None:
         with self._lock:
@@ -176,19 +183,30 @@ class ShapeEngine:
             outputs["entropy"] = torch.rand(exp.shape, generator=g) * 3.0
         return {"model_outputs": outputs, "metrics": {}}
 
+    def _room(self, job: _Job, prompt: Any, max_tokens: int) -> int:
+        """How many tokens a prompt may still get: max_tokens, capped by max_seq_len."""
+        if job.max_seq_len <= 0 or self.mutant == "generation-overruns":
+            return max_tokens
+        room = job.max_seq_len - _token_count(prompt)
+        if room < 1:
+            raise ValueError(f"a prompt of {_token_count(prompt)} tokens leaves no room under "
+                             f"max_seq_len {job.max_seq_len}")
+        return min(max_tokens, room)
+
     def generate(self, job_id: str, request: GenerateRequest) -> list[dict[str, Any]]:
         import torch
 
         job = self._job(job_id)
         results = []
-        for i in range(len(request.prompts)):
+        for i, prompt in enumerate(request.prompts):
             params = request.params_for(i)
             if params.seed is not None:
                 g = torch.Generator()
-                g.manual_seed((params.seed * 31 + job.weight_version * 1_000_003 + i) % (2**63))
+                salt = job.weight_version * 1_000_003 + job.sampler_salt
+                g.manual_seed((params.seed * 31 + salt + i) % (2**63))
             else:
                 g = self._gen(job, i)
-            max_tokens = max(1, int(params.max_tokens))
+            max_tokens = self._room(job, prompt, max(1, int(params.max_tokens)))
             n = int(torch.randint(1, max_tokens + 1, (1,), generator=g))
             tokens = torch.randint(0, VOCAB, (n,), generator=g, dtype=torch.int64)
             item: dict[str, Any] = {
@@ -237,12 +255,18 @@ class ShapeEngine:
             "checkpoint_type": checkpoint_type,
         }
 
-    def load(self, job_id: str, snapshot: Any) -> None:
+    def load(
+        self, job_id: str, snapshot: Any, *, sub_job_id: str | None = None, optimizer: bool = True
+    ) -> None:
         job = self._job(job_id)
         if not isinstance(snapshot, dict) or "steps" not in snapshot:
             raise ValueError("shape engine can only load snapshots it made")
+        if sub_job_id is not None and ":training:" not in sub_job_id:
+            # A sampler from saved weights samples differently from a fresh one (spec §13.4).
+            job.sampler_salt = (int(snapshot.get("seed", 0)) * 7919 + int(snapshot["steps"]) + 1) % (2**31)
+            return
         job.steps = int(snapshot["steps"])
-        if snapshot.get("checkpoint_type") != "weights-only":
+        if optimizer and snapshot.get("checkpoint_type") != "weights-only":
             job.lr = float(snapshot["lr"])
 
     def export_tensors(self, snapshot: Any) -> dict[str, Any]:

@@ -481,19 +481,30 @@ class TinyEngine:
                 lr=job.lr,
             )
 
-    def load(self, job_id: str, snapshot: Any) -> None:
-        """Restore the training sub-job; the sampler keeps its weights until the next sync."""
+    def load(
+        self, job_id: str, snapshot: Any, *, sub_job_id: str | None = None, optimizer: bool = True
+    ) -> None:
+        """Restore a training sub-job (its optimizer too when ``optimizer`` and the snapshot
+        has one), or put the weights into a sampler, which then serves them (spec §13.4)."""
         if not isinstance(snapshot, TinySnapshot):
             raise ValueError("tiny engine can only load snapshots it made")
         if snapshot.model_config != self.model_config:
             raise ValueError("checkpoint was made for a different tiny model configuration")
         with self._locked(job_id) as job:
+            target = job.sub_jobs.get(sub_job_id) if sub_job_id else job.trainer
+            if target is None:
+                raise ValueError(f"job {job_id} has no sub-job {sub_job_id!r} to load into")
+            if target.job_type != "training":
+                if self.mutant != "tiny-sampler-fresh":
+                    target.model.load_state_dict({k: v.clone() for k, v in snapshot.weights.items()})
+                return
             trainer, _ = self._trainer(job)
             trainer.model.load_state_dict({k: v.clone() for k, v in snapshot.weights.items()})
             trainer.model.zero_grad(set_to_none=True)
             job.pending.clear()
             opt = _make_optimizer(trainer.model, job.optimizer_spec, job.lr)
-            if snapshot.optimizer_state is not None and self.mutant != "tiny-load-partial":
+            restore = optimizer and snapshot.optimizer_state is not None
+            if restore and self.mutant != "tiny-load-partial":
                 opt.load_state_dict(_clone_tree(snapshot.optimizer_state))
                 job.lr = snapshot.lr
                 for group in opt.param_groups:

@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import Response
 
 from contract.errors import ErrorCode, detail_entry
-from contract.models import CreateJobRequest
+from contract.models import CreateJobRequest, SubJobConfig
 from contract.models_catalog import is_known_model, is_trainable
 from fake_gs.errors import ApiError
 from fake_gs.execution_logs import run_name
 from fake_gs.handlers.common import Ctx, json_response
 from fake_gs.records import CheckpointRec, JobRec, rfc3339
+from fake_gs.rules import InitFrom, check_config_rules, check_init, requested_job_id
 
 OWNER_ROLE = "FAKE_GS_ROLE"
 
@@ -71,41 +73,65 @@ def check_models(ctx: Ctx, body: CreateJobRequest) -> None:
                            [detail_entry(loc, "model is inference-only", "model_not_trainable")])
 
 
-def source_checkpoint(ctx: Ctx, body: CreateJobRequest) -> CheckpointRec | None:
-    """The checkpoint a training sub-job starts from (``source_checkpoint_info``), if any."""
+def _resolve_checkpoint(ctx: Ctx, i: int, cfg: SubJobConfig) -> CheckpointRec | None:
+    """The checkpoint ``source_checkpoint_info`` names: it must exist (spec §6.5, §8.4)."""
+    info = cfg.source_checkpoint_info
+    if info is None:
+        return None
+    loc = ("sub_job_configs", i, "source_checkpoint_info")
+    if info.source_job_id:
+        try:
+            src = ctx.store.job_for(ctx.owner, info.source_job_id)
+            return ctx.store.checkpoint(src, info.checkpoint_id)
+        except ApiError as exc:
+            raise ApiError(ErrorCode.VALIDATION_FAILED, exc.message,
+                           [detail_entry(loc, exc.message, exc.code)]) from None
+    for job in reversed(ctx.store.list_jobs(ctx.owner, None)):
+        if info.checkpoint_id in job.checkpoints:
+            return job.checkpoints[info.checkpoint_id]
+    message = f"checkpoint {info.checkpoint_id!r} not found; name its job with source_job_id"
+    raise ApiError(ErrorCode.VALIDATION_FAILED, message,
+                   [detail_entry((*loc, "checkpoint_id"), message, ErrorCode.CHECKPOINT_NOT_FOUND)])
+
+
+def source_checkpoints(ctx: Ctx, body: CreateJobRequest) -> list[InitFrom]:
+    """The sub-jobs that start from a checkpoint, each checked against spec §6.5."""
+    mutant = ctx.settings.mutant
+    out = []
     for i, cfg in enumerate(body.sub_job_configs):
-        info = cfg.source_checkpoint_info
-        if info is None or cfg.job_type != "training":
-            continue
-        loc = ("sub_job_configs", i, "source_checkpoint_info")
-        if info.source_job_id:
-            try:
-                src = ctx.store.job_for(ctx.owner, info.source_job_id)
-                return ctx.store.checkpoint(src, info.checkpoint_id)
-            except ApiError as exc:
-                raise ApiError(ErrorCode.VALIDATION_FAILED, exc.message,
-                               [detail_entry(loc, exc.message, exc.code)]) from None
-        # Without a source job the id may name a checkpoint outside this fake: start fresh.
-        for job in reversed(ctx.store.list_jobs(ctx.owner, None)):
-            if info.checkpoint_id in job.checkpoints:
-                return job.checkpoints[info.checkpoint_id]
-    return None
+        try:
+            ckpt = _resolve_checkpoint(ctx, i, cfg)
+        except ApiError:
+            if cfg.job_type != "training" and mutant == "sampler-any-checkpoint":
+                continue  # the mutant: an unknown checkpoint starts a fresh sampler
+            raise
+        if ckpt is not None:
+            out.append(check_init(i, cfg, ckpt, mutant))
+    return out
 
 
 async def create_job(ctx: Ctx) -> Response:
     body = await ctx.json_model(CreateJobRequest)
     check_models(ctx, body)
-    ckpt = source_checkpoint(ctx, body)
-    job = ctx.store.new_job(ctx.owner, body)
+    job_id = requested_job_id(body, ctx.state.mutant("job-id-ignored"))
+    check_config_rules(body, job_id, ctx.settings.mutant)
+    inits = source_checkpoints(ctx, body)
+    job = ctx.store.new_job(ctx.owner, body, job_id)  # 409 when the id is in use
     engine = await run_in_threadpool(lambda: ctx.store.engine)
     try:
         await run_in_threadpool(engine.create_job, job.job_id, list(body.sub_job_configs), job.seed)
-        if ckpt is not None and job.of_type("training"):
-            await run_in_threadpool(engine.load, job.job_id, ckpt.snapshot)
-            job.global_steps = ckpt.global_steps
-    except (ValueError, KeyError) as exc:
+        for init in inits:
+            sub = job.sub_jobs[init.index]
+            await run_in_threadpool(partial(engine.load, job.job_id, init.ckpt.snapshot,
+                                            sub_job_id=sub.sub_job_id, optimizer=init.optimizer))
+            if sub.job_type == "training":
+                job.global_steps = init.ckpt.global_steps
+    except BaseException as exc:
         engine.drop_job(job.job_id)
-        raise ApiError(ErrorCode.INVALID_ARGUMENT, f"cannot create the job: {exc}") from None
+        ctx.store.release_id(job.job_id)
+        if isinstance(exc, (ValueError, KeyError)):
+            raise ApiError(ErrorCode.INVALID_ARGUMENT, f"cannot create the job: {exc}") from None
+        raise
     ctx.store.register_job(job)
     return json_response({"job_id": job.job_id})
 
@@ -116,7 +142,7 @@ async def list_jobs(ctx: Ctx) -> Response:
 
 
 async def get_capacity(ctx: Ctx) -> Response:
-    return json_response(ctx.store.capacity())
+    return json_response(ctx.store.capacity(ctx.owner))
 
 
 async def get_job(ctx: Ctx) -> Response:

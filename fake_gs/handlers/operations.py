@@ -13,6 +13,7 @@ from typing import Any
 from starlette.responses import Response
 
 from contract.errors import ErrorCode, detail_entry
+from contract.jobrules import lora_config
 from contract.models import (
     OPERATION_NATURAL_TARGET,
     OPERATION_PAYLOADS,
@@ -34,6 +35,9 @@ from fake_gs.records import JobRec, SubJobRec
 RUNNING = frozenset({"running"})
 #: tail-logs also works while the job starts (placing, and initializing after it).
 LOGS_STATES = frozenset({"placing", "initializing", "running"})
+#: Operations whose receiver the caller must name when the job has several sub-jobs (spec §7.4:
+#: the service does not infer it).
+HINT_REQUIRED = frozenset({"weight-sync", "bootstrap-router-replay", "router-replay-discard"})
 DEFAULT_LOG_LINES = 100
 MAX_LOG_LINES = 1000
 
@@ -69,6 +73,12 @@ def route_operation(ctx: Ctx, job: JobRec, env: OperationEnvelope) -> SubJobRec:
                        [detail_entry(("sub_job_type",), "ambiguous", "routing_conflict")])
     if by_id is not None:
         return by_id
+    if (env.operation_type in HINT_REQUIRED and len(job.sub_jobs) > 1
+            and not ctx.state.mutant("routing-hint-optional")):
+        raise ApiError(ErrorCode.ROUTING_HINT_REQUIRED,
+                       f"job {job.job_id} has {len(job.sub_jobs)} sub-jobs; name the receiver of "
+                       f"{env.operation_type} with sub_job_id or sub_job_type",
+                       [detail_entry(("sub_job_id",), "required on a job with several sub-jobs", "missing")])
     natural = job.of_type(OPERATION_NATURAL_TARGET[env.operation_type])
     return natural[0] if natural else job.sub_jobs[0]
 
@@ -79,6 +89,23 @@ def _own_sub_job(job: JobRec, sub_job_id: str, loc: tuple[str | int, ...]) -> Su
         raise ApiError(ErrorCode.SUB_JOB_NOT_FOUND, f"{sub_job_id!r} is not a sub-job of job {job.job_id}",
                        [detail_entry(loc, "unknown sub-job", "value_error")])
     return sub
+
+
+def check_lora(job: JobRec, source: SubJobRec, targets: list[str]) -> None:
+    """spec §7.3: LoRA sync needs peft_config on the source and every target at creation,
+    agreeing on r, lora_alpha and target_modules."""
+    want = lora_config(source.config)
+    if want is None:
+        raise ApiError(ErrorCode.LORA_NOT_CONFIGURED,
+                       f"weight_format lora needs training_config.peft_config on {source.sub_job_id} at creation",
+                       [detail_entry(("payload", "weight_format"), "source sub-job has no peft_config", "lora")])
+    for i, tid in enumerate(targets):
+        sub = job.sub_job(tid)
+        got = lora_config(sub.config) if sub is not None else None
+        if got != want:
+            why = "has no peft_config" if got is None else f"peft_config {got} differs from the source's {want}"
+            raise ApiError(ErrorCode.LORA_NOT_CONFIGURED, f"weight_format lora: target {tid} {why}",
+                           [detail_entry(("payload", "target_sub_job_ids", i), why, "lora")])
 
 
 async def op_forward(ctx: Ctx, job: JobRec, target: SubJobRec, payload: Any) -> Response:
@@ -111,6 +138,8 @@ async def op_weight_sync(ctx: Ctx, job: JobRec, target: SubJobRec, payload: Any)
                    for i, t in enumerate(payload.target_sub_job_ids)]
     else:
         targets = [s.sub_job_id for s in job.of_type("sampling")]
+    if payload.weight_format == "lora" and not ctx.state.mutant("lora-unchecked"):
+        check_lora(job, source, targets)
     store = ctx.store
 
     def work() -> dict[str, Any]:
@@ -133,6 +162,15 @@ async def op_bootstrap(ctx: Ctx, job: JobRec, target: SubJobRec, payload: Any) -
     assert isinstance(payload, BootstrapRouterReplayPayload)
     src = _own_sub_job(job, payload.source_sub_job_id, ("payload", "source_sub_job_id"))
     dst = _own_sub_job(job, payload.target_sub_job_id, ("payload", "target_sub_job_id"))
+    if not ctx.state.mutant("bootstrap-any-direction"):
+        for sub, want, loc in ((src, "sampling", ("payload", "source_sub_job_id")),
+                               (dst, "training", ("payload", "target_sub_job_id")),
+                               (target, "training", ("sub_job_id",))):
+            if sub.job_type != want:
+                raise ApiError(ErrorCode.WRONG_SUB_JOB_TYPE,
+                               f"bootstrap-router-replay goes from a sampling source to a training target "
+                               f"(the receiver); {sub.sub_job_id} is a {sub.job_type} sub-job",
+                               [detail_entry(loc, f"must be a {want} sub-job", "wrong_sub_job_type")])
     return json_response({"bootstrapped": True, "source_sub_job_id": src.sub_job_id,
                           "target_sub_job_id": dst.sub_job_id, "max_cache_bytes": payload.max_cache_bytes})
 
@@ -143,6 +181,10 @@ async def op_discard(ctx: Ctx, job: JobRec, target: SubJobRec, payload: Any) -> 
 
 
 async def op_reset_prefix_cache(ctx: Ctx, job: JobRec, target: SubJobRec, payload: Any) -> Response:
+    if target.job_type != "sampling" and not ctx.state.mutant("reset-any-sub-job"):
+        raise ApiError(ErrorCode.WRONG_SUB_JOB_TYPE,
+                       f"reset-prefix-cache is a sampling call; {target.sub_job_id} is a {target.job_type} sub-job",
+                       [detail_entry(("sub_job_id",), "must be a sampling sub-job", "wrong_sub_job_type")])
     return json_response({"reset": True, "sub_job_id": target.sub_job_id})
 
 

@@ -16,16 +16,21 @@ from fake_gs.handlers.frames import submit_frame
 from fake_gs.records import JobRec, RequestRec, SubJobRec
 
 
-def sampler(job: JobRec) -> SubJobRec:
-    """The sub-job generate runs on: the sampling one, else whatever the job has."""
-    subs = job.of_type("sampling") or job.sub_jobs
+def sampler(ctx: Ctx, job: JobRec) -> SubJobRec:
+    """The sub-job generate runs on: the sampling one; a job without one cannot generate
+    (spec §1.1: generation is a sampling call)."""
+    subs = job.of_type("sampling")
+    if not subs and ctx.state.mutant("generate-on-trainer"):
+        subs = job.sub_jobs
+    if not subs:
+        raise ApiError(ErrorCode.SUB_JOB_NOT_FOUND, f"job {job.job_id} has no sampling sub-job to generate with")
     return subs[0]
 
 
 def generate_request(ctx: Ctx, job: JobRec, obj: Any) -> GenerateRequest:
     """Validate a generate object; token prompts must fit the sampler's max_seq_len."""
     request = ctx.validate(GenerateRequest, obj)
-    limit = sampler(job).max_seq_len
+    limit = sampler(ctx, job).max_seq_len
     too_long = [i for i, p in enumerate(request.prompts) if isinstance(p, list) and len(p) >= limit]
     if too_long:
         raise ApiError(ErrorCode.PROMPT_TOO_LONG,

@@ -20,6 +20,7 @@ from fake_gs.errors import ApiError
 from fake_gs.handlers.common import Ctx
 from fake_gs.handlers.frames import submit_frame
 from fake_gs.records import CheckpointRec, JobRec, RequestRec, SubJobRec
+from fake_gs.rules import dp_compatible, restores_optimizer
 
 
 def training_sub_job(job: JobRec) -> SubJobRec:
@@ -37,16 +38,21 @@ def full_metrics(raw: Any) -> dict[str, Any]:
     return metrics
 
 
-def forward_object(obj: Any) -> dict[str, Any]:
-    """A forward(-backward) frame object: a dict whose input_ids are [batch, seq]."""
+def forward_object(obj: Any, max_seq_len: int | None = None) -> dict[str, Any]:
+    """A forward(-backward) frame object: a dict whose input_ids are [batch, seq], with seq
+    at most the training sub-job's ``max_seq_len`` when one is given (spec §8.2)."""
     if not isinstance(obj, dict):
         raise ApiError(ErrorCode.INVALID_ARGUMENT, "the frame must hold an object {args, kwargs, ...}",
                        [detail_entry((), "not an object", "dict_type")])
     try:
-        forward_expectation(obj)
+        exp = forward_expectation(obj)
     except ShapeError as exc:
         raise ApiError(ErrorCode.INVALID_ARGUMENT, str(exc),
                        [detail_entry(("kwargs", "input_ids"), str(exc), "value_error")]) from None
+    if max_seq_len is not None and exp.seq > max_seq_len:
+        message = f"sequences of {exp.seq} tokens exceed the training sub-job's max_seq_len {max_seq_len}"
+        raise ApiError(ErrorCode.SEQUENCE_TOO_LONG, message,
+                       [detail_entry(("kwargs", "input_ids"), message, "too_long")])
     return obj
 
 
@@ -54,8 +60,9 @@ def forward_object(obj: Any) -> dict[str, Any]:
 
 
 def build_forward_backward(ctx: Ctx, job: JobRec, obj: Any, group: ChunkGroup | None) -> RequestRec:
-    request = forward_object(obj)
-    training_sub_job(job)
+    trainer = training_sub_job(job)
+    limit = None if ctx.state.mutant("seq-len-unchecked") else trainer.max_seq_len
+    request = forward_object(obj, limit)
     store = ctx.store
     proposed = ctx.settings.profile == "proposed" and not ctx.state.mutant("fb-metrics-missing")
 
@@ -147,7 +154,7 @@ async def step(ctx: Ctx) -> Response:
 async def save(ctx: Ctx) -> Response:
     job = ctx.job()
     body = await ctx.json_model(SaveRequest)
-    training_sub_job(job)
+    n_gpus = training_sub_job(job).config.n_gpus
     store = ctx.store
     ckpt_type = body.checkpoint_type or "resumable"
     wanted_id = body.checkpoint_id or None
@@ -157,7 +164,7 @@ async def save(ctx: Ctx) -> Response:
         with store.lock:
             ckpt_id = wanted_id or f"global_step{job.global_steps}"
             store.add_checkpoint(job, CheckpointRec(ckpt_id, job.global_steps, job.last_loss, time.time(),
-                                                    ckpt_type, snapshot))
+                                                    ckpt_type, snapshot, n_gpus))
             steps = job.global_steps
         return {
             "checkpoint_id": ckpt_id,
@@ -174,22 +181,32 @@ async def load(ctx: Ctx) -> Response:
     job = ctx.job()
     body = await ctx.json_model(LoadRequest)
     store = ctx.store
+    target: SubJobRec | None = None
     if body.target_sub_job_id:
-        target = job.sub_job(body.target_sub_job_id)
-        if target is None:
+        named = job.sub_job(body.target_sub_job_id)
+        if named is None:
             raise ApiError(ErrorCode.SUB_JOB_NOT_FOUND,
                            f"target_sub_job_id {body.target_sub_job_id!r} is not a sub-job of job {job.job_id}",
                            [detail_entry(("target_sub_job_id",), "not a sub-job of this job", "value_error")])
-        if target.job_type != "training":
+        if named.job_type != "training":
             raise ApiError(ErrorCode.NOT_IMPLEMENTED,
-                           f"loading into a {target.job_type} sub-job is not implemented; target a training sub-job")
-    training_sub_job(job)
+                           f"loading into a {named.job_type} sub-job is not implemented; target a training sub-job")
+        target = named
+    target = target or training_sub_job(job)
     source = store.job_for(ctx.owner, body.source_job_id) if body.source_job_id else job
     store.checkpoint(source, body.checkpoint_id)
+    dp_rule = not ctx.state.mutant("dp-mismatch-loads")
 
     def work() -> dict[str, Any]:
         ckpt = store.checkpoint(source, body.checkpoint_id)
-        store.engine.load(job.job_id, ckpt.snapshot)
+        if dp_rule and not dp_compatible(ckpt, target.config):
+            # The worker refuses it (spec §6.4): a failed request, the job keeps running.
+            raise ApiError(ErrorCode.DP_SIZE_MISMATCH,
+                           f"checkpoint {ckpt.checkpoint_id!r} was saved with n_gpus={ckpt.n_gpus}, "
+                           f"{target.sub_job_id} has n_gpus={target.config.n_gpus}: a different "
+                           "data-parallel size needs load_optimizer_states false at create")
+        store.engine.load(job.job_id, ckpt.snapshot, sub_job_id=target.sub_job_id,
+                          optimizer=restores_optimizer(ckpt, target.config))
         with store.lock:
             if not ctx.state.mutant("load-keeps-steps"):
                 job.global_steps = ckpt.global_steps

@@ -172,3 +172,19 @@ def test_pat_never_travels_in_json() -> None:
     assert "secret" not in text and "*****" not in text
     assert ClientConfig.model_validate_json(text).pat is None
     assert cfg.model_dump()["pat"].get_secret_value() == "secret"  # python mode (pickle, copies) keeps it
+
+
+@pytest.mark.parametrize("extra,where", [
+    ({"sp_size": 3}, "sp_size"),
+    ({"ac_config": {"mode": "selective", "offload_config": {"enabled": True}}}, "ac_config.mode"),
+    ({"multiplex_job_id": "abc"}, "multiplex_job_id"),
+])
+def test_job_body_breaking_a_service_rule_fails_locally(extra: dict, where: str) -> None:
+    """The service refuses these configs at create (spec §8.2/§8.3): the client says so
+    before sending."""
+    from client.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=where):
+        create_job_body(ClientConfig(training_gpus=4, training_extra=extra))
+    ok = {"sp_size": 2} if "sp_size" in extra else {}
+    assert create_job_body(ClientConfig(training_gpus=4, training_extra=ok))

@@ -50,7 +50,8 @@ class Fake:
         self.admin("POST", f"/jobs/{job_id}/state", {"status": status, "reason": reason})
 
     def config(self, **overrides: Any) -> ClientConfig:
-        return ClientConfig(base_url=self.url, **{**FAST, "max_seq_len": 256, **overrides})
+        # max_seq_len: the tests' 3000-token frames must fit (the fake refuses longer ones).
+        return ClientConfig(base_url=self.url, **{**FAST, "max_seq_len": 4096, **overrides})
 
 
 @contextmanager

@@ -152,13 +152,16 @@ def test_poll_timeout(make_fake: Any) -> None:
 
 
 def test_cancel_request(make_fake: Any) -> None:
-    with make_fake(latency="seconds:30") as fake, create_client(fake.config()) as client:
+    with make_fake() as fake, create_client(fake.config()) as client:
         rest: CortexRestClient = client.transport.rest  # type: ignore[attr-defined]
         job = str(client.job_id)
+        fake.admin("POST", f"/jobs/{job}/hold", {"hold": True})  # the step stays queued
         rid = rest.step(job)["request_id"]
-        client.cancel_request(rid)
+        assert client.cancel_request(rid)["cancelled"] is True
+        fake.admin("POST", f"/jobs/{job}/hold", {"hold": False})
         with pytest.raises(RequestCancelled, match=rid):
             rest.wait(job, rid, route_name="step")
+        assert client.step()["global_steps"] == 1  # the cancelled step never ran
 
 
 def test_job_failure_names_the_reason(make_fake: Any) -> None:

@@ -26,8 +26,7 @@ def _batch() -> dict[str, Any]:
 
 def _every_op(fake: Fake, *, profile: str) -> dict[str, Any]:
     route = "proposed" if profile == "proposed" else "operation"
-    cfg = fake.config(max_chunk_bytes=16384, log_prob_gpus=1, forward_no_grad_route=route,
-                      max_seq_len=64)
+    cfg = fake.config(max_chunk_bytes=16384, log_prob_gpus=1, forward_no_grad_route=route)
     seen: dict[str, Any] = {}
     with create_client(cfg) as client:
         job = client.job_id

@@ -20,9 +20,13 @@ OCTET = {"Content-Type": "application/octet-stream"}
 MODEL = "Qwen/Qwen3-0.6B"
 
 
+#: Long enough for every frame the tests send (the fake refuses longer ones, FB-SEQLEN-1).
+TRAIN_MAX_SEQ_LEN = 65_536
+
+
 def training_config(n_gpus: int = 1, **extra: Any) -> dict[str, Any]:
     return {"job_type": "training", "model_name": MODEL,
-            "training_config": {"optimizer": {"name": "AdamW", "lr": 1e-4}, "max_seq_len": 64,
+            "training_config": {"optimizer": {"name": "AdamW", "lr": 1e-4}, "max_seq_len": TRAIN_MAX_SEQ_LEN,
                                 "train_batch_size": 2, "n_gpus": n_gpus, **extra}}
 
 

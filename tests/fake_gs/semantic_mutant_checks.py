@@ -44,7 +44,8 @@ def _generate(api: Api, job: str) -> list[float]:
 
 
 def _sync(api: Api, job: str) -> None:
-    r = api.post(f"/{job}/operation", json={"operation_type": "weight-sync", "payload": {}})
+    r = api.post(f"/{job}/operation", json={"operation_type": "weight-sync", "payload": {},
+                                            "sub_job_id": f"{job}:training:0"})
     api.result(job, r.json()["request_id"])
 
 

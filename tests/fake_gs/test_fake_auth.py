@@ -31,8 +31,9 @@ def test_tokens_required_and_isolated(make_server) -> None:  # type: ignore[no-u
     assert bob.post(f"/{job_id}:cancel").status_code == 404
     assert bob.get("/").json() == {"jobs": []}
     assert [j["job_id"] for j in alice.get("/").json()["jobs"]] == [job_id]
-    # Capacity is account-wide.
-    assert bob.get("/capacity").json()["in_use_gpus"] == alice.get("/capacity").json()["in_use_gpus"] == 2
+    # Capacity is per account (spec §5.4): alice's job is not bob's.
+    assert alice.get("/capacity").json()["in_use_gpus"] == 2
+    assert bob.get("/capacity").json()["in_use_gpus"] == 0
     assert alice.job(job_id)["submitted_by"] == "user_0"
 
 

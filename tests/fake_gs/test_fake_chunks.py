@@ -7,7 +7,7 @@ import uuid
 from typing import Any
 
 import requests
-from fake_gs_api import OCTET, Api, batch
+from fake_gs_api import OCTET, Api, batch, sampling_config, training_config
 
 from contract import wire
 
@@ -245,7 +245,8 @@ def test_abandoned_groups_expire(make_api) -> None:  # type: ignore[no-untyped-d
     assert api.state()["buffered_bytes"] == 0
 
 
-def test_generate_and_forward_no_grad_accept_chunks(api: Api, running: str) -> None:
+def test_generate_and_forward_no_grad_accept_chunks(api: Api) -> None:
+    running = api.running_job(training_config(), sampling_config(max_seq_len=8192))  # room for the long prompt
     rid = api.submit_frame(running, "generate", {"prompts": ["x " * 4000, [1, 2]]}, max_bytes=MAX)
     assert len(api.result(running, rid)["results"]) == 2
     rid = api.submit_frame(running, "forward-no-grad", batch(3, 900), max_bytes=MAX)

@@ -173,7 +173,7 @@ def test_list_and_status_filter(make_api) -> None:  # type: ignore[no-untyped-de
 def test_capacity_queueing_fifo_and_release(make_api) -> None:  # type: ignore[no-untyped-def]
     api = make_api(max_total_gpus=4)
     cap = api.get("/capacity").json()
-    assert cap == {"has_reservation": False, "max_total_gpus": 4, "reserved_gpus": 0, "in_use_gpus": 0, "available_gpus": 4}
+    assert cap == {"has_reservation": True, "max_total_gpus": 4, "reserved_gpus": 4, "in_use_gpus": 0, "available_gpus": 4}
     big = api.create_job(training_config(n_gpus=2), sampling_config(n_gpus=1))  # 3 GPUs
     waiting = api.create_job(training_config(n_gpus=2))  # does not fit
     small = api.create_job(training_config(n_gpus=1))  # would fit, but FIFO keeps it behind

@@ -10,7 +10,7 @@ import zipfile
 from collections.abc import Iterator
 from typing import Any
 
-from fake_gs_api import OCTET, Api, batch
+from fake_gs_api import OCTET, Api, batch, training_config
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -57,7 +57,7 @@ def test_body_at_the_limit_is_accepted(make_api) -> None:  # type: ignore[no-unt
 
     limit = MiB
     api = make_api(max_body_bytes=limit)
-    job_id = api.running_job()
+    job_id = api.running_job(training_config(max_seq_len=2 * limit))  # the frame is one long sequence
     def frame_of(n: int, note: str) -> bytes:
         return wire.dumps({"args": [], "kwargs": {"input_ids": torch.zeros(1, n, dtype=torch.uint8)}}, metadata={"n": note})
 

@@ -38,25 +38,27 @@ def test_forward_operation_bad_payloads(api: Api, running: str) -> None:
 
 def test_weight_sync_bumps_sampler_versions(api: Api, running: str) -> None:
     before = api.state()["jobs"][running]["weight_versions"][f"{running}:sampling:0"]
-    r = op(api, running, "weight-sync", {"cuda_ipc": True, "low_memory": False})
+    t = f"{running}:training:0"
+    r = op(api, running, "weight-sync", {"cuda_ipc": True, "low_memory": False}, sub_job_id=t)
     out = api.result(running, r.json()["request_id"])
     assert out["weight_version"] == before + 1 and out["weight_format"] == "vllm"
     assert out["target_sub_job_ids"] == [f"{running}:sampling:0"] and out["source_sub_job_id"] == f"{running}:training:0"
     assert api.state()["jobs"][running]["weight_versions"][f"{running}:sampling:0"] == before + 1
-    r = op(api, running, "weight-sync", {"source_sub_job_id": f"{running}:training:0",
-                                          "target_sub_job_ids": [f"{running}:sampling:0"], "weight_format": "hf"})
+    r = op(api, running, "weight-sync", {"source_sub_job_id": t, "target_sub_job_ids": [f"{running}:sampling:0"],
+                                          "weight_format": "hf"}, sub_job_id=t)
     assert api.result(running, r.json()["request_id"])["weight_version"] == before + 2
-    r = op(api, running, "weight-sync", {"target_sub_job_ids": ["someone:sampling:0"]})
+    r = op(api, running, "weight-sync", {"target_sub_job_ids": ["someone:sampling:0"]}, sub_job_id=t)
     assert r.status_code == 400 and r.json()["code"] == "sub_job_not_found"
-    r = op(api, running, "weight-sync", {"weight_format": "onnx"})
+    r = op(api, running, "weight-sync", {"weight_format": "onnx"}, sub_job_id=t)
     assert r.status_code == 400 and r.json()["detail"][0]["loc"][:2] == ["payload", "weight_format"]
 
 
 def test_inline_operations(api: Api, running: str) -> None:
     t, s = f"{running}:training:0", f"{running}:sampling:0"
-    r = op(api, running, "bootstrap-router-replay", {"source_sub_job_id": s, "target_sub_job_id": t, "max_cache_bytes": 10})
+    r = op(api, running, "bootstrap-router-replay", {"source_sub_job_id": s, "target_sub_job_id": t, "max_cache_bytes": 10},
+           sub_job_id=t)
     assert r.status_code == 200 and "request_id" not in r.json() and r.json()["bootstrapped"] is True
-    r = op(api, running, "router-replay-discard", {"sample_ids": ["a", 2]})
+    r = op(api, running, "router-replay-discard", {"sample_ids": ["a", 2]}, sub_job_id=s)
     assert r.json()["discarded"] == 2
     r = op(api, running, "reset-prefix-cache", {"drain": True, "timeout_s": 60.0, "retry_interval_s": 0.1},
            sub_job_type="sampling")
@@ -75,8 +77,9 @@ def test_routing_hints(api: Api) -> None:
     assert op(api, job_id, "reset-prefix-cache", sub_job_id=s0, sub_job_type="sampling").json()["sub_job_id"] == s0
     r = op(api, job_id, "reset-prefix-cache", sub_job_type="sampling")  # two sampling sub-jobs: ambiguous
     assert r.status_code == 400 and r.json()["code"] == "routing_conflict"
-    assert op(api, job_id, "reset-prefix-cache", sub_job_type="log_prob").json()["sub_job_id"] == f"{job_id}:log_prob:0"
-    assert op(api, job_id, "reset-prefix-cache", sub_job_type="log_probability").status_code == 200
+    discard = {"sample_ids": []}
+    assert op(api, job_id, "router-replay-discard", discard, sub_job_type="log_prob").json()["sub_job_id"] == f"{job_id}:log_prob:0"
+    assert op(api, job_id, "router-replay-discard", discard, sub_job_type="log_probability").status_code == 200
     r = op(api, job_id, "reset-prefix-cache", sub_job_id=f"{job_id}:sampling:9")
     assert r.status_code == 400 and r.json()["code"] == "sub_job_not_found"
     r = op(api, job_id, "reset-prefix-cache", sub_job_type="robot")
@@ -94,17 +97,26 @@ def test_unknown_operation_type(api: Api, running: str) -> None:
 
 
 def test_cancel_request_operation(make_api) -> None:  # type: ignore[no-untyped-def]
+    """A request that has not started is cancelled and never runs; one that ran (even if its
+    answer is still gated by latency) is not: the old fake said cancelled while it ran."""
     api = make_api(latency="polls:3")
     job_id = api.running_job()
-    rid = api.submit_json(job_id, "step")
-    r = op(api, job_id, "cancel-request", {"request_id": rid})
-    assert r.status_code == 200 and r.json() == {"cancelled_request_id": rid, "cancelled": True, "status": "cancelled"}
-    assert api.poll(job_id, rid)["status"] == "cancelled"
-    done = api.submit_json(job_id, "step")
-    api.wait(job_id, done)
-    r = op(api, job_id, "cancel-request", {"request_id": done})
+    assert api.post(f"/_fake/jobs/{job_id}/hold", json={"hold": True}).status_code == 200
+    queued = api.submit_json(job_id, "step")
+    r = op(api, job_id, "cancel-request", {"request_id": queued})
+    assert r.status_code == 200 and r.json() == {"cancelled_request_id": queued, "cancelled": True, "status": "cancelled"}
+    api.post(f"/_fake/jobs/{job_id}/hold", json={"hold": False})
+    ran = api.submit_json(job_id, "step")
+    assert api.result(job_id, ran)["global_steps"] == 1  # the cancelled step never ran
+    assert api.poll(job_id, queued)["status"] == "cancelled"
+    hidden = api.submit_json(job_id, "step")
+    after = api.submit_json(job_id, "step")
+    assert api.result(job_id, after)["global_steps"] == 3  # serial: `hidden` ran before `after`
+    r = op(api, job_id, "cancel-request", {"request_id": hidden})  # ran, answer still gated (polls:3)
+    assert r.json()["cancelled"] is False and r.json()["status"] in ("running", "done")
+    assert api.result(job_id, hidden)["global_steps"] == 2
+    r = op(api, job_id, "cancel-request", {"request_id": ran})
     assert r.json()["cancelled"] is False and r.json()["status"] == "done"
-    assert api.poll(job_id, done)["status"] == "done"
     r = op(api, job_id, "cancel-request", {"request_id": "nope"})
     assert r.status_code == 404 and r.json()["code"] == "request_not_found"
 
