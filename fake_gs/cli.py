@@ -104,6 +104,10 @@ def build_parser() -> argparse.ArgumentParser:
                      help="JSON arrays/objects allowed in one JSON body or frame header")
     lim.add_argument("--max-events-cap", type=_positive, default=d.max_events_cap,
                      help="max_events on a poll is clamped to this (the contract says 512)")
+    lim.add_argument("--idempotency-window-s", type=_seconds, default=d.idempotency_window_s,
+                     help="proposed profile: how long an Idempotency-Key and its answer are kept")
+    lim.add_argument("--max-idempotency-keys", type=_positive, default=d.max_idempotency_keys,
+                     help="Idempotency-Keys kept per account (the oldest go first)")
     p.add_argument("--log-level", default=d.log_level,
                    choices=("critical", "error", "warning", "info", "debug"), help="log verbosity")
     return p
@@ -138,6 +142,8 @@ def settings_from_args(args: argparse.Namespace) -> FakeSettings:
         max_frame_json_bytes=args.max_frame_json_bytes,
         max_json_containers=args.max_json_containers,
         max_events_cap=args.max_events_cap,
+        idempotency_window_s=args.idempotency_window_s,
+        max_idempotency_keys=args.max_idempotency_keys,
         log_level=args.log_level,
     )
 
