@@ -6,6 +6,12 @@ whose error code says retrying cannot help (chunk-group codes, ``job_not_running
 was provably never established, so an ambiguous failure never creates a second job.
 ``Retry-After`` is honoured, bounded by the back-off cap; the per-call deadline bounds
 everything, sleeps included.
+
+At most once (``contract.idempotency``): a failure that may follow execution (a read
+time-out, a cut after sending, 500/502/504, 503 without ``Retry-After``) of a call that is
+not idempotent is resent only when the server honours ``Idempotency-Key`` (declared, or
+learnt from its echo) or ``retry_ambiguous`` asks for the reference behaviour; otherwise
+it raises :class:`AmbiguousOutcome`. Every data-plane POST carries one key for all its tries.
 """
 
 from __future__ import annotations
@@ -196,6 +202,7 @@ class _Call:
     attempt: int = 0
     #: A try failed in a way that may have followed execution (unsafe calls only).
     ambiguous: bool = False
+    last_failure: CortexError | None = None
 
 
 def _encode(route: Route, json_body: Any, data: bytes | None) -> tuple[bytes | None, dict[str, str]]:
@@ -275,10 +282,11 @@ class HttpSession:
             call.key = str(uuid.uuid4())
         params = {k: v for k, v in (query or {}).items() if v is not None}
         while True:
-            failure, retry_after = self._attempt(call, payload, headers, params)
-            if isinstance(failure, Answer):
-                return failure
-            self._wait_before_resend(call, failure, retry_after)
+            outcome, retry_after = self._attempt(call, payload, headers, params)
+            if isinstance(outcome, Answer):
+                return outcome
+            call.last_failure = outcome
+            self._wait_before_resend(call, outcome, retry_after)
             call.attempt += 1
 
     def _attempt(self, call: _Call, payload: bytes | None, headers: dict[str, str],
@@ -358,6 +366,7 @@ class HttpSession:
         self.sleep(delay)
 
     def _out_of_time(self, call: _Call, failure: CortexError | None, message: str) -> CortexError:
+        failure = failure or call.last_failure
         if failure is not None and call.ambiguous:
             return self._ambiguous(call, failure, "the deadline passed before an answer")
         route = call.route
