@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from fake_gs.state import AppState
 
 #: The largest answer kept for repeats (submit answers are ~100 bytes).
-MAX_STORED_BYTES = 64 * 1024
+MAX_STORED_BYTES = 16 * 1024
 #: How long a repeat waits for the first call with its key to finish.
 PENDING_WAIT_S = 30.0
 
