@@ -10,8 +10,8 @@ at random with probability ``rate`` (seeded):
 * ``drop_before``: read the request, close without forwarding (the call never ran);
 * ``drop_after``: forward, read the whole answer, close without relaying it (the call ran,
   its answer is lost);
-* ``reset``: forward, relay only the answer's status line and headers, then reset the
-  connection (TCP RST);
+* ``reset``: forward, relay only the answer's status line and headers (the body is
+  announced, not sent), then reset the connection (TCP RST);
 * ``delay``: forward, hold the answer ``delay_s`` (past the client's read time-out), then
   relay it to whoever is still listening.
 
@@ -233,7 +233,7 @@ class FaultProxy:
         if action == "drop_after":
             return action
         if action == "reset":
-            conn.sendall(answer.partition(b"\r\n\r\n")[0] + b"\r\n")
+            conn.sendall(answer.partition(b"\r\n\r\n")[0] + b"\r\n\r\n")
             _reset(conn)
             return action
         if action == "delay":

@@ -81,7 +81,9 @@ class KeyStore:
 
     def reserve(self, owner: str, key: str, fp: str, now: float) -> Entry:
         entry = Entry(fp, now)
-        self.accounts.setdefault(owner, OrderedDict())[key] = entry
+        keys = self.accounts.setdefault(owner, OrderedDict())
+        keys.pop(key, None)  # a re-used key goes to the back: the order stays by creation
+        keys[key] = entry
         return entry
 
     def settle(self, owner: str, key: str, entry: Entry, response: Response | None) -> None:
