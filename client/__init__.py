@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from client.config import ClientConfig
 from client.errors import (
+    AmbiguousOutcome,
     ChunkGroupConflict,
     ChunkGroupError,
     ChunkGroupMissingChunks,
@@ -59,6 +60,7 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "AmbiguousOutcome",
     "OPS",
     "ArcticRLClient",
     "AsyncArcticRLClient",

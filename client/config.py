@@ -121,6 +121,8 @@ class ClientConfig(BaseModel):
     job_start_timeout_s: float = Field(_POLL.timeout_s, gt=0, description="How long to wait for `running`.")
     max_chunk_bytes: int = Field(DEFAULT_CHUNK_BYTES, gt=0, le=MAX_BODY_BYTES)
     max_events: int | None = Field(None, gt=0, description="`max_events` per poll (server default when unset).")
+    retry_ambiguous: bool = Field(False, description="Resend step, save, generate... after a time-out, a cut connection or a 5xx, as the reference client does (spec §3.5): a lost answer can then run a call twice. Off: such a failure raises AmbiguousOutcome.")
+    supports_idempotency_keys: bool | None = Field(None, description="The server honours Idempotency-Key (proposed), so ambiguous failures are resent with the same key. None: learnt from the server echoing the key.")
     cancel_on_shutdown: bool = Field(True, description="shutdown() cancels a job this client created (never a reattached one).")
 
     # --- reconnect ids ---------------------------------------------------------------------

@@ -88,6 +88,30 @@ class ProtocolError(CortexError):
     """The server answered something the contract rules out."""
 
 
+class AmbiguousOutcome(CortexError):
+    """A call that changes state failed after it may have reached the server.
+
+    A read time-out, a connection cut after the request was sent, or a 500/502/503/504
+    answer does not say whether the server ran the call; resending could run it twice (a
+    second optimizer step). The client therefore did not resend, or ran out of resends
+    with the same idempotency key; ``how_to_check`` says what to look at before calling
+    again, ``attempt`` counts the tries made (1 = the first), ``idempotency_key`` is the
+    key the tries carried (repeat the call with it on a server that honours keys).
+    """
+
+    def __init__(self, message: str, *, attempt: int, how_to_check: str,
+                 idempotency_key: str | None = None, **context: Any) -> None:
+        self.attempt = attempt
+        self.how_to_check = how_to_check
+        self.idempotency_key = idempotency_key
+        super().__init__(message, **context)
+
+    def _render(self) -> str:
+        key = f", idempotency-key={self.idempotency_key}" if self.idempotency_key else ""
+        return (f"{super()._render()} [attempt {self.attempt}{key}; "
+                f"check before calling again: {self.how_to_check}]")
+
+
 class RequestFailed(CortexError):
     """An asynchronous request ended ``failed``; ``error`` holds the server's error."""
 
@@ -134,6 +158,7 @@ class PayloadTooLarge(CortexError, ValueError):
 
 
 __all__ = [
+    "AmbiguousOutcome",
     "ChunkGroupConflict",
     "ChunkGroupError",
     "ChunkGroupMissingChunks",

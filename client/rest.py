@@ -89,6 +89,8 @@ class CortexRestClient:
                 read_timeout_s=config.read_timeout_s,
                 call_timeout_s=config.call_timeout_s,
                 ca_bundle=config.ca_bundle,
+                retry_ambiguous=config.retry_ambiguous,
+                idempotency_keys=config.supports_idempotency_keys,
             ),
             session=session,
             sleep=sleep,
@@ -100,9 +102,10 @@ class CortexRestClient:
         self.http.close()
 
     def _json(self, name: str, *, body: Any = None, query: Mapping[str, Any] | None = None,
-              deadline: float | None = None, **path: str) -> Any:
+              deadline: float | None = None, operation_type: str | None = None,
+              **path: str) -> Any:
         answer = self.http.call(route(name), path_params=path, json_body=body, query=query,
-                                deadline=deadline)
+                                deadline=deadline, operation_type=operation_type)
         if name not in _ANY_JSON and not isinstance(answer.body, Mapping):
             r = route(name)
             raise ProtocolError(
@@ -162,7 +165,10 @@ class CortexRestClient:
         )
         # One deadline for the whole group (every chunk, retries and a restart replay).
         deadline = self.clock() + self.config.call_timeout_s
-        return upload(self.http, r, chunks, path_params={"job_id": job_id}, deadline=deadline)
+        # Request chunks carry a group id: resending them resolves to one execution.
+        chunked = force_chunk or len(chunks) > 1
+        return upload(self.http, r, chunks, path_params={"job_id": job_id}, deadline=deadline,
+                      idempotency="group" if chunked else None)
 
     def forward_backward(self, job_id: str, payload: Payload, *, chunk_group_id: str | None = None,
                          max_chunk_bytes: int | None = None) -> dict[str, Any]:
@@ -215,7 +221,7 @@ class CortexRestClient:
         """The answer as is: an inline result, or ``{"request_id", ...}`` to wait on."""
         body = {"operation_type": operation_type, "payload": dict(payload or {}),
                 **given(sub_job_id=sub_job_id, sub_job_type=sub_job_type)}
-        return self._json("operation", body=body, job_id=job_id)
+        return self._json("operation", body=body, job_id=job_id, operation_type=operation_type)
 
     def forward_operation(self, job_id: str, payload: Payload, *,
                           sub_job_id: str | None = None) -> Any:

@@ -13,6 +13,7 @@ from typing import Any
 
 from client.errors import ChunkGroupRestartRequired, ProtocolError
 from client.http import Answer, HttpSession
+from contract.idempotency import Idempotency
 from contract.routes import Route
 
 
@@ -44,15 +45,16 @@ def upload(
     *,
     path_params: Mapping[str, str],
     deadline: float | None = None,
+    idempotency: Idempotency | None = None,
 ) -> dict[str, Any]:
     """POST each chunk in order and return the final answer ``{"request_id", "job_id"}``."""
     if not chunks:
         raise ValueError("nothing to upload")
     try:
-        return _send_group(http, route, chunks, path_params, deadline)
+        return _send_group(http, route, chunks, path_params, deadline, idempotency)
     except ChunkGroupRestartRequired:
         # The server lost (or never saw the start of) the group: replay it once, whole.
-        return _send_group(http, route, chunks, path_params, deadline)
+        return _send_group(http, route, chunks, path_params, deadline, idempotency)
 
 
 def _send_group(
@@ -61,11 +63,13 @@ def _send_group(
     chunks: Sequence[bytes],
     path_params: Mapping[str, str],
     deadline: float | None,
+    idempotency: Idempotency | None = None,
 ) -> dict[str, Any]:
     last = len(chunks) - 1
     answer: Answer | None = None
     for index, chunk in enumerate(chunks):
-        answer = http.call(route, path_params=path_params, data=chunk, deadline=deadline)
+        answer = http.call(route, path_params=path_params, data=chunk, deadline=deadline,
+                           idempotency=idempotency)
         body = answer.body if isinstance(answer.body, Mapping) else {}
         if index < last and body.get("request_id"):
             raise ProtocolError(

@@ -50,6 +50,7 @@ AREAS: dict[str, str] = {
     "WIRE": "DSSST1 frames",
     "CHUNK": "Byte chunking",
     "CG": "Chunk groups",
+    "IDEM": "Idempotency keys",
     "FB": "Forward-backward",
     "STEP": "Step",
     "SAVE": "Save and load",
@@ -248,7 +249,7 @@ _TABLE: tuple[_Row, ...] = (
     ("PROP-METRICS-2", _M, "proposed", "server", "step results carry a metrics block with grad_norm."),
     ("PROP-SHAPE-1", _M, "proposed", "server", "forward-no-grad logprobs follow the shape rule for any batch shape."),
     # Client behaviour
-    ("CLIENT-RETRY-1", _M, "current", "client", "The client retries connection errors, time-outs and 404/409/429/500/502/503/504 up to ten times with back-off."),
+    ("CLIENT-RETRY-1", _M, "current", "client", "The client retries connection errors, time-outs and 404/409/429/500/502/503/504 up to ten times with back-off (a call that is not idempotent only as CLIENT-ONCE-1 allows)."),
     ("CLIENT-RETRY-2", _M, "current", "client", "create-job is retried only when the request provably never reached the server."),
     ("CLIENT-RETRY-3", _S, "current", "client", "The client honours Retry-After, bounded by its back-off cap."),
     ("CLIENT-CHUNK-1", _M, "current", "client", "forward-backward always sends the chunk envelope, even for a single chunk."),
@@ -298,6 +299,14 @@ _TABLE: tuple[_Row, ...] = (
     ("JOB-ID-1", _M, "current", "server", "decided", "A create body's job_id (a UUID) names the job when free; creating again with an id in use answers 409 (a server that ignores the field is conformant)."),
     # -- hardening (issue 12) --
     # -- at most once (issue 13) --
+    ("IDEM-KEY-1", _M, "proposed", "server", "proposed", "A data-plane POST repeated with the same Idempotency-Key, method, path and body in the same account executes once: the repeat runs nothing again."),
+    ("IDEM-KEY-2", _M, "proposed", "server", "proposed", "A repeat of an Idempotency-Key answers the original call's answer (its request_id, or its inline result), never another call's, also after other keyed calls."),
+    ("IDEM-KEY-3", _M, "proposed", "server", "proposed", "A repeat of an Idempotency-Key with another method, path or body answers 409 with code idempotency_conflict and executes nothing."),
+    ("IDEM-KEY-4", _M, "proposed", "server", "proposed", "Idempotency keys are scoped per account: another account's call with the same key is a call of its own and never gets the first account's answer."),
+    ("IDEM-KEY-5", _S, "proposed", "server", "proposed", "The answer to a keyed call echoes its Idempotency-Key header, so a client can tell that the server honours keys (it keeps them for the documented window, 24 hours)."),
+    ("CLIENT-ONCE-1", _M, "current", "client", "decided", "After an ambiguous failure of a call that is not idempotent (read time-out, connection cut after sending, 500/502/504, 503 without Retry-After), the client does not resend it without idempotency keys: it raises AmbiguousOutcome naming the route, the attempt and the x-snowflake-request-id."),
+    ("CLIENT-ONCE-2", _M, "current", "client", "decided", "Idempotent calls (reads, polls, cancel, chunk-group uploads) and failures that prove a call never ran (refused connection, a 4xx refusal, 429, 503 with Retry-After) are still retried."),
+    ("CLIENT-ONCE-3", _M, "proposed", "client", "proposed", "The client sends an Idempotency-Key on every data-plane POST and, against a server that honours keys, resends an ambiguously failed call with the same key, so the call executes at most once."),
     # -- openapi (issue 19) --
     # -- recipes, logs, TLS (issue 17) --
     ("JOB-LOGS-1", _M, "current", "server", "spec §12.2", "POST /api/v2/statements (outside the service prefix) answers the stage-credentials statement for a run named by GET /{job_id}/experiment-run with one row: S3 credentials (locationType S3, location bucket/prefix, creds AWS_KEY_ID/AWS_SECRET_KEY/AWS_TOKEN) that list that run's stage."),

@@ -32,6 +32,7 @@ class ErrorCode(StrEnum):
     JOB_NOT_RUNNING = "job_not_running"
     JOB_CONFLICT = "job_conflict"
     CONFLICT = "conflict"
+    IDEMPOTENCY_CONFLICT = "idempotency_conflict"
     MODEL_NOT_TRAINABLE = "model_not_trainable"
     UNKNOWN_MODEL = "unknown_model"
     UNKNOWN_OPERATION_TYPE = "unknown_operation_type"
@@ -84,6 +85,7 @@ STATUS_OF: dict[ErrorCode, int] = {
     ErrorCode.JOB_NOT_RUNNING: 409,
     ErrorCode.JOB_CONFLICT: 409,
     ErrorCode.CONFLICT: 409,
+    ErrorCode.IDEMPOTENCY_CONFLICT: 409,
     ErrorCode.CHUNK_GROUP_RESTART_REQUIRED: 409,
     ErrorCode.CHUNK_GROUP_CONFLICT: 409,
     ErrorCode.CHUNK_GROUP_MISSING_CHUNKS: 409,
@@ -122,6 +124,7 @@ NON_RETRYABLE_CODES = CHUNK_GROUP_CODES | frozenset(
         ErrorCode.JOB_CONFLICT,
         ErrorCode.CHECKPOINT_NOT_FOUND,
         ErrorCode.ROUTE_NOT_FOUND,
+        ErrorCode.IDEMPOTENCY_CONFLICT,
     }
 )
 

@@ -110,6 +110,10 @@ def build_parser() -> argparse.ArgumentParser:
                      help="JSON arrays/objects allowed in one JSON body or frame header")
     lim.add_argument("--max-events-cap", type=_positive, default=d.max_events_cap,
                      help="max_events on a poll is clamped to this (the contract says 512)")
+    lim.add_argument("--idempotency-window-s", type=_seconds, default=d.idempotency_window_s,
+                     help="proposed profile: how long an Idempotency-Key and its answer are kept")
+    lim.add_argument("--max-idempotency-keys", type=_positive, default=d.max_idempotency_keys,
+                     help="Idempotency-Keys kept per account (the oldest go first)")
     net = p.add_argument_group("TLS and recipes", "what a recipe needs to reach the fake as it reaches the service")
     net.add_argument("--tls", action="store_true",
                      help="serve HTTPS with a certificate from a throwaway CA made now (needs the tls "
@@ -154,6 +158,8 @@ def settings_from_args(args: argparse.Namespace) -> FakeSettings:
         max_frame_json_bytes=args.max_frame_json_bytes,
         max_json_containers=args.max_json_containers,
         max_events_cap=args.max_events_cap,
+        idempotency_window_s=args.idempotency_window_s,
+        max_idempotency_keys=args.max_idempotency_keys,
         log_level=args.log_level,
         tls=args.tls,
         traffic=args.traffic,

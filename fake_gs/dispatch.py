@@ -22,6 +22,7 @@ from fake_gs.errors import ApiError
 from fake_gs.faults import FaultAction
 from fake_gs.handlers import Handler
 from fake_gs.handlers.common import BodyReader, Ctx, json_response
+from fake_gs.idempotency import keyed
 from fake_gs.state import AppState
 from fake_gs.traffic import note
 
@@ -141,7 +142,8 @@ def make_endpoint(state: AppState, route: Route, handler: Handler) -> Callable[[
                     return injected
             if state.wedged and request.path_params.get("job_id") in state.wedged:
                 raise ApiError(ErrorCode.UNAVAILABLE, "job stopped serving after a malformed frame (mutant)")
-            response = await handler(Ctx(state, request, route, owner, body))
+            response = await keyed(state, route, request, owner, body,
+                                   lambda: handler(Ctx(state, request, route, owner, body)))
             if action is not None and action.lose_answer:
                 await body.drain()
                 note(request.scope, "fault", True)

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from contract.idempotency import CLIENT_MUTANT_KEY_DROPPED
+
 
 @dataclass(frozen=True)
 class Mutant:
@@ -19,6 +21,9 @@ class Mutant:
     description: str
     #: The engine the mutant lives in (None: a check in the fake itself, any engine).
     engine: str | None = None
+    #: A mutant of the kit's client, not of the fake: the fake ignores it and the
+    #: conformance client properties apply it to the client they drive (issue 13).
+    client: bool = False
 
 
 _TABLE: tuple[Mutant, ...] = (
@@ -94,6 +99,9 @@ _TABLE: tuple[Mutant, ...] = (
     Mutant("job-id-ignored", ("JOB-ID-1",), "a create body's job_id is replaced by a random one"),
     # -- hardening (issue 12) --
     # -- at most once (issue 13) --
+    Mutant("idempotency-repeats-execute", ("IDEM-KEY-1", "IDEM-KEY-2"), "a repeat of an Idempotency-Key executes the call again"),
+    Mutant("idempotency-crossed-answer", ("IDEM-KEY-2",), "a repeat of a key answers the account's latest stored answer, not its own"),
+    Mutant(CLIENT_MUTANT_KEY_DROPPED, ("CLIENT-ONCE-3",), "the kit's client leaves the Idempotency-Key off its resends", client=True),
     # -- recipes, logs, TLS (issue 17) --
     Mutant("logs-stage-empty", ("JOB-LOGS-2",), "stage credentials are answered but no execution log is ever written to the stage"),
 )

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Literal
 
+from contract.idempotency import KEY_WINDOW_S
 from contract.limits import MAX_BODY_BYTES, MAX_EVENTS_CAP, MiB
 
 Profile = Literal["current", "proposed"]
@@ -95,6 +96,10 @@ class FakeSettings:
     #: How long a poll waits for a request that is due but still executing.
     poll_wait_s: float = 1.0
     export_ttl_s: float = 3600.0
+    #: Proposed profile: how long an Idempotency-Key and its answer are kept, and how many
+    #: keys one account keeps at most (the oldest go first).
+    idempotency_window_s: float = KEY_WINDOW_S
+    max_idempotency_keys: int = 10_000
     worker_threads: int = 4
     #: Exchanges kept per account for ``GET /_fake/traffic`` (0: no traffic log); with a
     #: log, unknown JSON fields are reported there rather than refused (unless ``strict``).
@@ -116,7 +121,8 @@ class FakeSettings:
             raise ValueError("max_total_gpus must be >= 0")
         for name in ("max_body_bytes", "max_open_groups_per_job", "max_buffered_bytes_per_job",
                      "max_buffered_bytes_total", "max_frame_header_bytes", "max_tree_depth",
-                     "max_tensors", "max_frame_json_bytes", "max_json_containers", "max_events_cap"):
+                     "max_tensors", "max_frame_json_bytes", "max_json_containers", "max_events_cap",
+                     "max_idempotency_keys"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be a positive integer, got {value!r}")
@@ -124,6 +130,8 @@ class FakeSettings:
             raise ValueError(f"traffic must be an integer >= 0, got {self.traffic!r}")
         if not self.chunk_group_idle_s >= 0:
             raise ValueError("chunk_group_idle_s must be >= 0")
+        if not self.idempotency_window_s > 0:
+            raise ValueError("idempotency_window_s must be > 0")
         if self.mutant is not None:
             from fake_gs.mutants import MUTANTS
 

@@ -24,6 +24,7 @@ from fake_gs.chunks import ChunkGroup
 from fake_gs.errors import ApiError
 from fake_gs.execution_logs import ExecutionLogs
 from fake_gs.executor import Executors
+from fake_gs.idempotency import KeyStore
 from fake_gs.records import CheckpointRec, ExportRec, JobRec, RequestRec, SubJobRec
 
 if TYPE_CHECKING:
@@ -71,6 +72,10 @@ class Store:
         #: Requests ever submitted (records of ended jobs are dropped; this count is not).
         self.requests_submitted = 0
         self.requests_by_op: Counter[str] = Counter()
+        #: Requests whose work ran (at-most-once proofs compare it with client successes).
+        self.executed_by_op: Counter[str] = Counter()
+        self.idempotency = KeyStore(self.settings.idempotency_window_s,
+                                    self.settings.max_idempotency_keys)
 
     # --- plumbing -------------------------------------------------------------------------
 
@@ -412,6 +417,7 @@ class Store:
         del work
         with self.lock:
             req.executed = True
+            self.executed_by_op[req.op] += 1
             req.updated_at = time.time()
             if not req.cancelled:
                 req.error = error
@@ -574,9 +580,11 @@ class Store:
                 "requests": {
                     "total": self.requests_submitted,
                     "by_op": dict(self.requests_by_op),
+                    "executed_by_op": dict(self.executed_by_op),
                     "in_flight": sum(1 for r in self.requests.values() if not r.executed and not r.cancelled),
                 },
                 "exports": len(self.exports),
+                "idempotency": self.idempotency.describe(),
                 "http_requests": self.http_requests,
                 "internal_errors": self.internal_errors,
                 "settings": {

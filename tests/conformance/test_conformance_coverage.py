@@ -36,7 +36,8 @@ def test_every_current_and_proposed_clause_is_checked():
 def test_client_clauses_go_through_the_client_driver():
     checked = property_clauses()
     for clause in for_profile("proposed", subject="client"):
-        assert "test_client" in checked[clause.id], f"{clause.id} is not checked in test_client"
+        assert any(m.startswith("test_client") for m in checked[clause.id]), \
+            f"{clause.id} is not checked in a test_client* module"
 
 
 def test_semantic_clauses_are_reported():

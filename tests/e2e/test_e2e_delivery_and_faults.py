@@ -10,6 +10,7 @@ import torch
 from e2e_fake import Fake
 
 from client import (
+    AmbiguousOutcome,
     CortexConnectionError,
     CortexHTTPError,
     DeadlineExceeded,
@@ -126,22 +127,30 @@ def test_dropped_connection_is_retried_but_not_for_create(make_fake: Any) -> Non
         with pytest.raises(CortexConnectionError, match="outcome unknown"):
             create_client(fake.config()).start()
         assert fake.state()["jobs"] == {}
-        fake.faults({"route": "step", "drop": True, "times": 2})
+        # A cut step may have run: without idempotency keys it is not resent (at most once).
+        fake.faults({"route": "step", "drop": True, "times": 1})
         with create_client(fake.config()) as client:
+            with pytest.raises(AmbiguousOutcome, match="route=step"):
+                client.step()
+            assert fake.state()["jobs"][client.job_id]["global_steps"] == 0
+        # With keys (this fake's proposed profile honours them) it is resent with the same key.
+        fake.faults({"route": "step", "drop": True, "times": 2})
+        with create_client(fake.config(supports_idempotency_keys=True)) as client:
             assert client.step()["global_steps"] == 1
 
 
 def test_per_call_deadline(make_fake: Any) -> None:
     with make_fake() as fake:
-        client = create_client(fake.config(read_timeout_s=0.2, call_timeout_s=0.5))
-        client.start()
-        fake.faults({"route": "step", "delay_s": 0.8})
+        # A read is resent after each time-out until the deadline (a step would not be:
+        # its first time-out is an AmbiguousOutcome, see test_at_most_once.py).
+        rest = CortexRestClient(fake.config(read_timeout_s=0.2, call_timeout_s=0.5))
+        fake.faults({"route": "get_capacity", "delay_s": 0.8})
         started = time.monotonic()
-        with pytest.raises(DeadlineExceeded, match="route=step"):
-            client.step()
+        with pytest.raises(DeadlineExceeded, match="route=get_capacity"):
+            rest.get_capacity()
         assert time.monotonic() - started < 1.5
         fake.faults()
-        client.shutdown()
+        rest.close()
 
 
 def test_poll_timeout(make_fake: Any) -> None:

@@ -12,6 +12,7 @@ from collections.abc import Callable
 
 import pytest
 from fake_gs_api import OCTET, Api, batch, sampling_config, training_config
+from idempotency_mutant_checks import IDEMPOTENCY_CHECKS
 from limit_mutant_checks import LIMIT_CHECKS
 from recipe_mutant_checks import RECIPE_CHECKS
 from semantic_mutant_checks import SEMANTIC_CHECKS
@@ -283,6 +284,7 @@ CHECKS.update(LIMIT_CHECKS)  # the limits/faults mutants (issue 6) keep their ch
 CHECKS.update(SEMANTIC_CHECKS)  # the tiny engine's semantic mutants (issue 7)
 CHECKS.update(RECIPE_CHECKS)  # the recipes/logs/TLS mutants (issue 17)
 CHECKS.update(STRICT_CHECKS)  # the strict fake's mutants (issue 11)
+CHECKS.update(IDEMPOTENCY_CHECKS)  # the at-most-once mutants (issue 13)
 
 
 def test_every_mutant_has_a_check() -> None:

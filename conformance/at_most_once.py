@@ -1,0 +1,165 @@
+"""At most once, measured: the kit's client through a :class:`FaultProxy` against the fake.
+
+For each route the client makes ``calls`` calls (submit and wait) through the proxy; after
+each one, once the proxy is idle, the fake's own submission counter for that route
+(``/_fake/state`` ``requests.by_op``) says how often the call ran. Per call the outcome
+must fit the contract: a success ran exactly once; a call that ran without a success
+raised :class:`AmbiguousOutcome` (or ran out of budget after one); nothing ran twice.
+The tally per route is what the README's "Retries and at-most-once" table reports.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import requests
+
+from client.config import ClientConfig
+from client.errors import AmbiguousOutcome, CortexError
+from client.rest import CortexRestClient
+from conformance import bodies
+from conformance.faultproxy import FaultProxy
+
+#: Client timing for loopback runs: short read time-out, tiny back-off and poll waits.
+FAST_CLIENT: dict[str, Any] = {
+    "read_timeout_s": 0.5,
+    "connect_timeout_s": 2.0,
+    "backoff_first_s": 0.002,
+    "backoff_cap_s": 0.01,
+    "poll_first_s": 0.002,
+    "poll_cap_s": 0.02,
+    "call_timeout_s": 60.0,
+}
+
+Call = Callable[[CortexRestClient, str], Any]
+
+
+def _step(rest: CortexRestClient, job: str) -> Any:
+    return rest.result(job, rest.step(job), route_name="step")
+
+
+def _save(rest: CortexRestClient, job: str) -> Any:
+    return rest.result(job, rest.save(job), route_name="save")
+
+
+def _weight_sync(rest: CortexRestClient, job: str) -> Any:
+    return rest.operation_result(job, "weight-sync", rest.operation(job, "weight-sync", {}))
+
+
+def _generate(rest: CortexRestClient, job: str) -> Any:
+    body = {"prompts": [[1, 2, 3]], "sampling_params": {"max_tokens": 2}}
+    return rest.result(job, rest.generate(job, body), route_name="generate")
+
+
+def _log_probs(rest: CortexRestClient, job: str) -> Any:
+    return rest.result(job, rest.log_probs(job, [[1, 2, 3]], [[4, 5]]), route_name="log_probs")
+
+
+def _forward_no_grad(rest: CortexRestClient, job: str) -> Any:
+    from conformance.strategies import tensor
+
+    body = {"args": [], "kwargs": {"input_ids": tensor((1, 6), "int64", 1)}}
+    return rest.result(job, rest.forward_no_grad(job, body), route_name="forward_no_grad")
+
+
+#: Route label -> (the client call, the fake's op name in ``requests.by_op``).
+CALLS: dict[str, tuple[Call, str]] = {
+    "step": (_step, "step"),
+    "save": (_save, "save"),
+    "weight-sync": (_weight_sync, "op:weight-sync"),
+    "generate": (_generate, "generate"),
+    "log_probs": (_log_probs, "log_probs"),
+    "forward_no_grad": (_forward_no_grad, "forward_no_grad"),
+}
+CURRENT_ROUTES = ("step", "save", "weight-sync", "generate")
+PROPOSED_ROUTES = (*CURRENT_ROUTES, "log_probs", "forward_no_grad")
+
+
+@dataclass
+class Tally:
+    """One route's figures: what the client reported and what the fake executed."""
+
+    calls: int = 0
+    succeeded: int = 0
+    ambiguous: int = 0
+    other_errors: int = 0
+    executions: int = 0
+    duplicates: int = 0
+    #: Calls accepted (the submit answered) whose result could not be fetched.
+    poll_errors: int = 0
+    #: Calls that ran without a success and without AmbiguousOutcome (must stay 0).
+    unflagged: int = 0
+    #: Successes the fake did not execute (must stay 0).
+    phantom: int = 0
+    errors: list[str] = field(default_factory=list)
+
+    def record(self, ran: int, outcome: BaseException | None) -> None:
+        self.calls += 1
+        self.executions += ran
+        self.duplicates += max(0, ran - 1)
+        if outcome is None:
+            self.succeeded += 1
+            self.phantom += int(ran == 0)
+        elif isinstance(outcome, AmbiguousOutcome):
+            self.ambiguous += 1
+        elif isinstance(outcome, CortexError) and outcome.route == "get_request":
+            self.poll_errors += 1  # the submit was answered: the caller holds a request id
+            self.phantom += int(ran == 0)
+        else:
+            self.other_errors += 1
+            self.unflagged += int(ran > 0)
+            if len(self.errors) < 5:
+                self.errors.append(repr(outcome)[:300])
+
+    def public(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _executions(fake_url: str, op: str, headers: dict[str, str]) -> int:
+    state = requests.get(f"{fake_url}/_fake/state", headers=headers, timeout=30).json()
+    return int(state["requests"]["by_op"].get(op, 0))
+
+
+def open_job(fake_url: str, model: str = bodies.TRAINING_MODEL, **config: Any) -> str:
+    """A running training + sampling job, created straight on the fake (no proxy)."""
+    rest = CortexRestClient(ClientConfig(base_url=fake_url, **{**FAST_CLIENT, **config}))
+    try:
+        body = bodies.job(bodies.training(model), bodies.sampling(model))
+        job = str(rest.create_job(body)["job_id"])
+        rest.wait_running(job)
+    finally:
+        rest.close()
+    return job
+
+
+def measure(fake_url: str, job: str, proxy: FaultProxy, routes: tuple[str, ...], calls: int,
+            *, admin_headers: dict[str, str] | None = None, session: requests.Session | None = None,
+            mutant: str | None = None, **config: Any) -> dict[str, Tally]:
+    """``calls`` calls of each route through ``proxy``, judged against the fake's counters.
+
+    ``mutant`` names a client mutant to apply (the conformance self-test's teeth)."""
+    headers = admin_headers or {}
+    rest = CortexRestClient(ClientConfig(base_url=proxy.url, **{**FAST_CLIENT, **config}),
+                            session=session)
+    rest.http.settings.mutant = mutant
+    out: dict[str, Tally] = {}
+    try:
+        for name in routes:
+            call, op = CALLS[name]
+            tally = out[name] = Tally()
+            for _ in range(calls):
+                before = _executions(fake_url, op, headers)
+                outcome: BaseException | None = None
+                try:
+                    call(rest, job)
+                except CortexError as exc:
+                    outcome = exc
+                if not proxy.wait_idle(60):
+                    raise RuntimeError("the fault proxy did not settle within 60 s")
+                tally.record(_executions(fake_url, op, headers) - before, outcome)
+    finally:
+        rest.close()
+    return out
+

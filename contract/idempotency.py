@@ -1,0 +1,98 @@
+"""At most once: which calls may be repeated, and the proposed ``Idempotency-Key`` header.
+
+Spec §3.5 documents a reference client that resends every route (step and save included)
+after time-outs and 5xx, so a lost answer can run an optimizer step twice. This module is
+the one home of the facts both sides need to stop that:
+
+* the idempotency of every route (and of every operation type): a *read* or an
+  *idempotent* call may be resent freely; a *group* call is identified by its chunk group
+  (resending the same chunks resolves to one execution); an *unsafe* call must not be
+  resent after an ambiguous failure unless the server honours idempotency keys;
+* the proposed ``Idempotency-Key`` header: a server that supports it answers a repeat of
+  a key (same account, same method, path and body) with the original answer without
+  executing again, answers a repeat with another body ``409 idempotency_conflict``, and
+  keeps keys for :data:`KEY_WINDOW_S`. It echoes the key on the answer, which is how a
+  client learns the server supports keys.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Literal
+
+Idempotency = Literal["read", "idempotent", "group", "unsafe"]
+
+#: The request header carrying a key (a UUID the client draws once per logical call).
+IDEMPOTENCY_KEY_HEADER = "Idempotency-Key"
+#: Set (to ``true``) on an answer that repeats a stored one instead of executing again.
+REPLAYED_HEADER = "Idempotent-Replayed"
+#: How long a server keeps a key and its answer (proposed: one day, as payment APIs do).
+KEY_WINDOW_S = 24 * 3600.0
+#: The longest key a server accepts (a UUID is 36 characters).
+MAX_KEY_CHARS = 255
+
+#: Route name -> idempotency. ``generate`` is a group call only when sent as request
+#: chunks (its plain frame has no identity); see :func:`call_idempotency`.
+ROUTE_IDEMPOTENCY: dict[str, Idempotency] = {
+    "create_job": "unsafe",
+    "list_jobs": "read",
+    "get_capacity": "read",
+    "get_job": "read",
+    "cancel_job": "idempotent",
+    "get_experiment_run": "read",
+    "list_checkpoints": "read",
+    "export_checkpoint": "idempotent",
+    "delete_checkpoint": "idempotent",
+    "forward_backward": "group",
+    "step": "unsafe",
+    "save": "unsafe",
+    "load": "unsafe",
+    "generate": "unsafe",
+    "generate_stream": "unsafe",
+    "operation": "unsafe",
+    "get_request": "read",
+    "forward_no_grad": "group",
+    "log_probs": "unsafe",
+}
+
+#: Operation type -> idempotency (the ``operation`` route's calls differ by type).
+OPERATION_IDEMPOTENCY: dict[str, Idempotency] = {
+    "forward": "unsafe",
+    "weight-sync": "unsafe",
+    "bootstrap-router-replay": "unsafe",
+    "router-replay-discard": "unsafe",
+    "reset-prefix-cache": "idempotent",
+    "cancel-request": "idempotent",
+    "tail-logs": "read",
+}
+
+#: Data-plane routes: a client sends a key on each of their POSTs.
+DATA_PLANE_ROUTES: frozenset[str] = frozenset({
+    "forward_backward", "step", "save", "load", "generate", "generate_stream", "operation",
+    "forward_no_grad", "log_probs",
+})
+
+#: The kit's client mutant (see ``fake_gs.mutants``): on a resend, the key is left off.
+CLIENT_MUTANT_KEY_DROPPED = "client-key-dropped-on-retry"
+
+
+def call_idempotency(route: str, *, operation_type: str | None = None,
+                     chunked: bool = False) -> Idempotency:
+    """The idempotency of one call: its route's, refined by operation type or chunking."""
+    if chunked:
+        return "group"
+    if route == "operation" and operation_type is not None:
+        return OPERATION_IDEMPOTENCY.get(operation_type, "unsafe")
+    return ROUTE_IDEMPOTENCY.get(route, "unsafe")
+
+
+def may_resend(kind: Idempotency) -> bool:
+    """Can a call of this kind be sent again after an ambiguous failure, keys aside?"""
+    return kind != "unsafe"
+
+
+def fingerprint(method: str, path: str, body: bytes | bytearray | memoryview) -> str:
+    """What a repeat of a key must match: the method, the path and the body bytes."""
+    digest = hashlib.sha256(f"{method.upper()} {path}\n".encode())
+    digest.update(body)
+    return digest.hexdigest()

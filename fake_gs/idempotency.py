@@ -1,0 +1,166 @@
+"""The proposed ``Idempotency-Key`` on data-plane POSTs (profile ``proposed`` only).
+
+The first call with a key reserves it and runs; its successful answer is stored with a
+fingerprint of the method, path and body. A repeat in the same account with the same
+fingerprint gets that answer again (same ``request_id``, same inline result) and executes
+nothing; a repeat with another fingerprint is ``409 idempotency_conflict``; a repeat that
+arrives while the first call still runs waits for it. Refusals (4xx, 5xx) store nothing:
+nothing ran, so the key is free again. Keys live ``idempotency_window_s`` and at most
+``max_idempotency_keys`` per account (oldest first out); answers over
+:data:`MAX_STORED_BYTES` (only reads are that large) are not kept. In the current profile
+the header is ignored, as today's service does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from starlette.responses import Response
+
+from contract.errors import ErrorCode
+from contract.idempotency import (
+    DATA_PLANE_ROUTES,
+    IDEMPOTENCY_KEY_HEADER,
+    MAX_KEY_CHARS,
+    REPLAYED_HEADER,
+    fingerprint,
+)
+from contract.routes import Route
+from fake_gs.errors import ApiError
+
+if TYPE_CHECKING:
+    from starlette.requests import Request
+
+    from fake_gs.handlers.common import BodyReader
+    from fake_gs.state import AppState
+
+#: The largest answer kept for repeats (submit answers are ~100 bytes).
+MAX_STORED_BYTES = 16 * 1024
+#: How long a repeat waits for the first call with its key to finish.
+PENDING_WAIT_S = 30.0
+
+
+@dataclass
+class Entry:
+    """One key of one account: its fingerprint and, once the first call ended, its answer."""
+
+    fingerprint: str
+    created: float
+    status: int | None = None
+    body: bytes = b""
+    media_type: str | None = None
+    done: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+class KeyStore:
+    """Keys per account, in creation order (so expiry and eviction pop from the front)."""
+
+    def __init__(self, window_s: float, max_keys: int) -> None:
+        self.window_s = window_s
+        self.max_keys = max_keys
+        self.accounts: dict[str, OrderedDict[str, Entry]] = {}
+        self.replays = 0
+        self.conflicts = 0
+        self.executed = 0
+        #: Last stored answer per account (the ``idempotency-crossed-answer`` mutant's source).
+        self.latest: dict[str, Entry] = {}
+
+    def lookup(self, owner: str, key: str, now: float) -> Entry | None:
+        keys = self.accounts.setdefault(owner, OrderedDict())
+        while keys:
+            oldest = next(iter(keys.values()))
+            if oldest.created + self.window_s > now and len(keys) <= self.max_keys:
+                break
+            keys.popitem(last=False)
+        return keys.get(key)
+
+    def reserve(self, owner: str, key: str, fp: str, now: float) -> Entry:
+        entry = Entry(fp, now)
+        keys = self.accounts.setdefault(owner, OrderedDict())
+        keys.pop(key, None)  # a re-used key goes to the back: the order stays by creation
+        keys[key] = entry
+        return entry
+
+    def settle(self, owner: str, key: str, entry: Entry, response: Response | None) -> None:
+        """Keep a successful answer for repeats; free the key after anything else."""
+        body = bytes(response.body) if response is not None else b""
+        if response is not None and response.status_code < 400 and len(body) <= MAX_STORED_BYTES:
+            entry.status, entry.body, entry.media_type = response.status_code, body, response.media_type
+            self.latest[owner] = entry
+        elif self.accounts.get(owner, {}).get(key) is entry:
+            del self.accounts[owner][key]
+        entry.done.set()
+
+    def describe(self) -> dict[str, Any]:
+        return {"keys": sum(len(k) for k in self.accounts.values()), "replays": self.replays,
+                "conflicts": self.conflicts, "executed": self.executed,
+                "window_s": self.window_s}
+
+
+def _key_of(request: Request) -> str | None:
+    key = request.headers.get(IDEMPOTENCY_KEY_HEADER)
+    if key is None:
+        return None
+    if not key or len(key) > MAX_KEY_CHARS or not key.isascii() or not key.isprintable():
+        raise ApiError(ErrorCode.INVALID_ARGUMENT,
+                       f"{IDEMPOTENCY_KEY_HEADER} must be 1-{MAX_KEY_CHARS} printable ASCII characters")
+    return key
+
+
+def _replay(state: AppState, owner: str, key: str, entry: Entry) -> Response:
+    keys = state.store.idempotency
+    keys.replays += 1
+    if state.mutant("idempotency-crossed-answer"):
+        entry = keys.latest.get(owner, entry)
+    return Response(entry.body, status_code=entry.status or 200, media_type=entry.media_type,
+                    headers={IDEMPOTENCY_KEY_HEADER: key, REPLAYED_HEADER: "true"})
+
+
+async def _settled_entry(state: AppState, owner: str, key: str, fp: str) -> Entry | None:
+    """The key's entry once its first call ended (None: the key is free)."""
+    keys = state.store.idempotency
+    entry = keys.lookup(owner, key, time.time())
+    if entry is not None and entry.status is None:
+        try:
+            await asyncio.wait_for(entry.done.wait(), PENDING_WAIT_S)
+        except TimeoutError:
+            raise ApiError(ErrorCode.UNAVAILABLE, f"the first call with this {IDEMPOTENCY_KEY_HEADER} "
+                           "is still running; repeat it later", headers={"retry-after": "1"}) from None
+        entry = keys.lookup(owner, key, time.time())
+    if entry is not None and entry.fingerprint != fp:
+        keys.conflicts += 1
+        raise ApiError(ErrorCode.IDEMPOTENCY_CONFLICT,
+                       f"{IDEMPOTENCY_KEY_HEADER} {key!r} was used with another method, path or body")
+    return entry
+
+
+async def keyed(state: AppState, route: Route, request: Request, owner: str, body: BodyReader,
+                run: Callable[[], Awaitable[Response]]) -> Response:
+    """Run ``run`` at most once per (account, key); repeats answer the stored answer."""
+    if state.settings.profile != "proposed" or route.name not in DATA_PLANE_ROUTES \
+            or route.method != "POST":
+        return await run()
+    key = _key_of(request)
+    if key is None:
+        return await run()
+    limit = state.settings.max_body_bytes * (4 if state.mutant("oversize-accepted") else 1)
+    data = await body.peek(limit)
+    fp = fingerprint(route.method, request.url.path, data)
+    entry = await _settled_entry(state, owner, key, fp)
+    if entry is not None and not state.mutant("idempotency-repeats-execute"):
+        return _replay(state, owner, key, entry)
+    keys = state.store.idempotency
+    entry = keys.reserve(owner, key, fp, time.time())
+    response: Response | None = None
+    try:
+        response = await run()
+        keys.executed += 1
+    finally:
+        keys.settle(owner, key, entry, response)
+    response.headers[IDEMPOTENCY_KEY_HEADER] = key
+    return response
