@@ -347,8 +347,10 @@ class HttpSession:
         retryable = (status in policy.statuses and failure.code not in NON_RETRYABLE_CODES
                      and call.route.name != "create_job")
         # A 4xx is the server refusing the call; a 503 with Retry-After asks to come back
-        # later. Any other 5xx (a crash, a gateway losing the backend) may follow execution.
-        never_ran = status < 500 or (status == 503 and bool(response.headers.get("Retry-After")))
+        # later; a 501 names a call the server does not have. Any other 5xx (a crash, a
+        # gateway losing the backend) may follow execution.
+        never_ran = (status < 500 or status == 501
+                     or (status == 503 and bool(response.headers.get("Retry-After"))))
         self._judge(call, failure, never_ran=never_ran, retryable=retryable, cause=None)
 
     def _judge(self, call: _Call, failure: CortexError, *, never_ran: bool, retryable: bool,

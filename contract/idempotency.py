@@ -53,6 +53,9 @@ ROUTE_IDEMPOTENCY: dict[str, Idempotency] = {
     "get_request": "read",
     "forward_no_grad": "group",
     "log_probs": "unsafe",
+    # The SQL API call of the execution-log download (contract.logs) only hands out
+    # stage credentials: asking twice is harmless.
+    "sql_statements": "read",
 }
 
 #: Operation type -> idempotency (the ``operation`` route's calls differ by type).

@@ -10,12 +10,13 @@ from contract.idempotency import (
     fingerprint,
     may_resend,
 )
+from contract.logs import STATEMENTS_ROUTE
 from contract.models import OPERATION_PAYLOADS
 from contract.routes import ROUTES, ROUTES_BY_NAME
 
 
 def test_every_route_and_operation_has_a_kind() -> None:
-    assert set(ROUTE_IDEMPOTENCY) == {r.name for r in ROUTES}
+    assert set(ROUTE_IDEMPOTENCY) == {r.name for r in (*ROUTES, STATEMENTS_ROUTE)}
     assert set(OPERATION_IDEMPOTENCY) == set(OPERATION_PAYLOADS)
     assert set(ROUTES_BY_NAME) >= DATA_PLANE_ROUTES
     assert all(ROUTES_BY_NAME[name].method == "POST" for name in DATA_PLANE_ROUTES)
