@@ -194,6 +194,22 @@ def tls_lines(base: str, host_port: str, tls: Any) -> list[str]:
     ]
 
 
+def announcement(settings: FakeSettings, base: str, host_port: str, tls: Any) -> list[str]:
+    """What the fake prints once it accepts connections: where to point a client."""
+    extras = [f"profile={settings.profile}", f"engine={settings.engine}",
+              f"auth={'on' if settings.tokens else 'off'}", f"tls={'on' if tls else 'off'}"]
+    if settings.mutant:
+        extras.append(f"MUTANT={settings.mutant}")
+    return [
+        f"fake-gs serving on {base}",
+        f"  base_url: {base}",
+        f"  prefix:   {PREFIX_TEMPLATE} (any names; e.g. /api/v2/databases/DB/schemas/PUBLIC/{DEFAULT_ENDPOINT})",
+        f"  admin:    {base}/_fake/health  state: {base}/_fake/state",
+        "  " + " ".join(extras),
+        *tls_lines(base, host_port, tls),
+    ]
+
+
 def _exit_on_sigterm(signum: int, frame: Any) -> None:
     raise SystemExit(0)
 
@@ -226,14 +242,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"fake-gs: {exc}", file=sys.stderr)
         return 2
     try:
-        tls = make_material(settings.host) if settings.tls else None
-    except TlsUnavailable as exc:
-        print(f"fake-gs: {exc}", file=sys.stderr)
-        return 2
-    try:
         sock = bind_socket(settings.host, settings.port)
     except OSError as exc:
         print(f"fake-gs: cannot listen on {settings.host}:{settings.port}: {exc}", file=sys.stderr)
+        return 2
+    try:
+        tls = make_material(settings.host) if settings.tls else None
+    except TlsUnavailable as exc:
+        sock.close()
+        print(f"fake-gs: {exc}", file=sys.stderr)
         return 2
     port = sock.getsockname()[1]
     base = base_url_of(settings.host, port, "https" if tls else "http")
@@ -241,17 +258,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     server = _Server(uvicorn_config(app, settings, **uvicorn_ssl_options(tls)))
 
     async def announce() -> None:
-        print(f"fake-gs serving on {base}", flush=True)
-        print(f"  base_url: {base}", flush=True)
-        print(f"  prefix:   {PREFIX_TEMPLATE} (any names; e.g. /api/v2/databases/DB/schemas/PUBLIC/{DEFAULT_ENDPOINT})",
-              flush=True)
-        print(f"  admin:    {base}/_fake/health  state: {base}/_fake/state", flush=True)
-        extras = [f"profile={settings.profile}", f"engine={settings.engine}",
-                  f"auth={'on' if settings.tokens else 'off'}", f"tls={'on' if tls else 'off'}"]
-        if settings.mutant:
-            extras.append(f"MUTANT={settings.mutant}")
-        print("  " + " ".join(extras), flush=True)
-        for line in tls_lines(base, host_port, tls):
+        for line in announcement(settings, base, host_port, tls):
             print(line, flush=True)
         if args.env_file is not None:
             write_env_file(args.env_file, client_exports(base, host_port, tls))

@@ -118,3 +118,20 @@ def test_mutant_stage_empty_downloads_nothing() -> None:
         client.shutdown()
     finally:
         server.stop()
+
+
+def test_client_errors_are_typed(fake: FakeServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No boto3 on the client side: a ConfigError naming the extra; an unknown job: 404."""
+    from client.errors import ConfigError
+
+    client = create_client(config(fake))
+    client.start()
+    assert len(client.fetch_execution_logs()) == 2  # the fake's stage is up from here on
+    monkeypatch.setitem(sys.modules, "boto3", None)
+    with pytest.raises(ConfigError, match=r"\[logs\]"):
+        client.fetch_execution_logs()
+    monkeypatch.undo()
+    with pytest.raises(CortexHTTPError) as err:
+        CortexRestClient(config(fake, token=TOKEN + "-other")).fetch_execution_logs(str(client.job_id))
+    assert err.value.status == 404
+    client.shutdown()

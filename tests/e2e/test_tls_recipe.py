@@ -152,3 +152,12 @@ def test_cli_tls_prints_base_ca_and_exports_and_gs_conformance_passes(tmp_path: 
     assert f"ca:       {exports['REQUESTS_CA_BUNDLE']}" in out
     assert f"export CORTEX_HOST={exports['CORTEX_HOST']}" in out
     assert not env_file.exists() and not Path(exports["REQUESTS_CA_BUNDLE"]).exists()  # cleaned up
+
+
+def test_tls_without_the_extra_names_it(monkeypatch: pytest.MonkeyPatch,
+                                        capsys: pytest.CaptureFixture[str]) -> None:
+    from fake_gs.cli import main
+
+    monkeypatch.setitem(sys.modules, "trustme", None)  # as if the tls extra were missing
+    assert main(["--tls", "--port", "0"]) == 2
+    assert "[tls]" in capsys.readouterr().err

@@ -73,4 +73,3 @@ def test_grpo_loop_learns_in_process() -> None:
     rewards = run()
     start, end = sum(rewards[:3]) / 3, sum(rewards[-3:]) / 3
     assert start < 0.05 and end > 0.5, rewards
-
