@@ -1,6 +1,7 @@
 """``gs-conformance``: run the conformance suite against a URL (or the embedded fake) and
-report per clause. Exit status 0 only when every MUST clause of the profile is green (and
-no clause is red).
+report per clause. Exit status 0 when no clause is red (against a URL, a red ``decided``
+clause is reported but does not count) and every MUST this target can be judged on is green;
+``--require-all`` also fails the run on every skipped MUST.
 
 It wraps the pytest plugin with ``pytest.main``: a server that is not there is reported in
 seconds (the URL is probed first), a real URL runs in one process so the run creates at
@@ -85,6 +86,12 @@ def build_parser() -> argparse.ArgumentParser:
         "always runs in one process).",
     )
     r.add_argument(
+        "--require-all",
+        action="store_true",
+        help="Fail on every skipped MUST clause too (the embedded fake's gate); default: "
+        "only red clauses fail, a skipped clause being one this target cannot be judged on.",
+    )
+    r.add_argument(
         "--randomize", action="store_true", help="Randomise hypothesis (default: reproducible)."
     )
     r.add_argument(
@@ -155,6 +162,8 @@ def pytest_args(ns: argparse.Namespace, json_path: str) -> list[str]:
         args += ["--gs-junit", ns.junit]
     if ns.randomize:
         args.append("--gs-randomize")
+    if ns.require_all:
+        args.append("--gs-require-all")
     if ns.no_shrink:
         args.append("--gs-no-shrink")
     workers = _workers(ns)

@@ -114,6 +114,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="Skip hypothesis shrinking (fast self-tests; failing examples are not minimal).",
     )
     g.addoption(
+        "--gs-require-all",
+        action="store_true",
+        help="Fail on every skipped MUST clause too (default: only red clauses fail a run; "
+        "a skipped clause is one this target cannot be judged on).",
+    )
+    g.addoption(
         "--gs-startup-timeout",
         type=float,
         default=GsOptions.startup_timeout_s,
@@ -149,6 +155,7 @@ def gs_options(config: pytest.Config) -> GsOptions:
         status_style=opt("--gs-status-style"),
         delivery=opt("--gs-delivery"),
         startup_timeout_s=opt("--gs-startup-timeout"),
+        require_all=bool(opt("--gs-require-all")),
     )
     config.stash[_OPTIONS] = options
     return options
@@ -330,6 +337,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         selected=options.clauses,
         duration_s=time.monotonic() - config.stash.get(_STARTED, time.monotonic()),
         settings=options.describe(),
+        url=not options.embedded,
+        require_all=options.require_all,
     )
     config.stash[_RESULTS] = results
     for path in (

@@ -62,6 +62,8 @@ class GsOptions:
     delivery: str = "auto"
     startup_timeout_s: float = 1800.0
     request_timeout_s: float = 600.0
+    #: Fail the run on every skipped MUST clause too (the embedded fake's own gate).
+    require_all: bool = False
 
     @property
     def embedded(self) -> bool:
@@ -96,6 +98,8 @@ class GsOptions:
         if self.job_id:
             out["job_id"] = self.job_id
         out["second_token"] = bool(self.token2) or self.embedded
+        if self.require_all:
+            out["require_all"] = True
         return out
 
 
