@@ -22,6 +22,7 @@ from conformance.progress import Progress
 from conformance.results import RunResults
 from conformance.target import (
     DELIVERIES,
+    DIALECTS,
     ENGINES,
     PROFILES,
     STATUS_STYLES,
@@ -104,6 +105,15 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--engine", default=GsOptions.engine, choices=ENGINES)
     f.add_argument("--status-style", default=GsOptions.status_style, choices=STATUS_STYLES)
     f.add_argument("--delivery", default=GsOptions.delivery, choices=DELIVERIES)
+    f.add_argument(
+        "--dialect",
+        "--gs-dialect",
+        dest="dialect",
+        default=GsOptions.dialect,
+        choices=DIALECTS,
+        help="Answer forms: kit (the fake's own) or spec (integer error codes, detail lists, "
+        "'' poll fields, last_lr lists, ... : the other forms the spec allows).",
+    )
     o = p.add_argument_group("output")
     o.add_argument("--report", help="HTML (or .md/.json/.txt by suffix) report path.")
     o.add_argument("--markdown", help="Markdown report path.")
@@ -139,6 +149,8 @@ def pytest_args(ns: argparse.Namespace, json_path: str) -> list[str]:
         ns.status_style,
         "--gs-delivery",
         ns.delivery,
+        "--gs-dialect",
+        ns.dialect,
         "--gs-startup-timeout",
         str(ns.startup_timeout),
     ]

@@ -32,6 +32,7 @@ from conformance.results import (
 from conformance.runtime import RUNTIME
 from conformance.target import (
     DELIVERIES,
+    DIALECTS,
     ENGINES,
     PROFILES,
     STATUS_STYLES,
@@ -104,6 +105,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="Embedded fake: result delivery form.",
     )
     g.addoption(
+        "--gs-dialect",
+        default=GsOptions.dialect,
+        choices=DIALECTS,
+        help="Embedded fake: answer forms, kit (its own) or spec (the other forms the spec allows).",
+    )
+    g.addoption(
         "--gs-randomize",
         action="store_true",
         help="Randomise hypothesis (default: derandomised, reproducible runs).",
@@ -154,6 +161,7 @@ def gs_options(config: pytest.Config) -> GsOptions:
         max_jobs=opt("--gs-max-jobs"),
         status_style=opt("--gs-status-style"),
         delivery=opt("--gs-delivery"),
+        dialect=opt("--gs-dialect"),
         startup_timeout_s=opt("--gs-startup-timeout"),
         require_all=bool(opt("--gs-require-all")),
     )
@@ -239,6 +247,9 @@ def _example(excinfo: Any) -> str:
         return ""
     exc = excinfo.value
     message = exc.message if isinstance(exc, ClauseViolation) else excinfo.exconly().strip()
+    if not isinstance(exc, AssertionError):
+        # A property that crashed could not judge the answer: say so (the clause is red).
+        message = f"the property could not judge the server's answer ({message})"
     parts: list[str] = [message.strip()]
     notes = [n for n in getattr(exc, "__notes__", []) if isinstance(n, str)]
     if notes:

@@ -93,6 +93,7 @@ ENABLERS: tuple[tuple[str, str], ...] = (
     (r"not reached", "fix the red clause the property stopped at"),
     (r"no property in this run", "run without --clauses (or name a property that checks it)"),
     (r"refused every candidate", "a server that accepts a request which then fails"),
+    (r"working forward operation", "a server whose forward operation works, or the embedded fake"),
 )
 
 

@@ -99,11 +99,11 @@ _TABLE: tuple[_Row, ...] = (
     ("AUTH-ISOLATION-1", _M, "current", "server", "decided", "A job created with one token is invisible (404) to another token, by id and in the job list."),
     ("AUTH-ISOLATION-2", _M, "current", "server", "decided", "Data-plane calls and request polls on another token's job answer 404."),
     # Error envelopes
-    ("ERR-ENVELOPE-1", _M, "current", "server", "spec §3.6", "Every 4xx/5xx JSON error body carries a non-empty string code and message."),
-    ("ERR-ENVELOPE-2", _M, "current", "server", "spec §3.6", "Validation failures carry a detail list of {loc, msg, type} naming each bad field."),
+    ("ERR-ENVELOPE-1", _M, "current", "server", "spec §3.6", "Every 4xx/5xx JSON error body takes a form spec §3.6 allows: {message, code} with a non-empty string or an integer code, or a detail list of {loc, msg, type}."),
+    ("ERR-ENVELOPE-2", _M, "current", "server", "decided", "A validation failure names each bad field: by a detail entry {loc, msg, type} (loc may start with \"body\") or, without a detail list, in its message."),
     ("ERR-NO500-1", _M, "current", "server", "decided", "No input, however malformed, produces a 5xx answer."),
     ("ERR-NOSTATE-1", _M, "current", "server", "decided", "A refused call changes no server state (no job, request, checkpoint or step created)."),
-    ("ERR-CODE-1", _M, "current", "server", "decided", "Each refusal uses the status and code the contract assigns to it (contract.errors.STATUS_OF)."),
+    ("ERR-CODE-1", _M, "current", "server", "decided", "A refusal carrying a string code uses the code the contract assigns and that code's status (contract.errors.STATUS_OF); integer codes and bare detail lists carry no string code to judge."),
     # Job life
     ("JOB-CREATE-1", _M, "current", "server", "spec §5.1", "A valid create body answers 200 with a job_id that is a UUID string."),
     ("JOB-OBJECT-1", _M, "current", "server", "spec §5.2", "A job object carries job_id, status, reason, created_at, updated_at, image_tag and sub_jobs."),
@@ -115,7 +115,7 @@ _TABLE: tuple[_Row, ...] = (
     ("JOB-STATE-3", _M, "current", "server", "spec §3.2", "A failed job carries a non-empty reason."),
     ("JOB-LIST-1", _M, "current", "server", "spec §5.3", "GET / lists the caller's jobs as {jobs: [...]}, each a full job object."),
     ("JOB-LIST-2", _M, "current", "server", "spec §5.3", "GET /?status=S lists only jobs whose normalised status is S."),
-    ("JOB-GET-1", _M, "current", "server", "decided", "GET of an unknown job id answers 404 with code job_not_found."),
+    ("JOB-GET-1", _M, "current", "server", "decided", "GET of an unknown job id answers 404 (with code job_not_found when the code is a string)."),
     ("JOB-EXPRUN-1", _M, "current", "server", "spec §5.6", "GET /{job_id}/experiment-run answers experiment_name and experiment_run_name."),
     ("JOB-RUNNING-1", _M, "current", "server", "decided", "Data-plane calls on a job that is not running answer 409 with code job_not_running."),
     ("JOB-RUNNING-2", _M, "current", "server", "spec §3.6", "A cancelled, terminated or failed job refuses data-plane calls."),
@@ -136,7 +136,7 @@ _TABLE: tuple[_Row, ...] = (
     ("CAP-COUNT-1", _M, "current", "server", "spec §5.4", "in_use_gpus counts the GPUs of pending, placing, initializing and running jobs; available_gpus is max_total_gpus - in_use_gpus floored at 0."),
     ("CAP-QUEUE-1", _M, "current", "server", "spec §3.2", "A job that does not fit the free GPUs stays pending until enough GPUs are freed."),
     # Cancel
-    ("CANCEL-ACTIVE-1", _M, "current", "server", "spec §5.5", "Cancelling a pending, placing, initializing or running job answers 200 {} and the job enters cancellation."),
+    ("CANCEL-ACTIVE-1", _M, "current", "server", "spec §5.5", "Cancelling a pending, placing, initializing or running job succeeds (2xx) and the job enters cancellation (cancelling, then cancelled)."),
     ("CANCEL-IDEM-1", _M, "current", "server", "spec §5.5", "Cancelling a cancelling or cancelled job again succeeds (idempotent)."),
     ("CANCEL-CONFLICT-1", _M, "current", "server", "spec §5.5", "Cancelling a terminated or failed job answers 409."),
     ("CANCEL-UNKNOWN-1", _M, "current", "server", "decided", "Cancelling an unknown job answers 404."),
@@ -144,7 +144,7 @@ _TABLE: tuple[_Row, ...] = (
     # Checkpoints
     ("CKPT-LIST-1", _M, "current", "server", "spec §5.7", "A checkpoint list entry carries checkpoint_id, global_steps, avg_loss, created_at and checkpoint_type (resumable | weights-only)."),
     ("CKPT-LIST-2", _M, "current", "server", "spec §5.7", "A saved checkpoint appears in the list until it is deleted."),
-    ("CKPT-DELETE-1", _M, "current", "server", "spec §5.9", "Deleting a checkpoint answers 200/204 and removes it from the list."),
+    ("CKPT-DELETE-1", _M, "current", "server", "spec §5.9", "Deleting a checkpoint answers 200 or 204 (with no body or an empty object) and removes it from the list."),
     ("CKPT-DELETE-2", _M, "current", "server", "spec §5.9", "Deleting or exporting a missing checkpoint answers 404."),
     ("CKPT-EXPORT-1", _M, "current", "server", "spec §5.8", "Export answers checkpoint_id, files [{filename, url, size_bytes}] and expires_at."),
     ("CKPT-EXPORT-2", _S, "current", "server", "spec §5.8", "Each exported file URL downloads size_bytes bytes of a valid safetensors file."),
@@ -155,19 +155,19 @@ _TABLE: tuple[_Row, ...] = (
     ("REQ-ORDER-1", _M, "current", "server", "decided", "Async requests of one job execute in submit order, so their state effects happen in order."),
     ("REQ-UNKNOWN-1", _M, "current", "server", "decided", "Polling an unknown request id answers 404 with code request_not_found."),
     # Polling and delivery
-    ("POLL-FIELDS-1", _M, "current", "server", "spec §6.8", "A poll answer carries request_id, status, created_at, updated_at, result, error, events and next_cursor."),
+    ("POLL-FIELDS-1", _M, "current", "server", "spec §6.8", "A poll answer carries request_id, status, created_at, updated_at, result, error, events and next_cursor; an empty error or next_cursor may be null or \"\"."),
     ("POLL-STATE-1", _M, "current", "server", "spec §3.3", "Request statuses are pending, running, streaming, done, failed or cancelled (or their enum spellings in the enum dialect)."),
     ("POLL-TERMINAL-1", _M, "current", "server", "spec §3.3", "Once terminal, a request's status and result never change."),
     ("POLL-EMPTY-1", _M, "current", "server", "spec §6.8", "A successful terminal request without a result answers result {} (or null, meaning {})."),
     ("POLL-INLINE-1", _M, "current", "server", "spec §9.4", "An inline tensor result is {content_type: application/octet-stream, encoding: base64, wire_format: DSSST1, payload_b64}."),
     ("POLL-CHUNKS-1", _M, "current", "server", "spec §9.5", "A chunked result arrives as result_chunk events {type, payload_b64, payload_sha256} whose sha256 matches the chunk bytes."),
-    ("POLL-CHUNKS-2", _M, "current", "server", "spec §9.5", "While result chunks remain the answer carries next_cursor; the last page carries none."),
+    ("POLL-CHUNKS-2", _M, "current", "server", "spec §9.5", "While result chunks remain the answer carries next_cursor; the last page carries none (absent, null or \"\")."),
     ("POLL-CURSOR-1", _M, "current", "server", "spec §6.8", "Re-asking the same cursor returns the same page (retry-safe)."),
     ("POLL-MAXEV-1", _M, "current", "server", "spec §6.8", "max_events defaults to 16: a page carries at most 16 events unless asked otherwise."),
     ("POLL-MAXEV-2", _M, "current", "server", "spec §6.8", "max_events is capped at 512."),
     ("POLL-MAXEV-3", _M, "current", "server", "decided", "An invalid max_events (not a positive integer) answers 400."),
     ("POLL-REASSEMBLE-1", _M, "current", "server", "spec §9.5", "Reassembled result chunks decode to the same result the inline form would carry."),
-    ("POLL-FAILED-1", _M, "current", "server", "spec §6.8", "A failed request carries an error object with a code and message."),
+    ("POLL-FAILED-1", _M, "current", "server", "spec §6.8", "A failed request carries a non-empty error: a message string or an object with a message."),
     # DSSST1
     ("WIRE-FORMAT-1", _M, "current", "server", "spec §9.2", "Tensor results are DSSST1 frames: u64 LE header length, JSON header with __metadata__.dss {v: DSSST1, tree}, tensor bytes."),
     ("WIRE-TREE-1", _M, "current", "server", "spec §9.2", "Tree nodes use the t/j/d/l/u tags; tuples are always u; tensor keys are dotted paths (__root__ at the root)."),
@@ -207,15 +207,15 @@ _TABLE: tuple[_Row, ...] = (
     ("FB-VERL-1", _M, "current", "server", "client", "forward-backward accepts the verl-GRPO kwargs (input_ids, attention_mask, position_ids, prompts, responses, response_mask, advantages, old_log_probs, ref_log_prob)."),
     ("FB-NOINPUT-1", _M, "current", "server", "decided", "A forward-backward frame without input_ids answers 400 (or a failed request with an error), never 5xx."),
     # Step
-    ("STEP-RESULT-1", _M, "current", "server", "spec §6.2", "step resolves to {global_steps, last_lr}."),
+    ("STEP-RESULT-1", _M, "current", "server", "spec §6.2", "step resolves to {global_steps, last_lr} with an integer global_steps and last_lr a number or a list of numbers."),
     ("STEP-COUNT-1", _M, "current", "server", "spec §6.2", "global_steps goes up by exactly one per step."),
-    ("STEP-LR-1", _M, "current", "server", "spec §6.2", "A step's learning_rate is reported back as last_lr."),
+    ("STEP-LR-1", _M, "current", "server", "spec §6.2", "A step's learning_rate is reported back as last_lr (as every entry, when last_lr is a list)."),
     ("STEP-MEM-1", _S, "current", "server", "spec §6.2", "peak_memory {gpu_peak, cpu_peak} is reported when step_peak_memory_log was set on the training config."),
     ("STEP-BAD-1", _M, "current", "server", "decided", "A negative or non-numeric learning_rate answers 400."),
     # Save / load
     ("SAVE-RESULT-1", _M, "current", "server", "spec §6.3", "save resolves to {checkpoint_id, checkpoint_path, checkpoint_tag}; the id in the result is authoritative."),
     ("SAVE-TYPE-1", _M, "current", "server", "spec §6.3", "checkpoint_type is case-insensitive, resumable by default or weights-only; anything else answers 400."),
-    ("SAVE-ID-1", _M, "current", "server", "spec §6.3", "A save with a checkpoint_id uses that id."),
+    ("SAVE-ID-1", _M, "current", "server", "spec §6.3", "The checkpoint_id in a save's result names the saved checkpoint (a load of it succeeds), whether or not the server kept the id the caller asked for."),
     ("SAVE-LOAD-1", _M, "current", "server", "spec §6.4", "load of a saved checkpoint restores its global_steps."),
     ("SAVE-LOAD-2", _M, "current", "server", "spec §6.4", "load without checkpoint_id answers 400; an unknown checkpoint fails with 404 or a failed request naming it."),
     ("SAVE-LOAD-3", _M, "current", "server", "spec §6.4", "load with a target_sub_job_id not of this job answers 400; a sampling target answers 501."),
@@ -239,12 +239,12 @@ _TABLE: tuple[_Row, ...] = (
     ("OP-ROUTE-1", _M, "current", "server", "spec §7", "When sub_job_id and sub_job_type are both given and name different sub-jobs, the operation answers 400 with code routing_conflict."),
     ("OP-ROUTE-2", _M, "current", "server", "spec §7", "sub_job_type alone routes an operation when the job has exactly one sub-job of that type."),
     ("OP-ROUTE-3", _M, "current", "server", "decided", "An unknown sub_job_id answers 400 or 404 with an error envelope."),
-    ("OP-FORWARD-1", _M, "current", "server", "spec §7.1", "forward operation takes a base64 DSSST1 frame, answers a request_id, and resolves to model_outputs.logprobs [B, S]."),
+    ("OP-FORWARD-1", _M, "current", "server", "spec §7.1", "A forward operation whose frame is over 60 MiB is refused with a 4xx and never runs (today's forward needs nothing more: spec §7.1 calls it not end-to-end)."),
     ("OP-WSYNC-1", _M, "current", "server", "spec §7.2", "weight-sync answers a request_id and resolves to completion metadata."),
     ("OP-ROUTER-1", _M, "current", "server", "spec §7.4", "bootstrap-router-replay and router-replay-discard answer inline results."),
     ("OP-RESET-1", _M, "current", "server", "spec §7.6", "reset-prefix-cache with sub_job_type sampling and no id answers inline."),
     ("OP-CANCEL-1", _M, "current", "server", "spec §7.7", "cancel-request answers an inline acknowledgement; a non-terminal target request ends cancelled."),
-    ("OP-LOGS-1", _M, "current", "server", "spec §7.8", "tail-logs answers {entries, next_cursor, eof} inline and is allowed while the job is placing."),
+    ("OP-LOGS-1", _M, "current", "server", "spec §7.8", "tail-logs answers {entries, next_cursor, eof} inline, also while the job is placing (pages may then be empty and not EOF); cursors are opaque strings."),
     ("OP-PAYLOAD-1", _M, "current", "server", "decided", "An operation payload missing a required field answers 400 naming it."),
     # Limits and bad input
     ("LIMIT-BODY-1", _M, "current", "server", "spec §6.7", "A request body over 60 MiB answers 413 with code payload_too_large."),
@@ -293,6 +293,8 @@ _TABLE: tuple[_Row, ...] = (
     ("LIMIT-RETRYAFTER-2", _M, "current", "server", "decided", "A refusal for a server limit (429 chunk_group_limit or rate_limited) carries Retry-After (decided), so clients back off instead of spinning."),
     ("LIMIT-EXPIRE-2", _M, "current", "server", "decided", "An abandoned chunk group stops counting against the open-group and buffered-byte caps once the server's idle time has passed (decided)."),
     # Wave 2: a block per issue, so parallel work appends in different places.
+    # -- verdict (issue 10) --
+    ("OP-FORWARD-2", _M, "proposed", "server", "proposed", "The forward operation takes a base64 DSSST1 frame, answers a request_id and resolves to model_outputs.logprobs [B, S] (a log-prob API the spec does not promise today)."),
     # -- strict fake (issue 11) --
     # -- hardening (issue 12) --
     # -- at most once (issue 13) --

@@ -12,6 +12,7 @@ from typing import Any
 
 from starlette.responses import Response
 
+from fake_gs import dialect
 from fake_gs.delivery import decode_cursor, encode_cursor, parse_max_events
 from fake_gs.handlers.common import Ctx, json_response
 from fake_gs.records import RequestRec, rfc3339
@@ -69,7 +70,7 @@ def view(ctx: Ctx, req: RequestRec, offset: int, max_events: int) -> dict[str, A
             else:
                 result = req.result_json if req.result_json is not None else {}
         elif status == "failed":
-            error = req.error
+            error = "" if ctx.state.mutant("failed-error-empty") else req.error
         if status in ("done", "failed", "cancelled") and req.final_status is None:
             req.final_status = status
             req.updated_at = max(req.updated_at, req.created_at)
@@ -101,4 +102,7 @@ async def get_request(ctx: Ctx) -> Response:
         if fut is not None:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(fut, ctx.settings.poll_wait_s)
-    return json_response(view(ctx, req, offset, max_events))
+    answer = view(ctx, req, offset, max_events)
+    if answer["next_cursor"] is None and ctx.state.mutant("poll-next-cursor-missing"):
+        del answer["next_cursor"]
+    return json_response(dialect.poll(answer) if ctx.settings.spec_dialect else answer)
