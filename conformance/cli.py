@@ -211,6 +211,9 @@ def main(argv: list[str] | None = None) -> int:
     if ns.mutant and ns.url:
         print("--mutant applies to the embedded fake only", file=sys.stderr)
         return EXIT_ERROR
+    if ns.url and ns.dialect != GsOptions.dialect:
+        print("note: --dialect applies to the embedded fake only; judging the URL as it answers",
+              file=sys.stderr)
     started = time.monotonic()
     if ns.url:
         try:

@@ -138,7 +138,7 @@ _TABLE: tuple[_Row, ...] = (
     # Cancel
     ("CANCEL-ACTIVE-1", _M, "current", "server", "spec §5.5", "Cancelling a pending, placing, initializing or running job succeeds (2xx) and the job enters cancellation (cancelling, then cancelled)."),
     ("CANCEL-IDEM-1", _M, "current", "server", "spec §5.5", "Cancelling a cancelling or cancelled job again succeeds (idempotent)."),
-    ("CANCEL-CONFLICT-1", _M, "current", "server", "spec §5.5", "Cancelling a terminated or failed job answers 409."),
+    ("CANCEL-CONFLICT-1", _M, "current", "server", "spec §5.5", "Cancelling a terminated or failed job answers a conflict-style refusal (409; 400 or 412 for a failed precondition)."),
     ("CANCEL-UNKNOWN-1", _M, "current", "server", "decided", "Cancelling an unknown job answers 404."),
     ("CANCEL-FREE-1", _M, "current", "server", "spec §5.4", "A cancelled job's GPUs are released from in_use_gpus."),
     # Checkpoints

@@ -82,11 +82,12 @@ def test_cancel_twice(gs_raw, gs_new_job):
 @checks("CANCEL-CONFLICT-1")
 @pytest.mark.parametrize("end", ["terminated", "failed"])
 def test_cancel_ended_job_conflicts(gs_raw, gs_new_job, gs_admin, end):
-    """Cancelling a terminated or failed job answers 409."""
+    """Cancelling a terminated or failed job answers a conflict: 409, or the precondition
+    statuses spec §5.5's "precondition/conflict-style error" also covers (400, 412)."""
     job_id, _ = gs_new_job()
     gs_admin.force(job_id, end, f"forced {end} by the conformance suite")
     soft = Soft()
-    refused(gs_raw.cancel(job_id), soft, "CANCEL-CONFLICT-1", statuses=[409])
+    refused(gs_raw.cancel(job_id), soft, "CANCEL-CONFLICT-1", statuses=[409, 400, 412])
     soft.check()
 
 
