@@ -203,3 +203,21 @@ def test_a_spec_clause_red_fails_a_url_run():
     outcomes = [o for o in _all_must_green() if o.nodeid != "SAVE-LOAD-1"]
     outcomes.append(TestOutcome("d", ("SAVE-LOAD-1",), "failed", example="steps not restored"))
     assert not book(*outcomes).results("current", "http://x", url=True).ok
+
+
+def test_a_property_that_crashes_is_reported_as_unable_to_judge():
+    """An exception other than an assertion (an answer of a type the property did not
+    expect) is a red with a message saying the answer could not be judged."""
+    from conformance.plugin import _example
+    from conformance.verdict import ClauseViolation
+
+    try:
+        float([0.1])  # type: ignore[arg-type]
+    except TypeError:
+        crash = pytest.ExceptionInfo.from_current()
+    assert _example(crash).startswith("the property could not judge the server's answer (TypeError")
+    try:
+        raise ClauseViolation(["STEP-LR-1"], "lr 1 != 2")
+    except ClauseViolation:
+        violation = pytest.ExceptionInfo.from_current()
+    assert _example(violation).startswith("lr 1 != 2")
