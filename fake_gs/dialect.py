@@ -26,13 +26,13 @@ DIALECTS: tuple[str, ...] = ("kit", "spec")
 
 def error(body: dict[str, Any], status: int) -> dict[str, Any]:
     """A kit error envelope in the spec's forms: the documented string code stays; a
-    validation failure becomes a ``detail`` list (``loc`` from ``body``); anything else
-    ``{"message", "code": <status>}``."""
+    validation failure (a 400 naming fields) becomes a ``detail`` list (``loc`` from
+    ``body``); anything else ``{"message", "code": <status>}``."""
     code, message = body.get("code"), str(body.get("message") or "error")
     if code == ErrorCode.CHUNK_GROUP_RESTART_REQUIRED:
         return {"message": message, "code": str(code)}
     detail = body.get("detail")
-    if detail:
+    if detail and status in (400, 422):
         return {"detail": [{**d, "loc": ["body", *d.get("loc", [])]} for d in detail]}
     return {"message": message, "code": status}
 
