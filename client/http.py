@@ -40,7 +40,13 @@ from client.errors import (
     ProtocolError,
 )
 from contract.auth import auth_headers
-from contract.errors import NON_RETRYABLE_CODES, REQUEST_ID_HEADER, ErrorCode, find_error_code
+from contract.errors import (
+    NON_RETRYABLE_CODES,
+    REQUEST_ID_HEADER,
+    ErrorCode,
+    error_code_of,
+    find_error_code,
+)
 from contract.idempotency import (
     CLIENT_MUTANT_KEY_DROPPED,
     DATA_PLANE_ROUTES,
@@ -162,6 +168,8 @@ def error_from_response(route: Route, method: str, url: str, response: requests.
         body = text
     code = find_error_code(body)
     cls = _ERROR_CLASSES.get(code or "", CortexHTTPError)
+    # Integer codes and bare detail lists (spec §3.6) still name a code in the error.
+    code = code or error_code_of(body)
     return cls(
         _error_message(body, text),
         body=body,

@@ -59,6 +59,17 @@ def shape_train_result(result: Any) -> dict[str, Any]:
     return flatten_metrics(out)
 
 
+def shape_step_result(result: Mapping[str, Any]) -> dict[str, Any]:
+    """A step answer with a scalar ``last_lr``: spec §6.2 lets a backend report one per
+    parameter group (a list); the integrations read one number, so the first group's rate
+    is ``last_lr`` and the whole list stays as ``last_lrs``."""
+    out = dict(result)
+    lrs = out.get("last_lr")
+    if isinstance(lrs, list) and lrs and all(isinstance(v, (int, float)) for v in lrs):
+        out["last_lr"], out["last_lrs"] = lrs[0], lrs
+    return out
+
+
 def to_plain(value: Any) -> Any:
     """Tensors (anything with ``tolist``) become lists, recursively; no torch import."""
     if isinstance(value, Mapping):

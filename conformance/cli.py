@@ -1,6 +1,7 @@
 """``gs-conformance``: run the conformance suite against a URL (or the embedded fake) and
-report per clause. Exit status 0 only when every MUST clause of the profile is green (and
-no clause is red).
+report per clause. Exit status 0 when no clause is red (against a URL, a red ``decided``
+clause is reported but does not count) and every MUST this target can be judged on is green;
+``--require-all`` also fails the run on every skipped MUST.
 
 It wraps the pytest plugin with ``pytest.main``: a server that is not there is reported in
 seconds (the URL is probed first), a real URL runs in one process so the run creates at
@@ -21,6 +22,7 @@ from conformance.progress import Progress
 from conformance.results import RunResults
 from conformance.target import (
     DELIVERIES,
+    DIALECTS,
     ENGINES,
     PROFILES,
     STATUS_STYLES,
@@ -85,6 +87,12 @@ def build_parser() -> argparse.ArgumentParser:
         "always runs in one process).",
     )
     r.add_argument(
+        "--require-all",
+        action="store_true",
+        help="Fail on every skipped MUST clause too (the embedded fake's gate); default: "
+        "only red clauses fail, a skipped clause being one this target cannot be judged on.",
+    )
+    r.add_argument(
         "--randomize", action="store_true", help="Randomise hypothesis (default: reproducible)."
     )
     r.add_argument(
@@ -97,6 +105,15 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--engine", default=GsOptions.engine, choices=ENGINES)
     f.add_argument("--status-style", default=GsOptions.status_style, choices=STATUS_STYLES)
     f.add_argument("--delivery", default=GsOptions.delivery, choices=DELIVERIES)
+    f.add_argument(
+        "--dialect",
+        "--gs-dialect",
+        dest="dialect",
+        default=GsOptions.dialect,
+        choices=DIALECTS,
+        help="Answer forms: kit (the fake's own) or spec (integer error codes, detail lists, "
+        "'' poll fields, last_lr lists, ... : the other forms the spec allows).",
+    )
     o = p.add_argument_group("output")
     o.add_argument("--report", help="HTML (or .md/.json/.txt by suffix) report path.")
     o.add_argument("--markdown", help="Markdown report path.")
@@ -132,6 +149,8 @@ def pytest_args(ns: argparse.Namespace, json_path: str) -> list[str]:
         ns.status_style,
         "--gs-delivery",
         ns.delivery,
+        "--gs-dialect",
+        ns.dialect,
         "--gs-startup-timeout",
         str(ns.startup_timeout),
     ]
@@ -155,6 +174,8 @@ def pytest_args(ns: argparse.Namespace, json_path: str) -> list[str]:
         args += ["--gs-junit", ns.junit]
     if ns.randomize:
         args.append("--gs-randomize")
+    if ns.require_all:
+        args.append("--gs-require-all")
     if ns.no_shrink:
         args.append("--gs-no-shrink")
     workers = _workers(ns)
@@ -190,6 +211,9 @@ def main(argv: list[str] | None = None) -> int:
     if ns.mutant and ns.url:
         print("--mutant applies to the embedded fake only", file=sys.stderr)
         return EXIT_ERROR
+    if ns.url and ns.dialect != GsOptions.dialect:
+        print("note: --dialect applies to the embedded fake only; judging the URL as it answers",
+              file=sys.stderr)
     started = time.monotonic()
     if ns.url:
         try:

@@ -20,7 +20,7 @@ from requests.structures import CaseInsensitiveDict
 
 from conformance.recorder import RECORDER, Recorder
 from conformance.target import Target
-from contract.errors import REQUEST_ID_HEADER, find_error_code
+from contract.errors import REQUEST_ID_HEADER, error_code_of, find_error_code
 from contract.routes import JSON, OCTET, route
 from contract.states import normalize_job_state, normalize_request_state
 
@@ -56,6 +56,11 @@ class Answer:
     @property
     def code(self) -> str | None:
         return find_error_code(self.body if self.body is not None else self.raw)
+
+    @property
+    def any_code(self) -> str | None:
+        """The error code in any form spec §3.6 allows (string, integer, detail type)."""
+        return error_code_of(self.body if self.body is not None else self.raw)
 
     @property
     def request_id_header(self) -> str | None:

@@ -32,6 +32,7 @@ from conformance.results import (
 from conformance.runtime import RUNTIME
 from conformance.target import (
     DELIVERIES,
+    DIALECTS,
     ENGINES,
     PROFILES,
     STATUS_STYLES,
@@ -104,6 +105,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="Embedded fake: result delivery form.",
     )
     g.addoption(
+        "--gs-dialect",
+        default=GsOptions.dialect,
+        choices=DIALECTS,
+        help="Embedded fake: answer forms, kit (its own) or spec (the other forms the spec allows).",
+    )
+    g.addoption(
         "--gs-randomize",
         action="store_true",
         help="Randomise hypothesis (default: derandomised, reproducible runs).",
@@ -112,6 +119,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--gs-no-shrink",
         action="store_true",
         help="Skip hypothesis shrinking (fast self-tests; failing examples are not minimal).",
+    )
+    g.addoption(
+        "--gs-require-all",
+        action="store_true",
+        help="Fail on every skipped MUST clause too (default: only red clauses fail a run; "
+        "a skipped clause is one this target cannot be judged on).",
     )
     g.addoption(
         "--gs-startup-timeout",
@@ -148,7 +161,9 @@ def gs_options(config: pytest.Config) -> GsOptions:
         max_jobs=opt("--gs-max-jobs"),
         status_style=opt("--gs-status-style"),
         delivery=opt("--gs-delivery"),
+        dialect=opt("--gs-dialect"),
         startup_timeout_s=opt("--gs-startup-timeout"),
+        require_all=bool(opt("--gs-require-all")),
     )
     config.stash[_OPTIONS] = options
     return options
@@ -232,6 +247,9 @@ def _example(excinfo: Any) -> str:
         return ""
     exc = excinfo.value
     message = exc.message if isinstance(exc, ClauseViolation) else excinfo.exconly().strip()
+    if not isinstance(exc, AssertionError):
+        # A property that crashed could not judge the answer: say so (the clause is red).
+        message = f"the property could not judge the server's answer ({message})"
     parts: list[str] = [message.strip()]
     notes = [n for n in getattr(exc, "__notes__", []) if isinstance(n, str)]
     if notes:
@@ -330,6 +348,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         selected=options.clauses,
         duration_s=time.monotonic() - config.stash.get(_STARTED, time.monotonic()),
         settings=options.describe(),
+        url=not options.embedded,
+        require_all=options.require_all,
     )
     config.stash[_RESULTS] = results
     for path in (

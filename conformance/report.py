@@ -1,7 +1,8 @@
 """Render a run's per-clause verdicts: terminal text, Markdown, self-contained HTML, JUnit XML.
 
-Each form lists every clause of the selected profile as green, red (with the failing
-example: hypothesis' shrunk input and the last HTTP exchanges) or skipped (with why).
+Each form lists every clause as green, red (with the failing example: hypothesis' shrunk
+input and the last HTTP exchanges), skipped (with why, and what would let the run judge it)
+or not-applicable (outside the run's profile), with the clause's source.
 """
 
 from __future__ import annotations
@@ -12,22 +13,45 @@ from pathlib import Path
 
 from conformance.results import ClauseVerdict, RunResults
 
-_MARK = {"green": "PASS", "red": "FAIL", "skipped": "SKIP"}
-_ANSI = {"green": "\x1b[32m", "red": "\x1b[31m", "skipped": "\x1b[33m"}
+_MARK = {"green": "PASS", "red": "FAIL", "skipped": "SKIP", "not-applicable": "N/A "}
+_ANSI = {"green": "\x1b[32m", "red": "\x1b[31m", "skipped": "\x1b[33m", "not-applicable": "\x1b[90m"}
 _RESET = "\x1b[0m"
-_COLOUR = {"green": "#2e9d4c", "red": "#d23b3b", "skipped": "#c9a227"}
+_COLOUR = {"green": "#2e9d4c", "red": "#d23b3b", "skipped": "#c9a227", "not-applicable": "#9a9a9a"}
+_ICON = {"green": "🟢", "red": "🔴", "skipped": "🟡", "not-applicable": "⚪"}
+#: Why a red clause does not fail the run.
+NOT_BINDING = "decided by the kit, not the spec: reported, never fails a run against a URL"
+
+
+def tally(res: RunResults) -> str:
+    """``3 green, 0 red, 2 skipped, 1 not-applicable``."""
+    return ", ".join(f"{n} {status}" for status, n in res.counts().items())
 
 
 def headline(res: RunResults) -> str:
-    c = res.counts()
-    musts = [v for v in res.verdicts if v.must]
+    musts = [v for v in res.verdicts if v.must and v.status in ("green", "red")]
     must_green = sum(v.status == "green" for v in musts)
     verdict = "CONFORMS" if res.ok else "DOES NOT CONFORM"
-    return (
-        f"{verdict}: profile {res.profile}, {len(res.verdicts)} clauses: {c['green']} green, "
-        f"{c['red']} red, {c['skipped']} skipped; MUST {must_green}/{len(musts)} green "
+    line = (
+        f"{verdict}: profile {res.profile}, {len(res.verdicts)} clauses: {tally(res)}; "
+        f"MUST {must_green}/{len(musts)} judged green "
         f"({res.duration_s:.1f}s, target {res.target})"
     )
+    skipped = [v.id for v in res.failing() if v.status == "skipped"]
+    if skipped:
+        line += f"\n--require-all: {len(skipped)} skipped MUST clauses fail the run: " + ", ".join(
+            skipped
+        )
+    return line
+
+
+def note(v: ClauseVerdict) -> str:
+    """The note a report shows beside a clause: why it is skipped (and what enables it),
+    why a red one does not count, nothing for green and not-applicable."""
+    if v.status == "skipped":
+        return v.reason + (f" [enable: {v.enable}]" if v.enable else "")
+    if v.status == "red":
+        return v.reason + ("" if v.binding else f" [{NOT_BINDING}]")
+    return ""
 
 
 def text(res: RunResults, colour: bool = False, examples: bool = True) -> str:
@@ -42,10 +66,12 @@ def text(res: RunResults, colour: bool = False, examples: bool = True) -> str:
     for area, title, items in res.by_area():
         lines.append(f"-- {area}: {title}")
         for v in items:
-            note = f"  ({v.reason})" if v.status != "green" and v.reason else ""
+            why = note(v)
+            extra = f"  ({why[:240]})" if why else ""
             level = "MUST  " if v.must else "SHOULD"
             lines.append(
-                f"  {paint(v.status, _MARK[v.status])} {level} {v.id:<20} {v.text[:80]}{note[:160]}"
+                f"  {paint(v.status, _MARK[v.status])} {level} {v.id:<20} {v.source:<10} "
+                f"{v.text[:80]}{extra}"
             )
     red = res.by_status("red")
     if examples and red:
@@ -66,15 +92,21 @@ def _md_cell(value: str) -> str:
 
 
 def markdown(res: RunResults) -> str:
-    c = res.counts()
     out = [
         f"# Conformance report: profile `{res.profile}`",
         "",
         f"Target: `{res.target}`  ",
         f"Result: **{'conforms' if res.ok else 'does not conform'}** "
-        f"({c['green']} green, {c['red']} red, {c['skipped']} skipped; {res.duration_s:.1f}s)",
+        f"({tally(res)}; {res.duration_s:.1f}s)",
         "",
     ]
+    failing_skips = [v.id for v in res.failing() if v.status == "skipped"]
+    if failing_skips:
+        out += [
+            "With `--require-all` these skipped MUST clauses fail the run: "
+            + ", ".join(f"`{cid}`" for cid in failing_skips),
+            "",
+        ]
     if res.settings:
         out.append("Settings: " + ", ".join(f"`{k}={v}`" for k, v in res.settings.items()))
         out.append("")
@@ -82,14 +114,13 @@ def markdown(res: RunResults) -> str:
         out += [
             f"## {area}: {title}",
             "",
-            "| status | level | clause | text | note |",
-            "|---|---|---|---|---|",
+            "| status | level | clause | source | text | note |",
+            "|---|---|---|---|---|---|",
         ]
         for v in items:
-            icon = {"green": "🟢 green", "red": "🔴 red", "skipped": "🟡 skipped"}[v.status]
             out.append(
-                f"| {icon} | {v.level} | `{v.id}` | {_md_cell(v.text)} | "
-                f"{_md_cell(v.reason if v.status != 'green' else '')} |"
+                f"| {_ICON[v.status]} {v.status} | {v.level} | `{v.id}` | {v.source} | "
+                f"{_md_cell(v.text)} | {_md_cell(note(v))} |"
             )
         out.append("")
     red = res.by_status("red")
@@ -128,7 +159,8 @@ details summary{cursor:pointer;color:#a22}
 def _cell(v: ClauseVerdict) -> str:
     cls = "cell should" if not v.must else "cell"
     tip = html.escape(
-        f"{v.id} [{v.level}] {v.status}: {v.text}" + (f" - {v.reason}" if v.reason else "")
+        f"{v.id} [{v.level}, {v.source}] {v.status}: {v.text}"
+        + (f" - {note(v)}" if note(v) else "")
     )
     short = html.escape(v.id.split("-", 1)[1])
     return (
@@ -141,6 +173,10 @@ def html_page(res: RunResults) -> str:
     """A self-contained page: colour matrix by area, then the clause tables."""
     c = res.counts()
     e = html.escape
+    legend = "".join(
+        f"<span style='background:{_COLOUR[status]}'></span>{c[status]} {status}"
+        for status in _COLOUR
+    )
     parts = [
         "<!doctype html><html><head><meta charset='utf-8'>",
         f"<title>Conformance: {e(res.profile)}</title><style>{_CSS}</style></head><body>",
@@ -150,11 +186,15 @@ def html_page(res: RunResults) -> str:
         + "</div>",
         f"<div><span class='verdict' style='background:{_COLOUR['green' if res.ok else 'red']}'>"
         f"{'CONFORMS' if res.ok else 'DOES NOT CONFORM'}</span>"
-        f"<span class='legend'><span style='background:{_COLOUR['green']}'></span>{c['green']} green"
-        f"<span style='background:{_COLOUR['red']}'></span>{c['red']} red"
-        f"<span style='background:{_COLOUR['skipped']}'></span>{c['skipped']} skipped"
+        f"<span class='legend'>{legend}"
         "<span style='background:#999;border:1px dashed #fff'></span>dashed = SHOULD</span></div>",
     ]
+    failing_skips = [v.id for v in res.failing() if v.status == "skipped"]
+    if failing_skips:
+        parts.append(
+            "<div class='sub'>With <code>--require-all</code> these skipped MUST clauses fail "
+            "the run: " + ", ".join(f"<code>{e(cid)}</code>" for cid in failing_skips) + "</div>"
+        )
     if res.settings:
         parts.append(
             "<div class='sub'>"
@@ -175,23 +215,20 @@ def html_page(res: RunResults) -> str:
         parts.append(f"<h2 style='font-size:16px'>{e(area)}: {e(title)}</h2>")
         parts.append(
             "<table class='detail'><tr><th>status</th><th>level</th><th>clause</th>"
-            "<th>promise</th><th>note</th></tr>"
+            "<th>source</th><th>promise</th><th>note</th></tr>"
         )
         for v in items:
-            note = ""
+            cell = f"<div>{e(note(v))}</div>" if note(v) else ""
             if v.status == "red":
-                note = f"<div>{e(v.reason)}</div>"
                 for ex in v.examples[:3]:
-                    note += (
+                    cell += (
                         f"<details><summary>failing example ({e(ex['test'])})</summary>"
                         f"<pre>{e(ex['text'].strip())}</pre></details>"
                     )
-            elif v.status == "skipped":
-                note = e(v.reason)
             parts.append(
                 f"<tr id='{e(v.id)}'><td><span class='pill' style='background:{_COLOUR[v.status]}'>"
                 f"{v.status}</span></td><td>{v.level}</td><td><code>{e(v.id)}</code></td>"
-                f"<td>{e(v.text)}</td><td>{note}</td></tr>"
+                f"<td>{e(v.source)}</td><td>{e(v.text)}</td><td>{cell}</td></tr>"
             )
         parts.append("</table>")
     parts.append("</body></html>")
@@ -200,13 +237,13 @@ def html_page(res: RunResults) -> str:
 
 def junit(res: RunResults) -> str:
     """JUnit XML with one testcase per clause, for CI dashboards."""
-    c = res.counts()
+    failing = {v.id for v in res.failing()}
     suite = ET.Element(
         "testsuite",
         name=f"gs-conformance-{res.profile}",
         tests=str(len(res.verdicts)),
-        failures=str(c["red"]),
-        skipped=str(c["skipped"]),
+        failures=str(len(failing)),
+        skipped=str(sum(v.status != "green" and v.id not in failing for v in res.verdicts)),
         errors="0",
         time=f"{res.duration_s:.2f}",
     )
@@ -215,12 +252,17 @@ def junit(res: RunResults) -> str:
     ET.SubElement(props, "property", name="profile", value=res.profile)
     for v in res.verdicts:
         case = ET.SubElement(suite, "testcase", classname=f"gs.{v.area}", name=v.id, time="0")
-        if v.status == "red":
-            fail = ET.SubElement(case, "failure", message=f"[{v.level}] {v.reason}"[:500])
+        ET.SubElement(case, "properties").extend(
+            [ET.Element("property", name=k, value=val)
+             for k, val in (("status", v.status), ("source", v.source), ("level", v.level))]
+        )
+        message = f"[{v.level}, {v.status}] {note(v) or v.reason}"[:500]
+        if v.id in failing:
+            fail = ET.SubElement(case, "failure", message=message)
             fail.text = "\n\n".join(f"{ex['test']}\n{ex['text']}" for ex in v.examples[:3])
-        elif v.status == "skipped":
-            ET.SubElement(case, "skipped", message=v.reason[:500])
-        ET.SubElement(case, "system-out").text = f"[{v.level}] {v.text}"
+        elif v.status != "green":
+            ET.SubElement(case, "skipped", message=message)
+        ET.SubElement(case, "system-out").text = f"[{v.level}, {v.source}] {v.text}"
     root = ET.Element("testsuites")
     root.append(suite)
     ET.indent(root)

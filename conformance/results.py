@@ -1,14 +1,21 @@
 """Per-clause verdicts from per-test outcomes.
 
 Each test names the clauses it checks; each outcome (passed / failed / skipped) is booked
-against them. A clause is red when a test failed on it, green when some test passed it and
-none failed on it, skipped otherwise (with the reasons). Under pytest-xdist the outcomes
-travel to the controller in ``report.user_properties`` and are booked there.
+against them. A clause of the run's profile is red when a test failed on it, green when some
+test passed it and none failed on it, skipped otherwise (with the reason and what would let
+this target be judged on it); a clause outside the profile is not-applicable. Under
+pytest-xdist the outcomes travel to the controller in ``report.user_properties`` and are
+booked there.
+
+The exit-status rule (:attr:`RunResults.ok`): no binding clause is red, and with
+``require_all`` no MUST clause is skipped. Against a URL a ``decided`` clause is reported but
+not binding: the spec leaves the point open, so a real server may answer otherwise.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -17,7 +24,8 @@ from typing import Any, Literal
 from contract.clauses import AREAS, CLAUSES, Clause, ClauseProfile, for_profile
 
 Outcome = Literal["passed", "failed", "skipped"]
-Status = Literal["green", "red", "skipped"]
+Status = Literal["green", "red", "skipped", "not-applicable"]
+STATUSES: tuple[Status, ...] = ("green", "red", "skipped", "not-applicable")
 
 #: user_properties keys the plugin sets on each test report.
 PROP_CLAUSES = "gs_clauses"
@@ -60,13 +68,48 @@ class ClauseVerdict:
     reason: str = ""
     tests: list[str] = field(default_factory=list)
     examples: list[dict[str, str]] = field(default_factory=list)
+    source: str = ""
+    #: Whether a red here fails the run (False: a decided clause against a URL).
+    binding: bool = True
+    #: For a skipped clause: the option or target that would let the run judge it.
+    enable: str = ""
 
     @property
     def must(self) -> bool:
         return self.level == "MUST"
 
 
-def _verdict(clause: Clause, outcomes: Sequence[TestOutcome], why_absent: str) -> ClauseVerdict:
+#: Skip reasons (as the properties and fixtures word them) -> what would enable the clause.
+ENABLERS: tuple[tuple[str, str], ...] = (
+    (r"second token|--gs-token2", "a second account's PAT: --token2 (plugin: --gs-token2)"),
+    (r"--gs-max-jobs", "allow more jobs: --max-jobs N (plugin: --gs-max-jobs)"),
+    (r"admin API|embedded fake with|embedded fake only",
+     "the embedded fake (run without --url): it needs the fake's admin API or one of its settings"),
+    (r"delivered this result inline|chunks delivery",
+     "a server that delivers this result in chunks (the embedded fake's variants force it)"),
+    (r"never seen placing|running when first seen",
+     "a job the run creates itself and sees before it is running (no --job-id)"),
+    (r"shape engine", "a real model: --engine tiny on the fake, or a real server"),
+    (r"not reached", "fix the red clause the property stopped at"),
+    (r"no property in this run", "run without --clauses (or name a property that checks it)"),
+    (r"refused every candidate", "a server that accepts a request which then fails"),
+    (r"working forward operation", "a server whose forward operation works, or the embedded fake"),
+)
+
+
+def enabler(reason: str) -> str:
+    """What would let a run judge a clause skipped for ``reason`` ('' when unknown)."""
+    hints = [hint for pattern, hint in ENABLERS if re.search(pattern, reason)]
+    return "; ".join(dict.fromkeys(hints))
+
+
+def _verdict(
+    clause: Clause,
+    outcomes: Sequence[TestOutcome],
+    why_absent: str,
+    in_profile: str | None = None,
+    url: bool = False,
+) -> ClauseVerdict:
     mine = [o for o in outcomes if clause.id in o.clauses]
 
     def verdict(
@@ -83,7 +126,13 @@ def _verdict(clause: Clause, outcomes: Sequence[TestOutcome], why_absent: str) -
             reason=reason,
             tests=sorted({o.nodeid for o in mine}),
             examples=examples or [],
+            source=clause.source,
+            binding=clause.can_fail_a_url or not url,
+            enable=enabler(reason) if status == "skipped" else "",
         )
+
+    if in_profile is not None:
+        return verdict("not-applicable", f"outside profile {in_profile}")
 
     failed = [o for o in mine if o.failed_on(clause.id)]
     if failed:
@@ -115,22 +164,29 @@ class RunResults:
     selected: tuple[str, ...] = ()
     settings: dict[str, Any] = field(default_factory=dict)
     tests: dict[str, int] = field(default_factory=dict)
+    require_all: bool = False
 
     def by_status(self, status: Status) -> list[ClauseVerdict]:
         return [v for v in self.verdicts if v.status == status]
 
+    def failing(self) -> list[ClauseVerdict]:
+        """The clauses that fail the run: binding reds (MUST or SHOULD: a counterexample),
+        and with ``require_all`` every skipped MUST."""
+        return [
+            v
+            for v in self.verdicts
+            if (v.status == "red" and v.binding)
+            or (self.require_all and v.status == "skipped" and v.must)
+        ]
+
     @property
     def ok(self) -> bool:
-        """Exit-status rule: every MUST clause is green and no clause is red.
-
-        A skipped SHOULD does not fail a run; a red one does (a counterexample was found).
-        """
-        return all(v.status == "green" for v in self.verdicts if v.must) and not self.by_status(
-            "red"
-        )
+        """Exit-status rule: nothing :meth:`failing`; a clause this target cannot be judged on
+        (skipped) does not fail the run unless ``require_all``."""
+        return not self.failing()
 
     def counts(self) -> dict[str, int]:
-        out = {"green": 0, "red": 0, "skipped": 0}
+        out = dict.fromkeys(STATUSES, 0)
         for v in self.verdicts:
             out[v.status] += 1
         return out
@@ -152,6 +208,7 @@ class RunResults:
             "settings": self.settings,
             "tests": self.tests,
             "ok": self.ok,
+            "require_all": self.require_all,
             "counts": self.counts(),
             "verdicts": [asdict(v) for v in self.verdicts],
         }
@@ -169,6 +226,7 @@ class RunResults:
             selected=tuple(data.get("selected", ())),
             settings=data.get("settings", {}),
             tests=data.get("tests", {}),
+            require_all=data.get("require_all", False),
         )
 
 
@@ -201,14 +259,19 @@ class ClauseBook:
         selected: Iterable[str] = (),
         duration_s: float = 0.0,
         settings: dict[str, Any] | None = None,
+        url: bool = False,
+        require_all: bool = False,
     ) -> RunResults:
+        """Verdicts of every clause (of ``selected`` when given): those of ``profile`` judged,
+        the rest not-applicable. ``url``: the target is a real server, not the embedded fake."""
         chosen = tuple(selected)
-        clauses = for_profile(profile)
-        if chosen:
-            clauses = [c for c in clauses if c.id in chosen]
+        judged = {c.id for c in for_profile(profile)}
+        clauses = [c for c in CLAUSES.values() if not chosen or c.id in chosen]
         outcomes = list(self.outcomes.values())
         why = "no property in this run checks it"
-        verdicts = [_verdict(c, outcomes, why) for c in clauses]
+        verdicts = [
+            _verdict(c, outcomes, why, None if c.id in judged else profile, url) for c in clauses
+        ]
         tally = {"passed": 0, "failed": 0, "skipped": 0}
         for o in outcomes:
             tally[o.outcome] += 1
@@ -220,6 +283,7 @@ class ClauseBook:
             selected=chosen,
             settings=settings or {},
             tests=tally,
+            require_all=require_all,
         )
 
 

@@ -82,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
         tag = "-".join(a.lstrip("-") for a in extra if not a.startswith("-") or True)[:40]
         run(
             f"plain-{profile}{('-' + tag) if tag else ''}",
-            [*common, "--profile", profile, *extra],
+            [*common, "--require-all", "--profile", profile, *extra],
             out,
         )
     for name in filter(None, ns.mutants.split(",")):

@@ -29,6 +29,8 @@ PROFILES: tuple[str, ...] = get_args(SuiteProfile)
 ENGINES = ("shape", "tiny")
 STATUS_STYLES = ("short", "enum")
 DELIVERIES = ("auto", "inline", "chunks")
+#: Answer forms of the embedded fake (fake-gs --dialect): the kit's own, or the spec's others.
+DIALECTS = ("kit", "spec")
 
 #: Tokens the embedded fake is configured with, so auth and isolation clauses can run.
 EMBEDDED_TOKENS = ("gs-conformance-token-a", "gs-conformance-token-b")
@@ -60,8 +62,11 @@ class GsOptions:
     max_jobs: int | None = None
     status_style: str = "short"
     delivery: str = "auto"
+    dialect: str = "kit"
     startup_timeout_s: float = 1800.0
     request_timeout_s: float = 600.0
+    #: Fail the run on every skipped MUST clause too (the embedded fake's own gate).
+    require_all: bool = False
 
     @property
     def embedded(self) -> bool:
@@ -91,11 +96,14 @@ class GsOptions:
         if self.embedded:
             out["status_style"] = self.status_style
             out["delivery"] = self.delivery
+            out["dialect"] = self.dialect
         if self.mutant:
             out["mutant"] = self.mutant
         if self.job_id:
             out["job_id"] = self.job_id
         out["second_token"] = bool(self.token2) or self.embedded
+        if self.require_all:
+            out["require_all"] = True
         return out
 
 
@@ -227,6 +235,7 @@ class EmbeddedFakes:
             "tokens": (token, token2),
             "status_style": o.status_style,
             "result_delivery": o.delivery,
+            "dialect": o.dialect,
             "engine": o.engine,
             "mutant": o.mutant,
             "log_level": "warning",

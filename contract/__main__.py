@@ -1,4 +1,5 @@
-"""``python -m contract openapi|clauses|demo``: print the document, list clauses, or demo."""
+"""``python -m contract openapi|clauses|coverage|demo``: print the document, list clauses
+(with their sources), print the spec coverage table, or demo."""
 
 from __future__ import annotations
 
@@ -33,7 +34,9 @@ def main(argv: list[str] | None = None) -> int:
     api = sub.add_parser("openapi", help="print the OpenAPI 3.1 document")
     api.add_argument("--profile", choices=("current", "proposed"), default="proposed")
     api.add_argument("--output", "-o", help="write to a file instead of stdout")
-    sub.add_parser("clauses", help="list every clause")
+    sub.add_parser("clauses", help="list every clause with its source")
+    cov = sub.add_parser("coverage", help="the spec sections and the clauses judging each (Markdown)")
+    cov.add_argument("--output", "-o", help="write to a file instead of stdout")
     sub.add_parser("demo", help="build the document and round-trip a frame")
     args = parser.parse_args(argv)
     if args.cmd == "openapi":
@@ -50,7 +53,17 @@ def main(argv: list[str] | None = None) -> int:
         from contract.clauses import CLAUSES
 
         for c in CLAUSES.values():
-            print(f"{c.id:20} {c.level:6} {c.profile:9} {c.subject:6} {c.text}")
+            print(f"{c.id:20} {c.level:6} {c.profile:9} {c.subject:6} {c.source:10} {c.text}")
+        return 0
+    if args.cmd == "coverage":
+        from contract.spec import coverage_markdown
+
+        text = coverage_markdown()
+        if args.output:
+            with open(args.output, "w", encoding="utf-8") as fh:
+                fh.write(text)
+        else:
+            sys.stdout.write(text)
         return 0
     return _demo()
 

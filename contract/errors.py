@@ -1,8 +1,10 @@
 """Error codes, the error envelope, and finding a code inside a gateway-wrapped body.
 
-The kit's envelope (decided): every JSON error is ``{"code", "message"}``, plus a
-``detail`` list of ``{"loc", "msg", "type"}`` for validation failures, so both shapes the
-real service uses are present at once.
+The kit's envelope (decided): every JSON error is ``{"code", "message"}`` with a string
+code, plus a ``detail`` list of ``{"loc", "msg", "type"}`` for validation failures, so both
+shapes the real service uses are present at once. The spec (§3.6) also allows an integer
+``code`` or a bare ``detail`` list: :func:`is_error_envelope` accepts every allowed form and
+:func:`error_code_of` finds a code in each.
 """
 
 from __future__ import annotations
@@ -185,16 +187,49 @@ def find_error_code(body: Any, _depth: int = 0) -> str | None:
     return None
 
 
+#: The one string code the published spec documents (spec §9.3); every other string code
+#: is the kit's decision, which a real server may answer with an integer code instead.
+SPEC_STRING_CODES = frozenset({ErrorCode.CHUNK_GROUP_RESTART_REQUIRED.value})
+
+
+def _detail_ok(detail: Any) -> bool:
+    return (
+        isinstance(detail, list)
+        and bool(detail)
+        and all(
+            isinstance(d, Mapping) and isinstance(d.get("loc"), list) and isinstance(d.get("msg"), str)
+            for d in detail
+        )
+    )
+
+
 def is_error_envelope(body: Any) -> bool:
-    """True when ``body`` is the contract's envelope: a non-empty ``code`` and ``message``."""
+    """True when ``body`` takes a form spec §3.6 allows: ``{"message", "code"}`` with a
+    non-empty message and a non-empty string or an integer code, and/or a non-empty
+    ``detail`` list of ``{"loc": [...], "msg", "type"}`` (the kit's envelope has both)."""
     if not isinstance(body, Mapping):
         return False
-    code, message = body.get("code"), body.get("message")
-    if not (isinstance(code, str) and code and isinstance(message, str) and message):
-        return False
     detail = body.get("detail")
-    if detail is None:
-        return True
-    return isinstance(detail, list) and all(
-        isinstance(d, Mapping) and isinstance(d.get("loc"), list) and "msg" in d for d in detail
-    )
+    if detail is not None and not _detail_ok(detail):
+        return False
+    code, message = body.get("code"), body.get("message")
+    string_code = isinstance(code, str) and bool(code)
+    int_code = isinstance(code, int) and not isinstance(code, bool)
+    coded = isinstance(message, str) and bool(message) and (string_code or int_code)
+    return coded or detail is not None
+
+
+def error_code_of(body: Any) -> str | None:
+    """The code to report for an error body, in any allowed form: its string code, else its
+    integer code, else the ``type`` of its first ``detail`` entry."""
+    found = find_error_code(body)
+    if found or not isinstance(body, Mapping):
+        return found
+    code = body.get("code")
+    if isinstance(code, int) and not isinstance(code, bool):
+        return str(code)
+    detail = body.get("detail")
+    if isinstance(detail, list) and _detail_ok(detail):
+        kind = detail[0].get("type")
+        return kind if isinstance(kind, str) and kind else None
+    return None

@@ -435,7 +435,8 @@ class PeakMemory(Body):
 
 class StepResult(Body):
     global_steps: int = Field(..., ge=0)
-    last_lr: float
+    #: A number, or one per parameter group (spec §6.2).
+    last_lr: float | list[float]
     peak_memory: PeakMemory | None = None
     metrics: dict[str, Any] | None = None
 
@@ -462,11 +463,15 @@ class ErrorDetail(BaseModel):
 
 
 class ErrorEnvelope(BaseModel):
-    """The kit's error body (see :mod:`contract.errors`)."""
+    """An error body in any form spec §3.6 allows (see :mod:`contract.errors`): the kit's
+    ``{code: str, message, detail?}``, ``{message, code: int}`` or a bare ``detail`` list."""
 
-    model_config = ConfigDict(extra="allow")
-    code: str = Field(..., min_length=1)
-    message: str = Field(..., min_length=1)
+    model_config = ConfigDict(
+        extra="allow",
+        json_schema_extra={"anyOf": [{"required": ["code", "message"]}, {"required": ["detail"]}]},
+    )
+    code: str | int | None = None
+    message: str | None = None
     detail: list[ErrorDetail] | None = None
 
 

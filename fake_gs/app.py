@@ -22,6 +22,7 @@ from starlette.routing import BaseRoute, Route
 
 from contract.errors import ErrorCode, error_body
 from contract.routes import PREFIX_TEMPLATE, routes_for
+from fake_gs import dialect
 from fake_gs.admin import admin_routes
 from fake_gs.dispatch import make_endpoint
 from fake_gs.handlers import HANDLERS
@@ -56,6 +57,9 @@ async def http_error(request: Request, exc: Exception) -> Response:
         body = error_body(ErrorCode.ROUTE_NOT_FOUND, f"no route {request.method} {request.url.path}")
     else:
         body = error_body(ErrorCode.INVALID_ARGUMENT, str(exc.detail) or "bad request")
+    fake = getattr(request.app.state, "fake", None)
+    if fake is not None and fake.settings.spec_dialect:
+        body = dialect.error(body, exc.status_code)
     return json_response(body, exc.status_code, exc.headers)
 
 

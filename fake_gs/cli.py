@@ -66,6 +66,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="accept this bearer token (repeatable); enables auth and per-token job isolation")
     p.add_argument("--strict", action="store_true",
                    help="refuse unknown JSON fields with 400 unknown_field naming the field")
+    p.add_argument("--dialect", choices=("kit", "spec"), default=d.dialect,
+                   help="answer forms: kit (string error codes, null for empty poll fields, ...) or spec "
+                        "(the other forms the published spec allows: integer codes and detail lists, '' "
+                        "for empty poll fields, omitted zero capacity fields, last_lr lists, server-chosen "
+                        "checkpoint ids, 204 deletes, empty log pages while placing, a visible cancelling)")
     p.add_argument("--status-style", choices=("short", "enum"), default=d.status_style,
                    help="spell statuses 'running'/'done' or 'JOB_STATE_RUNNING'/'REQUEST_STATE_DONE'")
     p.add_argument("--startup", type=_timing, default=d.startup, metavar="instant|polls:N|seconds:T",
@@ -138,6 +143,7 @@ def settings_from_args(args: argparse.Namespace) -> FakeSettings:
         tokens=tuple(args.token),
         strict=args.strict,
         status_style=args.status_style,
+        dialect=args.dialect,
         startup=args.startup,
         latency=args.latency,
         result_delivery=args.result_delivery,
@@ -196,7 +202,7 @@ def tls_lines(base: str, host_port: str, tls: Any) -> list[str]:
 
 def announcement(settings: FakeSettings, base: str, host_port: str, tls: Any) -> list[str]:
     """What the fake prints once it accepts connections: where to point a client."""
-    extras = [f"profile={settings.profile}", f"engine={settings.engine}",
+    extras = [f"profile={settings.profile}", f"dialect={settings.dialect}", f"engine={settings.engine}",
               f"auth={'on' if settings.tokens else 'off'}", f"tls={'on' if tls else 'off'}"]
     if settings.mutant:
         extras.append(f"MUTANT={settings.mutant}")

@@ -17,6 +17,7 @@ from starlette.responses import PlainTextResponse, Response
 
 from contract.errors import ErrorCode, error_body
 from contract.routes import Route
+from fake_gs import dialect
 from fake_gs.auth import authenticate
 from fake_gs.errors import ApiError
 from fake_gs.faults import FaultAction
@@ -54,7 +55,14 @@ def error_response(state: AppState, exc: ApiError) -> Response:
         return json_response(error_body(ErrorCode.INTERNAL, exc.message), 500)
     if exc.status == 400 and state.mutant("bare-400"):
         return PlainTextResponse("Bad Request", 400)
-    return json_response(exc.body(), exc.status, _headers(state, exc.headers))
+    body = exc.body()
+    if exc.code == ErrorCode.JOB_NOT_FOUND and state.mutant("job-not-found-miscoded"):
+        body["code"] = ErrorCode.JOB_CONFLICT.value
+    if exc.code == ErrorCode.VALIDATION_FAILED and state.mutant("validation-unnamed"):
+        body = error_body(exc.code, "invalid request body")
+    if state.settings.spec_dialect:
+        body = dialect.error(body, exc.status)
+    return json_response(body, exc.status, _headers(state, exc.headers))
 
 
 def _seconds(value: float) -> str:

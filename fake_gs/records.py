@@ -128,6 +128,9 @@ class JobRec:
     logs: list[dict[str, Any]] = field(default_factory=list)
     #: Index (as tail-logs cursors count) of ``logs[0]``: old lines are dropped past a cap.
     log_base: int = 0
+    #: The spec dialect shows a cancelled job as ``cancelling`` to its first GET (or until
+    #: this time passes), then ``cancelled``; None: no such passage.
+    cancelling_until: float | None = None
 
     def __post_init__(self) -> None:
         if not self.updated_at:

@@ -14,6 +14,7 @@ from contract.limits import MAX_BODY_BYTES, MAX_EVENTS_CAP, MiB
 Profile = Literal["current", "proposed"]
 StatusStyle = Literal["short", "enum"]
 Delivery = Literal["auto", "inline", "chunks"]
+Dialect = Literal["kit", "spec"]
 
 
 @dataclass(frozen=True)
@@ -74,6 +75,9 @@ class FakeSettings:
     log_level: str = "info"
     #: Serve HTTPS with a certificate from a throwaway CA made at start-up (``tls`` extra).
     tls: bool = False
+    #: Answer forms: kit (the kit's own) or spec (the other forms the published spec allows;
+    #: fake_gs.dialect).
+    dialect: Dialect = "kit"
     #: Limits (rarely changed; tests use them to stay small and fast).
     max_body_bytes: int = MAX_BODY_BYTES
     max_open_groups_per_job: int = 64
@@ -115,6 +119,8 @@ class FakeSettings:
             raise ValueError(f"status_style must be short or enum, got {self.status_style!r}")
         if self.result_delivery not in ("auto", "inline", "chunks"):
             raise ValueError(f"result_delivery must be auto, inline or chunks, got {self.result_delivery!r}")
+        if self.dialect not in ("kit", "spec"):
+            raise ValueError(f"dialect must be kit or spec, got {self.dialect!r}")
         if self.result_chunk_bytes <= 8192:
             raise ValueError("result_chunk_bytes must exceed 8192 (a chunk's own header)")
         if self.max_total_gpus < 0:
@@ -150,3 +156,7 @@ class FakeSettings:
     @property
     def auth_enabled(self) -> bool:
         return bool(self.tokens)
+
+    @property
+    def spec_dialect(self) -> bool:
+        return self.dialect == "spec"

@@ -193,6 +193,8 @@ class Store:
     def status(self, job: JobRec, *, count_poll: bool = False) -> str:
         """The job's status now, advancing start-up lazily and never backwards."""
         with self.lock:
+            if job.cancelling_until is not None:
+                self._settle_cancel(job, count_poll)
             if job.status not in STARTING:
                 return job.status
             self._admit()
@@ -215,6 +217,17 @@ class Store:
                 job.updated_at = time.time()
                 job.log(f"job is {job.status}")
             return job.status
+
+    def _settle_cancel(self, job: JobRec, shown: bool) -> None:
+        """Spec dialect: ``cancelling`` is seen once (by a GET, or for a second), then the job
+        is ``cancelled``; its work was already stopped and its GPUs freed (end_job)."""
+        assert job.cancelling_until is not None
+        if shown and time.time() < job.cancelling_until:
+            job.cancelling_until = 0.0  # this GET shows cancelling; the next one settles it
+            return
+        if time.time() >= job.cancelling_until:
+            job.status, job.cancelling_until = "cancelled", None
+            job.updated_at = time.time()
 
     def list_jobs(self, owner: str, status: str | None) -> list[JobRec]:
         with self.lock:
@@ -251,6 +264,8 @@ class Store:
                 return
             if status in ACTIVE:
                 self.end_job(job, "cancelled", "cancelled by user")
+                if self.settings.spec_dialect:
+                    job.status, job.cancelling_until = "cancelling", time.time() + 1.0
                 return
             raise ApiError(ErrorCode.JOB_CONFLICT, f"job {job.job_id} is {status} and cannot be cancelled")
 

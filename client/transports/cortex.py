@@ -15,7 +15,7 @@ from client.config import ClientConfig
 from client.errors import CortexError, PollTimeout, PromptTooLong, ProtocolError
 from client.jobspec import create_job_body
 from client.rest import CortexRestClient
-from client.shaping import shape_generate_result, shape_train_result
+from client.shaping import shape_generate_result, shape_step_result, shape_train_result
 from client.transport import COLOCATION_OPS, JobIds, Request
 from contract.models import SUB_JOB_ID_WORD, GenerateRequest, ResetPrefixCachePayload, SaveRequest
 
@@ -170,7 +170,7 @@ class CortexTransport:
 
     def _step(self, job_id: str, body: dict[str, Any]) -> dict[str, Any]:
         answer = self.rest.step(job_id, body.get("learning_rate"))
-        return dict(self._wait(job_id, answer, "step"))
+        return shape_step_result(self._wait(job_id, answer, "step"))
 
     def _save(self, job_id: str, body: dict[str, Any]) -> dict[str, Any]:
         fields = {k: body.get(k) for k in SAVE_FIELDS}

@@ -91,15 +91,51 @@ def test_unknown_sub_job(gs_raw, gs_job, sub):
     soft.check()
 
 
-@checks("OP-FORWARD-1")
+@checks("OP-FORWARD-2")
 @prop(scale=0.5)
 @given(payload=forward_payloads())
 def test_forward_operation(gs_ops, payload):
-    """forward: base64 frame in, request id out, model_outputs.logprobs [B, S] when done."""
+    """forward: base64 frame in, request id out, model_outputs.logprobs [B, S] when done
+    (proposed: spec §7.1 says today's forward is not end-to-end)."""
     result = gs_ops.forward_op(payload)
     soft = Soft()
-    soft.extend("OP-FORWARD-1", check_forward_result(payload, result))
+    soft.extend("OP-FORWARD-2", check_forward_result(payload, result))
     soft.check()
+
+
+@checks("OP-FORWARD-1")
+def test_forward_over_60_mib_is_refused(gs_raw, gs_job):
+    """A forward whose frame is over 60 MiB (a valid DSSST1 frame: a small batch plus a
+    60 MiB + 1 byte blob) is refused with a 4xx, with no request to poll."""
+    ans = gs_raw.call(
+        "operation", job_id=gs_job.job_id, data=oversize_forward_body(), content_type="application/json"
+    )
+    soft = Soft()
+    refused(ans, soft, "OP-FORWARD-1")
+    soft.expect("OP-FORWARD-1", not ans.field("request_id"), f"it was scheduled: {ans.body!r}")
+    soft.check()
+
+
+def oversize_forward_body() -> bytes:
+    """The JSON operation envelope around a base64 DSSST1 frame of just over 60 MiB."""
+    import base64
+    import json
+
+    import torch
+
+    from contract import wire
+    from contract.limits import MAX_BODY_BYTES
+
+    batch = {
+        "args": (),
+        "kwargs": {"input_ids": torch.ones(1, 4, dtype=torch.int64)},
+        "blob": torch.zeros(MAX_BODY_BYTES + 1, dtype=torch.uint8),
+    }
+    frame = wire.dumps(batch, metadata=wire.standard_request_metadata())
+    head = json.dumps({"operation_type": "forward", "payload": {
+        "content_type": "application/octet-stream", "payload_b64": "@"}}).encode()
+    before, after = head.split(b"@")
+    return before + base64.b64encode(frame) + after
 
 
 @checks("OP-WSYNC-1")

@@ -273,7 +273,8 @@ def _failures(attempts) -> list[Settled]:
 
 @checks("POLL-FAILED-1")
 def test_failed_requests_carry_an_error(gs_target, gs_raw, gs_job, gs_variant):
-    """A failed request's error has a code and a message."""
+    """A failed request's error is non-empty: a message string or an object with a message
+    (and the kit's code) - spec §6.8 leaves its form open."""
     jid = gs_job.job_id
     candidates = [
         lambda: gs_raw.run_frame(
@@ -301,13 +302,12 @@ def test_failed_requests_carry_an_error(gs_target, gs_raw, gs_job, gs_variant):
     soft = Soft()
     for settled in failed:
         err = settled.error
+        described = (isinstance(err, str) and err.strip()) or (
+            isinstance(err, dict) and isinstance(err.get("message"), str) and err.get("message")
+        )
         soft.expect(
             "POLL-FAILED-1",
-            isinstance(err, dict)
-            and isinstance(err.get("code"), str)
-            and err.get("code")
-            and isinstance(err.get("message"), str)
-            and err.get("message"),
-            f"failed request error {err!r} lacks code/message",
+            described,
+            f"failed request error {err!r} is neither a message nor an object with a message",
         )
     soft.check()

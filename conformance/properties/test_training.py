@@ -97,8 +97,9 @@ def test_steps_count(gs_via, via, n):
         soft.expect(
             "STEP-RESULT-1",
             isinstance(result.get("global_steps"), int)
-            and isinstance(result.get("last_lr"), (int, float)),
-            f"step result {result!r}",
+            and learning_rates(result.get("last_lr")) is not None,
+            f"step result {result!r}: needs an integer global_steps and a last_lr that is a "
+            "number or a non-empty list of numbers (spec §6.2)",
         )
         seen.append(result.get("global_steps"))
     soft.check()
@@ -111,13 +112,29 @@ def test_steps_count(gs_via, via, n):
 @prop(scale=0.3)
 @given(lr=st.floats(min_value=1e-8, max_value=1.0, allow_nan=False))
 def test_learning_rate_reported(gs_ops, lr):
-    """A step's learning_rate comes back as last_lr."""
+    """A step's learning_rate comes back as last_lr (each entry, when it is a list)."""
     result = gs_ops.step(lr)
+    got = learning_rates(result.get("last_lr"))
     expect(
         "STEP-LR-1",
-        math.isclose(float(result.get("last_lr")), lr, rel_tol=1e-6),
+        got is not None,
+        f"last_lr {result.get('last_lr')!r} is neither a number nor a list of numbers",
+    )
+    assert got is not None
+    expect(
+        "STEP-LR-1",
+        all(math.isclose(v, lr, rel_tol=1e-6) for v in got),
         f"asked for lr {lr}, last_lr {result.get('last_lr')}",
     )
+
+
+def learning_rates(value: object) -> list[float] | None:
+    """``last_lr`` as a list of numbers: spec §6.2 allows a number or a list of them
+    (one per parameter group); None for anything else."""
+    items = value if isinstance(value, list) else [value]
+    if not items or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in items):
+        return None
+    return [float(v) for v in items]
 
 
 @checks("STEP-MEM-1")

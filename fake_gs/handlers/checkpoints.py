@@ -63,6 +63,8 @@ async def delete_checkpoint(ctx: Ctx) -> Response:
     job = ctx.job()
     await ctx.body.drain()
     ctx.store.delete_checkpoint(job, ctx.param("checkpoint_id"))
+    if ctx.settings.spec_dialect:
+        return Response(status_code=204)
     return json_response({})
 
 

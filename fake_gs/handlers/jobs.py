@@ -11,6 +11,7 @@ from starlette.responses import Response
 from contract.errors import ErrorCode, detail_entry
 from contract.models import CreateJobRequest, SubJobConfig
 from contract.models_catalog import is_known_model, is_trainable
+from fake_gs import dialect
 from fake_gs.errors import ApiError
 from fake_gs.execution_logs import run_name
 from fake_gs.handlers.common import Ctx, json_response
@@ -142,7 +143,10 @@ async def list_jobs(ctx: Ctx) -> Response:
 
 
 async def get_capacity(ctx: Ctx) -> Response:
-    return json_response(ctx.store.capacity(ctx.owner))
+    cap = ctx.store.capacity(ctx.owner)
+    if ctx.state.mutant("capacity-text"):
+        cap = {k: str(v) if isinstance(v, int) and not isinstance(v, bool) else v for k, v in cap.items()}
+    return json_response(dialect.capacity(cap) if ctx.settings.spec_dialect else cap)
 
 
 async def get_job(ctx: Ctx) -> Response:

@@ -26,6 +26,7 @@ from contract.models import (
     TailLogsPayload,
     WeightSyncPayload,
 )
+from fake_gs import dialect
 from fake_gs.errors import ApiError
 from fake_gs.handlers.common import Ctx, json_response
 from fake_gs.handlers.frames import decode_frame, refuse_legacy
@@ -199,8 +200,10 @@ async def op_cancel_request(ctx: Ctx, job: JobRec, target: SubJobRec, payload: A
 
 async def op_tail_logs(ctx: Ctx, job: JobRec, target: SubJobRec, payload: Any) -> Response:
     assert isinstance(payload, TailLogsPayload)
+    spec = ctx.settings.spec_dialect
+    cursor_in = dialect.log_cursor(payload.cursor) if spec else payload.cursor
     try:
-        start = int(payload.cursor) if payload.cursor not in (None, "") else 0
+        start = int(cursor_in) if cursor_in not in (None, "") else 0
     except (TypeError, ValueError):
         raise ApiError(ErrorCode.INVALID_ARGUMENT, "payload.cursor is not a cursor this server issued",
                        [detail_entry(("payload", "cursor"), "unknown cursor", "value_error")]) from None
@@ -214,6 +217,11 @@ async def op_tail_logs(ctx: Ctx, job: JobRec, target: SubJobRec, payload: Any) -
         entries = job.logs[first : first + lines]
         end = start + len(entries)
         eof = end >= job.log_base + len(job.logs)
+    if spec:
+        placing = ctx.store.status(job) == "placing"
+        return json_response(dialect.log_page(entries, end, eof, placing, payload.cursor))
+    if ctx.state.mutant("tail-logs-no-eof"):
+        return json_response({"entries": entries, "next_cursor": str(end)})
     return json_response({"entries": entries, "next_cursor": str(end), "eof": eof})
 
 

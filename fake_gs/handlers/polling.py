@@ -12,6 +12,7 @@ from typing import Any
 
 from starlette.responses import Response
 
+from fake_gs import dialect
 from fake_gs.delivery import decode_cursor, encode_cursor, parse_max_events
 from fake_gs.handlers.common import Ctx, json_response
 from fake_gs.records import RequestRec, rfc3339
@@ -70,7 +71,7 @@ def view(ctx: Ctx, req: RequestRec, offset: int, max_events: int) -> dict[str, A
             else:
                 result = req.result_json if req.result_json is not None else {}
         elif status == "failed":
-            error = req.error
+            error = "" if ctx.state.mutant("failed-error-empty") else req.error
         if status in ("done", "failed", "cancelled") and req.final_status is None:
             req.final_status = status
             req.updated_at = max(req.updated_at, req.created_at)
@@ -104,4 +105,6 @@ async def get_request(ctx: Ctx) -> Response:
                 await asyncio.wait_for(fut, ctx.settings.poll_wait_s)
     answer = view(ctx, req, offset, max_events)
     ctx.note("delivery", result_form(req))
-    return json_response(answer)
+    if answer["next_cursor"] is None and ctx.state.mutant("poll-next-cursor-missing"):
+        del answer["next_cursor"]
+    return json_response(dialect.poll(answer) if ctx.settings.spec_dialect else answer)

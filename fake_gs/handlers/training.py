@@ -15,6 +15,7 @@ from starlette.responses import Response
 from contract.errors import ErrorCode, detail_entry
 from contract.models import PROPOSED_METRIC_KEYS, LoadRequest, SaveRequest, StepRequest
 from contract.shapes import ShapeError, forward_expectation
+from fake_gs import dialect
 from fake_gs.chunks import ChunkGroup
 from fake_gs.errors import ApiError
 from fake_gs.handlers.common import Ctx
@@ -146,7 +147,9 @@ async def step(ctx: Ctx) -> Response:
             result["peak_memory"] = {"gpu_peak": 1.0 + 0.01 * steps, "cpu_peak": 0.5}
         if proposed:
             result["metrics"] = full_metrics(out.get("metrics"))
-        return result
+        if ctx.state.mutant("last-lr-text"):
+            result["last_lr"] = str(result["last_lr"])
+        return dialect.step_result(result) if ctx.settings.spec_dialect else result
 
     return ctx.submitted(job, store.submit(job, "step", work))
 
@@ -162,10 +165,15 @@ async def save(ctx: Ctx) -> Response:
     def work() -> dict[str, Any]:
         snapshot = store.engine.save(job.job_id, ckpt_type)
         with store.lock:
-            ckpt_id = wanted_id or f"global_step{job.global_steps}"
+            if ctx.settings.spec_dialect:  # the control plane does not forward the caller's id
+                ckpt_id = dialect.save_id(wanted_id, job.global_steps, job.checkpoints)
+            else:
+                ckpt_id = wanted_id or f"global_step{job.global_steps}"
             store.add_checkpoint(job, CheckpointRec(ckpt_id, job.global_steps, job.last_loss, time.time(),
                                                     ckpt_type, snapshot, n_gpus))
             steps = job.global_steps
+        if ctx.state.mutant("saved-id-unloadable"):
+            ckpt_id += "-unsaved"
         return {
             "checkpoint_id": ckpt_id,
             "checkpoint_path": f"fake-gs://{job.job_id}/checkpoints/{ckpt_id}",

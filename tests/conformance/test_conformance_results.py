@@ -9,7 +9,7 @@ import pytest
 
 from conformance import report
 from conformance.results import ClauseBook, RunResults, TestOutcome, clause_ids
-from contract.clauses import for_profile
+from contract.clauses import CLAUSES, for_profile
 
 
 def book(*outcomes: TestOutcome) -> ClauseBook:
@@ -146,3 +146,78 @@ def test_write_by_suffix(mixed, tmp_path):
     for name in ("r.html", "r.md", "r.xml", "r.json", "r.txt"):
         path = report.write(mixed, tmp_path / name)
         assert path.stat().st_size > 100
+
+
+def _all_must_green(profile: str = "current") -> list[TestOutcome]:
+    return [TestOutcome(c.id, (c.id,), "passed") for c in for_profile(profile) if c.level == "MUST"]
+
+
+def test_four_states_and_clauses_outside_the_profile_are_not_applicable():
+    b = book(
+        TestOutcome("g", ("STEP-LR-1",), "passed"),
+        TestOutcome("r", ("CG-RESTART-1",), "failed", ("CG-RESTART-1",), example="x"),
+        TestOutcome("s", ("AUTH-ISOLATION-1",), "skipped", skip_reason="needs a second token"),
+    )
+    res = b.results("current", "t")
+    v = {x.id: x for x in res.verdicts}
+    assert len(res.verdicts) == len(CLAUSES)
+    assert v["PROP-FNG-1"].status == "not-applicable" and "current" in v["PROP-FNG-1"].reason
+    assert v["SEM-KL-1"].status == "not-applicable"
+    assert (v["STEP-LR-1"].status, v["CG-RESTART-1"].status) == ("green", "red")
+    assert v["AUTH-ISOLATION-1"].status == "skipped" and "--token2" in v["AUTH-ISOLATION-1"].enable
+    assert set(res.counts()) == {"green", "red", "skipped", "not-applicable"}
+    for page in (report.text(res), report.markdown(res), report.html_page(res), report.junit(res)):
+        assert "not-applicable" in page or "N/A" in page
+        assert "--token2" in page  # what would enable the skipped clause
+
+
+def test_a_skipped_must_fails_only_with_require_all():
+    outcomes = [o for o in _all_must_green() if o.nodeid != "CAP-QUEUE-1"]
+    outcomes.append(
+        TestOutcome("q", ("CAP-QUEUE-1",), "skipped", skip_reason="needs the embedded fake's admin API")
+    )
+    lenient = book(*outcomes).results("current", "http://x", url=True)
+    assert lenient.ok and lenient.failing() == []
+    strict = book(*outcomes).results("current", "http://x", url=True, require_all=True)
+    assert not strict.ok and [v.id for v in strict.failing()] == ["CAP-QUEUE-1"]
+    assert "--require-all: 1 skipped MUST clauses fail the run: CAP-QUEUE-1" in report.text(strict)
+    assert RunResults.from_json(strict.to_json()).require_all
+
+
+def test_a_red_decided_clause_never_fails_a_url_run_but_fails_the_embedded_one():
+    decided = CLAUSES["JOB-RUNNING-1"]
+    assert decided.source == "decided" and decided.level == "MUST"
+    outcomes = [o for o in _all_must_green() if o.nodeid != decided.id]
+    outcomes.append(TestOutcome("d", (decided.id,), "failed", (decided.id,), example="got 400"))
+    on_url = book(*outcomes).results("current", "http://x", url=True)
+    verdict = next(v for v in on_url.verdicts if v.id == decided.id)
+    assert verdict.status == "red" and not verdict.binding and on_url.ok
+    assert "never fails a run against a URL" in report.text(on_url)
+    root = ET.fromstring(report.junit(on_url))
+    assert root.find(".//failure") is None
+    embedded = book(*outcomes).results("current", "embedded fake", url=False)
+    assert not embedded.ok
+
+
+def test_a_spec_clause_red_fails_a_url_run():
+    outcomes = [o for o in _all_must_green() if o.nodeid != "SAVE-LOAD-1"]
+    outcomes.append(TestOutcome("d", ("SAVE-LOAD-1",), "failed", example="steps not restored"))
+    assert not book(*outcomes).results("current", "http://x", url=True).ok
+
+
+def test_a_property_that_crashes_is_reported_as_unable_to_judge():
+    """An exception other than an assertion (an answer of a type the property did not
+    expect) is a red with a message saying the answer could not be judged."""
+    from conformance.plugin import _example
+    from conformance.verdict import ClauseViolation
+
+    try:
+        float([0.1])  # type: ignore[arg-type]
+    except TypeError:
+        crash = pytest.ExceptionInfo.from_current()
+    assert _example(crash).startswith("the property could not judge the server's answer (TypeError")
+    try:
+        raise ClauseViolation(["STEP-LR-1"], "lr 1 != 2")
+    except ClauseViolation:
+        violation = pytest.ExceptionInfo.from_current()
+    assert _example(violation).startswith("lr 1 != 2")

@@ -12,6 +12,7 @@ from contract.errors import (
     ErrorCode,
     detail_entry,
     error_body,
+    error_code_of,
     find_error_code,
     is_error_envelope,
 )
@@ -31,6 +32,18 @@ def test_envelope_shapes() -> None:
     assert not is_error_envelope({"message": "no code"})
     assert not is_error_envelope({"code": "", "message": "x"})
     assert not is_error_envelope("text")
+
+
+def test_every_form_spec_3_6_allows_is_an_envelope_and_has_a_code() -> None:
+    """The spec's forms: an integer code, a bare detail list (loc from "body")."""
+    numeric = {"message": "job not found", "code": 404}
+    detail = {"detail": [{"loc": ["body", "model_name"], "msg": "required", "type": "missing"}]}
+    for body, code in ((numeric, "404"), (detail, "missing"), ({"code": "job_not_found", "message": "m"}, "job_not_found")):
+        assert is_error_envelope(body) and error_code_of(body) == code
+    assert find_error_code(numeric) is None  # retry decisions see only string codes
+    for bad in ({"code": 404}, {"message": "m", "code": True}, {"detail": []},
+                {"detail": [{"msg": "no loc"}]}, {"message": "m", "code": 404, "detail": "x"}):
+        assert not is_error_envelope(bad), bad
 
 
 def test_code_found_in_nested_and_wrapped_bodies() -> None:

@@ -105,8 +105,14 @@ def _every_op(fake: Fake, *, profile: str) -> dict[str, Any]:
     return seen
 
 
-def test_every_op_proposed_profile_strict(make_fake: Any) -> None:
-    with make_fake(profile="proposed", strict=True, startup="polls:3", latency="polls:2") as fake:
+#: The kit's answer forms and the other forms the spec allows (fake-gs --dialect).
+DIALECTS = ["kit", "spec"]
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_every_op_proposed_profile_strict(make_fake: Any, dialect: str) -> None:
+    with make_fake(profile="proposed", strict=True, startup="polls:3", latency="polls:2",
+                   dialect=dialect) as fake:
         seen = _every_op(fake, profile="proposed")
     groups = [g for g in seen["live"]["chunk_groups"] if g["route"] == "forward_backward"]
     assert groups and all(g["total_chunks"] > 3 for g in groups)
@@ -114,8 +120,9 @@ def test_every_op_proposed_profile_strict(make_fake: Any) -> None:
     assert seen["live"]["jobs"][seen["job"]]["forward_backward_executions"] == 1
 
 
-def test_every_op_current_profile(make_fake: Any) -> None:
-    with make_fake(profile="current", strict=True, startup="polls:2") as fake:
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_every_op_current_profile(make_fake: Any, dialect: str) -> None:
+    with make_fake(profile="current", strict=True, startup="polls:2", dialect=dialect) as fake:
         seen = _every_op(fake, profile="current")
     # today's server has no metrics block: the loss-only answer is shaped for the integrations
     assert seen["fb"]["metrics"] == {"grad_norm": None}
@@ -130,9 +137,10 @@ def test_proposed_route_against_a_current_server_is_a_clear_404(make_fake: Any) 
         assert "route=forward_no_grad" in str(info.value)
 
 
+@pytest.mark.parametrize("dialect", DIALECTS)
 @pytest.mark.parametrize("style", ["short", "enum"])
-def test_both_status_styles(make_fake: Any, style: str) -> None:
-    with make_fake(status_style=style, startup="polls:2", latency="polls:2") as fake:
+def test_both_status_styles(make_fake: Any, style: str, dialect: str) -> None:
+    with make_fake(status_style=style, startup="polls:2", latency="polls:2", dialect=dialect) as fake:
         with create_client(fake.config()) as client:
             raw = client.transport.rest.get_job(client.job_id)  # type: ignore[attr-defined]
             assert raw["status"] == ("JOB_STATE_RUNNING" if style == "enum" else "running")

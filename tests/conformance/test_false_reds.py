@@ -1,0 +1,82 @@
+"""The suite passes good servers: the fake, judged as any URL would be (through a plain
+loopback proxy that forwards only the service prefix), in each answer dialect, exits 0 with
+no red clause in profile ``current`` with default options; ``--require-all`` turns the
+clauses it could not judge there into a failure that names them.
+
+The mutant self-test (test_mutants.py) proves the suite catches bad servers; this proves it
+does not fail good ones. The two full runs take a minute or two each, so they are marked
+``slow``: ``tox -e tests`` (CI, ``.ci/run``) runs them, ``-m "not slow"`` leaves them out
+of a quick local run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from loopback_proxy import loopback_proxy
+
+TOKEN = "false-reds-token"
+TIMEOUT_S = 900
+
+
+@pytest.fixture(params=["kit", "spec"])
+def proxied_fake(request: pytest.FixtureRequest) -> Iterator[str]:
+    """The fake (profile current, auth on, the dialect) behind a loopback proxy."""
+    from fake_gs import FakeSettings, serve_in_background
+
+    settings = FakeSettings(port=0, profile="current", tokens=(TOKEN,), dialect=request.param,
+                            log_level="warning")
+    with serve_in_background(settings) as upstream, loopback_proxy(str(upstream)) as url:
+        yield url
+
+
+def gs_conformance(url: str, out: Path, *args: str) -> tuple[int, dict[str, Any], str, float]:
+    """Run ``gs-conformance --url URL`` in a fresh interpreter; (exit, results, output, s)."""
+    json_path = out / "results.json"
+    env = {**os.environ, "GS_TOKEN": TOKEN, "PYTHONDONTWRITEBYTECODE": "1", "NO_COLOR": "1"}
+    cmd = [sys.executable, "-m", "conformance.cli", "--url", url, "--profile", "current",
+           "--json", str(json_path), "--quiet", *args]
+    started = time.monotonic()
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT_S, env=env)
+    took = time.monotonic() - started
+    results = json.loads(json_path.read_text()) if json_path.exists() else {}
+    return proc.returncode, results, proc.stdout + proc.stderr, took
+
+
+@pytest.mark.slow
+def test_a_conformant_server_exits_0_with_no_red(proxied_fake: str, tmp_path: Path) -> None:
+    code, results, output, took = gs_conformance(proxied_fake, tmp_path)
+    red = [v["id"] for v in results.get("verdicts", []) if v["status"] == "red"]
+    assert results, output[-3000:]
+    assert red == [], output[-6000:]
+    assert code == 0, output[-3000:]
+    counts = results["counts"]
+    assert counts["green"] > 100 and counts["not-applicable"] > 0, counts
+    print(f"\nproxy run ({proxied_fake}): {took:.1f}s, {counts}")
+
+
+def test_require_all_fails_on_the_skipped_musts_and_names_them(
+    proxied_fake: str, tmp_path: Path
+) -> None:
+    """Restricted to the auth clauses (fast): the isolation clauses need a second token and
+    the admin clause the fake's admin API, so against a URL they are skipped; --require-all
+    fails the run and names each."""
+    lenient, results, _, _ = gs_conformance(proxied_fake, tmp_path, "--clauses", "AUTH-*")
+    skipped = sorted(v["id"] for v in results["verdicts"] if v["status"] == "skipped")
+    assert skipped == ["AUTH-ADMIN-1", "AUTH-ISOLATION-1", "AUTH-ISOLATION-2"], results["counts"]
+    assert lenient == 0
+    strict, _, output, _ = gs_conformance(
+        proxied_fake, tmp_path, "--clauses", "AUTH-*", "--require-all"
+    )
+    assert strict == 1, output[-3000:]
+    assert "--require-all: 3 skipped MUST clauses fail the run" in output
+    assert all(cid in output for cid in skipped)
+    assert "--token2" in output  # what would enable the isolation clauses

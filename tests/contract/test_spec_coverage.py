@@ -1,0 +1,69 @@
+"""Every clause names its source, every cited section exists, every normative section of the
+spec is judged or says why not, and docs/spec-coverage.md is the generated table."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from contract.__main__ import main
+from contract.clauses import CLAUSES
+from contract.spec import SECTIONS, by_source, coverage_gaps, coverage_markdown, source_problems
+
+ROOT = Path(__file__).resolve().parents[2]
+SNAPSHOT = ROOT / "docs" / "spec-coverage.md"
+SPEC_NAME = "DSS-Server-API-Specification.md"
+
+
+def test_every_clause_names_a_valid_source() -> None:
+    assert source_problems() == []
+    assert sum(by_source().values()) == len(CLAUSES)
+
+
+@pytest.mark.parametrize(
+    ("source", "fragment"),
+    [("", "is not spec"), ("spec §99.9", "names no section"), ("spec 6.3", "is not spec"),
+     ("guess", "is not spec")],
+)
+def test_a_missing_or_unknown_source_is_reported(source: str, fragment: str) -> None:
+    bad = replace(CLAUSES["SAVE-ID-1"], source=source)
+    problems = source_problems([bad])
+    assert len(problems) == 1 and fragment in problems[0] and "SAVE-ID-1" in problems[0]
+
+
+def test_every_rules_section_has_a_clause_or_a_reason() -> None:
+    assert coverage_gaps() == []
+
+
+def test_snapshot_matches_the_generated_table() -> None:
+    assert SNAPSHOT.read_text(encoding="utf-8") == coverage_markdown(), (
+        "docs/spec-coverage.md drifted: regenerate with "
+        "`python -m contract coverage -o docs/spec-coverage.md` and review the diff"
+    )
+
+
+def test_cli_prints_the_table(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["coverage"]) == 0
+    assert capsys.readouterr().out == coverage_markdown()
+    assert main(["clauses"]) == 0
+    assert "spec §9.3" in capsys.readouterr().out
+
+
+def _spec_document() -> Path | None:
+    """The published spec, kept beside the checkout (not in it: it is not the kit's text)."""
+    for parent in ROOT.parents:
+        candidate = parent / "shared" / "reference" / SPEC_NAME
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def test_sections_are_the_documents_headings() -> None:
+    doc = _spec_document()
+    if doc is None:
+        pytest.skip(f"{SPEC_NAME} is not beside this checkout")
+    numbers = re.findall(r"^#{2,3} (\d+(?:\.\d+)?)\.? ", doc.read_text(encoding="utf-8"), re.M)
+    assert numbers == list(SECTIONS)
