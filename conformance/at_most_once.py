@@ -45,7 +45,10 @@ def _save(rest: CortexRestClient, job: str) -> Any:
 
 
 def _weight_sync(rest: CortexRestClient, job: str) -> Any:
-    return rest.operation_result(job, "weight-sync", rest.operation(job, "weight-sync", {}))
+    # The training sub-job is the sender; naming it is required where several receivers
+    # exist (spec §7.4, OP-HINT-1).
+    answer = rest.operation(job, "weight-sync", {}, sub_job_type="training")
+    return rest.operation_result(job, "weight-sync", answer)
 
 
 def _generate(rest: CortexRestClient, job: str) -> Any:

@@ -22,14 +22,11 @@ from typing import Any
 
 import pytest
 
+from conformance.checks import SHAPE_ENGINE_SKIP
 from conformance.verdict import expect
 from contract.clauses import checks
 
 VIA = ["raw", "client"]
-SHAPE_SKIP = (
-    "semantic clauses need a real model; the target runs the shape engine, whose values are "
-    "synthetic (run --gs-engine tiny, or against a real server)"
-)
 #: k3 estimate of KL(sampler || trainer) allowed after a weight-sync (SEM-KL-1).
 KL_MAX = 0.05
 ROUNDS = 3
@@ -157,7 +154,7 @@ def sem_factory(gs_target: Any, request: pytest.FixtureRequest) -> Callable[[str
     """``sem_factory(via)``: the semantic ops on the shared job (skips on the shape engine
     before any job is created)."""
     if gs_target.embedded and gs_target.engine == "shape":
-        pytest.skip(SHAPE_SKIP)
+        pytest.skip(SHAPE_ENGINE_SKIP)
     knobs = FAKE if gs_target.embedded else REAL
 
     def make(via: str = "raw") -> Sem:

@@ -145,13 +145,14 @@ def test_settings_marker_isolation_and_state(pytester):
     result = run(pytester, """
         URLS = []
 
-        @pytest.mark.fake_gs(dialect="enum", latency="polls:2")
+        @pytest.mark.fake_gs(status_style="enum", dialect="spec", latency="polls:2")
         def test_enum(fake_gs):
             URLS.append(fake_gs.base_url)
             job = create(fake_gs).json()["job_id"]
             got = requests.get(fake_gs.service_url + "/" + job, headers=fake_gs.headers).json()
             assert got["status"].startswith("JOB_STATE_")
-            assert fake_gs.settings.status_style == "enum" and str(fake_gs.settings.latency) == "polls:2"
+            assert fake_gs.settings.status_style == "enum" and fake_gs.settings.dialect == "spec"
+            assert str(fake_gs.settings.latency) == "polls:2"
 
         def test_own_account_a(fake_gs):
             URLS.append(fake_gs.base_url)
