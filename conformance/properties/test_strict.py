@@ -21,6 +21,7 @@ from conformance.checks import names_field, refused
 from conformance.driver_raw import Answer, RawDriver, encode
 from conformance.fake_admin import FakeAdmin
 from conformance.ops import RawOps
+from conformance.properties.test_semantic import SHAPE_SKIP
 from conformance.variants import JobRef, variant_job
 from conformance.verdict import Soft, expect
 from contract.clauses import checks
@@ -374,7 +375,7 @@ def test_sampler_from_weights_serves_them(gs_target, gs_raw, gs_job, gs_ops, gs_
     """After training, a sampler created from the saved weights generates what the trained
     job's synced sampler generates (same tokens, log-probs within tolerance)."""
     if gs_target.embedded and gs_target.engine == "shape":
-        pytest.skip("semantic clauses need a real model; run --gs-engine tiny or a real server")
+        pytest.skip(SHAPE_SKIP)
     import torch
 
     ids = torch.tensor([list(b"abababababab")] * 2)
