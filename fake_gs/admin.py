@@ -82,7 +82,7 @@ async def hold_job(state: AppState, request: Request, body: BodyReader) -> Respo
     job = state.store.jobs.get(request.path_params["job_id"])
     if job is None:
         raise ApiError(ErrorCode.JOB_NOT_FOUND, f"job {request.path_params['job_id']!r} not found")
-    state.store.hold(job, on)
+    state.store.executors.hold(job.job_id, on)
     return json_response({"job_id": job.job_id, "hold": on})
 
 

@@ -14,6 +14,8 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 log = logging.getLogger("fake_gs.executor")
+#: An admin hold releases itself after this long, so a forgotten one cannot wedge a job.
+HOLD_MAX_S = 120.0
 
 
 class SerialQueue:
@@ -61,6 +63,8 @@ class Executors:
     def __init__(self, threads: int) -> None:
         self._pool = ThreadPoolExecutor(max_workers=max(1, threads), thread_name_prefix="fake-gs-job")
         self._queues: dict[str, SerialQueue] = {}
+        #: Jobs an admin hold blocks: job id -> the event that releases the hold.
+        self._holds: dict[str, threading.Event] = {}
         self._lock = threading.Lock()
 
     def queue(self, job_id: str) -> SerialQueue:
@@ -70,9 +74,28 @@ class Executors:
                 q = self._queues[job_id] = SerialQueue(self._pool)
             return q
 
+    def hold(self, job_id: str, on: bool) -> None:
+        """Block the job's queue (``on``): tasks submitted meanwhile wait, not started, until
+        the hold is released (admin API; lets a test cancel a request that has not started)."""
+        with self._lock:
+            event = self._holds.pop(job_id, None)
+            if on:
+                self._holds[job_id] = held = threading.Event()
+        if event is not None:
+            event.set()
+        if on:
+
+            def wait() -> None:
+                held.wait(HOLD_MAX_S)
+
+            self.queue(job_id).submit(wait)
+
     def close_job(self, job_id: str) -> None:
         with self._lock:
             q = self._queues.pop(job_id, None)
+            hold = self._holds.pop(job_id, None)
+        if hold is not None:
+            hold.set()
         if q is not None:
             q.close()
 
@@ -80,6 +103,10 @@ class Executors:
         with self._lock:
             queues = list(self._queues.values())
             self._queues.clear()
+            holds = list(self._holds.values())
+            self._holds.clear()
+        for hold in holds:
+            hold.set()
         for q in queues:
             q.close()
 

@@ -37,8 +37,6 @@ ACTIVE = {s.value for s in JOB_STARTUP_ORDER}
 STARTING = ("pending", "placing", "initializing")
 TERMINAL = {"cancelled", "terminated", "failed", "done"}
 #: Request failures caused by the request's content rather than by a bug.
-#: An admin hold releases itself after this long, so a forgotten one cannot wedge a job.
-HOLD_MAX_S = 120.0
 INPUT_ERRORS = (ValueError, LookupError, TypeError, RuntimeError, ArithmeticError)
 
 
@@ -59,8 +57,6 @@ class Store:
         self.jobs: dict[str, JobRec] = {}
         #: Ids of jobs being created (between new_job and register_job).
         self._reserved: set[str] = set()
-        #: Jobs whose executor an admin hold blocks (job id -> the event that releases it).
-        self._holds: dict[str, threading.Event] = {}
         self.requests: dict[str, RequestRec] = {}
         self.groups: dict[str, dict[str, ChunkGroup]] = {}
         self.exports: dict[str, ExportRec] = {}
@@ -91,15 +87,8 @@ class Store:
     def mutant(self, name: str) -> bool:
         return self.settings.mutant == name
 
-    def _release_holds(self) -> None:
-        with self.lock:
-            for event in self._holds.values():
-                event.set()
-            self._holds.clear()
-
     def reset(self) -> None:
         with self.lock:
-            self._release_holds()
             self.executors.close_all()
             if self._engine is not None:
                 for job_id in list(self.jobs):
@@ -107,7 +96,6 @@ class Store:
             self._reset_state()
 
     def close(self) -> None:
-        self._release_holds()
         self.executors.shutdown()
         self.execution_logs.close()
 
@@ -277,9 +265,6 @@ class Store:
             job.updated_at = time.time()
             job.log(f"job {status}: {reason}" if reason else f"job {status}")
             self.executors.close_job(job.job_id)
-            hold = self._holds.pop(job.job_id, None)
-            if hold is not None:
-                hold.set()
             for req in self.requests.values():
                 if req.job_id == job.job_id and req.final_status is None and not req.executed:
                     self._cancel_request(req)
@@ -495,22 +480,6 @@ class Store:
                 return False, "failed" if req.error else "done"
             self._cancel_request(req)
             return True, "cancelled"
-
-    def hold(self, job: JobRec, on: bool) -> None:
-        """Admin: block the job's executor (``on``) so later requests stay queued, not started,
-        until released; lets tests cancel a request that has certainly not started."""
-        with self.lock:
-            event = self._holds.pop(job.job_id, None)
-            if event is not None:
-                event.set()
-            if not on:
-                return
-            event = self._holds[job.job_id] = threading.Event()
-
-        def wait() -> None:
-            event.wait(HOLD_MAX_S)
-
-        self.executors.queue(job.job_id).submit(wait)
 
     # --- chunk groups ---------------------------------------------------------------------
 

@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from client.config import ClientConfig
-from client.errors import CortexError, PollTimeout, PromptTooLong, ProtocolError
+from client.errors import ConfigError, CortexError, PollTimeout, PromptTooLong, ProtocolError
 from client.jobspec import create_job_body
 from client.rest import CortexRestClient
 from client.shaping import shape_generate_result, shape_step_result, shape_train_result
@@ -186,6 +186,10 @@ class CortexTransport:
         return dict(self._wait(job_id, answer, "load"))
 
     def _generate(self, job_id: str, body: dict[str, Any]) -> dict[str, Any]:
+        if self.ids is not None and self.ids.job_id == job_id and not self.ids.sampling:
+            # The service refuses generation on a job without a sampling sub-job (spec §1.1).
+            raise ConfigError(f"job {job_id} has no sampling sub-job to generate with "
+                              "(configure sampling_gpus > 0)")
         limit = (self.ids.sampling_max_seq_len if self.ids else None) or self.config.max_seq_len
         check_prompt_lengths(body.get("prompts"), limit, job_id=job_id)
         frame = {k: body[k] for k in GENERATE_FIELDS if body.get(k) is not None}

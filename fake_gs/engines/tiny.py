@@ -702,7 +702,9 @@ class _Row:
         self.params = params
         self.generator = torch.Generator().manual_seed(int(seed) % (2**63))
         room = max_seq_len - len(self.prompt) if max_seq_len > 0 else params.max_tokens
-        self.max_new = max(1, min(params.max_tokens, room))
+        if room < 1:  # prompt + output never exceed max_seq_len (GEN-SEQLEN-1)
+            raise ValueError(f"a prompt of {len(self.prompt)} tokens leaves no room under max_seq_len {max_seq_len}")
+        self.max_new = min(params.max_tokens, room)
         stop = params.stop
         self.stops = [stop] if isinstance(stop, str) else [s for s in (stop or []) if s]
         extra = params.model_extra or {}

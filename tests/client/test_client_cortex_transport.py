@@ -119,6 +119,24 @@ def test_generate_checks_prompt_length_before_sending() -> None:
     assert not rest.calls
 
 
+def test_generate_on_a_job_without_a_sampler_fails_before_sending() -> None:
+    """The service refuses generation on a training-only job (spec §1.1): say so locally."""
+    from client.errors import ConfigError
+
+    t, rest = _transport()
+    t.ids = JobIds(JOB, f"{JOB}:training:0", None, None, True, None)
+    with pytest.raises(ConfigError, match="no sampling sub-job"):
+        t.call(Request("generate", JOB, {"prompts": [[1, 2]]}))
+    assert not rest.calls
+
+
+def test_sync_weights_names_the_training_receiver() -> None:
+    t, rest = _transport({"operation": {"request_id": "r1"}})
+    t.call(Request("sync-weights", JOB, {}))
+    args, kwargs = _called(rest, "operation")
+    assert args[1] == "weight-sync" and kwargs == {"sub_job_id": f"{JOB}:training:0"}
+
+
 def test_generate_sends_only_frame_fields_and_lists_tensors() -> None:
     t, rest = _transport({"generate": {"job_id": JOB, "results": [
         {"text": "a", "token_ids": torch.tensor([1, 2]), "logprobs": torch.tensor([-0.5, -0.25])}]}})

@@ -226,6 +226,8 @@ def test_generation_never_exceeds_max_seq_len(eapi: Api) -> None:
     req = {"prompts": [prompt] * 4, "sampling_params": {"max_tokens": 100_000, "temperature": 1.0, "ignore_eos": True}}
     for item in eapi.result(job, eapi.submit_frame(job, "generate", req))["results"]:
         assert len(prompt) + len(item["token_ids"]) <= 64
+    too_long = eapi.wait(job, eapi.submit_frame(job, "generate", {"prompts": ["x " * 100]}))
+    assert too_long["status"] == "failed" and "max_seq_len" in too_long["error"]["message"]
 
 
 # --- capacity per account (spec §5.4) ------------------------------------------------------
