@@ -20,7 +20,8 @@ ArcticTraining's (spec §10.3): model kwargs under ``kwargs``, and ``advantages`
 4. ``fwd_bwd`` + ``step`` per mini-batch with ``loss_fn="verl_grpo"``;
 5. ``sync_weights`` so the next rollout samples the updated policy.
 
-Run (starts the fake itself when neither ``--base-url`` nor ``--host`` is given)::
+Run (starts the fake in this process, on a free port, when neither ``--base-url`` nor
+``--host`` is given)::
 
     python examples/grpo_toy.py --steps 30 --csv grpo.csv --png grpo.png
     python examples/grpo_toy.py --host "$CORTEX_HOST" --layout arctic   # https + PAT
@@ -28,9 +29,10 @@ Run (starts the fake itself when neither ``--base-url`` nor ``--host`` is given)
 ``--host`` addresses the service as recipes do (``https://{host}``, the PAT from
 ``$CORTEX_PAT``); against ``fake-gs --tls`` export the CA bundle it prints.
 
-Prompts are tokenised here, as the tiny engine's byte tokenizer does (UTF-8 bytes, BOS
-257, PAD 256), and sent as token ids, so the batch's prompt tokens are exactly what the
-sampler saw. tqdm and matplotlib are optional.
+The task, the advantages and both batch layouts live beside this file in
+``grpo_batches.py``. Prompts are tokenised there, as the tiny engine's byte tokenizer
+does, and sent as token ids, so the batch's prompt tokens are exactly what the sampler
+saw. tqdm and matplotlib are optional.
 """
 
 from __future__ import annotations
@@ -38,11 +40,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import csv
-import queue
-import re
-import subprocess
-import sys
-import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
@@ -50,9 +47,17 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from grpo_batches import (
+    PAD_ID,
+    arctic_payload,
+    build_rollout,
+    encode_prompt,
+    group_advantages,
+    reward,
+    slice_old_log_probs,
+    verl_payload,
+)
 
-PAD_ID = 256
-BOS_ID = 257
 DEFAULT_PROMPTS = ("Say a:", "aaa? ", "Write: ", "Go!")
 
 
@@ -87,11 +92,6 @@ class StepRecord:
     seconds: float
 
 
-def slice_old_log_probs(shifted: torch.Tensor, prompt_len: int, response_len: int) -> torch.Tensor:
-    """Response token ``j`` sits at ``P+j``; its log-prob is shifted column ``P-1+j``."""
-    return shifted[:, prompt_len - 1 : prompt_len - 1 + response_len]
-
-
 def _sync(client: Any) -> None:
     client.sync_weights(cuda_ipc=False, low_memory=False)
 
@@ -103,62 +103,6 @@ class Hooks:
     advantages: Callable[[torch.Tensor], torch.Tensor] = field(default=lambda adv: adv)
     old_log_probs: Callable[[torch.Tensor, int, int], torch.Tensor] = slice_old_log_probs
     sync_weights: Callable[[Any], None] = _sync
-
-
-# --- the toy task --------------------------------------------------------------------------
-
-
-def encode_prompt(text: str) -> list[int]:
-    return [BOS_ID, *text.encode("utf-8")]
-
-
-def reward(token_ids: Sequence[int], target: str, max_tokens: int) -> float:
-    """Fraction of the ``max_tokens`` slots holding a target byte (stopping early earns less)."""
-    wanted = set(target.encode("utf-8"))
-    return sum(1 for t in token_ids if t in wanted) / max_tokens
-
-
-def group_advantages(rewards: torch.Tensor, group_size: int, eps: float = 1e-6) -> torch.Tensor:
-    """GRPO: each reward minus its group's mean, over the group's std."""
-    groups = rewards.view(-1, group_size)
-    mean = groups.mean(-1, keepdim=True)
-    std = groups.std(-1, keepdim=True) if group_size > 1 else torch.ones_like(mean)
-    return ((groups - mean) / (std + eps)).view(-1)
-
-
-@dataclass
-class Rollout:
-    """A verl-layout batch: prompts left-padded to P, responses right-padded to R."""
-
-    input_ids: torch.Tensor
-    attention_mask: torch.Tensor
-    position_ids: torch.Tensor
-    prompts: torch.Tensor
-    responses: torch.Tensor
-    response_mask: torch.Tensor
-    prompt_len: int
-    response_len: int
-
-
-def build_rollout(
-    prompt_ids: Sequence[list[int]], responses: Sequence[list[int]], response_len: int
-) -> Rollout:
-    b = len(prompt_ids)
-    p, r = max(len(x) for x in prompt_ids), response_len
-    input_ids = torch.full((b, p + r), PAD_ID, dtype=torch.long)
-    attn = torch.zeros((b, p + r), dtype=torch.long)
-    resp = torch.full((b, r), PAD_ID, dtype=torch.long)
-    resp_mask = torch.zeros((b, r), dtype=torch.float32)
-    for i, (pid, rid) in enumerate(zip(prompt_ids, responses, strict=True)):
-        rid = list(rid)[:r]
-        input_ids[i, p - len(pid) : p] = torch.tensor(pid)
-        attn[i, p - len(pid) : p + len(rid)] = 1
-        if rid:
-            input_ids[i, p : p + len(rid)] = torch.tensor(rid)
-            resp[i, : len(rid)] = torch.tensor(rid)
-            resp_mask[i, : len(rid)] = 1.0
-    position_ids = (attn.cumsum(-1) - 1).clamp_min(0)
-    return Rollout(input_ids, attn, position_ids, input_ids[:, :p].clone(), resp, resp_mask, p, r)
 
 
 def _as_list(value: Any) -> list[Any]:
@@ -185,56 +129,6 @@ def _logprobs(answer: dict[str, Any]) -> torch.Tensor:
 def _metric(answer: dict[str, Any], name: str) -> float:
     value = answer.get(name, answer.get("metrics", {}).get(name))
     return float(value) if value is not None else float("nan")
-
-
-# --- the two batch layouts -------------------------------------------------------------------
-
-
-def verl_payload(batch: dict[str, torch.Tensor], meta: dict[str, Any]) -> Callable[[Any], Any]:
-    """verl: every tensor under ``batch`` ([B, R] RL tensors), loss settings in ``meta``."""
-
-    def make(rows: torch.Tensor) -> dict[str, Any]:
-        return {
-            "batch": {k: v[rows] for k, v in batch.items()},
-            "meta": meta,
-            "processing": {"loss_fn": "verl_grpo", "post": []},
-        }
-
-    return make
-
-
-def arctic_payload(
-    roll: Rollout, advantages: torch.Tensor, old_shifted: torch.Tensor, cfg: ToyConfig
-) -> Callable[[Any], Any]:
-    """ArcticTraining: model kwargs only under ``kwargs``; the RL side in ``context``.
-
-    ``advantages`` and ``loss_mask`` are token-aligned with ``input_ids`` ([B, P+R], zero
-    over the prompt); the old log-probs go as fwd_no_grad returned them, shifted, under
-    ``old_log_probs_shifted`` (spec §10.4), so no slicing is needed on this side.
-    """
-    p = roll.prompt_len
-    full_adv = torch.nn.functional.pad(advantages, (p, 0))
-    full_mask = torch.nn.functional.pad(roll.response_mask, (p, 0))
-    kwargs = {
-        "input_ids": roll.input_ids,
-        "attention_mask": roll.attention_mask,
-        "position_ids": roll.position_ids,
-    }
-    context = {"advantages": full_adv, "loss_mask": full_mask, "old_log_probs_shifted": old_shifted}
-
-    def make(rows: torch.Tensor) -> dict[str, Any]:
-        return {
-            "args": [],
-            "kwargs": {k: v[rows] for k, v in kwargs.items()},
-            "context": {
-                **{k: v[rows] for k, v in context.items()},
-                "eps_clip": cfg.clip_ratio,
-                "loss_agg_mode": "token-mean",
-            },
-            "processing": {"loss_fn": "grpo", "post": []},
-        }
-
-    return make
 
 
 # --- the loop --------------------------------------------------------------------------------
@@ -290,7 +184,7 @@ def run_grpo(
         }
         old = _logprobs(client.fwd_no_grad({"batch": batch, "meta": meta}))
         if cfg.layout == "arctic":
-            make = arctic_payload(roll, advantages, old, cfg)
+            make = arctic_payload(roll, advantages, old, cfg.clip_ratio)
         else:
             batch["old_log_probs"] = hooks.old_log_probs(old, roll.prompt_len, roll.response_len)
             batch["advantages"] = advantages
@@ -324,47 +218,14 @@ def run_grpo(
 # --- running against the fake ----------------------------------------------------------------
 
 
-def _pump(stream: Any, lines: queue.Queue[str | None]) -> None:
-    """Forward the server's output lines; keeps its pipe drained for the whole run."""
-    for line in stream:
-        lines.put(line)
-    lines.put(None)
-
-
 @contextlib.contextmanager
-def fake_server(
-    seed: int = 0, extra_args: Sequence[str] = (), timeout_s: float = 60.0
-) -> Iterator[str]:
-    """Start ``python -m fake_gs --port 0 --engine tiny`` and yield the base URL it prints."""
-    cmd = [sys.executable, "-m", "fake_gs", "--port", "0", "--engine", "tiny", "--seed", str(seed)]
-    proc = subprocess.Popen(
-        [*cmd, *extra_args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-    )
-    lines: queue.Queue[str | None] = queue.Queue()
-    threading.Thread(target=_pump, args=(proc.stdout, lines), daemon=True).start()
-    try:
-        seen: list[str] = []
-        deadline = time.monotonic() + timeout_s
-        base_url = None
-        while base_url is None:
-            try:
-                line = lines.get(timeout=max(0.0, deadline - time.monotonic()))
-            except queue.Empty:
-                line = None
-            if line is None:
-                raise RuntimeError("fake-gs did not print a base URL:\n" + "".join(seen))
-            seen.append(line)
-            match = re.search(r"https?://[\w.\-\[\]:]+", line)
-            if match:
-                base_url = match.group(0).rstrip("/")
+def fake_server(seed: int = 0, **settings: Any) -> Iterator[str]:
+    """A ``fake-gs --engine tiny`` in this process on a free loopback port; yields its
+    base URL. ``settings`` are further ``FakeSettings`` fields (``tls=True``, ...)."""
+    from fake_gs.server import serve_in_background
+
+    with serve_in_background(engine="tiny", seed=seed, **settings) as base_url:
         yield base_url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 def make_client(base_url: str | None, cfg: ToyConfig, host: str | None = None) -> Any:
