@@ -143,10 +143,9 @@ def run_grpo(
     """Run ``cfg.steps`` GRPO steps through ``client`` (an ArcticRLClient); one record per step."""
     hooks = hooks or Hooks()
     prompt_ids = [encode_prompt(p) for p in cfg.prompts for _ in range(cfg.group_size)]
-    batch_size = len(prompt_ids)
-    if batch_size % cfg.mini_batches:
+    if len(prompt_ids) % cfg.mini_batches:
         raise ValueError(
-            f"batch {batch_size} is not divisible into {cfg.mini_batches} mini-batches"
+            f"batch {len(prompt_ids)} is not divisible into {cfg.mini_batches} mini-batches"
         )
     meta = {
         "pad_token_id": PAD_ID,
@@ -158,61 +157,72 @@ def run_grpo(
     }
     records: list[StepRecord] = []
     for step in range(cfg.steps):
-        started = time.perf_counter()
-        params = [
-            {
-                "max_tokens": cfg.max_tokens,
-                "temperature": cfg.temperature,
-                "seed": cfg.seed * 1_000_003 + step * batch_size + i,
-                "logprobs": 0,
-            }
-            for i in range(batch_size)
-        ]
-        results = _results(client.generate(prompt_ids, params))
-        responses = [[int(t) for t in _as_list(r["token_ids"])] for r in results]
-        rewards = torch.tensor([reward(r, cfg.target, cfg.max_tokens) for r in responses])
-        roll = build_rollout(prompt_ids, responses, cfg.max_tokens)
-        seq_adv = hooks.advantages(group_advantages(rewards, cfg.group_size))
-        advantages = seq_adv[:, None] * roll.response_mask
-        batch = {
-            "input_ids": roll.input_ids,
-            "attention_mask": roll.attention_mask,
-            "position_ids": roll.position_ids,
-            "prompts": roll.prompts,
-            "responses": roll.responses,
-            "response_mask": roll.response_mask,
-        }
-        old = _logprobs(client.fwd_no_grad({"batch": batch, "meta": meta}))
-        if cfg.layout == "arctic":
-            make = arctic_payload(roll, advantages, old, cfg.clip_ratio)
-        else:
-            batch["old_log_probs"] = hooks.old_log_probs(old, roll.prompt_len, roll.response_len)
-            batch["advantages"] = advantages
-            make = verl_payload(batch, meta)
-        losses, grad_norms, kls, clips = [], [], [], []
-        order = torch.randperm(batch_size, generator=torch.Generator().manual_seed(cfg.seed + step))
-        for part in order.chunk(cfg.mini_batches):
-            answer = client.fwd_bwd(make(part))
-            losses.append(
-                _metric(answer, "avg_loss") if "avg_loss" in answer else _metric(answer, "loss")
-            )
-            kls.append(_metric(answer, "ppo_kl"))
-            clips.append(_metric(answer, "pg_clipfrac"))
-            grad_norms.append(_metric(client.step(), "grad_norm"))
-        hooks.sync_weights(client)
-        record = StepRecord(
-            step=step,
-            mean_reward=float(rewards.mean()),
-            loss=sum(losses) / len(losses),
-            grad_norm=sum(grad_norms) / len(grad_norms),
-            ppo_kl=sum(kls) / len(kls),
-            pg_clipfrac=sum(clips) / len(clips),
-            seconds=time.perf_counter() - started,
-        )
+        record = grpo_step(client, cfg, hooks, prompt_ids, meta, step)
         records.append(record)
         if on_step is not None:
             on_step(record)
     return records
+
+
+def sample(client: Any, cfg: ToyConfig, prompt_ids: list[list[int]], step: int) -> list[list[int]]:
+    """Step 1: one seeded completion per prompt row, as token ids."""
+    params = [
+        {
+            "max_tokens": cfg.max_tokens,
+            "temperature": cfg.temperature,
+            "seed": cfg.seed * 1_000_003 + step * len(prompt_ids) + i,
+            "logprobs": 0,
+        }
+        for i in range(len(prompt_ids))
+    ]
+    results = _results(client.generate(prompt_ids, params))
+    return [[int(t) for t in _as_list(r["token_ids"])] for r in results]
+
+
+def grpo_step(client: Any, cfg: ToyConfig, hooks: Hooks, prompt_ids: list[list[int]],
+              meta: dict[str, Any], step: int) -> StepRecord:
+    """Steps 1-5 of the module docstring, once."""
+    started = time.perf_counter()
+    responses = sample(client, cfg, prompt_ids, step)
+    rewards = torch.tensor([reward(r, cfg.target, cfg.max_tokens) for r in responses])
+    roll = build_rollout(prompt_ids, responses, cfg.max_tokens)
+    seq_adv = hooks.advantages(group_advantages(rewards, cfg.group_size))
+    advantages = seq_adv[:, None] * roll.response_mask
+    batch = {
+        "input_ids": roll.input_ids,
+        "attention_mask": roll.attention_mask,
+        "position_ids": roll.position_ids,
+        "prompts": roll.prompts,
+        "responses": roll.responses,
+        "response_mask": roll.response_mask,
+    }
+    old = _logprobs(client.fwd_no_grad({"batch": batch, "meta": meta}))
+    if cfg.layout == "arctic":
+        make = arctic_payload(roll, advantages, old, cfg.clip_ratio)
+    else:
+        batch["old_log_probs"] = hooks.old_log_probs(old, roll.prompt_len, roll.response_len)
+        batch["advantages"] = advantages
+        make = verl_payload(batch, meta)
+    metrics = train(client, make, len(prompt_ids), cfg, step)
+    hooks.sync_weights(client)
+    return StepRecord(step=step, mean_reward=float(rewards.mean()), **metrics,
+                      seconds=time.perf_counter() - started)
+
+
+def train(client: Any, make: Callable[[torch.Tensor], Any], batch_size: int, cfg: ToyConfig,
+          step: int) -> dict[str, float]:
+    """Step 4: ``fwd_bwd`` + ``step`` per shuffled mini-batch; the metrics' means."""
+    seen: dict[str, list[float]] = {"loss": [], "grad_norm": [], "ppo_kl": [], "pg_clipfrac": []}
+    order = torch.randperm(batch_size, generator=torch.Generator().manual_seed(cfg.seed + step))
+    for part in order.chunk(cfg.mini_batches):
+        answer = client.fwd_bwd(make(part))
+        seen["loss"].append(
+            _metric(answer, "avg_loss") if "avg_loss" in answer else _metric(answer, "loss")
+        )
+        seen["ppo_kl"].append(_metric(answer, "ppo_kl"))
+        seen["pg_clipfrac"].append(_metric(answer, "pg_clipfrac"))
+        seen["grad_norm"].append(_metric(client.step(), "grad_norm"))
+    return {name: sum(values) / len(values) for name, values in seen.items()}
 
 
 # --- running against the fake ----------------------------------------------------------------
@@ -328,7 +338,7 @@ def save_execution_logs(client: Any, directory: Path) -> None:
         print(f"execution log: {path} ({len(item['content'].splitlines())} lines)")
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     ap.add_argument("--base-url", help="a running fake-gs --engine tiny; started here if omitted")
     ap.add_argument("--host", help="address https://HOST with the PAT in $CORTEX_PAT (recipe style)")
@@ -348,7 +358,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                     help="after the run, download the job's execution logs (spec §12.2) into DIR")
     ap.add_argument("--csv", type=Path, default=Path("grpo_toy.csv"))
     ap.add_argument("--png", type=Path, default=Path("grpo_toy.png"))
-    args = ap.parse_args(argv)
+    return ap
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
     cfg = ToyConfig(
         steps=args.steps,
         group_size=args.group_size,
