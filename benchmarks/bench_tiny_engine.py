@@ -36,8 +36,8 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
-# The GRPO example's ``python -m fake_gs --port 0 --engine tiny`` subprocess, yielding the
-# base URL it prints: the server as a user runs it.
+# The GRPO example's fake start: ``fake-gs --engine tiny`` in this process on a free port
+# (``serve_in_background``), yielding its base URL.
 from grpo_toy import fake_server  # noqa: E402
 
 MODEL = "Qwen/Qwen3-0.6B"

@@ -28,6 +28,7 @@ from typing import Any
 import requests
 from urllib3.exceptions import ConnectTimeoutError, NewConnectionError
 
+from client.backoff import Backoff
 from client.errors import (
     AmbiguousOutcome,
     ChunkGroupConflict,
@@ -377,11 +378,11 @@ class HttpSession:
 
     def _wait_before_resend(self, call: _Call, failure: CortexError,
                             retry_after: float | None) -> None:
-        delay = self._backoff(call.attempt, retry_after)
-        if self.clock() + delay >= call.deadline:
+        backoff = Backoff.for_retries(self.settings.retry, sleep=self.sleep, clock=self.clock,
+                                      rng=self.rng)
+        if not backoff.pause(call.attempt, call.deadline, hint=retry_after):
             raise self._out_of_time(call, failure,
                                     f"deadline passed while retrying after: {failure.message}")
-        self.sleep(delay)
 
     def _out_of_time(self, call: _Call, failure: CortexError | None, message: str) -> CortexError:
         failure = failure or call.last_failure
@@ -411,14 +412,6 @@ class HttpSession:
         if (call.key and self.settings.idempotency_keys is None
                 and response.headers.get(IDEMPOTENCY_KEY_HEADER) == call.key):
             self.keys_supported = True
-
-    def _backoff(self, attempt: int, retry_after: float | None) -> float:
-        policy = self.settings.retry
-        if retry_after is not None:
-            return min(retry_after, policy.backoff_cap_s)
-        base = policy.delay(attempt)
-        jittered = base * (1 + self.rng.uniform(-policy.jitter, policy.jitter))
-        return max(0.0, min(jittered, policy.backoff_cap_s))
 
     @staticmethod
     def _answer(route: Route, method: str, url: str, response: requests.Response) -> Answer:

@@ -13,8 +13,10 @@ import binascii
 import hashlib
 import time
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, TypedDict, Unpack
 
+from client.backoff import Backoff
 from client.errors import (
     DeadlineExceeded,
     JobFailed,
@@ -76,6 +78,120 @@ def decode_result(result: Any, chunk_events: list[Mapping[str, Any]]) -> Any:
     return result
 
 
+class Timing(TypedDict, total=False):
+    """Injected time for a wait (tests pass a virtual clock and sleep)."""
+
+    sleep: Callable[[float], None]
+    clock: Callable[[], float]
+
+
+@dataclass
+class Turn:
+    """What one poll page means to the loop: values to hand out, then stop, go on at once
+    (the page brought progress and more is ready: no back-off, back-off restarts), or
+    back off and poll again."""
+
+    values: tuple[Any, ...] = ()
+    done: bool = False
+    progress: bool = False
+    #: Raised once ``values`` are handed out (a stream's last events precede its failure).
+    error: Exception | None = None
+
+
+def poll(
+    fetch: Callable[[float], Mapping[str, Any]],
+    judge: Callable[[Mapping[str, Any]], Turn],
+    *,
+    late: Callable[[], str],
+    context: dict[str, Any],
+    policy: PollPolicy,
+    sleep: Callable[[float], None] = time.sleep,
+    clock: Callable[[], float] = time.monotonic,
+) -> Iterator[Any]:
+    """The client's one poll loop: fetch a page, let ``judge`` read it (it raises typed
+    failures), hand out its values, and back off while nothing moves. Running past
+    ``policy.timeout_s`` is a ``PollTimeout`` (message ``late()``) named by ``context``."""
+    backoff = Backoff.for_polls(policy, sleep=sleep, clock=clock)
+    deadline = clock() + policy.timeout_s
+    attempt = 0
+    while True:
+        turn = judge(_within(late(), context, fetch, deadline))
+        yield from turn.values
+        if turn.error is not None:
+            raise turn.error
+        if turn.done:
+            return
+        if turn.progress:
+            attempt = 0
+            continue
+        if not backoff.pause(attempt, deadline):
+            raise PollTimeout(late(), **context)
+        attempt += 1
+
+
+def _first(values: Iterator[Any]) -> Any:
+    for value in values:
+        return value
+    raise AssertionError("a poll ended without a value")  # pragma: no cover - judge bug
+
+
+class _RequestWatch:
+    """Reads request-status pages: collects checked result chunks, follows the cursor."""
+
+    def __init__(self, fetch: PageFetcher, context: dict[str, Any], timeout_s: float) -> None:
+        self.page_fetcher, self.context, self.timeout_s = fetch, context, timeout_s
+        self.status = str(RequestState.PENDING)
+        self.cursor: str | None = None
+        self.chunks: list[Mapping[str, Any]] = []
+
+    def fetch(self, deadline: float) -> Mapping[str, Any]:
+        return self.page_fetcher(self.cursor, deadline)
+
+    def late(self) -> str:
+        return f"request still {self.status} after {self.timeout_s:g} s"
+
+    def judge(self, page: Mapping[str, Any]) -> Turn:
+        self.status = normalize_request_state(page.get("status"))
+        events = page.get("events") or []
+        for event in events:
+            if isinstance(event, Mapping) and event.get("type") == RESULT_CHUNK:
+                check_chunk_event(event, route=self.context["route"],
+                                  request_id=self.context["request_id"])
+                self.chunks.append(event)
+        if page.get("next_cursor"):
+            self.cursor = str(page["next_cursor"])
+            if events:
+                return Turn(progress=True)  # more pages of a ready result
+        if self.status == RequestState.DONE:
+            return Turn((self._decode(page.get("result")),), done=True)
+        ended = _ending(page, self.status, "request", self.context)
+        if ended is not None:
+            raise ended
+        if self.status not in REQUEST_IN_FLIGHT:
+            raise ProtocolError(f"unknown request status {page.get('status')!r}", **self.context)
+        return Turn()
+
+    def _decode(self, result: Any) -> Any:
+        try:
+            return decode_result(result, self.chunks)
+        except ProtocolError:
+            raise
+        except Exception as exc:  # the codec's WireError and friends
+            raise ProtocolError(f"cannot decode result: {exc}", **self.context) from exc
+
+
+def _ending(page: Mapping[str, Any], status: str, what: str,
+            context: dict[str, Any]) -> Exception | None:
+    """The typed failure of a failed or cancelled request (or stream), else None."""
+    error = page.get("error")
+    if status == RequestState.FAILED:
+        return RequestFailed(f"{what} failed: {_describe(error)}", error=error,
+                             code=_code_of(error), **context)
+    if status == RequestState.CANCELLED:
+        return RequestCancelled(f"{what} was cancelled", error=error, **context)
+    return None
+
+
 def wait_request(
     fetch: PageFetcher,
     *,
@@ -83,51 +199,13 @@ def wait_request(
     job_id: str,
     request_id: str,
     policy: PollPolicy,
-    sleep: Callable[[float], None] = time.sleep,
-    clock: Callable[[], float] = time.monotonic,
+    **timing: Unpack[Timing],
 ) -> Any:
     """Poll until terminal; return the decoded result or raise a typed failure."""
-    deadline = clock() + policy.timeout_s
-    cursor: str | None = None
-    chunks: list[Mapping[str, Any]] = []
-    attempt = 0
-    context: dict[str, Any] = {"route": route, "job_id": job_id, "request_id": request_id}
-    status = str(RequestState.PENDING)
-    while True:
-        late = f"request still {status} after {policy.timeout_s:g} s"
-        page = _within(late, context, fetch, cursor, deadline)
-        status = normalize_request_state(page.get("status"))
-        events = page.get("events") or []
-        for event in events:
-            if isinstance(event, Mapping) and event.get("type") == RESULT_CHUNK:
-                check_chunk_event(event, route=route, request_id=request_id)
-                chunks.append(event)
-        next_cursor = page.get("next_cursor")
-        if next_cursor:
-            cursor = str(next_cursor)
-            if events:
-                continue  # more pages of a ready result: fetch at once, no back-off
-        if status == RequestState.DONE:
-            try:
-                return decode_result(page.get("result"), chunks)
-            except Exception as exc:  # the codec's WireError and friends
-                if isinstance(exc, ProtocolError):
-                    raise
-                raise ProtocolError(f"cannot decode result: {exc}", **context) from exc
-        if status == RequestState.FAILED:
-            raise RequestFailed(f"request failed: {_describe(page.get('error'))}",
-                                error=page.get("error"), code=_code_of(page.get("error")), **context)
-        if status == RequestState.CANCELLED:
-            raise RequestCancelled("request was cancelled", error=page.get("error"), **context)
-        if status not in REQUEST_IN_FLIGHT:
-            raise ProtocolError(f"unknown request status {page.get('status')!r}", **context)
-        delay = policy.delay(attempt)
-        attempt += 1
-        if clock() + delay > deadline:
-            raise PollTimeout(
-                f"request still {status} after {policy.timeout_s:g} s", **context
-            )
-        sleep(delay)
+    context = {"route": route, "job_id": job_id, "request_id": request_id}
+    watch = _RequestWatch(fetch, context, policy.timeout_s)
+    return _first(poll(watch.fetch, watch.judge, late=watch.late, context=context,
+                       policy=policy, **timing))
 
 
 def iter_stream_events(
@@ -137,38 +215,24 @@ def iter_stream_events(
     job_id: str,
     request_id: str,
     policy: PollPolicy,
-    sleep: Callable[[float], None] = time.sleep,
-    clock: Callable[[], float] = time.monotonic,
+    **timing: Unpack[Timing],
 ) -> Iterator[dict[str, Any]]:
     """Drain generate-stream events (each returned once) until the ``done`` event."""
-    deadline = clock() + policy.timeout_s
-    attempt = 0
     context: dict[str, Any] = {"route": route, "job_id": job_id, "request_id": request_id}
-    status = str(RequestState.PENDING)
-    while True:
-        late = f"stream still {status} after {policy.timeout_s:g} s"
-        page = _within(late, context, fetch, None, deadline)
+    seen = {"status": str(RequestState.PENDING)}
+
+    def judge(page: Mapping[str, Any]) -> Turn:
         events = [dict(e) for e in page.get("events") or [] if isinstance(e, Mapping)]
-        for event in events:
-            yield event
+        for at, event in enumerate(events):
             if event.get("type") == "done":
-                return
-        status = normalize_request_state(page.get("status"))
-        if status == RequestState.FAILED:
-            raise RequestFailed(f"stream failed: {_describe(page.get('error'))}",
-                                error=page.get("error"), **context)
-        if status == RequestState.CANCELLED:
-            raise RequestCancelled("stream was cancelled", **context)
-        if status == RequestState.DONE and not events:
-            return
-        if events:
-            attempt = 0
-            continue
-        delay = policy.delay(attempt)
-        attempt += 1
-        if clock() + delay > deadline:
-            raise PollTimeout(f"stream still {status} after {policy.timeout_s:g} s", **context)
-        sleep(delay)
+                return Turn(tuple(events[:at + 1]), done=True)
+        seen["status"] = status = normalize_request_state(page.get("status"))
+        return Turn(tuple(events), done=status == RequestState.DONE and not events,
+                    progress=bool(events), error=_ending(page, status, "stream", context))
+
+    return poll(lambda deadline: fetch(None, deadline), judge,
+                late=lambda: f"stream still {seen['status']} after {policy.timeout_s:g} s",
+                context=context, policy=policy, **timing)
 
 
 def wait_job_running(
@@ -176,31 +240,28 @@ def wait_job_running(
     *,
     job_id: str,
     policy: PollPolicy,
-    sleep: Callable[[float], None] = time.sleep,
-    clock: Callable[[], float] = time.monotonic,
+    **timing: Unpack[Timing],
 ) -> dict[str, Any]:
     """Poll the job until ``running``; a terminal state raises ``JobFailed`` with its reason."""
-    deadline = clock() + policy.timeout_s
-    attempt = 0
-    state = str(JobState.PENDING)
-    while True:
-        late = f"job still {state} after {policy.timeout_s:g} s"
-        job = dict(_within(late, {"route": "get_job", "job_id": job_id}, get_job, deadline))
-        state = normalize_job_state(job.get("status"))
+    context: dict[str, Any] = {"route": "get_job", "job_id": job_id}
+    seen = {"state": str(JobState.PENDING)}
+
+    def judge(page: Mapping[str, Any]) -> Turn:
+        job = dict(page)
+        seen["state"] = state = normalize_job_state(job.get("status"))
         if state == JobState.RUNNING:
-            return job
+            return Turn((job,), done=True)
         if state in JOB_TERMINAL or state == JobState.CANCELLING:
             reason = str(job.get("reason") or "")
             raise JobFailed(
                 f"job ended {state} before running" + (f": {reason}" if reason else ""),
-                state=state, reason=reason, route="get_job", job_id=job_id,
+                state=state, reason=reason, **context,
             )
-        delay = policy.delay(attempt)
-        attempt += 1
-        if clock() + delay > deadline:
-            raise PollTimeout(f"job still {state} after {policy.timeout_s:g} s",
-                              route="get_job", job_id=job_id)
-        sleep(delay)
+        return Turn()
+
+    return _first(poll(get_job, judge,
+                       late=lambda: f"job still {seen['state']} after {policy.timeout_s:g} s",
+                       context=context, policy=policy, **timing))
 
 
 def _within(

@@ -20,7 +20,8 @@ ArcticTraining's (spec §10.3): model kwargs under ``kwargs``, and ``advantages`
 4. ``fwd_bwd`` + ``step`` per mini-batch with ``loss_fn="verl_grpo"``;
 5. ``sync_weights`` so the next rollout samples the updated policy.
 
-Run (starts the fake itself when neither ``--base-url`` nor ``--host`` is given)::
+Run (starts the fake in this process, on a free port, when neither ``--base-url`` nor
+``--host`` is given)::
 
     python examples/grpo_toy.py --steps 30 --csv grpo.csv --png grpo.png
     python examples/grpo_toy.py --host "$CORTEX_HOST" --layout arctic   # https + PAT
@@ -28,9 +29,10 @@ Run (starts the fake itself when neither ``--base-url`` nor ``--host`` is given)
 ``--host`` addresses the service as recipes do (``https://{host}``, the PAT from
 ``$CORTEX_PAT``); against ``fake-gs --tls`` export the CA bundle it prints.
 
-Prompts are tokenised here, as the tiny engine's byte tokenizer does (UTF-8 bytes, BOS
-257, PAD 256), and sent as token ids, so the batch's prompt tokens are exactly what the
-sampler saw. tqdm and matplotlib are optional.
+The task, the advantages and both batch layouts live beside this file in
+``grpo_batches.py``. Prompts are tokenised there, as the tiny engine's byte tokenizer
+does, and sent as token ids, so the batch's prompt tokens are exactly what the sampler
+saw. tqdm and matplotlib are optional.
 """
 
 from __future__ import annotations
@@ -38,11 +40,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import csv
-import queue
-import re
-import subprocess
-import sys
-import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
@@ -50,9 +47,17 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from grpo_batches import (
+    PAD_ID,
+    arctic_payload,
+    build_rollout,
+    encode_prompt,
+    group_advantages,
+    reward,
+    slice_old_log_probs,
+    verl_payload,
+)
 
-PAD_ID = 256
-BOS_ID = 257
 DEFAULT_PROMPTS = ("Say a:", "aaa? ", "Write: ", "Go!")
 
 
@@ -87,11 +92,6 @@ class StepRecord:
     seconds: float
 
 
-def slice_old_log_probs(shifted: torch.Tensor, prompt_len: int, response_len: int) -> torch.Tensor:
-    """Response token ``j`` sits at ``P+j``; its log-prob is shifted column ``P-1+j``."""
-    return shifted[:, prompt_len - 1 : prompt_len - 1 + response_len]
-
-
 def _sync(client: Any) -> None:
     client.sync_weights(cuda_ipc=False, low_memory=False)
 
@@ -103,62 +103,6 @@ class Hooks:
     advantages: Callable[[torch.Tensor], torch.Tensor] = field(default=lambda adv: adv)
     old_log_probs: Callable[[torch.Tensor, int, int], torch.Tensor] = slice_old_log_probs
     sync_weights: Callable[[Any], None] = _sync
-
-
-# --- the toy task --------------------------------------------------------------------------
-
-
-def encode_prompt(text: str) -> list[int]:
-    return [BOS_ID, *text.encode("utf-8")]
-
-
-def reward(token_ids: Sequence[int], target: str, max_tokens: int) -> float:
-    """Fraction of the ``max_tokens`` slots holding a target byte (stopping early earns less)."""
-    wanted = set(target.encode("utf-8"))
-    return sum(1 for t in token_ids if t in wanted) / max_tokens
-
-
-def group_advantages(rewards: torch.Tensor, group_size: int, eps: float = 1e-6) -> torch.Tensor:
-    """GRPO: each reward minus its group's mean, over the group's std."""
-    groups = rewards.view(-1, group_size)
-    mean = groups.mean(-1, keepdim=True)
-    std = groups.std(-1, keepdim=True) if group_size > 1 else torch.ones_like(mean)
-    return ((groups - mean) / (std + eps)).view(-1)
-
-
-@dataclass
-class Rollout:
-    """A verl-layout batch: prompts left-padded to P, responses right-padded to R."""
-
-    input_ids: torch.Tensor
-    attention_mask: torch.Tensor
-    position_ids: torch.Tensor
-    prompts: torch.Tensor
-    responses: torch.Tensor
-    response_mask: torch.Tensor
-    prompt_len: int
-    response_len: int
-
-
-def build_rollout(
-    prompt_ids: Sequence[list[int]], responses: Sequence[list[int]], response_len: int
-) -> Rollout:
-    b = len(prompt_ids)
-    p, r = max(len(x) for x in prompt_ids), response_len
-    input_ids = torch.full((b, p + r), PAD_ID, dtype=torch.long)
-    attn = torch.zeros((b, p + r), dtype=torch.long)
-    resp = torch.full((b, r), PAD_ID, dtype=torch.long)
-    resp_mask = torch.zeros((b, r), dtype=torch.float32)
-    for i, (pid, rid) in enumerate(zip(prompt_ids, responses, strict=True)):
-        rid = list(rid)[:r]
-        input_ids[i, p - len(pid) : p] = torch.tensor(pid)
-        attn[i, p - len(pid) : p + len(rid)] = 1
-        if rid:
-            input_ids[i, p : p + len(rid)] = torch.tensor(rid)
-            resp[i, : len(rid)] = torch.tensor(rid)
-            resp_mask[i, : len(rid)] = 1.0
-    position_ids = (attn.cumsum(-1) - 1).clamp_min(0)
-    return Rollout(input_ids, attn, position_ids, input_ids[:, :p].clone(), resp, resp_mask, p, r)
 
 
 def _as_list(value: Any) -> list[Any]:
@@ -187,56 +131,6 @@ def _metric(answer: dict[str, Any], name: str) -> float:
     return float(value) if value is not None else float("nan")
 
 
-# --- the two batch layouts -------------------------------------------------------------------
-
-
-def verl_payload(batch: dict[str, torch.Tensor], meta: dict[str, Any]) -> Callable[[Any], Any]:
-    """verl: every tensor under ``batch`` ([B, R] RL tensors), loss settings in ``meta``."""
-
-    def make(rows: torch.Tensor) -> dict[str, Any]:
-        return {
-            "batch": {k: v[rows] for k, v in batch.items()},
-            "meta": meta,
-            "processing": {"loss_fn": "verl_grpo", "post": []},
-        }
-
-    return make
-
-
-def arctic_payload(
-    roll: Rollout, advantages: torch.Tensor, old_shifted: torch.Tensor, cfg: ToyConfig
-) -> Callable[[Any], Any]:
-    """ArcticTraining: model kwargs only under ``kwargs``; the RL side in ``context``.
-
-    ``advantages`` and ``loss_mask`` are token-aligned with ``input_ids`` ([B, P+R], zero
-    over the prompt); the old log-probs go as fwd_no_grad returned them, shifted, under
-    ``old_log_probs_shifted`` (spec §10.4), so no slicing is needed on this side.
-    """
-    p = roll.prompt_len
-    full_adv = torch.nn.functional.pad(advantages, (p, 0))
-    full_mask = torch.nn.functional.pad(roll.response_mask, (p, 0))
-    kwargs = {
-        "input_ids": roll.input_ids,
-        "attention_mask": roll.attention_mask,
-        "position_ids": roll.position_ids,
-    }
-    context = {"advantages": full_adv, "loss_mask": full_mask, "old_log_probs_shifted": old_shifted}
-
-    def make(rows: torch.Tensor) -> dict[str, Any]:
-        return {
-            "args": [],
-            "kwargs": {k: v[rows] for k, v in kwargs.items()},
-            "context": {
-                **{k: v[rows] for k, v in context.items()},
-                "eps_clip": cfg.clip_ratio,
-                "loss_agg_mode": "token-mean",
-            },
-            "processing": {"loss_fn": "grpo", "post": []},
-        }
-
-    return make
-
-
 # --- the loop --------------------------------------------------------------------------------
 
 
@@ -249,10 +143,9 @@ def run_grpo(
     """Run ``cfg.steps`` GRPO steps through ``client`` (an ArcticRLClient); one record per step."""
     hooks = hooks or Hooks()
     prompt_ids = [encode_prompt(p) for p in cfg.prompts for _ in range(cfg.group_size)]
-    batch_size = len(prompt_ids)
-    if batch_size % cfg.mini_batches:
+    if len(prompt_ids) % cfg.mini_batches:
         raise ValueError(
-            f"batch {batch_size} is not divisible into {cfg.mini_batches} mini-batches"
+            f"batch {len(prompt_ids)} is not divisible into {cfg.mini_batches} mini-batches"
         )
     meta = {
         "pad_token_id": PAD_ID,
@@ -264,107 +157,85 @@ def run_grpo(
     }
     records: list[StepRecord] = []
     for step in range(cfg.steps):
-        started = time.perf_counter()
-        params = [
-            {
-                "max_tokens": cfg.max_tokens,
-                "temperature": cfg.temperature,
-                "seed": cfg.seed * 1_000_003 + step * batch_size + i,
-                "logprobs": 0,
-            }
-            for i in range(batch_size)
-        ]
-        results = _results(client.generate(prompt_ids, params))
-        responses = [[int(t) for t in _as_list(r["token_ids"])] for r in results]
-        rewards = torch.tensor([reward(r, cfg.target, cfg.max_tokens) for r in responses])
-        roll = build_rollout(prompt_ids, responses, cfg.max_tokens)
-        seq_adv = hooks.advantages(group_advantages(rewards, cfg.group_size))
-        advantages = seq_adv[:, None] * roll.response_mask
-        batch = {
-            "input_ids": roll.input_ids,
-            "attention_mask": roll.attention_mask,
-            "position_ids": roll.position_ids,
-            "prompts": roll.prompts,
-            "responses": roll.responses,
-            "response_mask": roll.response_mask,
-        }
-        old = _logprobs(client.fwd_no_grad({"batch": batch, "meta": meta}))
-        if cfg.layout == "arctic":
-            make = arctic_payload(roll, advantages, old, cfg)
-        else:
-            batch["old_log_probs"] = hooks.old_log_probs(old, roll.prompt_len, roll.response_len)
-            batch["advantages"] = advantages
-            make = verl_payload(batch, meta)
-        losses, grad_norms, kls, clips = [], [], [], []
-        order = torch.randperm(batch_size, generator=torch.Generator().manual_seed(cfg.seed + step))
-        for part in order.chunk(cfg.mini_batches):
-            answer = client.fwd_bwd(make(part))
-            losses.append(
-                _metric(answer, "avg_loss") if "avg_loss" in answer else _metric(answer, "loss")
-            )
-            kls.append(_metric(answer, "ppo_kl"))
-            clips.append(_metric(answer, "pg_clipfrac"))
-            grad_norms.append(_metric(client.step(), "grad_norm"))
-        hooks.sync_weights(client)
-        record = StepRecord(
-            step=step,
-            mean_reward=float(rewards.mean()),
-            loss=sum(losses) / len(losses),
-            grad_norm=sum(grad_norms) / len(grad_norms),
-            ppo_kl=sum(kls) / len(kls),
-            pg_clipfrac=sum(clips) / len(clips),
-            seconds=time.perf_counter() - started,
-        )
+        record = grpo_step(client, cfg, hooks, prompt_ids, meta, step)
         records.append(record)
         if on_step is not None:
             on_step(record)
     return records
 
 
+def sample(client: Any, cfg: ToyConfig, prompt_ids: list[list[int]], step: int) -> list[list[int]]:
+    """Step 1: one seeded completion per prompt row, as token ids."""
+    params = [
+        {
+            "max_tokens": cfg.max_tokens,
+            "temperature": cfg.temperature,
+            "seed": cfg.seed * 1_000_003 + step * len(prompt_ids) + i,
+            "logprobs": 0,
+        }
+        for i in range(len(prompt_ids))
+    ]
+    results = _results(client.generate(prompt_ids, params))
+    return [[int(t) for t in _as_list(r["token_ids"])] for r in results]
+
+
+def grpo_step(client: Any, cfg: ToyConfig, hooks: Hooks, prompt_ids: list[list[int]],
+              meta: dict[str, Any], step: int) -> StepRecord:
+    """Steps 1-5 of the module docstring, once."""
+    started = time.perf_counter()
+    responses = sample(client, cfg, prompt_ids, step)
+    rewards = torch.tensor([reward(r, cfg.target, cfg.max_tokens) for r in responses])
+    roll = build_rollout(prompt_ids, responses, cfg.max_tokens)
+    seq_adv = hooks.advantages(group_advantages(rewards, cfg.group_size))
+    advantages = seq_adv[:, None] * roll.response_mask
+    batch = {
+        "input_ids": roll.input_ids,
+        "attention_mask": roll.attention_mask,
+        "position_ids": roll.position_ids,
+        "prompts": roll.prompts,
+        "responses": roll.responses,
+        "response_mask": roll.response_mask,
+    }
+    old = _logprobs(client.fwd_no_grad({"batch": batch, "meta": meta}))
+    if cfg.layout == "arctic":
+        make = arctic_payload(roll, advantages, old, cfg.clip_ratio)
+    else:
+        batch["old_log_probs"] = hooks.old_log_probs(old, roll.prompt_len, roll.response_len)
+        batch["advantages"] = advantages
+        make = verl_payload(batch, meta)
+    metrics = train(client, make, len(prompt_ids), cfg, step)
+    hooks.sync_weights(client)
+    return StepRecord(step=step, mean_reward=float(rewards.mean()), **metrics,
+                      seconds=time.perf_counter() - started)
+
+
+def train(client: Any, make: Callable[[torch.Tensor], Any], batch_size: int, cfg: ToyConfig,
+          step: int) -> dict[str, float]:
+    """Step 4: ``fwd_bwd`` + ``step`` per shuffled mini-batch; the metrics' means."""
+    seen: dict[str, list[float]] = {"loss": [], "grad_norm": [], "ppo_kl": [], "pg_clipfrac": []}
+    order = torch.randperm(batch_size, generator=torch.Generator().manual_seed(cfg.seed + step))
+    for part in order.chunk(cfg.mini_batches):
+        answer = client.fwd_bwd(make(part))
+        seen["loss"].append(
+            _metric(answer, "avg_loss") if "avg_loss" in answer else _metric(answer, "loss")
+        )
+        seen["ppo_kl"].append(_metric(answer, "ppo_kl"))
+        seen["pg_clipfrac"].append(_metric(answer, "pg_clipfrac"))
+        seen["grad_norm"].append(_metric(client.step(), "grad_norm"))
+    return {name: sum(values) / len(values) for name, values in seen.items()}
+
+
 # --- running against the fake ----------------------------------------------------------------
 
 
-def _pump(stream: Any, lines: queue.Queue[str | None]) -> None:
-    """Forward the server's output lines; keeps its pipe drained for the whole run."""
-    for line in stream:
-        lines.put(line)
-    lines.put(None)
-
-
 @contextlib.contextmanager
-def fake_server(
-    seed: int = 0, extra_args: Sequence[str] = (), timeout_s: float = 60.0
-) -> Iterator[str]:
-    """Start ``python -m fake_gs --port 0 --engine tiny`` and yield the base URL it prints."""
-    cmd = [sys.executable, "-m", "fake_gs", "--port", "0", "--engine", "tiny", "--seed", str(seed)]
-    proc = subprocess.Popen(
-        [*cmd, *extra_args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-    )
-    lines: queue.Queue[str | None] = queue.Queue()
-    threading.Thread(target=_pump, args=(proc.stdout, lines), daemon=True).start()
-    try:
-        seen: list[str] = []
-        deadline = time.monotonic() + timeout_s
-        base_url = None
-        while base_url is None:
-            try:
-                line = lines.get(timeout=max(0.0, deadline - time.monotonic()))
-            except queue.Empty:
-                line = None
-            if line is None:
-                raise RuntimeError("fake-gs did not print a base URL:\n" + "".join(seen))
-            seen.append(line)
-            match = re.search(r"https?://[\w.\-\[\]:]+", line)
-            if match:
-                base_url = match.group(0).rstrip("/")
+def fake_server(seed: int = 0, **settings: Any) -> Iterator[str]:
+    """A ``fake-gs --engine tiny`` in this process on a free loopback port; yields its
+    base URL. ``settings`` are further ``FakeSettings`` fields (``tls=True``, ...)."""
+    from fake_gs.server import serve_in_background
+
+    with serve_in_background(engine="tiny", seed=seed, **settings) as base_url:
         yield base_url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 def make_client(base_url: str | None, cfg: ToyConfig, host: str | None = None) -> Any:
@@ -467,7 +338,7 @@ def save_execution_logs(client: Any, directory: Path) -> None:
         print(f"execution log: {path} ({len(item['content'].splitlines())} lines)")
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     ap.add_argument("--base-url", help="a running fake-gs --engine tiny; started here if omitted")
     ap.add_argument("--host", help="address https://HOST with the PAT in $CORTEX_PAT (recipe style)")
@@ -487,7 +358,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                     help="after the run, download the job's execution logs (spec §12.2) into DIR")
     ap.add_argument("--csv", type=Path, default=Path("grpo_toy.csv"))
     ap.add_argument("--png", type=Path, default=Path("grpo_toy.png"))
-    args = ap.parse_args(argv)
+    return ap
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
     cfg = ToyConfig(
         steps=args.steps,
         group_size=args.group_size,

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
+from pydantic import ValidationError
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from contract.errors import ErrorCode
+from contract.errors import ErrorCode, detail_entry
 from fake_gs.auth import authenticate
-from fake_gs.errors import ApiError
+from fake_gs.errors import ApiError, validation_error
 from fake_gs.faults import FaultRule, parse_rules
 from fake_gs.handlers.common import BodyReader, json_response, parse_json
 from fake_gs.mutants import MUTANTS
@@ -95,8 +96,11 @@ async def _read_rules(body: BodyReader) -> list[FaultRule]:
     data = parse_json(await body.read(1024 * 1024) or b"[]")
     try:
         return parse_rules(data)
-    except (TypeError, ValueError) as exc:
-        raise ApiError(ErrorCode.VALIDATION_FAILED, f"bad fault rules: {exc}") from None
+    except ValidationError as exc:  # 400 validation_failed, each bad field by loc
+        raise validation_error(exc, ("rules",)) from None
+    except ValueError as exc:
+        raise ApiError(ErrorCode.VALIDATION_FAILED, f"bad fault rules: {exc}",
+                       [detail_entry(("rules",), str(exc), "list_type")]) from None
 
 
 async def put_faults(state: AppState, request: Request, body: BodyReader) -> Response:

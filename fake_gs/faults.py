@@ -31,85 +31,77 @@ from __future__ import annotations
 import json
 import random
 import threading
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    TypeAdapter,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+#: Counters (``nth``, ``every``, ``times``) start at one; ``after`` may be zero.
+_Count = Annotated[int, Field(ge=1)]
+_Seconds = Annotated[float, Field(ge=0, le=3600)]
 
 
-@dataclass
-class FaultRule:
+class FaultRule(BaseModel):
+    """One rule, validated strictly: a bad field is refused by name (no coercion, so
+    ``"drop": "yes"`` or ``"nth": true`` is an error, not a surprise)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
     route: str = "*"
     method: str | None = None
     op: str | None = None
     job: str | None = None
     chunk: int | str | None = None
-    nth: int | None = None
-    after: int | None = None
-    every: int | None = None
-    probability: float | None = None
-    times: int | None = None
-    status: int | None = None
+    nth: _Count | None = None
+    after: Annotated[int, Field(ge=0)] | None = None
+    every: _Count | None = None
+    probability: Annotated[float, Field(ge=0, le=1)] | None = None
+    times: _Count | None = None
+    status: Annotated[int, Field(ge=400, le=599)] | None = None
     code: str | None = None
     message: str | None = None
-    retry_after: float | None = None
-    delay_s: float = 0.0
+    retry_after: _Seconds | None = None
+    delay_s: _Seconds = 0.0
     drop: bool = False
     lose_group: bool = False
     lose_answer: bool = False
-    seen: int = field(default=0, repr=False)
-    fired: int = field(default=0, repr=False)
+    _seen: int = PrivateAttr(0)
+    _fired: int = PrivateAttr(0)
 
+    @field_validator("chunk", mode="before")
     @classmethod
-    def from_dict(cls, raw: dict[str, Any]) -> FaultRule:
-        if not isinstance(raw, dict):
-            raise ValueError(f"a fault rule must be an object, got {type(raw).__name__}")
-        known = {f.name for f in fields(cls)} - {"seen", "fired"}
-        unknown = set(raw) - known
-        if unknown:
-            raise ValueError(f"unknown fault rule fields: {', '.join(sorted(unknown))}")
-        rule = cls(**raw)
-        rule.validate()
-        return rule
+    def _chunk(cls, value: Any) -> Any:
+        if value is None or value in ("first", "final") or (
+                type(value) is int and value >= 0):
+            return value
+        raise ValueError("chunk must be a chunk index >= 0, 'first' or 'final'")
 
-    def validate(self) -> None:
-        def is_int(v: Any) -> bool:
-            return isinstance(v, int) and not isinstance(v, bool)
-
-        for name in ("route", "method", "op", "job", "code", "message"):
-            value = getattr(self, name)
-            if value is not None and not isinstance(value, str):
-                raise ValueError(f"{name} must be a string")
-        chunk = self.chunk
-        if chunk is not None and not (
-            (isinstance(chunk, int) and not isinstance(chunk, bool) and chunk >= 0) or chunk in ("first", "final")
-        ):
-            raise ValueError("chunk must be a chunk index >= 0, 'first' or 'final'")
-        for name in ("nth", "every", "times"):
-            value = getattr(self, name)
-            if value is not None and not (is_int(value) and value >= 1):
-                raise ValueError(f"{name} must be an integer >= 1")
-        if self.after is not None and not (is_int(self.after) and self.after >= 0):
-            raise ValueError("after must be an integer >= 0")
-        if self.probability is not None and not (
-            isinstance(self.probability, (int, float)) and not isinstance(self.probability, bool)
-            and 0.0 <= self.probability <= 1.0
-        ):
-            raise ValueError("probability must be a number in [0, 1]")
-        if self.status is not None and not (is_int(self.status) and 400 <= self.status <= 599):
-            raise ValueError("status must be an HTTP error status (400-599)")
-        for name in ("delay_s", "retry_after"):
-            value = getattr(self, name)
-            if value is not None and not (
-                isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value <= 3600
-            ):
-                raise ValueError(f"{name} must be a number of seconds in [0, 3600]")
-        for name in ("drop", "lose_group", "lose_answer"):
-            if not isinstance(getattr(self, name), bool):
-                raise ValueError(f"{name} must be true or false")
+    @model_validator(mode="after")
+    def _one_action(self) -> FaultRule:
         if self.status is None and not (self.drop or self.delay_s or self.lose_group or self.lose_answer):
             raise ValueError("a fault rule needs an action: status, drop, delay_s, lose_group or lose_answer")
         if sum(1 for x in (self.status is not None, self.drop, self.lose_answer) if x) > 1:
             raise ValueError("status, drop and lose_answer exclude each other")
+        return self
+
+    @property
+    def seen(self) -> int:
+        """Matching calls counted so far (while the rule could still fire)."""
+        return self._seen
+
+    @property
+    def fired(self) -> int:
+        return self._fired
 
     def matches(self, route: str, method: str, op: str | None, job: str | None,
                 chunk: tuple[int, int] | None = None) -> bool:
@@ -132,8 +124,27 @@ class FaultRule:
             return idx == total - 1
         return idx == self.chunk
 
+    def fires(self, rng: random.Random) -> bool:
+        """Count one matching call; does the rule act on it? (Caller holds the lock.)"""
+        if self.times is not None and self._fired >= self.times:
+            return False
+        self._seen += 1
+        seen = self._seen
+        if ((self.nth is not None and seen != self.nth)
+                or (self.after is not None and seen <= self.after)
+                or (self.every is not None and seen % self.every)
+                or (self.probability is not None and rng.random() >= self.probability)):
+            return False
+        self._fired += 1
+        return True
+
+    def action(self) -> FaultAction:
+        return FaultAction(self.delay_s, self.drop, self.status, self.code, self.message,
+                           self.retry_after, self.lose_group, self.lose_answer)
+
     def public(self) -> dict[str, Any]:
-        return {k: v for k, v in asdict(self).items() if v is not None and v is not False}
+        shown = {k: v for k, v in self.model_dump().items() if v is not None and v is not False}
+        return {**shown, "seen": self._seen, "fired": self._fired}
 
 
 @dataclass(frozen=True)
@@ -191,33 +202,33 @@ class FaultInjector:
             return None
         with self._lock:
             for rule in self._rules:
-                if not rule.matches(route, method, op, job, chunk):
-                    continue
-                if rule.times is not None and rule.fired >= rule.times:
-                    continue
-                rule.seen += 1
-                if rule.nth is not None and rule.seen != rule.nth:
-                    continue
-                if rule.after is not None and rule.seen <= rule.after:
-                    continue
-                if rule.every is not None and rule.seen % rule.every:
-                    continue
-                if rule.probability is not None and self._rng.random() >= rule.probability:
-                    continue
-                rule.fired += 1
-                return FaultAction(rule.delay_s, rule.drop, rule.status, rule.code, rule.message,
-                                   rule.retry_after, rule.lose_group, rule.lose_answer)
+                if rule.matches(route, method, op, job, chunk) and rule.fires(self._rng):
+                    return rule.action()
         return None
 
 
+_RULES = TypeAdapter(list[FaultRule])
+
+
 def parse_rules(data: Any) -> list[FaultRule]:
+    """Rules from parsed JSON/YAML: a list, or ``{"rules": [...]}``. Raises pydantic's
+    ``ValidationError`` (locations ``index.field``) or ``ValueError`` for the outer shape."""
     if isinstance(data, dict):
         data = data.get("rules", [])
     if data is None:
         return []
     if not isinstance(data, list):
         raise ValueError("fault rules must be a list (or {'rules': [...]})")
-    return [FaultRule.from_dict(item) for item in data]
+    return _RULES.validate_python(data)
+
+
+def describe(exc: ValidationError) -> str:
+    """One line per bad field: ``rule 0: delay_s: Input should be ...``."""
+    lines = []
+    for err in exc.errors(include_url=False, include_input=False):
+        index, *where = err.get("loc", ()) or ("?",)
+        lines.append(f"rule {index}: {'.'.join(str(p) for p in where) or 'rule'}: {err.get('msg')}")
+    return "; ".join(lines)
 
 
 def load_rules_file(path: str | Path) -> list[FaultRule]:
@@ -234,8 +245,10 @@ def load_rules_file(path: str | Path) -> list[FaultRule]:
             raise ValueError(f"fault rules file {path} is neither JSON nor YAML: {exc}") from None
     try:
         return parse_rules(data)
-    except (TypeError, ValueError) as exc:
+    except ValidationError as exc:
+        raise ValueError(f"fault rules file {path}: {describe(exc)}") from None
+    except ValueError as exc:
         raise ValueError(f"fault rules file {path}: {exc}") from None
 
 
-__all__ = ["FaultAction", "FaultInjector", "FaultRule", "load_rules_file", "parse_rules"]
+__all__ = ["FaultAction", "FaultInjector", "FaultRule", "describe", "load_rules_file", "parse_rules"]

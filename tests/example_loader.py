@@ -22,6 +22,8 @@ def load_example(name: str) -> ModuleType:
     The module is registered in ``sys.modules`` first: dataclasses resolve their
     annotations through it.
     """
+    if str(EXAMPLES) not in sys.path:  # its sibling modules, as ``python examples/x.py`` finds them
+        sys.path.insert(0, str(EXAMPLES))
     spec = importlib.util.spec_from_file_location(name, EXAMPLES / f"{name}.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -56,6 +55,7 @@ class _Server(ThreadingHTTPServer):
     allow_reuse_address = True
     script: Script
     seen: list[Seen]
+    release: threading.Event
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -73,8 +73,8 @@ class _Handler(BaseHTTPRequestHandler):
                     {k.lower(): v for k, v in self.headers.items()}, body)
         self.server.seen.append(seen)
         reply = self.server.script(seen)
-        if reply.delay_s:
-            time.sleep(reply.delay_s)
+        if reply.delay_s:  # hold the answer back; closing the server lets it go at once
+            self.server.release.wait(reply.delay_s)
         if reply.drop:
             self.close_connection = True
             self.connection.close()
@@ -98,6 +98,7 @@ class Loopback:
         self.server = _Server(("127.0.0.1", 0), _Handler, bind_and_activate=False)
         self.server.script = script
         self.server.seen = []
+        self.server.release = threading.Event()
         self.server.server_bind()
         self.port = self.server.server_address[1]
         self.url = f"http://127.0.0.1:{self.port}"
@@ -117,6 +118,7 @@ class Loopback:
             self._thread.start()
 
     def close(self) -> None:
+        self.server.release.set()
         if self._thread is not None:
             self.server.shutdown()
         self.server.server_close()

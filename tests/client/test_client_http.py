@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 from client_loopback import FAST, Reply, Seen, loopback, sequence
+from virtual_clock import Clock
 
 from client.config import ClientConfig
 from client.errors import (
@@ -174,17 +175,19 @@ def test_read_timeout_and_reset_are_retried_for_other_routes() -> None:
 
 
 def test_per_call_deadline_bounds_retries() -> None:
-    import time
-
+    clock = Clock()
     with loopback(lambda s: Reply(503, error_body("unavailable", "busy"),
                                   {REQUEST_ID_HEADER: "sf-9"})) as srv:
-        rest = CortexRestClient(ClientConfig(base_url=srv.url, retries=1000, backoff_first_s=0.02,
-                                             backoff_cap_s=0.05, call_timeout_s=0.3),
-                                sleep=time.sleep)
-        start = time.monotonic()
+        rest = CortexRestClient(ClientConfig(base_url=srv.url, retries=1000, backoff_first_s=4,
+                                             backoff_factor=2, backoff_cap_s=10, backoff_jitter=0,
+                                             call_timeout_s=30),
+                                sleep=clock.sleep, clock=clock)
         with pytest.raises(DeadlineExceeded) as info:
             rest.get_capacity()
-        assert time.monotonic() - start < 1.0
+    # Virtual time (each try still has seconds of real budget): of the 1000 allowed
+    # retries, the 30 s call deadline leaves three waits; a fourth would pass it.
+    assert clock.sleeps == [4.0, 8.0, 10.0]
+    assert len(srv.seen) == 4
     assert info.value.route == "get_capacity"
     assert "x-snowflake-request-id=sf-9" in str(info.value)
 

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 import torch
+from virtual_clock import Clock
 
 from client.errors import (
     DeadlineExceeded,
@@ -23,21 +24,6 @@ from contract import wire
 from contract.limits import PollPolicy
 
 POLICY = PollPolicy(first_s=0.5, factor=2.0, cap_s=4.0, timeout_s=100.0)
-
-
-class Clock:
-    """Virtual time: sleeping advances it, so timeouts are tested without waiting."""
-
-    def __init__(self) -> None:
-        self.now = 0.0
-        self.sleeps: list[float] = []
-
-    def __call__(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.sleeps.append(seconds)
-        self.now += seconds
 
 
 class Pages:

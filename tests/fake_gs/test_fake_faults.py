@@ -52,5 +52,32 @@ def test_rule_validation() -> None:
     with pytest.raises(ValueError):
         parse_rules("nope")
     assert parse_rules(None) == []
-    rule = FaultRule.from_dict({"route": "step", "probability": 0.0, "status": 500})
+    rule = FaultRule.model_validate({"route": "step", "probability": 0.0, "status": 500})
     assert FaultInjector([rule]).decide("step", "POST") is None
+
+
+@pytest.mark.parametrize(("rule", "field"), [
+    ({"route": "step", "nth": True, "status": 500}, "nth"),          # no bool for a count
+    ({"route": "step", "drop": "yes"}, "drop"),                      # no coercion
+    ({"route": "step", "delay_s": 4000}, "delay_s"),
+    ({"route": "step", "chunk": "middle", "drop": True}, "chunk"),
+    ({"route": "step", "status": 200}, "status"),
+    ({"route": "step", "colour": "red", "drop": True}, "colour"),
+])
+def test_admin_refuses_a_bad_rule_naming_its_field(make_api, rule: dict, field: str) -> None:  # type: ignore[no-untyped-def]
+    api = make_api()
+    ok = {"route": "get_capacity", "drop": True}
+    r = api.call("PUT", "/_fake/faults", json={"rules": [ok, rule]})
+    assert r.status_code == 400, r.text
+    body = r.json()
+    assert body["code"] == "validation_failed"
+    assert ["rules", 1, field] in [d["loc"] for d in body["detail"]]
+    assert f"rules.1.{field}" in body["message"]
+    assert api.call("GET", "/_fake/faults").json()["rules"] == []  # nothing half-installed
+
+
+def test_bad_rules_file_names_the_rule_and_field(tmp_path: Path) -> None:
+    path = tmp_path / "faults.yaml"
+    path.write_text("rules:\n  - {route: step, status: 503}\n  - {route: step, every: 0, drop: true}\n")
+    with pytest.raises(ValueError, match=r"faults.yaml: rule 1: every: .*greater than or equal to 1"):
+        FaultInjector.from_file(path)
