@@ -1,8 +1,9 @@
 """What the OpenAPI document says beyond schemas: links, and the rules schemas cannot state.
 
 * Links let a generic tool walk a job's life from the document alone: create-job yields
-  the ``job_id`` of every job-scoped operation, each submit the ``request_id`` of a poll,
-  save (and the checkpoint list) the ``checkpoint_id`` of load, export and delete.
+  the ``job_id`` of every job-scoped operation that needs nothing else, each submit the ``request_id`` of a poll
+  (and of a cancel-request operation), save (and the checkpoint list, and a save's polled
+  result) the ``checkpoint_id`` of load, export and delete.
 * ``x-gs-clauses`` lists, per operation, the clause ids judging rules JSON Schema cannot
   express (state, cross-field arithmetic, DSSST1 frame contents, ...).
 * ``x-gs-refusals``: the statuses those rules give a schema-valid request. The generated
@@ -64,11 +65,20 @@ REFUSALS: dict[str, dict[int, str]] = {
     "get_request": {400: "a cursor the server did not issue"},
 }
 
+#: Calls per stateful scenario: a job's life is create, save, poll, then load/export/delete.
+STATEFUL_MAX_STEPS = 10
 #: The statuses schemathesis' positive-data check accepts by default (4.x).
 ST_DEFAULT_EXPECTED = ("2xx", "3xx", "401", "403", "404", "409", "429", "5xx")
 _PREFIX_PARAMS = ("database", "schema", "endpoint")
 _SUBMITS = tuple(r.name for r in ROUTES if r.kind in ("async", "stream", "either"))
 _CHECKPOINT_USERS = ("export_checkpoint", "delete_checkpoint", "load")
+#: Job-scoped operations create-job does not link to: each needs a second id (checkpoint,
+#: request) that only the call which made it can hand over (save, a submit, a poll). From
+#: create-job a tool could only invent that id: wasted calls, and for load and operation
+#: (whose id travels in the body) a 404 naming it that schemathesis takes for the job just
+#: created having vanished (its ST302).
+_NOT_FROM_CREATE = frozenset({"load", "operation", "get_request", "export_checkpoint",
+                              "delete_checkpoint", "cancel_job"})
 
 
 def _same_prefix() -> dict[str, str]:
@@ -80,7 +90,9 @@ def _to_checkpoint(target: str, expression: str) -> dict[str, Any]:
     link: dict[str, Any] = {"operationId": target,
                             "parameters": {**_same_prefix(), "job_id": "$request.path.job_id"}}
     if target == "load":
-        link["requestBody"] = {"checkpoint_id": expression}
+        # The checkpoint of this very job, into its training sub-job (spec §6.4).
+        link["requestBody"] = {"checkpoint_id": expression, "source_job_id": "$request.path.job_id",
+                               "target_sub_job_id": None}
     else:
         link["parameters"]["checkpoint_id"] = expression
     return link
@@ -91,15 +103,22 @@ def links(route: Route) -> dict[str, Any]:
     out: dict[str, Any] = {}
     if route.name == "create_job":
         for scoped in ROUTES:
-            if "{job_id}" in scoped.path:
+            if "{job_id}" in scoped.path and scoped.name not in _NOT_FROM_CREATE:
                 out[f"job_{scoped.name}"] = {
                     "operationId": scoped.name,
                     "parameters": {**_same_prefix(), "job_id": "$response.body#/job_id"},
                 }
+    if route.name == "get_job":
+        # Cancel follows a look at the job rather than its creation, so a walk of a job's
+        # life does not end it before the data plane had a turn.
+        out["cancel_job"] = {"operationId": "cancel_job",
+                             "parameters": {**_same_prefix(), "job_id": "$response.body#/job_id"}}
     if route.name in _SUBMITS:
+        same_job = {**_same_prefix(), "job_id": "$request.path.job_id"}
         out["poll"] = {"operationId": "get_request",
-                       "parameters": {**_same_prefix(), "job_id": "$request.path.job_id",
-                                      "request_id": "$response.body#/request_id"}}
+                       "parameters": {**same_job, "request_id": "$response.body#/request_id"}}
+        out["cancel"] = {"operationId": "operation", "parameters": same_job, "requestBody": {
+            "operation_type": "cancel-request", "payload": {"request_id": "$response.body#/request_id"}}}
     if route.name == "save":
         for target in _CHECKPOINT_USERS:
             out[f"saved_{target}"] = _to_checkpoint(target, "$request.body#/checkpoint_id")
@@ -129,6 +148,16 @@ def schemathesis_config() -> str:
         "# Generated from contract/openapi_rules.py by `python -m contract schemathesis-config`;",
         "# a test fails when it drifts. For each operation: the statuses a schema-valid request",
         "# may still get, for a rule the document lists in x-gs-refusals / x-gs-clauses.",
+        "",
+    ]
+    lines += [
+        "# The stateful phase follows the document's links only (its own inferred links would",
+        "# spend the steps on guesses), with room for create -> save -> poll -> export chains.",
+        "[phases.stateful]",
+        f"max-steps = {STATEFUL_MAX_STEPS}",
+        "",
+        "[phases.stateful.inference]",
+        "algorithms = []",
         "",
     ]
     for name, refusals in REFUSALS.items():

@@ -126,14 +126,20 @@ def test_links_walk_a_job_life() -> None:
     by_id = {op["operationId"]: op for item in doc["paths"].values() for op in item.values()}
     create = by_id["create_job"]["responses"]["200"]["links"]
     job_scoped = {r.name for r in ROUTES if "{job_id}" in r.path}
-    assert {link["operationId"] for link in create.values()} == job_scoped
+    # The rest get their job together with the checkpoint/request id they also need;
+    # cancel follows a look at the job (get_job), so a walk does not end the job at once.
+    second_id = {"load", "operation", "get_request", "export_checkpoint", "delete_checkpoint"}
+    assert {link["operationId"] for link in create.values()} == job_scoped - second_id - {"cancel_job"}
+    assert by_id["get_job"]["responses"]["200"]["links"]["cancel_job"]["operationId"] == "cancel_job"
     for r in ROUTES:
         if r.kind != "sync":
             poll = by_id[r.name]["responses"]["200"]["links"]["poll"]
             assert poll["operationId"] == "get_request"
             assert poll["parameters"]["request_id"] == "$response.body#/request_id"
+            cancel = by_id[r.name]["responses"]["200"]["links"]["cancel"]
+            assert cancel["requestBody"]["payload"]["request_id"] == "$response.body#/request_id"
     saved = {link["operationId"] for link in by_id["save"]["responses"]["200"]["links"].values()
-             if link["operationId"] != "get_request"}
+             if link["operationId"] not in ("get_request", "operation")}
     assert saved == {"load", "export_checkpoint", "delete_checkpoint"}
 
 
