@@ -282,6 +282,7 @@ _TABLE: tuple[_Row, ...] = (
     # -- hardening (issue 12) --
     # -- at most once (issue 13) --
     # -- openapi (issue 19) --
+    ("ADDR-ALLOW-1", _S, "proposed", "server", "proposed", "A method a path does not serve answers 405 with an Allow header listing exactly the methods the OpenAPI document gives that path (HEAD beside GET allowed), as RFC 9110 asks of a 405."),
     # -- recipes, logs, TLS (issue 17) --
 )
 
