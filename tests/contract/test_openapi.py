@@ -166,3 +166,22 @@ def test_cli_prints_the_snapshot(capsys: pytest.CaptureFixture[str]) -> None:
 
     assert main(["openapi"]) == 0
     assert json.loads(capsys.readouterr().out) == json.loads(SNAPSHOT.read_text(encoding="utf-8"))
+
+
+def test_answers_of_both_dialects_match_the_document() -> None:
+    """The spec dialect's forms (facts §15) are answers the document accepts, beside the kit's."""
+    doc = build_openapi()
+
+    def valid(name: str, body: object) -> bool:
+        ref = {"$ref": f"#/components/schemas/{name}", "components": doc["components"]}
+        return Draft202012Validator(ref).is_valid(body)
+
+    poll = {"request_id": "r", "status": "REQUEST_STATE_DONE", "created_at": "t", "updated_at": "t"}
+    assert valid("RequestStatus", {**poll, "result": {}, "error": "", "events": [], "next_cursor": ""})
+    assert valid("RequestStatus", {**poll, "result": None, "error": None, "events": [], "next_cursor": None})
+    assert valid("Capacity", {}) and valid("Capacity", {"max_total_gpus": 8, "available_gpus": 8})
+    assert valid("StepResult", {"global_steps": 1, "last_lr": [1e-4, 2e-4]})
+    assert valid("StepResult", {"global_steps": 1, "last_lr": 1e-4})
+    assert not valid("StepResult", {"global_steps": 1, "last_lr": "0.1"})
+    delete = doc["paths"][PREFIX_TEMPLATE + "/{job_id}/checkpoints/{checkpoint_id}"]["delete"]
+    assert "content" not in delete["responses"]["204"] and "200" in delete["responses"]
