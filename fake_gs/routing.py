@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
 
+from starlette._utils import get_route_path
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
@@ -55,8 +56,6 @@ class PathRoute(Route):
 
 
 def _route_path(scope: Scope) -> str:
-    from starlette._utils import get_route_path
-
     return get_route_path(scope)
 
 
