@@ -76,7 +76,7 @@ _CHECKPOINT_USERS = ("export_checkpoint", "delete_checkpoint", "load")
 #: request) that only the call which made it can hand over (save, a submit, a poll). From
 #: create-job a tool could only invent that id: wasted calls, and for load and operation
 #: (whose id travels in the body) a 404 naming it that schemathesis takes for the job just
-#: created having vanished (its ST302).
+#: created having vanished (its ST302). Cancel follows get-job instead (see ``links``).
 _NOT_FROM_CREATE = frozenset({"load", "operation", "get_request", "export_checkpoint",
                               "delete_checkpoint", "cancel_job"})
 
