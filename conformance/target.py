@@ -250,6 +250,7 @@ class EmbeddedFakes:
 
         values = self.base_settings() | overrides
         settings = FakeSettings(**_settings_kwargs(values))
+        import_engine_modules()
         base_url = self._stack.enter_context(serve_in_background(settings))
         tokens = tuple(settings.tokens)
         target = Target(
@@ -301,3 +302,16 @@ def remote_target(options: GsOptions) -> Target:
         engine="remote",
         name="target",
     )
+
+
+def import_engine_modules() -> None:
+    """Import numpy and torch in this thread before an embedded fake serves. Its engine
+    imports them lazily in a worker thread; hypothesis, drawing in this thread, probes
+    ``sys.modules`` for numpy and fails on a half-imported one (``partially initialized
+    module 'numpy'``), which surfaces as a red ERR-SCHEMA-1 or a FlakyStrategyDefinition."""
+    import importlib
+    import importlib.util
+
+    for name in ("numpy", "torch"):
+        if importlib.util.find_spec(name) is not None:
+            importlib.import_module(name)

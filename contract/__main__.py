@@ -1,5 +1,6 @@
-"""``python -m contract openapi|clauses|coverage|demo``: print the document, list clauses
-(with their sources), print the spec coverage table, or demo."""
+"""``python -m contract openapi|schemathesis-config|clauses|coverage|demo``: print the
+document or its schemathesis config, list clauses (with their sources), print the spec
+coverage table, or demo."""
 
 from __future__ import annotations
 
@@ -34,15 +35,19 @@ def main(argv: list[str] | None = None) -> int:
     api = sub.add_parser("openapi", help="print the OpenAPI 3.1 document")
     api.add_argument("--profile", choices=("current", "proposed"), default="proposed")
     api.add_argument("--output", "-o", help="write to a file instead of stdout")
+    st = sub.add_parser("schemathesis-config",
+                        help="print the schemathesis config that goes with the document")
+    st.add_argument("--output", "-o", help="write to a file instead of stdout")
     sub.add_parser("clauses", help="list every clause with its source")
     cov = sub.add_parser("coverage", help="the spec sections and the clauses judging each (Markdown)")
     cov.add_argument("--output", "-o", help="write to a file instead of stdout")
     sub.add_parser("demo", help="build the document and round-trip a frame")
     args = parser.parse_args(argv)
-    if args.cmd == "openapi":
+    if args.cmd in ("openapi", "schemathesis-config"):
         from contract.openapi import render
+        from contract.openapi_rules import schemathesis_config
 
-        text = render(args.profile)
+        text = render(args.profile) if args.cmd == "openapi" else schemathesis_config()
         if args.output:
             with open(args.output, "w", encoding="utf-8") as fh:
                 fh.write(text)

@@ -325,6 +325,7 @@ _TABLE: tuple[_Row, ...] = (
     ("CLIENT-ONCE-2", _M, "current", "client", "decided", "Idempotent calls (reads, polls, cancel, chunk-group uploads) and failures that prove a call never ran (refused connection, a 4xx refusal, 429, 503 with Retry-After) are still retried."),
     ("CLIENT-ONCE-3", _M, "proposed", "client", "proposed", "The client sends an Idempotency-Key on every data-plane POST and, against a server that honours keys, resends an ambiguously failed call with the same key, so the call executes at most once."),
     # -- openapi (issue 19) --
+    ("ADDR-ALLOW-1", _S, "proposed", "server", "proposed", "A method a path does not serve answers 405 with an Allow header listing exactly the methods the OpenAPI document gives that path (HEAD beside GET allowed), as RFC 9110 asks of a 405."),
     # -- recipes, logs, TLS (issue 17) --
     ("JOB-LOGS-1", _M, "current", "server", "spec §12.2", "POST /api/v2/statements (outside the service prefix) answers the stage-credentials statement for a run named by GET /{job_id}/experiment-run with one row: S3 credentials (locationType S3, location bucket/prefix, creds AWS_KEY_ID/AWS_SECRET_KEY/AWS_TOKEN) that list that run's stage."),
     ("JOB-LOGS-2", _S, "current", "server", "spec §12.2", "A running job's stage holds its logs below _logs/{sub_job_id}/ for sub-jobs of that job, and only for them."),

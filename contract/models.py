@@ -37,7 +37,8 @@ class Body(BaseModel):
 
 class TrainingConfig(Body):
     open_extras: ClassVar[bool] = True
-    optimizer: dict[str, Any] = Field(..., description="Non-empty, e.g. {'name': 'AdamW', 'lr': 1e-4}")
+    optimizer: dict[str, Any] = Field(..., description="Non-empty, e.g. {'name': 'AdamW', 'lr': 1e-4}",
+                                      json_schema_extra={"minProperties": 1})
     max_seq_len: int = Field(..., gt=0)
     train_batch_size: int = Field(..., gt=0)
     n_gpus: int = Field(..., gt=0)
@@ -109,7 +110,7 @@ class CreateJobRequest(Body):
 
 
 class CreateJobResponse(Body):
-    job_id: str
+    job_id: str = Field(..., json_schema_extra={"format": "uuid"})
 
 
 class SubJob(Body):
@@ -206,9 +207,17 @@ class StepRequest(Body):
     learning_rate: float | None = Field(None, ge=0)
 
 
+def _any_case(*words: str) -> str:
+    """A JSON Schema (ECMA 262) pattern matching ``words`` in any letter case."""
+    def one(word: str) -> str:
+        return "".join(f"[{c.lower()}{c.upper()}]" if c.isalpha() else c for c in word)
+    return "^(?:" + "|".join(one(w) for w in words) + ")$"
+
+
 class SaveRequest(Body):
     checkpoint_id: str | None = None
-    checkpoint_type: str | None = Field(None, description="resumable (default) | weights-only; case-insensitive")
+    checkpoint_type: str | None = Field(None, description="resumable (default) | weights-only; case-insensitive",
+                                        pattern=_any_case("resumable", "weights-only"))
 
     @field_validator("checkpoint_type")
     @classmethod

@@ -15,9 +15,18 @@ from pydantic import BaseModel
 from contract import models as m
 from contract.errors import REQUEST_ID_HEADER
 from contract.limits import DEFAULT_MAX_EVENTS, MAX_EVENTS_CAP
+from contract.openapi_bodies import (
+    error_body_schemas,
+    json_bytes_body,
+    octet_body,
+    refine_operation_envelope,
+    refine_sub_job_configs,
+    relax_dialects,
+    schema_ref,
+)
+from contract.openapi_rules import extensions, links
 from contract.routes import PREFIX_TEMPLATE, ROUTES, Profile, Route, routes_for
 
-REF = "#/components/schemas/{model}"
 ERROR_STATUSES: dict[str, str] = {
     "400": "Invalid input",
     "401": "Missing or wrong token",
@@ -25,7 +34,8 @@ ERROR_STATUSES: dict[str, str] = {
     "409": "Conflict: job state or chunk group",
     "413": "Body too large",
     "415": "Wrong content type",
-    "429": "Limit reached",
+    "429": "Limit reached (Retry-After says when to try again)",
+    "503": "Temporarily unavailable (Retry-After says when to try again)",
 }
 _PARAM = re.compile(r"{([a-z_]+)}")
 _DESCRIPTIONS: dict[str, str] = {
@@ -36,14 +46,12 @@ _DESCRIPTIONS: dict[str, str] = {
     "schema": "Schema name.",
     "endpoint": "Service endpoint, cortex-training by default.",
 }
-
-
-def _schema_ref(model: type[BaseModel], components: dict[str, Any]) -> dict[str, Any]:
-    schema = model.model_json_schema(ref_template=REF, by_alias=True)
-    for name, sub in schema.pop("$defs", {}).items():
-        components.setdefault(name, sub)
-    components.setdefault(model.__name__, schema)
-    return {"$ref": REF.format(model=model.__name__)}
+#: Results a poll's ``result`` may hold; listed so tools and readers see their shapes.
+RESULT_MODELS: tuple[type[BaseModel], ...] = (
+    m.RequestStatus, m.InlineFrame, m.ResultChunkEvent, m.StreamResultEvent, m.StreamErrorEvent,
+    m.StreamDoneEvent, m.ForwardBackwardResult, m.StepResult, m.SaveResult, m.LoadResult,
+    m.WeightSyncResult, m.TailLogsResult,
+)
 
 
 def _path_params(path: str) -> list[dict[str, Any]]:
@@ -76,62 +84,63 @@ def _request_body(route: Route, components: dict[str, Any]) -> dict[str, Any] | 
         return None
     if route.body == "json":
         assert route.request_model is not None
-        schema = _schema_ref(route.request_model, components)
+        schema = schema_ref(route.request_model, components)
         return {"required": True, "content": {"application/json": {"schema": schema}}}
-    description = (
-        "UTF-8 JSON bytes of a generate request, sent as application/octet-stream"
-        if route.body == "octet-json"
-        else "A DSSST1 frame or one DSSST1 request chunk"
-    )
-    return {
-        "required": True,
-        "description": description,
-        "content": {"application/octet-stream": {"schema": {"type": "string", "format": "binary"}}},
-    }
+    if route.body == "octet-json":
+        assert route.request_model is not None
+        return json_bytes_body(route.request_model, components,
+                               "UTF-8 JSON bytes of a generate request, sent as application/octet-stream")
+    what = "DSSST1 request chunks" if route.chunked and route.name != "generate" else \
+        "A DSSST1 frame or one DSSST1 request chunk"
+    return octet_body(route.name, what)
 
 
-def _responses(route: Route, components: dict[str, Any]) -> dict[str, Any]:
-    headers = {REQUEST_ID_HEADER: {"schema": {"type": "string"}, "description": "Request id for support."}}
+def _error_statuses(route: Route) -> dict[str, str]:
+    """The error answers ``route`` can give: 415 only with a body, 409 only on a job (or a
+    create that names an existing job), 501 where a target may not implement it."""
+    out = dict(ERROR_STATUSES)
+    if route.body == "none":
+        del out["415"]
+    if "{job_id}" not in route.path and route.name != "create_job":
+        del out["409"]
+    if route.name in ("delete_checkpoint", "export_checkpoint", "load") or route.kind != "sync":
+        out["501"] = "Not implemented for this target"
+    return out
+
+
+def _responses(route: Route, components: dict[str, Any], error: dict[str, Any]) -> dict[str, Any]:
+    request_id = {"schema": {"type": "string"}, "description": "Request id for support."}
+    headers = {REQUEST_ID_HEADER: request_id}
     ok: dict[str, Any] = {"description": "Success", "headers": headers}
     if route.name == "operation":
-        ok["content"] = {"application/json": {"schema": {"type": "object"}}}
+        ok["content"] = {"application/json": {"schema": {
+            "type": "object", "description": "An inline result, or {request_id, job_id} to poll."}}}
     elif route.response_model is not None:
-        ok["content"] = {"application/json": {"schema": _schema_ref(route.response_model, components)}}
-    if route.kind in ("async", "stream"):
-        ok["links"] = {
-            "PollRequest": {
-                "operationId": "get_request",
-                "parameters": {
-                    "job_id": "$response.body#/job_id",
-                    "request_id": "$response.body#/request_id",
-                },
-            }
-        }
-    if route.name == "create_job":
-        ok["links"] = {
-            name: {"operationId": name, "parameters": {"job_id": "$response.body#/job_id"}}
-            for name in ("get_job", "cancel_job", "get_experiment_run", "list_checkpoints")
-        }
+        ok["content"] = {"application/json": {"schema": schema_ref(route.response_model, components)}}
+    found = links(route)
+    if found:
+        ok["links"] = found
     out: dict[str, Any] = {str(route.success_status): ok}
     if route.name == "delete_checkpoint":
-        out["204"] = {"description": "Deleted", "headers": headers}
+        out["204"] = {"description": "Deleted (the spec's form: no body)", "headers": headers}
     if route.chunked:
         out["202"] = {
             "description": "A non-final request chunk was accepted (no request_id)",
             "headers": headers,
-            "content": {"application/json": {"schema": _schema_ref(m.ChunkAccepted, components)}},
+            "content": {"application/json": {"schema": schema_ref(m.ChunkAccepted, components)}},
         }
-    error = {"application/json": {"schema": _schema_ref(m.ErrorEnvelope, components)}}
-    for status, text in ERROR_STATUSES.items():
-        out[status] = {"description": text, "headers": headers, "content": error}
-    if route.name == "delete_checkpoint" or route.kind != "sync" or route.name == "export_checkpoint":
-        out["501"] = {"description": "Not implemented for this target", "headers": headers, "content": error}
+    content = {"application/json": {"schema": error}}
+    retry_after = {"schema": {"type": "string"}, "description": "Seconds to wait before retrying."}
+    for status, text in _error_statuses(route).items():
+        hdrs = {**headers, "Retry-After": retry_after} if status in ("429", "503") else headers
+        out[status] = {"description": text, "headers": hdrs, "content": content}
     return out
 
 
 def build_openapi(profile: Profile = "proposed") -> dict[str, Any]:
     """The OpenAPI 3.1 document for ``profile`` (proposed = every route)."""
     components: dict[str, Any] = {}
+    error = error_body_schemas(components)
     paths: dict[str, Any] = {}
     for r in routes_for(profile):
         op: dict[str, Any] = {
@@ -139,9 +148,10 @@ def build_openapi(profile: Profile = "proposed") -> dict[str, Any]:
             "summary": r.summary,
             "tags": [r.profile],
             "parameters": _path_params(r.path) + _query_params(r),
-            "responses": _responses(r, components),
+            "responses": _responses(r, components, error),
             "x-call-kind": r.kind,
             "x-profile": r.profile,
+            **extensions(r),
         }
         if r.needs_states:
             op["x-needs-job-states"] = sorted(r.needs_states)
@@ -149,17 +159,22 @@ def build_openapi(profile: Profile = "proposed") -> dict[str, Any]:
         if body is not None:
             op["requestBody"] = body
         paths.setdefault(PREFIX_TEMPLATE + r.path, {})[r.method.lower()] = op
-    for name, model in (("RequestStatus", m.RequestStatus), ("InlineFrame", m.InlineFrame),
-                        ("ResultChunkEvent", m.ResultChunkEvent),
-                        ("StreamDoneEvent", m.StreamDoneEvent)):
-        _schema_ref(model, components)
-        assert name in components
+    for model in RESULT_MODELS:
+        schema_ref(model, components)
+    refine_sub_job_configs(components)
+    refine_operation_envelope(components)
+    for payload in m.OPERATION_PAYLOADS.values():
+        schema_ref(payload, components)
+    relax_dialects(components)
     return {
         "openapi": "3.1.0",
         "info": {
             "title": "Cortex Training REST API (contract kit)",
             "version": "1",
-            "description": "Generated from contract.routes and contract.models.",
+            "description": "Generated from contract.routes and contract.models. Rules JSON Schema "
+                           "cannot express are named per operation in x-gs-clauses (clause ids, "
+                           "`python -m contract clauses`); x-gs-refusals gives the statuses they "
+                           "answer a schema-valid request with.",
         },
         "servers": [{"url": "http://127.0.0.1:8080"}],
         "paths": paths,

@@ -18,10 +18,10 @@ from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import BaseRoute, Route
+from starlette.routing import BaseRoute
 
 from contract.errors import ErrorCode, error_body
-from contract.routes import PREFIX_TEMPLATE, routes_for
+from contract.routes import routes_for
 from fake_gs import dialect
 from fake_gs.admin import admin_routes
 from fake_gs.dispatch import make_endpoint
@@ -29,6 +29,7 @@ from fake_gs.handlers import HANDLERS
 from fake_gs.handlers.common import json_response
 from fake_gs.handlers.statements import statement_routes
 from fake_gs.middleware import RequestContextMiddleware
+from fake_gs.routing import path_routes
 from fake_gs.settings import FakeSettings
 from fake_gs.state import AppState
 
@@ -37,16 +38,11 @@ HOT_ROUTES = ("get_request",)
 
 
 def service_routes(state: AppState) -> list[BaseRoute]:
-    """One Starlette route per contract route; Starlette tries them in order, so the poll
-    route (most of a client's traffic) goes first: it saves ~20 failed regex matches a poll."""
-    specs = sorted(routes_for(state.settings.profile), key=lambda r: r.name not in HOT_ROUTES)
-    routes: list[BaseRoute] = []
-    for spec in specs:
-        endpoint = make_endpoint(state, spec, HANDLERS[spec.name])
-        routes.append(Route(PREFIX_TEMPLATE + spec.path, endpoint, methods=[spec.method], name=spec.name))
-        if spec.path == "/":  # the collection answers with and without the trailing slash
-            routes.append(Route(PREFIX_TEMPLATE, endpoint, methods=[spec.method], name=f"{spec.name}_bare"))
-    return routes
+    """One Starlette route per contract path (all its methods, so a 405 lists them all);
+    the poll route (most of a client's traffic) goes first: it saves ~20 failed regex
+    matches a poll."""
+    return path_routes(routes_for(state.settings.profile),
+                       lambda spec: make_endpoint(state, spec, HANDLERS[spec.name]), HOT_ROUTES)
 
 
 async def http_error(request: Request, exc: Exception) -> Response:

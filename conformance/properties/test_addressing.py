@@ -13,6 +13,7 @@ from conformance.driver_raw import RawDriver
 from conformance.runtime import prop
 from conformance.verdict import Soft
 from contract.clauses import checks
+from contract.routes import routes_for
 
 names = st.text(
     st.sampled_from("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-"),
@@ -150,4 +151,22 @@ def test_unknown_paths_answer_404(gs_raw, gs_job, method, tail):
     )
     soft = Soft()
     refused(ans, soft, "ADDR-ROUTE-1", statuses=[404])
+    soft.check()
+
+
+@checks("ADDR-ALLOW-1")
+def test_405_lists_the_methods_of_the_path(gs_raw, gs_job, gs_target):
+    """Each path, asked with a method it does not serve, answers 405 and an Allow header
+    naming exactly the path's documented methods (a HEAD beside a GET is fine)."""
+    methods: dict[str, set[str]] = {}
+    for r in routes_for(gs_target.server_profile):
+        path = r.render(job_id=gs_job.job_id, request_id="gs-allow-probe", checkpoint_id="gs-allow-probe")
+        methods.setdefault(path, set()).add(r.method)
+    soft = Soft()
+    for path, documented in methods.items():
+        for method in sorted({"PUT", "PATCH", "DELETE", "POST", "GET"} - documented)[:2]:
+            ans = gs_raw.under_prefix(method, path)
+            allow = {m.strip().upper() for m in ans.headers.get("allow", "").split(",") if m.strip()}
+            soft.expect("ADDR-ALLOW-1", ans.status == 405 and allow - {"HEAD"} == documented,
+                        f"{method} {path}: {ans.status}, Allow {sorted(allow)}; the document says {sorted(documented)}")
     soft.check()

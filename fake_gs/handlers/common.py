@@ -169,7 +169,14 @@ class Ctx:
             # no "5" for an int), as the OpenAPI document generated from these models says.
             obj = model.model_validate(data, strict=True)
         except ValidationError as exc:
-            raise validation_error(exc, loc) from None
+            # JSON (and JSON Schema) has one number type: 5.0 is the integer 5.
+            whole = integral_floats_as_ints(data)
+            try:
+                if whole is data:
+                    raise exc
+                obj = model.model_validate(whole, strict=True)
+            except ValidationError as final:
+                raise validation_error(final, loc) from None
         if self.settings.strict:
             unknown = unknown_fields(obj, loc)
             if unknown:
@@ -213,6 +220,33 @@ class Ctx:
             del body["job_id"]
         body.update(extra)
         return json_response(body)
+
+
+def integral_floats_as_ints(data: Any) -> Any:
+    """A copy of ``data`` with every float that has no fractional part as an int (JSON
+    Schema counts 5.0 as an integer); ``data`` itself when there is none. Iterative (no
+    recursion limit to hit): bodies may nest deep."""
+    def whole(v: Any) -> bool:
+        return isinstance(v, float) and math.isfinite(v) and v.is_integer()
+
+    if whole(data):
+        return int(data)
+    if not isinstance(data, (dict, list)):
+        return data
+    root: Any = list(data) if isinstance(data, list) else dict(data)
+    found = False
+    stack: list[Any] = [root]
+    while stack:
+        node = stack.pop()
+        for key in range(len(node)) if isinstance(node, list) else list(node):
+            value = node[key]
+            if whole(value):
+                node[key] = int(value)
+                found = True
+            elif isinstance(value, (dict, list)):
+                node[key] = child = list(value) if isinstance(value, list) else dict(value)
+                stack.append(child)
+    return root if found else data
 
 
 def _refuse_constant(name: str) -> Any:

@@ -185,6 +185,14 @@ async def save(ctx: Ctx) -> Response:
     return ctx.submitted(job, store.submit(job, "save", work))
 
 
+def _save_in_flight(ctx: Ctx, job: JobRec) -> bool:
+    """A save of ``job`` submitted but not yet executed: a load queued behind it runs after
+    it, so an id the save will create must not be refused as unknown before it exists."""
+    with ctx.store.lock:
+        return any(r.job_id == job.job_id and r.op == "save" and not r.executed
+                   for r in ctx.store.requests.values())
+
+
 async def load(ctx: Ctx) -> Response:
     job = ctx.job()
     body = await ctx.json_model(LoadRequest)
@@ -202,7 +210,8 @@ async def load(ctx: Ctx) -> Response:
         target = named
     target = target or training_sub_job(job)
     source = store.job_for(ctx.owner, body.source_job_id) if body.source_job_id else job
-    store.checkpoint(source, body.checkpoint_id)
+    if not _save_in_flight(ctx, source):  # else a queued save may create it first (REQ-ORDER-1)
+        store.checkpoint(source, body.checkpoint_id)
     dp_rule = not ctx.state.mutant("dp-mismatch-loads")
 
     def work() -> dict[str, Any]:

@@ -3,15 +3,23 @@
 from __future__ import annotations
 
 import json
+import tomllib
 from pathlib import Path
 
 import pytest
+from jsonschema import Draft202012Validator
 from openapi_spec_validator import validate
 
+from contract import wire
+from contract.clauses import CLAUSES
+from contract.limits import MAX_BODY_BYTES
 from contract.openapi import build_openapi, render
-from contract.routes import PREFIX_TEMPLATE, ROUTES, routes_for
+from contract.openapi_bodies import dumps_sample
+from contract.openapi_rules import REFUSALS, schemathesis_config
+from contract.routes import PREFIX_TEMPLATE, ROUTES, route, routes_for
 
 SNAPSHOT = Path(__file__).resolve().parents[2] / "contract" / "openapi.json"
+ST_CONFIG = SNAPSHOT.parent / "schemathesis.toml"
 
 
 @pytest.mark.parametrize("profile", ["current", "proposed"])
@@ -45,23 +53,112 @@ def test_current_profile_omits_proposed_routes() -> None:
     assert "forward_no_grad" not in ids and "log_probs" not in ids
 
 
-def test_octet_bodies_are_binary() -> None:
+def test_octet_bodies_are_binary_with_the_body_limit() -> None:
     doc = build_openapi()
     for r in ROUTES:
-        if r.body in ("octet", "octet-json"):
+        if r.body == "octet":
             op = doc["paths"][PREFIX_TEMPLATE + r.path][r.method.lower()]
             content = op["requestBody"]["content"]
             assert list(content) == ["application/octet-stream"]
-            assert content["application/octet-stream"]["schema"] == {"type": "string", "format": "binary"}
+            schema = content["application/octet-stream"]["schema"]
+            binary = schema["anyOf"][0] if "anyOf" in schema else schema
+            assert binary["type"] == "string" and binary["format"] == "binary"
+            assert binary["maxLength"] == MAX_BODY_BYTES
 
 
-def test_error_responses_use_the_envelope() -> None:
+def test_sample_bodies_are_frames_the_codec_reads() -> None:
+    """The sample bodies the document names decode: forward batches as one-chunk groups of
+    the route they are for, generate as a plain frame; all ASCII, so JSON carries them."""
+    for name in ("forward_backward", "forward_no_grad"):
+        chunk = dumps_sample(name)
+        frame = wire.decode_byte_chunks([chunk], kind="request")
+        assert wire.chunk_descriptor(chunk)[1]["operation"] == route(name).path.rsplit("/", 1)[1]
+        assert wire.loads(frame)["kwargs"]["input_ids"][0][:3] == [1, 2, 3]
+    assert wire.loads(dumps_sample("generate"))["prompts"][0].startswith("Hello")
     doc = build_openapi()
-    envelope = doc["components"]["schemas"]["ErrorEnvelope"]
-    assert envelope["anyOf"] == [{"required": ["code", "message"]}, {"required": ["detail"]}]
-    assert set(envelope["properties"]["code"]["anyOf"][0]) == {"type"}
+    body = doc["paths"][PREFIX_TEMPLATE + "/{job_id}/generate"]["post"]["requestBody"]
+    assert body["content"]["application/octet-stream"]["schema"]["anyOf"][1]["const"] == \
+        dumps_sample("generate").decode("ascii")
+
+
+def test_generate_stream_body_is_the_generate_request_as_bytes() -> None:
+    op = build_openapi()["paths"][PREFIX_TEMPLATE + "/{job_id}/generate-stream"]["post"]
+    schema = op["requestBody"]["content"]["application/octet-stream"]["schema"]
+    assert schema == {"$ref": "#/components/schemas/GenerateRequest"}
+
+
+def test_error_responses_accept_every_dialect() -> None:
+    doc = build_openapi()
+    schemas = doc["components"]["schemas"]
+    assert {"required": ["detail"]} in schemas["ErrorEnvelope"]["anyOf"]
     op = doc["paths"][PREFIX_TEMPLATE + "/{job_id}/step"]["post"]
-    assert op["responses"]["409"]["content"]["application/json"]["schema"]["$ref"].endswith("ErrorEnvelope")
+    assert op["responses"]["409"]["content"]["application/json"]["schema"]["$ref"].endswith("ErrorBody")
+    validator = Draft202012Validator({"$ref": "#/components/schemas/ErrorBody", "components": doc["components"]})
+    for body in ({"code": "job_not_found", "message": "no job"},
+                 {"message": "conflict", "code": 409},
+                 {"detail": [{"loc": ["body", "checkpoint_id"], "msg": "required", "type": "missing"}]}):
+        assert validator.is_valid(body), body
+    for body in ({"message": "no code"}, {"code": 409}, {"detail": "not a list"}):
+        assert not validator.is_valid(body), body
+
+
+def test_sub_job_configs_are_a_discriminated_one_of() -> None:
+    doc = build_openapi()
+    schemas = doc["components"]["schemas"]
+    assert schemas["SubJobConfig"]["discriminator"]["propertyName"] == "job_type"
+    validator = Draft202012Validator({"$ref": "#/components/schemas/SubJobConfig", "components": doc["components"]})
+    train = {"optimizer": {"name": "AdamW"}, "max_seq_len": 8, "train_batch_size": 1, "n_gpus": 1}
+    infer = {"max_seq_len": 8, "n_gpus": 1}
+    model = "Qwen/Qwen3-0.6B"
+    assert validator.is_valid({"job_type": "training", "model_name": model, "training_config": train})
+    assert validator.is_valid({"job_type": "sampling", "model_name": model, "inference_config": infer})
+    assert not validator.is_valid({"job_type": "sampling", "model_name": model})
+    assert not validator.is_valid({"job_type": "training", "model_name": model, "training_config": train,
+                                   "inference_config": infer})
+    assert not validator.is_valid({"job_type": "training", "model_name": "openai/gpt-oss-120b",
+                                   "training_config": train})
+    assert not validator.is_valid({"job_type": "training", "model_name": model,
+                                   "training_config": {**train, "optimizer": {}}})
+
+
+def test_links_walk_a_job_life() -> None:
+    doc = build_openapi()
+    by_id = {op["operationId"]: op for item in doc["paths"].values() for op in item.values()}
+    create = by_id["create_job"]["responses"]["200"]["links"]
+    job_scoped = {r.name for r in ROUTES if "{job_id}" in r.path}
+    # The rest get their job together with the checkpoint/request id they also need;
+    # cancel follows a look at the job (get_job), so a walk does not end the job at once.
+    second_id = {"load", "operation", "get_request", "export_checkpoint", "delete_checkpoint"}
+    assert {link["operationId"] for link in create.values()} == job_scoped - second_id - {"cancel_job"}
+    assert by_id["get_job"]["responses"]["200"]["links"]["cancel_job"]["operationId"] == "cancel_job"
+    for r in ROUTES:
+        if r.kind != "sync":
+            poll = by_id[r.name]["responses"]["200"]["links"]["poll"]
+            assert poll["operationId"] == "get_request"
+            assert poll["parameters"]["request_id"] == "$response.body#/request_id"
+            cancel = by_id[r.name]["responses"]["200"]["links"]["cancel"]
+            assert cancel["requestBody"]["payload"]["request_id"] == "$response.body#/request_id"
+    saved = {link["operationId"] for link in by_id["save"]["responses"]["200"]["links"].values()
+             if link["operationId"] not in ("get_request", "operation")}
+    assert saved == {"load", "export_checkpoint", "delete_checkpoint"}
+
+
+def test_every_operation_names_its_clauses() -> None:
+    for item in build_openapi()["paths"].values():
+        for op in item.values():
+            assert set(op["x-gs-clauses"]) <= set(CLAUSES), op["operationId"]
+            for status in op.get("x-gs-refusals", {}):
+                assert status in op["responses"], (op["operationId"], status)
+
+
+def test_schemathesis_config_snapshot() -> None:
+    assert ST_CONFIG.read_text(encoding="utf-8") == schemathesis_config(), (
+        "contract/schemathesis.toml drifted: regenerate with "
+        "`python -m contract schemathesis-config -o contract/schemathesis.toml`"
+    )
+    parsed = tomllib.loads(ST_CONFIG.read_text(encoding="utf-8"))
+    ids = {entry["include-operation-id"] for entry in parsed["operations"]}
+    assert ids == set(REFUSALS)
 
 
 def test_cli_prints_the_snapshot(capsys: pytest.CaptureFixture[str]) -> None:
@@ -69,3 +166,22 @@ def test_cli_prints_the_snapshot(capsys: pytest.CaptureFixture[str]) -> None:
 
     assert main(["openapi"]) == 0
     assert json.loads(capsys.readouterr().out) == json.loads(SNAPSHOT.read_text(encoding="utf-8"))
+
+
+def test_answers_of_both_dialects_match_the_document() -> None:
+    """The spec dialect's forms (facts §15) are answers the document accepts, beside the kit's."""
+    doc = build_openapi()
+
+    def valid(name: str, body: object) -> bool:
+        ref = {"$ref": f"#/components/schemas/{name}", "components": doc["components"]}
+        return Draft202012Validator(ref).is_valid(body)
+
+    poll = {"request_id": "r", "status": "REQUEST_STATE_DONE", "created_at": "t", "updated_at": "t"}
+    assert valid("RequestStatus", {**poll, "result": {}, "error": "", "events": [], "next_cursor": ""})
+    assert valid("RequestStatus", {**poll, "result": None, "error": None, "events": [], "next_cursor": None})
+    assert valid("Capacity", {}) and valid("Capacity", {"max_total_gpus": 8, "available_gpus": 8})
+    assert valid("StepResult", {"global_steps": 1, "last_lr": [1e-4, 2e-4]})
+    assert valid("StepResult", {"global_steps": 1, "last_lr": 1e-4})
+    assert not valid("StepResult", {"global_steps": 1, "last_lr": "0.1"})
+    delete = doc["paths"][PREFIX_TEMPLATE + "/{job_id}/checkpoints/{checkpoint_id}"]["delete"]
+    assert "content" not in delete["responses"]["204"] and "200" in delete["responses"]

@@ -58,6 +58,10 @@ def test_unknown_paths_and_methods_answer_the_envelope(api: Api) -> None:
         assert r.status_code == 404 and is_error_envelope(r.json())
     r = api.call("PUT", "/capacity")
     assert r.status_code == 405 and r.json()["code"] == "method_not_allowed"
+    # A 405 lists every method of the path (both collection routes), not one route's.
+    for path in ("/", ""):
+        r = api.call("OPTIONS", path)
+        assert r.status_code == 405 and r.headers["allow"] == "GET, POST, HEAD"
     r = api.session.get(api.base_url + "/totally/elsewhere", timeout=10)
     assert r.status_code == 404 and REQUEST_ID_HEADER in r.headers and is_error_envelope(r.json())
 
@@ -74,9 +78,13 @@ def test_request_id_header_on_success_error_and_admin(api: Api) -> None:
 def test_colon_paths_do_not_collide(api: Api) -> None:
     job_id = api.create_job()
     assert api.post(f"/{job_id}:cancel").json() == {}
-    # GET on the cancel path is just an unknown job id, never a cancel.
+    # GET on the cancel path is the cancel path's 405 (never a cancel, never get-job).
     r = api.get(f"/{job_id}:cancel")
-    assert r.status_code == 404 and r.json()["code"] == "job_not_found"
+    assert r.status_code == 405 and r.json()["code"] == "method_not_allowed"
+    assert r.headers["allow"] == "POST"
+    assert api.get(f"/{job_id}").json()["status"] in ("cancelling", "cancelled")
+    r = api.post("/capacity")
+    assert r.status_code == 405 and r.headers["allow"] == "GET, HEAD"
     assert api.get("/capacity").json()["max_total_gpus"] == 64
 
 

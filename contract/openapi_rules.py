@@ -1,0 +1,175 @@
+"""What the OpenAPI document says beyond schemas: links, and the rules schemas cannot state.
+
+* Links let a generic tool walk a job's life from the document alone: create-job yields
+  the ``job_id`` of every job-scoped operation that needs nothing else, each submit the ``request_id`` of a poll
+  (and of a cancel-request operation), save (and the checkpoint list, and a save's polled
+  result) the ``checkpoint_id`` of load, export and delete.
+* ``x-gs-clauses`` lists, per operation, the clause ids judging rules JSON Schema cannot
+  express (state, cross-field arithmetic, DSSST1 frame contents, ...).
+* ``x-gs-refusals``: the statuses those rules give a schema-valid request. The generated
+  schemathesis config (``contract/schemathesis.toml``) tells schemathesis' positive-data
+  check to expect exactly these, operation by operation, and nothing more.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from contract.routes import ROUTES, Route
+
+#: operation -> clause ids judging what the operation's schemas cannot express.
+GS_CLAUSES: dict[str, tuple[str, ...]] = {
+    "create_job": ("CAP-QUEUE-1", "JOB-SUBJOB-1", "JOB-MODEL-2", "ERR-NOSTATE-1"),
+    "list_jobs": ("JOB-LIST-2", "AUTH-ISOLATION-1"),
+    "get_capacity": ("CAP-COUNT-1",),
+    "get_job": ("JOB-GET-1", "JOB-STATE-1", "JOB-STATE-2", "JOB-STATE-3", "AUTH-ISOLATION-1"),
+    "cancel_job": ("CANCEL-ACTIVE-1", "CANCEL-IDEM-1", "CANCEL-CONFLICT-1", "CANCEL-FREE-1"),
+    "get_experiment_run": ("AUTH-ISOLATION-1",),
+    "list_checkpoints": ("CKPT-LIST-2",),
+    "export_checkpoint": ("CKPT-DELETE-2", "CKPT-EXPORT-2", "CKPT-PATH-1"),
+    "delete_checkpoint": ("CKPT-DELETE-1", "CKPT-DELETE-2"),
+    "forward_backward": ("JOB-RUNNING-1", "WIRE-FORMAT-1", "WIRE-MALFORMED-1", "WIRE-PICKLE-1",
+                         "CHUNK-FORMAT-1", "CHUNK-VERIFY-1", "CHUNK-DESC-2", "CG-RESTART-1",
+                         "CG-CONFLICT-1", "CG-MISSING-1", "CG-IDEM-1", "FB-NOINPUT-1",
+                         "LIMIT-FRAME-1", "LIMIT-GROUPS-1"),
+    "step": ("JOB-RUNNING-1", "STEP-COUNT-1", "REQ-ORDER-1"),
+    "save": ("JOB-RUNNING-1", "SAVE-ID-1"),
+    "load": ("JOB-RUNNING-1", "SAVE-LOAD-2", "SAVE-LOAD-3", "SAVE-LOAD-4"),
+    "generate": ("JOB-RUNNING-1", "WIRE-MALFORMED-1", "CHUNK-PLAIN-1", "GEN-ALIGN-1",
+                 "GEN-TOOLONG-1", "LIMIT-FRAME-1"),
+    "generate_stream": ("JOB-RUNNING-1", "GEN-ALIGN-1", "GEN-TOOLONG-1", "GENS-DRAIN-1"),
+    "operation": ("OP-ROUTE-1", "OP-ROUTE-3", "OP-FORWARD-1", "OP-LOGS-1", "OP-CANCEL-1"),
+    "get_request": ("REQ-UNKNOWN-1", "POLL-TERMINAL-1", "POLL-CURSOR-1", "POLL-MAXEV-2"),
+    "forward_no_grad": ("JOB-RUNNING-1", "WIRE-MALFORMED-1", "CHUNK-FORMAT-1", "CG-RESTART-1",
+                        "PROP-FNG-1", "LIMIT-FRAME-1"),
+    "log_probs": ("JOB-RUNNING-1", "PROP-LOGPROBS-1"),
+}
+
+_FRAME = "bytes that are not a DSSST1 frame (or request chunk) of a batch the job can take"
+_TRAINING = "a job without a training sub-job"
+#: operation -> {status: why a schema-valid request may still get it}.
+REFUSALS: dict[str, dict[int, str]] = {
+    "create_job": {400: "a source_checkpoint_info naming a job or checkpoint the caller does not have"},
+    "forward_backward": {400: f"{_FRAME}; {_TRAINING}"},
+    "forward_no_grad": {400: _FRAME},
+    "generate": {400: f"{_FRAME}; lists not aligned with prompts; a token prompt not shorter than max_seq_len"},
+    "generate_stream": {400: "sampling_params or routing_key lists not aligned with prompts; "
+                             "a token prompt not shorter than the sampler's max_seq_len"},
+    "log_probs": {400: "completions not aligned with prompts"},
+    "step": {400: _TRAINING},
+    "save": {400: _TRAINING},
+    "load": {400: f"a target_sub_job_id that is not a sub-job of this job; {_TRAINING}",
+             501: "a sampling target_sub_job_id (not implemented)"},
+    "operation": {400: "a sub_job_id not of this job or hints that disagree; a forward payload that "
+                       "is not a DSSST1 frame; a tail-logs cursor the server did not issue"},
+    "get_request": {400: "a cursor the server did not issue"},
+}
+
+#: Calls per stateful scenario: a job's life is create, save, poll, then load/export/delete.
+STATEFUL_MAX_STEPS = 10
+#: The statuses schemathesis' positive-data check accepts by default (4.x).
+ST_DEFAULT_EXPECTED = ("2xx", "3xx", "401", "403", "404", "409", "429", "5xx")
+_PREFIX_PARAMS = ("database", "schema", "endpoint")
+_SUBMITS = tuple(r.name for r in ROUTES if r.kind in ("async", "stream", "either"))
+_CHECKPOINT_USERS = ("export_checkpoint", "delete_checkpoint", "load")
+#: Job-scoped operations create-job does not link to: each needs a second id (checkpoint,
+#: request) that only the call which made it can hand over (save, a submit, a poll). From
+#: create-job a tool could only invent that id: wasted calls, and for load and operation
+#: (whose id travels in the body) a 404 naming it that schemathesis takes for the job just
+#: created having vanished (its ST302). Cancel follows get-job instead (see ``links``).
+_NOT_FROM_CREATE = frozenset({"load", "operation", "get_request", "export_checkpoint",
+                              "delete_checkpoint", "cancel_job"})
+
+
+def _same_prefix() -> dict[str, str]:
+    return {p: f"$request.path.{p}" for p in _PREFIX_PARAMS}
+
+
+def _to_checkpoint(target: str, expression: str) -> dict[str, Any]:
+    """A link handing a checkpoint id to load (in its body) or export/delete (in the path)."""
+    link: dict[str, Any] = {"operationId": target,
+                            "parameters": {**_same_prefix(), "job_id": "$request.path.job_id"}}
+    if target == "load":
+        # The checkpoint of this very job, into its training sub-job (spec §6.4).
+        link["requestBody"] = {"checkpoint_id": expression, "source_job_id": "$request.path.job_id",
+                               "target_sub_job_id": None}
+    else:
+        link["parameters"]["checkpoint_id"] = expression
+    return link
+
+
+def links(route: Route) -> dict[str, Any]:
+    """The links of ``route``'s success answer (empty when it yields no id)."""
+    out: dict[str, Any] = {}
+    if route.name == "create_job":
+        for scoped in ROUTES:
+            if "{job_id}" in scoped.path and scoped.name not in _NOT_FROM_CREATE:
+                out[f"job_{scoped.name}"] = {
+                    "operationId": scoped.name,
+                    "parameters": {**_same_prefix(), "job_id": "$response.body#/job_id"},
+                }
+    if route.name == "get_job":
+        # Cancel follows a look at the job rather than its creation, so a walk of a job's
+        # life does not end it before the data plane had a turn.
+        out["cancel_job"] = {"operationId": "cancel_job",
+                             "parameters": {**_same_prefix(), "job_id": "$response.body#/job_id"}}
+    if route.name in _SUBMITS:
+        same_job = {**_same_prefix(), "job_id": "$request.path.job_id"}
+        out["poll"] = {"operationId": "get_request",
+                       "parameters": {**same_job, "request_id": "$response.body#/request_id"}}
+        out["cancel"] = {"operationId": "operation", "parameters": same_job, "requestBody": {
+            "operation_type": "cancel-request", "payload": {"request_id": "$response.body#/request_id"}}}
+    if route.name == "save":
+        for target in _CHECKPOINT_USERS:
+            out[f"saved_{target}"] = _to_checkpoint(target, "$request.body#/checkpoint_id")
+    if route.name == "list_checkpoints":
+        for target in _CHECKPOINT_USERS:
+            out[f"listed_{target}"] = _to_checkpoint(target, "$response.body#/checkpoints/0/checkpoint_id")
+    if route.name == "get_request":
+        # A save's polled result holds the authoritative checkpoint id (spec §6.3).
+        for target in _CHECKPOINT_USERS:
+            out[f"result_{target}"] = _to_checkpoint(target, "$response.body#/result/checkpoint_id")
+    return out
+
+
+def extensions(route: Route) -> dict[str, Any]:
+    """The vendor extensions of one operation."""
+    out: dict[str, Any] = {"x-gs-clauses": list(GS_CLAUSES.get(route.name, ()))}
+    refusals = REFUSALS.get(route.name)
+    if refusals:
+        out["x-gs-refusals"] = {str(status): why for status, why in sorted(refusals.items())}
+    return out
+
+
+def schemathesis_config() -> str:
+    """``contract/schemathesis.toml``: per operation, the positive-data statuses to expect
+    (schemathesis' defaults plus the operation's ``x-gs-refusals``), nothing else."""
+    lines = [
+        "# Generated from contract/openapi_rules.py by `python -m contract schemathesis-config`;",
+        "# a test fails when it drifts. For each operation: the statuses a schema-valid request",
+        "# may still get, for a rule the document lists in x-gs-refusals / x-gs-clauses.",
+        "",
+    ]
+    lines += [
+        "# The stateful phase follows the document's links only (its own inferred links would",
+        "# spend the steps on guesses), with room for create -> save -> poll -> export chains.",
+        "[phases.stateful]",
+        f"max-steps = {STATEFUL_MAX_STEPS}",
+        "",
+        "[phases.stateful.inference]",
+        "algorithms = []",
+        "",
+    ]
+    for name, refusals in REFUSALS.items():
+        statuses = list(ST_DEFAULT_EXPECTED) + [str(s) for s in sorted(refusals)]
+        lines += [
+            "[[operations]]",
+            f'include-operation-id = "{name}"',
+            "checks.positive_data_acceptance.expected-statuses = [{}]".format(
+                ", ".join(f'"{s}"' for s in statuses)),
+            "",
+        ]
+    return "\n".join(lines)
+
+
+__all__ = ["GS_CLAUSES", "REFUSALS", "extensions", "links", "schemathesis_config"]
