@@ -114,6 +114,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="Skip hypothesis shrinking (fast self-tests; failing examples are not minimal).",
     )
     g.addoption(
+        "--gs-record",
+        metavar="FILE",
+        help="Record every HTTP exchange of the run to this parity tape (JSON lines; "
+        "replay it with gs-parity). Under xdist each worker's stream is appended in turn.",
+    )
+    g.addoption(
         "--gs-startup-timeout",
         type=float,
         default=GsOptions.startup_timeout_s,
@@ -172,6 +178,7 @@ def pytest_configure(config: pytest.Config) -> None:
     RUNTIME.shrink = not config.getoption("--gs-no-shrink")
     config.stash[_BOOK] = ClauseBook()
     config.stash[_STARTED] = time.monotonic()
+    _start_tape(config, options)
     if not _is_worker(config):
         config.pluginmanager.register(_Booker(config), "gs-conformance-booker")
 
@@ -224,6 +231,65 @@ def pytest_collection_modifyitems(
 def pytest_runtest_setup(item: pytest.Item) -> None:
     if is_property(item):
         RECORDER.clear()
+        if RECORDER.tape is not None:
+            RECORDER.tape.group = item.nodeid
+
+
+def _tape_path(config: pytest.Config) -> str | None:
+    path = config.getoption("--gs-record")
+    if not path:
+        return None
+    worker = getattr(config, "workerinput", {}).get("workerid")
+    return f"{path}.{worker}.part" if worker else str(path)  # parts are plain text
+
+
+def _start_tape(config: pytest.Config, options: GsOptions) -> None:
+    """Open the parity tape (``--gs-record``); each xdist worker writes its own part."""
+    path = _tape_path(config)
+    if path is None or (not _is_worker(config) and _xdist_workers(config)):
+        return
+    from contract.tape import TapeWriter
+
+    meta = {"run": "gs-conformance", "target": options.url or "embedded fake",
+            "database": options.database, "schema": options.schema,
+            "endpoint": options.endpoint, **options.describe()}
+    worker = getattr(config, "workerinput", {}).get("workerid")
+    RECORDER.start_tape(TapeWriter(path, "gs-conformance", meta=meta | {"worker": worker}))
+
+
+def _xdist_workers(config: pytest.Config) -> int:
+    value = getattr(config.option, "numprocesses", None)
+    return int(value) if isinstance(value, int) else (1 if value else 0)
+
+
+def _merge_tape_parts(config: pytest.Config) -> None:
+    """Controller under xdist: one tape from the workers' parts, each stream in turn."""
+    import glob
+    import json
+
+    path = config.getoption("--gs-record")
+    parts = sorted(glob.glob(glob.escape(str(path)) + ".*.part"))
+    if not path or not parts:
+        return
+    from contract.tape import open_text
+
+    seq, seconds = 0, 0.0
+    with open_text(str(path), "w") as out:
+        for n, part in enumerate(parts):
+            with open_text(part) as f:
+                for text in f:
+                    line = json.loads(text)
+                    if line["kind"] == "end":
+                        seconds = max(seconds, float(line.get("seconds", 0)))
+                    if (line["kind"] == "meta" and n) or line["kind"] == "end":
+                        continue
+                    if line["kind"] == "exchange":
+                        seq += 1
+                        line["seq"] = seq
+                    out.write(json.dumps(line, separators=(",", ":")) + "\n")
+            os.unlink(part)
+        end = {"kind": "end", "seconds": seconds, "exchanges": seq}
+        out.write(json.dumps(end, separators=(",", ":")) + "\n")
 
 
 def _example(excinfo: Any) -> str:
@@ -317,8 +383,10 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     config = session.config
+    RECORDER.stop_tape()
     if _is_worker(config):
         return
+    _merge_tape_parts(config)
     book = config.stash.get(_BOOK, None)
     if book is None or not book.outcomes:
         return

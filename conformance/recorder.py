@@ -10,12 +10,18 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import parse_qsl, urlsplit
 
 import requests
+import requests.adapters
+
+from contract.tape import Exchange as TapeExchange
+from contract.tape import TapeWriter, sink_of
 
 #: How many exchanges a test keeps, and how many the report shows.
 KEEP = 12
@@ -88,6 +94,70 @@ class Recorder:
     def __init__(self, keep: int = KEEP) -> None:
         self._items: deque[Exchange] = deque(maxlen=keep)
         self._lock = threading.Lock()
+        #: A parity tape every exchange also goes to (``--gs-record``), and the server
+        #: name of each base URL (``scheme://host:port``) it has seen described.
+        self.tape: TapeWriter | None = None
+        self._servers: dict[str, str] = {}
+
+    def start_tape(self, tape: TapeWriter) -> None:
+        self.tape = tape
+        self._servers.clear()
+
+    def stop_tape(self) -> None:
+        if self.tape is not None:
+            self.tape.close()
+        self.tape = None
+
+    def tape_server(self, base_url: str, name: str, info: Mapping[str, Any],
+                    tokens: tuple[str | None, ...] = ()) -> None:
+        """Name the server at ``base_url`` in the tape (no-op when not recording)."""
+        if self.tape is None:
+            return
+        parts = urlsplit(base_url)
+        self._servers[f"{parts.scheme}://{parts.netloc}"] = name
+        for token in tokens:
+            self.tape.add_secret(token)
+        self.tape.server(name, info)
+
+    def _to_tape(self, response: requests.Response) -> None:
+        """Tape one exchange; a body cut on the wire is taped as such, then re-raised."""
+        if self.tape is None:
+            return
+        try:
+            content = response.content
+        except requests.RequestException as exc:
+            self.tape_failure(response.request, exc, response.elapsed.total_seconds(), response)
+            raise
+        self._tape(response.request, response, content, response.elapsed.total_seconds())
+
+    def tape_failure(self, request: requests.PreparedRequest, exc: BaseException, seconds: float,
+                     response: requests.Response | None = None) -> None:
+        """Tape a request whose answer never (completely) arrived."""
+        self._tape(request, response, b"", seconds, f"{type(exc).__name__}: {exc}"[:300])
+
+    def _tape(self, req: requests.PreparedRequest, response: requests.Response | None,
+              content: bytes, seconds: float, error: str | None = None) -> None:
+        tape = self.tape
+        if tape is None:
+            return
+        parts = urlsplit(req.url or "")
+        body = req.body if isinstance(req.body, (bytes, str)) else None
+        tape.record(
+            TapeExchange(
+                method=req.method or "?",
+                path=parts.path,
+                query=parse_qsl(parts.query, keep_blank_values=True),
+                request_headers=dict(req.headers),
+                request_body=sink_of(body, tape.keep_bytes),
+                status=response.status_code if response is not None else 0,
+                response_headers=dict(response.headers) if response is not None else {},
+                response_body=sink_of(content),
+                started=time.time() - seconds,
+                seconds=seconds,
+                server=self._servers.get(f"{parts.scheme}://{parts.netloc}", parts.netloc),
+                error=error,
+            )
+        )
 
     def clear(self) -> None:
         with self._lock:
@@ -107,6 +177,7 @@ class Recorder:
 
     def record_response(self, response: requests.Response, *args: Any, **kwargs: Any) -> None:
         """A ``requests`` response hook."""
+        self._to_tape(response)
         req = response.request
         body = req.body if isinstance(req.body, (bytes, str)) else None
         self.add(
@@ -121,12 +192,42 @@ class Recorder:
             )
         )
 
+    def tape_hook(self, response: requests.Response, *args: Any, **kwargs: Any) -> None:
+        """A ``requests`` response hook feeding only the parity tape (not the failing examples)."""
+        self._to_tape(response)
+
+    def attach_tape(self, session: requests.Session) -> requests.Session:
+        session.hooks.setdefault("response", []).append(self.tape_hook)
+        self._mount(session)
+        return session
+
+    def _mount(self, session: requests.Session) -> None:
+        """While taping, requests that fail before any answer are taped too."""
+        if self.tape is not None:
+            for scheme in ("http://", "https://"):
+                session.mount(scheme, _TapeAdapter(self))
+
     def attach(self, session: requests.Session) -> requests.Session:
         """Record every response ``session`` receives."""
+        self._mount(session)
         hooks = session.hooks.setdefault("response", [])
         if self.record_response not in hooks:
             hooks.append(self.record_response)
         return session
+
+
+class _TapeAdapter(requests.adapters.HTTPAdapter):
+    def __init__(self, recorder: Recorder) -> None:
+        super().__init__()
+        self.recorder = recorder
+
+    def send(self, request: requests.PreparedRequest, *args: Any, **kwargs: Any) -> requests.Response:
+        started = time.monotonic()
+        try:
+            return super().send(request, *args, **kwargs)
+        except requests.RequestException as exc:
+            self.recorder.tape_failure(request, exc, time.monotonic() - started)
+            raise
 
 
 #: The process-wide recorder (each xdist worker has its own).

@@ -104,6 +104,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="JSON arrays/objects allowed in one JSON body or frame header")
     lim.add_argument("--max-events-cap", type=_positive, default=d.max_events_cap,
                      help="max_events on a poll is clamped to this (the contract says 512)")
+    p.add_argument("--record", default=None, metavar="FILE",
+                   help="write a parity tape (JSON lines) of every exchange served, for gs-parity")
     p.add_argument("--log-level", default=d.log_level,
                    choices=("critical", "error", "warning", "info", "debug"), help="log verbosity")
     return p
@@ -139,6 +141,7 @@ def settings_from_args(args: argparse.Namespace) -> FakeSettings:
         max_json_containers=args.max_json_containers,
         max_events_cap=args.max_events_cap,
         log_level=args.log_level,
+        record=args.record,
     )
 
 
@@ -178,6 +181,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                   f"auth={'on' if settings.tokens else 'off'}"]
         if settings.mutant:
             extras.append(f"MUTANT={settings.mutant}")
+        if settings.record:
+            extras.append(f"recording to {settings.record}")
         print("  " + " ".join(extras), flush=True)
 
     original = server.startup

@@ -92,6 +92,8 @@ class FakeSettings:
     max_events_cap: int = MAX_EVENTS_CAP
     #: How long a poll waits for a request that is due but still executing.
     poll_wait_s: float = 1.0
+    #: Write a parity tape of every exchange the fake serves to this file (``--record``).
+    record: str | None = None
     export_ttl_s: float = 3600.0
     worker_threads: int = 4
 
