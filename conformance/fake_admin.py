@@ -10,15 +10,13 @@ from typing import Any
 
 import requests
 
-from conformance.recorder import RECORDER
 from conformance.target import Target
 
 
 class FakeAdmin:
     def __init__(self, target: Target) -> None:
         self.target = target
-        # Recorded like the drivers: a parity replay must reach the same fake state.
-        self.session = RECORDER.attach_tape(requests.Session())
+        self.session = requests.Session()
         self.session.headers.update(target.auth_headers())
 
     def _call(self, method: str, path: str, body: Any = None) -> Any:

@@ -18,7 +18,6 @@ from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
 import requests
-import requests.adapters
 
 from contract.tape import Exchange as TapeExchange
 from contract.tape import TapeWriter, sink_of
@@ -100,10 +99,14 @@ class Recorder:
         self._servers: dict[str, str] = {}
 
     def start_tape(self, tape: TapeWriter) -> None:
+        """Tape every exchange any ``requests`` session of this process makes (drivers, the
+        client, the admin API, bare calls in properties) until :meth:`stop_tape`."""
         self.tape = tape
         self._servers.clear()
+        _patch_send(self)
 
     def stop_tape(self) -> None:
+        _unpatch_send()
         if self.tape is not None:
             self.tape.close()
         self.tape = None
@@ -119,16 +122,19 @@ class Recorder:
             self.tape.add_secret(token)
         self.tape.server(name, info)
 
-    def _to_tape(self, response: requests.Response) -> None:
-        """Tape one exchange; a body cut on the wire is taped as such, then re-raised."""
-        if self.tape is None:
+    def tape_answer(self, response: requests.Response, streamed: bool) -> None:
+        """Tape one exchange; a body cut on the wire is taped as such, then re-raised. A
+        streamed answer is taped without its body (reading it is the caller's business)."""
+        seconds = response.elapsed.total_seconds()
+        if streamed:
+            self._tape(response.request, response, b"", seconds, streamed=True)
             return
         try:
             content = response.content
         except requests.RequestException as exc:
-            self.tape_failure(response.request, exc, response.elapsed.total_seconds(), response)
+            self.tape_failure(response.request, exc, seconds, response)
             raise
-        self._tape(response.request, response, content, response.elapsed.total_seconds())
+        self._tape(response.request, response, content, seconds)
 
     def tape_failure(self, request: requests.PreparedRequest, exc: BaseException, seconds: float,
                      response: requests.Response | None = None) -> None:
@@ -136,7 +142,7 @@ class Recorder:
         self._tape(request, response, b"", seconds, f"{type(exc).__name__}: {exc}"[:300])
 
     def _tape(self, req: requests.PreparedRequest, response: requests.Response | None,
-              content: bytes, seconds: float, error: str | None = None) -> None:
+              content: bytes, seconds: float, error: str | None = None, streamed: bool = False) -> None:
         tape = self.tape
         if tape is None:
             return
@@ -156,6 +162,7 @@ class Recorder:
                 seconds=seconds,
                 server=self._servers.get(f"{parts.scheme}://{parts.netloc}", parts.netloc),
                 error=error,
+                extra={"streamed": True} if streamed else {},
             )
         )
 
@@ -177,7 +184,6 @@ class Recorder:
 
     def record_response(self, response: requests.Response, *args: Any, **kwargs: Any) -> None:
         """A ``requests`` response hook."""
-        self._to_tape(response)
         req = response.request
         body = req.body if isinstance(req.body, (bytes, str)) else None
         self.add(
@@ -192,42 +198,35 @@ class Recorder:
             )
         )
 
-    def tape_hook(self, response: requests.Response, *args: Any, **kwargs: Any) -> None:
-        """A ``requests`` response hook feeding only the parity tape (not the failing examples)."""
-        self._to_tape(response)
-
-    def attach_tape(self, session: requests.Session) -> requests.Session:
-        session.hooks.setdefault("response", []).append(self.tape_hook)
-        self._mount(session)
-        return session
-
-    def _mount(self, session: requests.Session) -> None:
-        """While taping, requests that fail before any answer are taped too."""
-        if self.tape is not None:
-            for scheme in ("http://", "https://"):
-                session.mount(scheme, _TapeAdapter(self))
-
     def attach(self, session: requests.Session) -> requests.Session:
         """Record every response ``session`` receives."""
-        self._mount(session)
         hooks = session.hooks.setdefault("response", [])
         if self.record_response not in hooks:
             hooks.append(self.record_response)
         return session
 
 
-class _TapeAdapter(requests.adapters.HTTPAdapter):
-    def __init__(self, recorder: Recorder) -> None:
-        super().__init__()
-        self.recorder = recorder
+_ORIGINAL_SEND = requests.Session.send
 
-    def send(self, request: requests.PreparedRequest, *args: Any, **kwargs: Any) -> requests.Response:
+
+def _patch_send(recorder: Recorder) -> None:
+    def send(self: requests.Session, request: requests.PreparedRequest, **kwargs: Any) -> requests.Response:
         started = time.monotonic()
         try:
-            return super().send(request, *args, **kwargs)
+            response = _ORIGINAL_SEND(self, request, **kwargs)
         except requests.RequestException as exc:
-            self.recorder.tape_failure(request, exc, time.monotonic() - started)
+            if recorder.tape is not None:
+                recorder.tape_failure(request, exc, time.monotonic() - started)
             raise
+        if recorder.tape is not None:
+            recorder.tape_answer(response, streamed=bool(kwargs.get("stream")))
+        return response
+
+    requests.Session.send = send  # type: ignore[method-assign]
+
+
+def _unpatch_send() -> None:
+    requests.Session.send = _ORIGINAL_SEND  # type: ignore[method-assign]
 
 
 #: The process-wide recorder (each xdist worker has its own).

@@ -171,7 +171,8 @@ def outline(data: bytes, content_type: str = "") -> dict[str, Any]:
         else:
             shown = outline_json(value)
             exact = shown == value and json.dumps(value).encode() == data
-            return {"json": mask(shown), "exact": exact}
+            masked = mask(shown)
+            return {"json": masked, "exact": exact, **({"masked": True} if masked != shown else {})}
     if len(data) >= 8 and data[8:9] == b"{":
         try:
             return frame_outline(data)
@@ -369,18 +370,29 @@ class TapeWriter:
                 "prefix": split[0] if split else None,
                 "route": name,
                 "template": r.path if r else None,
-                "query": [[k, v] for k, v in ex.query],
+                "query": [[k, REDACTED if secret_key(k) and v else v] for k, v in ex.query],
                 "headers": req_headers,
-                "body": ex.request_body.describe(ctype_in),
+                "body": self._safe(ex.request_body.describe(ctype_in)),
             },
             "response": {
                 "status": ex.status,
                 "headers": resp_headers,
                 "body": ex.response_body.describe(resp_headers.get("content-type", "")),
                 **({"error": ex.error} if ex.error else {}),
+                **ex.extra,
             },
-            **ex.extra,
         }
+
+    def _safe(self, body: dict[str, Any] | None) -> dict[str, Any] | None:
+        """Withhold kept request bytes that carry a credential (the outline stays)."""
+        if not body or "z64" not in body:
+            return body
+        raw = raw_body(body) or b""
+        text = raw.decode("utf-8", "replace")
+        if body.pop("masked", False) or any(t in text for t in self.tokens) or scrub_text(text) != text:
+            del body["z64"]
+            body["withheld"] = "the bytes held a credential"
+        return body
 
     def _write(self, obj: dict[str, Any]) -> None:
         text = scrub_text(json.dumps(obj, separators=(",", ":")), self.tokens)

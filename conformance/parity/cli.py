@@ -41,6 +41,8 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--delivery", choices=("auto", "inline", "chunks"))
     r = p.add_argument_group("replay")
     r.add_argument("--rules", help="Accepted differences (YAML or JSON), each with its reason.")
+    r.add_argument("--fail-fast", action="store_true",
+                   help="Stop replaying a tape at its first divergence.")
     r.add_argument("--poll-timeout", type=float, default=60.0,
                    help="Seconds to poll a job or request towards its recorded state (default 60).")
     r.add_argument("--timeout", type=float, default=120.0, help="Read timeout per request (default 120).")
@@ -51,7 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
     o.add_argument("--junit", help="JUnit XML path (one test case per exchange group).")
     o.add_argument("--json", help="Divergences as JSON.")
     o.add_argument("--limit", type=int, default=50, help="Divergent exchanges printed per tape (default 50).")
-    o.add_argument("--quiet", action="store_true", help="Print only the headline of each tape.")
+    o.add_argument("-q", "--quiet", action="store_true", help="Print only the headline of each tape.")
     return p
 
 
@@ -80,7 +82,7 @@ def replay_tape(path: str, ns: argparse.Namespace, rules: list[Rule] | None = No
     targets = targets_for(ns)
     try:
         replayer = Replayer(targets, poll_timeout_s=ns.poll_timeout, timeout_s=ns.timeout,
-                            accept=accepter(rules or []))
+                            accept=accepter(rules or []), stop_at_divergence=bool(getattr(ns, "fail_fast", False)))
         return replayer.run(path, lines)
     finally:
         targets.close()

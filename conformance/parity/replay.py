@@ -52,6 +52,8 @@ class ExchangeResult:
     skipped: str | None = None
     polls: int = 0
     note: str | None = None
+    #: The last exchange of the loop this one settled early (the rest of the loop is skipped).
+    settled_at: int | None = None
 
     @property
     def diverged(self) -> bool:
@@ -84,14 +86,17 @@ class Replay:
 
 class Replayer:
     def __init__(self, targets: Any, poll_timeout_s: float = 60.0, timeout_s: float = 120.0,
-                 accept: Callable[[ExchangeResult, list[Divergence]], None] | None = None) -> None:
+                 accept: Callable[[ExchangeResult, list[Divergence]], None] | None = None,
+                 stop_at_divergence: bool = False) -> None:
         self.targets = targets
+        self.stop_at_divergence = stop_at_divergence
         self.accept = accept or (lambda ex, found: None)
         self.poll_timeout_s = poll_timeout_s
         self.timeout_s = timeout_s
         self.ids: dict[str, str] = {}
         self.servers: dict[str, dict[str, Any]] = {}
         self._last: dict[str, tuple[float, float]] = {}
+        self.loop_ends: set[int] = set()
         self.session = requests.Session()
         self.session.headers["User-Agent"] = "gs-parity/0.1"
 
@@ -101,18 +106,35 @@ class Replayer:
         exchanges = [x for x in lines if x["kind"] == "exchange"]
         ends = [x for x in lines if x["kind"] == "end"]
         settle = poll_runs(exchanges)
+        self.loop_ends = {x["seq"] for x in settle.values()}
+        skip_through: int | None = None
         for line in lines:
             if line["kind"] == "server":
                 self.servers[line["name"]] = line
             elif line["kind"] == "exchange":
+                if skip_through is not None and line["seq"] <= skip_through:
+                    results.append(self.skipped(line, "the replay reached this loop's final answer sooner"))
+                    continue
                 results.append(self.one(line, settle.get(line["seq"])))
+                skip_through = results[-1].settled_at
+                if self.stop_at_divergence and results[-1].diverged:
+                    break
         try:
             notes = list(getattr(self.targets, "notes", []))
         finally:
             self.session.close()
-        recorded = float(ends[-1]["seconds"]) if ends else recorded_span(exchanges)
+        # A conformance tape covers the whole run; a fake's tape also its idle uptime, so
+        # there the run is the span of the exchanges.
+        by_fake = lines[0].get("source") == "fake-gs"
+        recorded = float(ends[-1]["seconds"]) if ends and not by_fake else recorded_span(exchanges)
         return Replay(path, self.targets.describe, results, recorded,
                       time.monotonic() - started, notes)
+
+    def skipped(self, ex: dict[str, Any], why: str) -> ExchangeResult:
+        req = ex["request"]
+        return ExchangeResult(ex["seq"], ex.get("group", ""), ex.get("server", "target"),
+                              req.get("route") or tape.admin_route(req["path"]) or "-",
+                              req["method"], req["path"], ex["response"], skipped=why)
 
     def one(self, ex: dict[str, Any], settled: dict[str, Any] | None = None) -> ExchangeResult:
         req = ex["request"]
@@ -131,13 +153,32 @@ class Replayer:
         result.new = new
         learn(ex["response"].get("body"), new.get("body"), self.ids)
         result.divergences = self.judge(result, ex["response"], new)
+        if result.diverged and ex["seq"] in self.loop_ends:
+            new = self.finish_loop(target, req, body, ex["response"], result)
         if result.diverged and settled is not None:
             early = self.judge(result, settled["response"], new)
             if not any(d.accepted is None for d in early):
                 # A poll loop: the new target got to the loop's final answer sooner.
                 result.divergences = early
                 result.note = f"reached the answer the recording got at #{settled['seq']} sooner"
+                result.settled_at = settled["seq"]
         return result
+
+    def finish_loop(self, target: ReplayTarget, req: dict[str, Any], body: bytes | None,
+                    recorded: dict[str, Any], result: ExchangeResult) -> dict[str, Any]:
+        """The last call of a recorded loop: the recording client repeated it until this
+        answer, so the replay may too (a slower sweep, a later expiry), within the deadline."""
+        deadline = time.monotonic() + self.poll_timeout_s
+        delay = 0.02
+        new = result.new or {}
+        while result.diverged and time.monotonic() < deadline:
+            time.sleep(delay)
+            delay = min(delay * 1.5, 0.25)
+            new = self.send(target, req, body)
+            result.polls += 1
+            result.new = new
+            result.divergences = self.judge(result, recorded, new)
+        return new
 
     def judge(self, result: ExchangeResult, recorded: dict[str, Any], new: dict[str, Any]) -> list[Divergence]:
         found = compare(recorded, new, self.ids)
@@ -208,20 +249,36 @@ class Replayer:
 
 
 def poll_runs(exchanges: list[dict[str, Any]]) -> dict[int, dict[str, Any]]:
-    """For each exchange in a run of identical consecutive requests (a poll loop) on one
-    server, the run's last exchange: a faster target may answer with it early."""
+    """For each exchange inside a loop, the loop's last exchange: a faster (or slower)
+    target may reach the loop's final answer at another iteration.
+
+    A loop is a run of consecutive exchanges on one server and path that either repeat the
+    very same request (polling), or were all refused alike until the last one (a client
+    retrying a refused call with a fresh body)."""
     out: dict[int, dict[str, Any]] = {}
     run: list[dict[str, Any]] = []
 
-    def key(x: dict[str, Any]) -> Any:
+    def place(x: dict[str, Any]) -> Any:
         r = x["request"]
-        return (x.get("server"), r["method"], r["path"], json.dumps(r.get("query")),
-                json.dumps(r.get("body"), sort_keys=True))
+        return (x.get("server"), r["method"], r["path"], json.dumps(r.get("query")))
+
+    def same(x: dict[str, Any]) -> str:
+        return json.dumps(x["request"].get("body"), sort_keys=True)
+
+    def is_loop(xs: list[dict[str, Any]]) -> bool:
+        if len(xs) < 2:
+            return False
+        if len({same(x) for x in xs}) == 1:
+            return True
+        refused = {x["response"]["status"] for x in xs[:-1]}
+        return len(refused) == 1 and min(refused) >= 400
 
     for x in [*exchanges, None]:
-        if run and (x is None or key(x) != key(run[-1])):
-            if len(run) > 1:
+        if run and (x is None or place(x) != place(run[-1])):
+            if is_loop(run):
                 out.update({y["seq"]: run[-1] for y in run[:-1]})
+            elif len(run) > 2 and is_loop(run[1:]):  # a first call, then retries of it
+                out.update({y["seq"]: run[-1] for y in run[1:-1]})
             run = []
         if x is not None:
             run.append(x)
@@ -302,7 +359,8 @@ def request_bytes(req: dict[str, Any], ids: dict[str, str]) -> bytes | None:
         return bytes([body["fill"]]) * int(body["bytes"])
     if "json" in body and body.get("exact"):
         return json.dumps(_swap(body["json"], ids)).encode()
-    raise Skip(f"the request body ({body.get('bytes')} bytes) was not kept in the recording")
+    raise Skip(f"the request body ({body.get('bytes')} bytes) was not kept in the recording"
+               + (f": {body['withheld']}" if "withheld" in body else ""))
 
 
 def _swap(value: Any, ids: dict[str, str]) -> Any:
@@ -327,3 +385,7 @@ def learn(recorded: Any, new: Any, ids: dict[str, str], key: str = "") -> None:
     elif (isinstance(recorded, str) and isinstance(new, str) and recorded != new
           and is_id_key(key) and len(recorded) >= _MIN_ID and recorded not in ids):
         ids[recorded] = new
+        if "://" in recorded and "://" in new:  # an export URL: later calls use its path
+            old_tail, new_tail = recorded.rstrip("/").rsplit("/", 1)[-1], new.rstrip("/").rsplit("/", 1)[-1]
+            if old_tail != new_tail and len(old_tail) >= _MIN_ID:
+                ids.setdefault(unquote(old_tail), unquote(new_tail))
