@@ -96,7 +96,8 @@ class Replayer:
         self.ids: dict[str, str] = {}
         self.servers: dict[str, dict[str, Any]] = {}
         self._last: dict[str, tuple[float, float]] = {}
-        self.loop_ends: set[int] = set()
+        #: The last exchange of each recorded loop -> the loop's earlier exchanges.
+        self.loops: dict[int, list[dict[str, Any]]] = {}
         self.session = requests.Session()
         self.session.headers["User-Agent"] = "gs-parity/0.1"
 
@@ -106,7 +107,10 @@ class Replayer:
         exchanges = [x for x in lines if x["kind"] == "exchange"]
         ends = [x for x in lines if x["kind"] == "end"]
         settle = poll_runs(exchanges)
-        self.loop_ends = {x["seq"] for x in settle.values()}
+        self.loops = {}
+        for x in exchanges:
+            if x["seq"] in settle:
+                self.loops.setdefault(settle[x["seq"]]["seq"], []).append(x)
         skip_through: int | None = None
         for line in lines:
             if line["kind"] == "server":
@@ -153,7 +157,7 @@ class Replayer:
         result.new = new
         learn(ex["response"].get("body"), new.get("body"), self.ids)
         result.divergences = self.judge(result, ex["response"], new)
-        if result.diverged and ex["seq"] in self.loop_ends:
+        if result.diverged and self.behind(result, ex["seq"], new):
             new = self.finish_loop(target, req, body, ex["response"], result)
         if result.diverged and settled is not None:
             early = self.judge(result, settled["response"], new)
@@ -164,10 +168,23 @@ class Replayer:
                 result.settled_at = settled["seq"]
         return result
 
+    def behind(self, result: ExchangeResult, seq: int, new: dict[str, Any]) -> bool:
+        """The last call of a recorded loop answered like an earlier, unfinished call of that
+        loop: the new target is behind the recording (a slower sweep, a later expiry)."""
+        for earlier in self.loops.get(seq, []):
+            recorded = earlier["response"]
+            if _finished(result.route, recorded):
+                continue  # a terminal answer cannot be an earlier stage
+            found = compare(recorded, new, self.ids)
+            self.accept(result, found)
+            if not any(d.accepted is None for d in found):
+                return True
+        return False
+
     def finish_loop(self, target: ReplayTarget, req: dict[str, Any], body: bytes | None,
                     recorded: dict[str, Any], result: ExchangeResult) -> dict[str, Any]:
-        """The last call of a recorded loop: the recording client repeated it until this
-        answer, so the replay may too (a slower sweep, a later expiry), within the deadline."""
+        """The recording client repeated this call until this answer, so the replay may too,
+        within the poll deadline."""
         deadline = time.monotonic() + self.poll_timeout_s
         delay = 0.02
         new = result.new or {}
@@ -241,10 +258,12 @@ class Replayer:
                 break
             time.sleep(delay)
             delay = min(delay * 1.5, 0.25)
+            earlier = new
             new = self.send(target, req, body)
             result.polls += 1
             if new["status"] != 200:
                 break
+            new = _carry_events(earlier, new)
         return new
 
 
@@ -283,6 +302,27 @@ def poll_runs(exchanges: list[dict[str, Any]]) -> dict[int, dict[str, Any]]:
         if x is not None:
             run.append(x)
     return out
+
+
+def _carry_events(earlier: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
+    """Events an extra poll consumed belong to the answer the recording got in one poll."""
+    try:
+        before, after = earlier["body"]["json"]["events"], new["body"]["json"]["events"]
+    except (KeyError, TypeError):
+        return new
+    if not isinstance(before, list) or not isinstance(after, list) or not before:
+        return new
+    merged = tape.compact_list([*before, *after])
+    body = {**new["body"], "json": {**new["body"]["json"], "events": merged}}
+    return {**new, "body": body}
+
+
+def _finished(route: str, answer: dict[str, Any]) -> bool:
+    if route not in _POLLED:
+        return False
+    normal, terminal = _POLLED[route]
+    state = _state(answer, normal)
+    return state is not None and bool(terminal(state))
 
 
 def _read_timeout(recorded: dict[str, Any], ms: float) -> float | None:
