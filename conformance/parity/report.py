@@ -110,12 +110,34 @@ h1{font-size:1.4em} h2{font-size:1.15em;margin-top:1.6em}
 .summary{padding:.6em 1em;border-radius:6px;background:#f4f6f8;display:inline-block}
 table{border-collapse:collapse;margin:.4em 0} td,th{border:1px solid #ddd;padding:3px 8px;text-align:left;vertical-align:top}
 th{background:#f0f0f0} code{font:12px ui-monospace,monospace}
-.side{display:grid;grid-template-columns:1fr 1fr;gap:10px}
-.side pre{background:#fafafa;border:1px solid #e0e0e0;padding:6px;overflow:auto;max-height:420px;font-size:11.5px;margin:0}
+.side{display:grid;grid-template-columns:minmax(0,1fr) minmax(0,1fr);gap:10px}
+.side pre{background:#fafafa;border:1px solid #e0e0e0;padding:6px;overflow:auto;max-height:420px;font-size:11.5px;margin:0;white-space:pre-wrap;word-break:break-all}
+mark{background:#ffe08a}
 details{margin:.5em 0 1em 0;border-left:4px solid #c62828;padding-left:.8em}
 details.accepted{border-left-color:#c9a227}
 summary{cursor:pointer;font-weight:600}
 """
+
+
+def _marked(answer: dict[str, Any] | None, fields: list[str]) -> str:
+    """The pretty answer, escaped, with the lines of the differing keys highlighted."""
+    keys = {f'"{f.rsplit(".", 1)[-1].split("[", 1)[0].split("<", 1)[0]}":' for f in fields}
+    lines = []
+    for line in _pretty(answer).splitlines():
+        text = html.escape(line)
+        lines.append(f"<mark>{text}</mark>" if any(k in line for k in keys) else text)
+    return "\n".join(lines)
+
+
+def _by_field(rep: Replay) -> str:
+    counts = _count(f"{r.route}\t{d.field}\t{d.kind}" for r in rep.divergent
+                    for d in r.divergences if d.accepted is None)
+    if not counts:
+        return ""
+    rows = "".join("<tr><td>{}</td><td><code>{}</code></td><td>{}</td><td>{}</td></tr>".format(
+        *(html.escape(p) for p in key.split("\t")), n) for key, n in counts[:40])
+    return ("<table><tr><th>route</th><th>field</th><th>difference</th><th>exchanges</th></tr>"
+            f"{rows}</table>")
 
 
 def html_report(reps: list[Replay]) -> str:
@@ -126,11 +148,13 @@ def html_report(reps: list[Replay]) -> str:
         body.append(f"<h2>{esc(rep.tape)} against {esc(rep.target)}</h2>")
         body.append(f'<p class="summary"><b class="{cls}">{esc(headline(rep))}</b></p>')
         body += [f'<p class="skip">note: {esc(n)}</p>' for n in rep.notes]
+        body.append(_by_field(rep))
         shown = [r for r in rep.results if r.divergences]
         if not shown:
             body.append('<p class="ok">Every replayed answer matches its recording.</p>')
         for r in shown:
             kind = "accepted" if not r.diverged else "divergent"
+            fields = [d.field for d in r.divergences]
             rows = "".join(
                 f"<tr><td><code>{esc(d.field)}</code></td><td>{esc(d.kind)}</td>"
                 f"<td><code>{esc(repr(d.recorded))}</code></td><td><code>{esc(repr(d.new))}</code></td>"
@@ -140,8 +164,8 @@ def html_report(reps: list[Replay]) -> str:
                 f'<details class="{kind}" {"open" if r.diverged else ""}><summary>{esc(_where(r))}</summary>'
                 f"<p><code>{esc(r.method)} {esc(r.path)}</code></p>"
                 f"<table><tr><th>field</th><th>difference</th><th>recorded</th><th>new</th><th></th></tr>{rows}</table>"
-                f'<div class="side"><div><b>recorded answer</b><pre>{esc(_pretty(r.recorded))}</pre></div>'
-                f"<div><b>new answer</b><pre>{esc(_pretty(r.new))}</pre></div></div></details>")
+                f'<div class="side"><div><b>recorded answer</b><pre>{_marked(r.recorded, fields)}</pre></div>'
+                f"<div><b>new answer</b><pre>{_marked(r.new, fields)}</pre></div></div></details>")
         skipped = [r for r in rep.results if r.skipped]
         if skipped:
             items = "".join(f"<li>{n} x {esc(reason)}</li>" for reason, n in _count(r.skipped for r in skipped))
