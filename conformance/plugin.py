@@ -254,6 +254,7 @@ def _start_tape(config: pytest.Config, options: GsOptions) -> None:
             "database": options.database, "schema": options.schema,
             "endpoint": options.endpoint, **options.describe()}
     worker = getattr(config, "workerinput", {}).get("workerid")
+    RECORDER.tape_prefix = f"{worker}/" if worker else ""
     RECORDER.start_tape(TapeWriter(path, "gs-conformance", meta=meta | {"worker": worker}))
 
 
@@ -265,31 +266,15 @@ def _xdist_workers(config: pytest.Config) -> int:
 def _merge_tape_parts(config: pytest.Config) -> None:
     """Controller under xdist: one tape from the workers' parts, each stream in turn."""
     import glob
-    import json
+
+    from contract.tape import merge_parts
 
     path = config.getoption("--gs-record")
-    parts = sorted(glob.glob(glob.escape(str(path)) + ".*.part"))
-    if not path or not parts:
-        return
-    from contract.tape import open_text
-
-    seq, seconds = 0, 0.0
-    with open_text(str(path), "w") as out:
-        for n, part in enumerate(parts):
-            with open_text(part) as f:
-                for text in f:
-                    line = json.loads(text)
-                    if line["kind"] == "end":
-                        seconds = max(seconds, float(line.get("seconds", 0)))
-                    if (line["kind"] == "meta" and n) or line["kind"] == "end":
-                        continue
-                    if line["kind"] == "exchange":
-                        seq += 1
-                        line["seq"] = seq
-                    out.write(json.dumps(line, separators=(",", ":")) + "\n")
+    parts = sorted(glob.glob(glob.escape(str(path)) + ".*.part")) if path else []
+    if parts:
+        merge_parts(str(path), parts)
+        for part in parts:
             os.unlink(part)
-        end = {"kind": "end", "seconds": seconds, "exchanges": seq}
-        out.write(json.dumps(end, separators=(",", ":")) + "\n")
 
 
 def _example(excinfo: Any) -> str:

@@ -97,6 +97,8 @@ class Recorder:
         #: name of each base URL (``scheme://host:port``) it has seen described.
         self.tape: TapeWriter | None = None
         self._servers: dict[str, str] = {}
+        #: Prefix of server names (``gw0/``): xdist workers' fakes are separate servers.
+        self.tape_prefix = ""
 
     def start_tape(self, tape: TapeWriter) -> None:
         """Tape every exchange any ``requests`` session of this process makes (drivers, the
@@ -117,6 +119,7 @@ class Recorder:
         if self.tape is None:
             return
         parts = urlsplit(base_url)
+        name = self.tape_prefix + name
         self._servers[f"{parts.scheme}://{parts.netloc}"] = name
         for token in tokens:
             self.tape.add_secret(token)

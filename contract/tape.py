@@ -453,3 +453,22 @@ def read_tape(path: str) -> list[dict[str, Any]]:
     if lines[0].get("version") != TAPE_VERSION:
         raise ValueError(f"{path}: tape version {lines[0].get('version')}, this kit reads {TAPE_VERSION}")
     return lines
+
+
+def merge_parts(path: str, parts: list[str]) -> None:
+    """One tape from several recorders' parts (xdist workers), each part's exchanges in
+    turn and renumbered; one meta line, one end line with the longest part's duration."""
+    seq, seconds = 0, 0.0
+    with open_text(path, "w") as out:
+        for n, part in enumerate(parts):
+            for line in read_tape(part):
+                if line["kind"] == "end":
+                    seconds = max(seconds, float(line.get("seconds", 0)))
+                    continue
+                if line["kind"] == "meta" and n:
+                    continue
+                if line["kind"] == "exchange":
+                    seq += 1
+                    line["seq"] = seq
+                out.write(json.dumps(line, separators=(",", ":")) + "\n")
+        out.write(json.dumps({"kind": "end", "seconds": seconds, "exchanges": seq}) + "\n")

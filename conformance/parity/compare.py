@@ -26,6 +26,8 @@ VALUE_KEYS = frozenset({
 #: Integers that are clocks or durations, never compared.
 _CLOCK_SUFFIXES = ("_at", "_ms", "_s", "_seconds", "_time", "_ns", "_ts")
 _CLOCK_KEYS = frozenset({"elapsed", "ttl", "expires_in", "retry_after", "eta", "duration", "timestamp"})
+#: Floats this close to zero count as zero when signs are compared.
+FLOAT_ZERO = 1e-6
 #: Headers whose presence is part of the contract (compared as present/absent).
 PRESENCE_HEADERS = (REQUEST_ID_HEADER.lower(), "retry-after")
 
@@ -82,7 +84,9 @@ def _kind(v: Any) -> str:
 def _float_class(v: float) -> str:
     if not math.isfinite(v):
         return "nan" if math.isnan(v) else ("+inf" if v > 0 else "-inf")
-    return "negative" if v < 0 else ("zero" if v == 0 else "positive")
+    if abs(v) <= FLOAT_ZERO:  # rounding noise around zero is zero (a KL of 1e-9, say)
+        return "zero"
+    return "negative" if v < 0 else "positive"
 
 
 class Comparer:

@@ -51,6 +51,8 @@ class ExchangeResult:
     divergences: list[Divergence] = field(default_factory=list)
     skipped: str | None = None
     polls: int = 0
+    #: Wall time of the replayed call (its polls included), milliseconds.
+    ms: float = 0.0
     note: str | None = None
     #: The last exchange of the loop this one settled early (the rest of the loop is skipped).
     settled_at: int | None = None
@@ -152,9 +154,11 @@ class Replayer:
             result.skipped = str(exc)
             return result
         self.pace(result.server, ex)
+        started = time.monotonic()
         new = self.send(target, req, body, _read_timeout(ex["response"], ex.get("ms", 0)))
         new = self.poll_until(target, req, body, ex["response"], new, result)
         result.new = new
+        result.ms = (time.monotonic() - started) * 1000
         learn(ex["response"].get("body"), new.get("body"), self.ids)
         result.divergences = self.judge(result, ex["response"], new)
         if result.diverged and self.behind(result, ex["seq"], new):

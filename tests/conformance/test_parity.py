@@ -216,3 +216,26 @@ def test_paths_take_learned_ids_and_poll_loops_settle() -> None:
     poll = {"server": "target", "request": {"method": "GET", "path": "/x", "query": [], "body": None}}
     runs = poll_runs([{**poll, "seq": 1}, {**poll, "seq": 2}, {**poll, "seq": 3}])
     assert {k: v["seq"] for k, v in runs.items()} == {1: 3, 2: 3}
+
+
+def test_worker_parts_merge_into_one_tape(tmp_path: Path) -> None:
+    """Under xdist each worker tapes its own part; the controller merges them."""
+    from contract.tape import Exchange, TapeWriter, merge_parts, sink_of
+
+    parts = []
+    for worker in ("gw0", "gw1"):
+        part = str(tmp_path / f"run.gsrec.{worker}.part")
+        writer = TapeWriter(part, "gs-conformance", meta={"worker": worker})
+        writer.server(f"{worker}/target", {"embedded": True, "settings": {}})
+        for _ in range(2):
+            writer.record(Exchange("GET", SERVICE + "/capacity", [], {}, sink_of(b""), 200, {},
+                                   sink_of(b'{"a": 1}'), 0.0, 0.001, server=f"{worker}/target"))
+        writer.close()
+        parts.append(part)
+    merge_parts(str(tmp_path / "run.gsrec.gz"), parts)
+    lines = read_tape(str(tmp_path / "run.gsrec.gz"))
+    assert [x["kind"] for x in lines].count("meta") == 1 and lines[-1]["kind"] == "end"
+    exchanges = [x for x in lines if x["kind"] == "exchange"]
+    assert [x["seq"] for x in exchanges] == [1, 2, 3, 4]
+    assert [x["server"] for x in exchanges] == ["gw0/target"] * 2 + ["gw1/target"] * 2
+    assert exchanges[0]["request"]["route"] == "get_capacity"
