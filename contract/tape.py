@@ -40,6 +40,8 @@ TAPE_VERSION = 1
 KEEP_BYTES = 96 * 1024
 #: Bodies up to this size are parsed for their outline (JSON or frame).
 OUTLINE_BYTES = 4 * 1024 * 1024
+#: Hex digits of a tensor's content digest in its outline (compared only by exact replays).
+TENSOR_DIGEST = 12
 #: A list longer than this is kept as its length, first and last items (``$list``).
 LIST_HEAD, LIST_TAIL = 4, 2
 REDACTED = "<redacted>"
@@ -202,7 +204,8 @@ def frame_outline(data: bytes) -> dict[str, Any]:
             return n[1]
         if tag == "t":
             entry = frame.entries[n[1]]
-            return {"$tensor": entry.code, "shape": list(entry.shape)}
+            digest = hashlib.sha256(frame.data[entry.begin:entry.end]).hexdigest()[:TENSOR_DIGEST]
+            return {"$tensor": entry.code, "shape": list(entry.shape), "sha": digest}
         if tag == "d":
             return {k: node(v) for k, v in n[1]}
         return [node(v) for v in n[1]]

@@ -41,6 +41,10 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--delivery", choices=("auto", "inline", "chunks"))
     r = p.add_argument_group("replay")
     r.add_argument("--rules", help="Accepted differences (YAML or JSON), each with its reason.")
+    r.add_argument("--floats", choices=("sign", "close"), default="sign",
+                   help="sign: floats compared for finiteness and sign only (default; a real "
+                   "service's numbers differ); close: also their value within 1e-3 and tensor contents "
+                   "by digest, for a tape replayed against the same fake (same engine and seed).")
     r.add_argument("--fail-fast", action="store_true",
                    help="Stop replaying a tape at its first divergence.")
     r.add_argument("--poll-timeout", type=float, default=60.0,
@@ -82,7 +86,8 @@ def replay_tape(path: str, ns: argparse.Namespace, rules: list[Rule] | None = No
     targets = targets_for(ns)
     try:
         replayer = Replayer(targets, poll_timeout_s=ns.poll_timeout, timeout_s=ns.timeout,
-                            accept=accepter(rules or []), stop_at_divergence=bool(getattr(ns, "fail_fast", False)))
+                            accept=accepter(rules or []), stop_at_divergence=bool(getattr(ns, "fail_fast", False)),
+                            floats=getattr(ns, "floats", "sign"))
         return replayer.run(path, lines)
     finally:
         targets.close()

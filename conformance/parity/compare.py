@@ -28,6 +28,8 @@ _CLOCK_SUFFIXES = ("_at", "_ms", "_s", "_seconds", "_time", "_ns", "_ts")
 _CLOCK_KEYS = frozenset({"elapsed", "ttl", "expires_in", "retry_after", "eta", "duration", "timestamp"})
 #: Floats this close to zero count as zero when signs are compared.
 FLOAT_ZERO = 1e-6
+#: With ``floats="close"`` (a tape replayed against the same fake): relative tolerance.
+FLOAT_REL = 1e-3
 #: Headers whose presence is part of the contract (compared as present/absent).
 PRESENCE_HEADERS = (REQUEST_ID_HEADER.lower(), "retry-after")
 
@@ -92,8 +94,9 @@ def _float_class(v: float) -> str:
 class Comparer:
     """Compares outlines; ``ids`` maps recorded ids to new ones (learned during replay)."""
 
-    def __init__(self, ids: Mapping[str, str]) -> None:
+    def __init__(self, ids: Mapping[str, str], floats: str = "sign") -> None:
         self.ids = ids
+        self.floats = floats
         self.out: list[Divergence] = []
 
     def add(self, field: str, kind: str, recorded: Any, new: Any) -> None:
@@ -113,6 +116,9 @@ class Comparer:
                 if rec.get(part) != new.get(part):
                     self.add(f"{path}.{'dtype' if part == '$tensor' else 'shape'}",
                              "dtype" if part == "$tensor" else "shape", rec.get(part), new.get(part))
+            if (self.floats == "close" and rec.get("sha") and new.get("sha")
+                    and rec.get("shape") == new.get("shape") and rec["sha"] != new["sha"]):
+                self.add(path, "content", rec["sha"], new["sha"])
         elif rk == "frame":
             self.value(rec.get("$inline"), new.get("$inline"), path + "<frame>", key)
         elif rk == "base64":
@@ -171,6 +177,9 @@ class Comparer:
                 self.add(path, "value", rec, new)
         elif _float_class(float(rec)) != _float_class(float(new)):
             self.add(path, "sign", _float_class(float(rec)), _float_class(float(new)))
+        elif (self.floats == "close" and math.isfinite(float(rec))
+              and not math.isclose(float(rec), float(new), rel_tol=FLOAT_REL, abs_tol=FLOAT_ZERO)):
+            self.add(path, "value", rec, new)
 
 
 def _length(v: Any) -> int:
@@ -201,9 +210,12 @@ def body_form(body: Mapping[str, Any] | None) -> str:
     return "bytes"
 
 
-def compare(recorded: Mapping[str, Any], new: Mapping[str, Any], ids: Mapping[str, str]) -> list[Divergence]:
-    """Divergences between two tape ``response`` entries."""
-    c = Comparer(ids)
+def compare(recorded: Mapping[str, Any], new: Mapping[str, Any], ids: Mapping[str, str],
+            floats: str = "sign") -> list[Divergence]:
+    """Divergences between two tape ``response`` entries (``floats``: ``sign`` compares
+    finiteness and sign only; ``close`` also the value, within a relative 1e-3, and tensor
+    contents by digest)."""
+    c = Comparer(ids, floats)
     if "error" in recorded or "error" in new:
         if ("error" in recorded) != ("error" in new):
             c.add("connection", "transport", recorded.get("error") or recorded["status"],

@@ -69,8 +69,9 @@ def record_rl_loop(out: Path, steps: int = 2) -> None:
     spec.loader.exec_module(toy)
     from client import ClientConfig, create_client
 
+    # Many target bytes, so rewards (and advantages, losses) are not all zero at step one.
     cfg = toy.ToyConfig(steps=steps, group_size=4, prompts=toy.DEFAULT_PROMPTS[:2], max_tokens=6,
-                        mini_batches=2, seed=3)
+                        mini_batches=2, seed=3, target="abcdefghijklmnopqrstuvwxyz ")
     with tempfile.TemporaryDirectory(prefix="gs-parity-") as tmp:
         raw = str(Path(tmp) / "rl.gsrec")
         extra = ["--record", raw, "--token", RL_TOKEN]

@@ -89,8 +89,9 @@ class Replay:
 class Replayer:
     def __init__(self, targets: Any, poll_timeout_s: float = 60.0, timeout_s: float = 120.0,
                  accept: Callable[[ExchangeResult, list[Divergence]], None] | None = None,
-                 stop_at_divergence: bool = False) -> None:
+                 stop_at_divergence: bool = False, floats: str = "sign") -> None:
         self.targets = targets
+        self.floats = floats
         self.stop_at_divergence = stop_at_divergence
         self.accept = accept or (lambda ex, found: None)
         self.poll_timeout_s = poll_timeout_s
@@ -179,7 +180,7 @@ class Replayer:
             recorded = earlier["response"]
             if _finished(result.route, recorded):
                 continue  # a terminal answer cannot be an earlier stage
-            found = compare(recorded, new, self.ids)
+            found = compare(recorded, new, self.ids, self.floats)
             self.accept(result, found)
             if not any(d.accepted is None for d in found):
                 return True
@@ -202,7 +203,7 @@ class Replayer:
         return new
 
     def judge(self, result: ExchangeResult, recorded: dict[str, Any], new: dict[str, Any]) -> list[Divergence]:
-        found = compare(recorded, new, self.ids)
+        found = compare(recorded, new, self.ids, self.floats)
         self.accept(result, found)
         return found
 

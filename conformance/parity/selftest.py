@@ -39,7 +39,7 @@ def _engines(lines: list[dict]) -> set[str]:
     return {str((x.get("settings") or {}).get("engine", "shape")) for x in lines if x["kind"] == "server"}
 
 
-def hunt(mutant: str, tapes: list[Path], rules_path: str | None) -> Kill:
+def hunt(mutant: str, tapes: list[Path], rules_path: str | None, floats: str = "sign") -> Kill:
     """Replay tapes against the fake with ``mutant`` until one diverges."""
     from fake_gs.mutants import MUTANTS
 
@@ -53,7 +53,7 @@ def hunt(mutant: str, tapes: list[Path], rules_path: str | None) -> Kill:
         targets = EmbeddedTargets({"mutant": mutant})
         try:
             rep = Replayer(targets, poll_timeout_s=10.0, timeout_s=60.0, accept=accept,
-                           stop_at_divergence=True).run(str(tape), lines)
+                           stop_at_divergence=True, floats=floats).run(str(tape), lines)
         finally:
             targets.close()
         if rep.divergent:
@@ -71,17 +71,21 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("tapes", nargs="*", help="Tapes (default: every tape in parity/).")
     p.add_argument("--mutants", default="", help="Comma-separated mutants (default: all).")
     p.add_argument("--rules", default=str(CORPUS / "accepted.yaml"))
+    p.add_argument("--floats", choices=("sign", "close"), default="sign",
+                   help="close: also compare float values (same fake, same seed): the semantic "
+                   "mutants of the tiny engine change only numbers")
     ns = p.parse_args(argv)
     tapes = [Path(t) for t in ns.tapes] or corpus_tapes()
     names = [m for m in ns.mutants.split(",") if m] or sorted(MUTANTS)
     kills = []
     for name in names:
-        kill = hunt(name, tapes, ns.rules)
+        kill = hunt(name, tapes, ns.rules, ns.floats)
         kills.append(kill)
         mark = "KILLED " if kill.killed else "SURVIVED"
         print(f"{mark} {name:<30} {kill.seconds:5.1f}s  {kill.evidence}", flush=True)
     killed = sum(k.killed for k in kills)
-    print(f"kill score: {killed}/{len(kills)} mutants killed by replaying {len(tapes)} tapes")
+    print(f"kill score: {killed}/{len(kills)} mutants killed by replaying {len(tapes)} tapes "
+          f"(floats compared by {ns.floats})")
     return 0 if killed == len(kills) else 1
 
 

@@ -143,9 +143,9 @@ def test_mutants_diverge_naming_exchange_and_field(mutant: str) -> None:
     assert "#" in kill.evidence and "differs" in kill.evidence
 
 
-#: Mutants whose only effect is on float values (the tiny engine's numbers) or inside an
-#: export URL's text: the parity normalisation abstracts both by design (a real service
-#: differs from the fake in exactly these), so no replay can see them.
+#: Mutants whose only effect is on numbers (the tiny engine's values) or inside an export
+#: URL's text: the default normalisation abstracts both by design (a real service differs
+#: from the fake in exactly these); ``--floats close`` sees some of the numeric ones.
 BEYOND_NORMALISATION = {
     "tiny-advantages-flipped", "tiny-fwd-ignores-temperature", "tiny-load-partial",
     "tiny-logprobs-shifted", "tiny-sampler-drifts", "tiny-stale-sampler", "tiny-step-ascends",
@@ -167,6 +167,13 @@ def test_every_answer_changing_mutant_diverges(capsys: pytest.CaptureFixture[str
               f"{sum(k.killed for k in answer_changing)}/{len(answer_changing)}")
     survivors = [k.mutant for k in kills if not k.killed and k.mutant not in BEYOND_NORMALISATION]
     assert not survivors, f"answer-changing mutants no tape catches: {survivors}"
+    # Replaying against the same fake, numbers must agree too: the semantic mutants show.
+    tiny = [hunt(name, corpus_tapes(), RULES, floats="close") for name in sorted(MUTANTS)
+            if MUTANTS[name].engine == "tiny"]
+    with capsys.disabled():
+        for k in tiny:
+            print(f"{'KILLED ' if k.killed else 'SURVIVED'} {k.mutant:<30} (--floats close) {k.evidence}")
+        print(f"semantic mutants with --floats close: {sum(k.killed for k in tiny)}/{len(tiny)}")
 
 
 def test_reports_show_each_divergence(tmp_path: Path) -> None:
@@ -200,6 +207,8 @@ def test_compare_normalises_ids_clocks_and_floats() -> None:
     same = json.loads(json.dumps(rec))
     same["body"]["json"].update(job_id="j2", created_at=9, loss=0.7)
     assert compare(rec, same, {"j1": "j2"}) == []
+    close = compare(rec, same, {"j1": "j2"}, floats="close")
+    assert [(d.field, d.kind) for d in close] == [("body.loss", "value")]
     bad = json.loads(json.dumps(same))
     bad["body"]["json"].update(loss=-0.1, steps=2, t={"$tensor": "F32", "shape": [2, 2]}, state="done")
     del bad["headers"]["x-snowflake-request-id"]
