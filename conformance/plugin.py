@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from conformance import report as reports
-from conformance.recorder import RECORDER, render_last
+from conformance.recorder import RECORDER, finish_run_tape, render_last, start_run_tape
 from conformance.results import (
     PROP_CLAUSES,
     PROP_EXAMPLE,
@@ -178,7 +178,7 @@ def pytest_configure(config: pytest.Config) -> None:
     RUNTIME.shrink = not config.getoption("--gs-no-shrink")
     config.stash[_BOOK] = ClauseBook()
     config.stash[_STARTED] = time.monotonic()
-    _start_tape(config, options)
+    start_run_tape(config, options)
     if not _is_worker(config):
         config.pluginmanager.register(_Booker(config), "gs-conformance-booker")
 
@@ -234,47 +234,6 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         if RECORDER.tape is not None:
             RECORDER.tape.group = item.nodeid
 
-
-def _tape_path(config: pytest.Config) -> str | None:
-    path = config.getoption("--gs-record")
-    if not path:
-        return None
-    worker = getattr(config, "workerinput", {}).get("workerid")
-    return f"{path}.{worker}.part" if worker else str(path)  # parts are plain text
-
-
-def _start_tape(config: pytest.Config, options: GsOptions) -> None:
-    """Open the parity tape (``--gs-record``); each xdist worker writes its own part."""
-    path = _tape_path(config)
-    if path is None or (not _is_worker(config) and _xdist_workers(config)):
-        return
-    from contract.tape import TapeWriter
-
-    meta = {"run": "gs-conformance", "target": options.url or "embedded fake",
-            "database": options.database, "schema": options.schema,
-            "endpoint": options.endpoint, **options.describe()}
-    worker = getattr(config, "workerinput", {}).get("workerid")
-    RECORDER.tape_prefix = f"{worker}/" if worker else ""
-    RECORDER.start_tape(TapeWriter(path, "gs-conformance", meta=meta | {"worker": worker}))
-
-
-def _xdist_workers(config: pytest.Config) -> int:
-    value = getattr(config.option, "numprocesses", None)
-    return int(value) if isinstance(value, int) else (1 if value else 0)
-
-
-def _merge_tape_parts(config: pytest.Config) -> None:
-    """Controller under xdist: one tape from the workers' parts, each stream in turn."""
-    import glob
-
-    from contract.tape import merge_parts
-
-    path = config.getoption("--gs-record")
-    parts = sorted(glob.glob(glob.escape(str(path)) + ".*.part")) if path else []
-    if parts:
-        merge_parts(str(path), parts)
-        for part in parts:
-            os.unlink(part)
 
 
 def _example(excinfo: Any) -> str:
@@ -371,7 +330,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     RECORDER.stop_tape()
     if _is_worker(config):
         return
-    _merge_tape_parts(config)
+    finish_run_tape(config)
     book = config.stash.get(_BOOK, None)
     if book is None or not book.outcomes:
         return

@@ -9,6 +9,7 @@ exchanges of the minimal failing example.
 from __future__ import annotations
 
 import json
+import os
 import threading
 import time
 from collections import deque
@@ -234,6 +235,50 @@ def _unpatch_send() -> None:
 
 #: The process-wide recorder (each xdist worker has its own).
 RECORDER = Recorder()
+
+
+# --- the run's parity tape (``--gs-record``), driven by the pytest plugin ------------------
+
+
+def _tape_path(config: Any) -> str | None:
+    path = config.getoption("--gs-record")
+    if not path:
+        return None
+    worker = getattr(config, "workerinput", {}).get("workerid")
+    return f"{path}.{worker}.part" if worker else str(path)  # parts are plain text
+
+
+def start_run_tape(config: Any, options: Any) -> None:
+    """Open the parity tape (``--gs-record``); each xdist worker writes its own part."""
+    path = _tape_path(config)
+    if path is None or (not hasattr(config, "workerinput") and _xdist_workers(config)):
+        return
+    meta = {"run": "gs-conformance", "target": options.url or "embedded fake",
+            "database": options.database, "schema": options.schema,
+            "endpoint": options.endpoint, **options.describe()}
+    worker = getattr(config, "workerinput", {}).get("workerid")
+    RECORDER.tape_prefix = f"{worker}/" if worker else ""
+    RECORDER.start_tape(TapeWriter(path, "gs-conformance", meta=meta | {"worker": worker}))
+
+
+def _xdist_workers(config: Any) -> int:
+    value = getattr(config.option, "numprocesses", None)
+    return int(value) if isinstance(value, int) else (1 if value else 0)
+
+
+def finish_run_tape(config: Any) -> None:
+    """At the end of a pytest session: under xdist the controller merges the workers' parts
+    into one tape, each worker's stream in turn."""
+    import glob
+
+    from contract.tape import merge_parts
+
+    path = config.getoption("--gs-record")
+    parts = sorted(glob.glob(glob.escape(str(path)) + ".*.part")) if path else []
+    if parts:
+        merge_parts(str(path), parts)
+        for part in parts:
+            os.unlink(part)
 
 
 def render_last(n: int = SHOW) -> str:
