@@ -119,6 +119,12 @@ def build_parser() -> argparse.ArgumentParser:
     o.add_argument("--markdown", help="Markdown report path.")
     o.add_argument("--junit", help="JUnit XML path (one testcase per clause).")
     o.add_argument("--json", help="Per-clause results as JSON.")
+    o.add_argument(
+        "--record",
+        metavar="FILE",
+        help="Record every HTTP exchange to this parity tape (replay it with gs-parity); "
+        "recording runs in one process unless -n is given.",
+    )
     o.add_argument("-v", "--verbose", action="store_true", help="Show pytest's own output too.")
     o.add_argument("--quiet", action="store_true", help="No progress lines, only the report.")
     return p
@@ -163,6 +169,7 @@ def pytest_args(ns: argparse.Namespace, json_path: str) -> list[str]:
         ("--gs-clauses", ns.clauses),
         ("--gs-mutant", ns.mutant),
         ("--gs-report", ns.report),
+        ("--gs-record", ns.record),
     ]
     for flag, value in pairs:
         if value:
@@ -194,7 +201,7 @@ def _workers(ns: argparse.Namespace) -> str | None:
                 file=sys.stderr,
             )
         return None
-    value = ns.workers or "auto"
+    value = ns.workers or ("0" if getattr(ns, "record", None) else "auto")
     return None if value in ("0", "1") else value
 
 

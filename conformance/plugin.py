@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from conformance import report as reports
-from conformance.recorder import RECORDER, render_last
+from conformance.recorder import RECORDER, finish_run_tape, render_last, start_run_tape
 from conformance.results import (
     PROP_CLAUSES,
     PROP_EXAMPLE,
@@ -127,6 +127,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "a skipped clause is one this target cannot be judged on).",
     )
     g.addoption(
+        "--gs-record",
+        metavar="FILE",
+        help="Record every HTTP exchange of the run to this parity tape (JSON lines; "
+        "replay it with gs-parity). Under xdist each worker's stream is appended in turn.",
+    )
+    g.addoption(
         "--gs-startup-timeout",
         type=float,
         default=GsOptions.startup_timeout_s,
@@ -187,6 +193,7 @@ def pytest_configure(config: pytest.Config) -> None:
     RUNTIME.shrink = not config.getoption("--gs-no-shrink")
     config.stash[_BOOK] = ClauseBook()
     config.stash[_STARTED] = time.monotonic()
+    start_run_tape(config, options)
     if not _is_worker(config):
         config.pluginmanager.register(_Booker(config), "gs-conformance-booker")
 
@@ -239,6 +246,9 @@ def pytest_collection_modifyitems(
 def pytest_runtest_setup(item: pytest.Item) -> None:
     if is_property(item):
         RECORDER.clear()
+        if RECORDER.tape is not None:
+            RECORDER.tape.group = item.nodeid
+
 
 
 def _example(excinfo: Any) -> str:
@@ -335,8 +345,10 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     config = session.config
+    RECORDER.stop_tape()
     if _is_worker(config):
         return
+    finish_run_tape(config)
     book = config.stash.get(_BOOK, None)
     if book is None or not book.outcomes:
         return

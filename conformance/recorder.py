@@ -9,13 +9,19 @@ exchanges of the minimal failing example.
 from __future__ import annotations
 
 import json
+import os
 import threading
+import time
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import parse_qsl, urlsplit
 
 import requests
+
+from contract.tape import Exchange as TapeExchange
+from contract.tape import TapeWriter, sink_of
 
 #: How many exchanges a test keeps, and how many the report shows.
 KEEP = 12
@@ -88,6 +94,81 @@ class Recorder:
     def __init__(self, keep: int = KEEP) -> None:
         self._items: deque[Exchange] = deque(maxlen=keep)
         self._lock = threading.Lock()
+        #: A parity tape every exchange also goes to (``--gs-record``), and the server
+        #: name of each base URL (``scheme://host:port``) it has seen described.
+        self.tape: TapeWriter | None = None
+        self._servers: dict[str, str] = {}
+        #: Prefix of server names (``gw0/``): xdist workers' fakes are separate servers.
+        self.tape_prefix = ""
+
+    def start_tape(self, tape: TapeWriter) -> None:
+        """Tape every exchange any ``requests`` session of this process makes (drivers, the
+        client, the admin API, bare calls in properties) until :meth:`stop_tape`."""
+        self.tape = tape
+        self._servers.clear()
+        _patch_send(self)
+
+    def stop_tape(self) -> None:
+        _unpatch_send()
+        if self.tape is not None:
+            self.tape.close()
+        self.tape = None
+
+    def tape_server(self, base_url: str, name: str, info: Mapping[str, Any],
+                    tokens: tuple[str | None, ...] = ()) -> None:
+        """Name the server at ``base_url`` in the tape (no-op when not recording)."""
+        if self.tape is None:
+            return
+        parts = urlsplit(base_url)
+        name = self.tape_prefix + name
+        self._servers[f"{parts.scheme}://{parts.netloc}"] = name
+        for token in tokens:
+            self.tape.add_secret(token)
+        self.tape.server(name, info)
+
+    def tape_answer(self, response: requests.Response, streamed: bool) -> None:
+        """Tape one exchange; a body cut on the wire is taped as such, then re-raised. A
+        streamed answer is taped without its body (reading it is the caller's business)."""
+        seconds = response.elapsed.total_seconds()
+        if streamed:
+            self._tape(response.request, response, b"", seconds, streamed=True)
+            return
+        try:
+            content = response.content
+        except requests.RequestException as exc:
+            self.tape_failure(response.request, exc, seconds, response)
+            raise
+        self._tape(response.request, response, content, seconds)
+
+    def tape_failure(self, request: requests.PreparedRequest, exc: BaseException, seconds: float,
+                     response: requests.Response | None = None) -> None:
+        """Tape a request whose answer never (completely) arrived."""
+        self._tape(request, response, b"", seconds, f"{type(exc).__name__}: {exc}"[:300])
+
+    def _tape(self, req: requests.PreparedRequest, response: requests.Response | None,
+              content: bytes, seconds: float, error: str | None = None, streamed: bool = False) -> None:
+        tape = self.tape
+        if tape is None:
+            return
+        parts = urlsplit(req.url or "")
+        body = req.body if isinstance(req.body, (bytes, str)) else None
+        tape.record(
+            TapeExchange(
+                method=req.method or "?",
+                path=parts.path,
+                query=parse_qsl(parts.query, keep_blank_values=True),
+                request_headers=dict(req.headers),
+                request_body=sink_of(body, tape.keep_bytes),
+                status=response.status_code if response is not None else 0,
+                response_headers=dict(response.headers) if response is not None else {},
+                response_body=sink_of(content),
+                started=time.time() - seconds,
+                seconds=seconds,
+                server=self._servers.get(f"{parts.scheme}://{parts.netloc}", parts.netloc),
+                error=error,
+                extra={"streamed": True} if streamed else {},
+            )
+        )
 
     def clear(self) -> None:
         with self._lock:
@@ -129,8 +210,75 @@ class Recorder:
         return session
 
 
+_ORIGINAL_SEND = requests.Session.send
+
+
+def _patch_send(recorder: Recorder) -> None:
+    def send(self: requests.Session, request: requests.PreparedRequest, **kwargs: Any) -> requests.Response:
+        started = time.monotonic()
+        try:
+            response = _ORIGINAL_SEND(self, request, **kwargs)
+        except requests.RequestException as exc:
+            if recorder.tape is not None:
+                recorder.tape_failure(request, exc, time.monotonic() - started)
+            raise
+        if recorder.tape is not None:
+            recorder.tape_answer(response, streamed=bool(kwargs.get("stream")))
+        return response
+
+    requests.Session.send = send  # type: ignore[method-assign]
+
+
+def _unpatch_send() -> None:
+    requests.Session.send = _ORIGINAL_SEND  # type: ignore[method-assign]
+
+
 #: The process-wide recorder (each xdist worker has its own).
 RECORDER = Recorder()
+
+
+# --- the run's parity tape (``--gs-record``), driven by the pytest plugin ------------------
+
+
+def _tape_path(config: Any) -> str | None:
+    path = config.getoption("--gs-record")
+    if not path:
+        return None
+    worker = getattr(config, "workerinput", {}).get("workerid")
+    return f"{path}.{worker}.part" if worker else str(path)  # parts are plain text
+
+
+def start_run_tape(config: Any, options: Any) -> None:
+    """Open the parity tape (``--gs-record``); each xdist worker writes its own part."""
+    path = _tape_path(config)
+    if path is None or (not hasattr(config, "workerinput") and _xdist_workers(config)):
+        return
+    meta = {"run": "gs-conformance", "target": options.url or "embedded fake",
+            "database": options.database, "schema": options.schema,
+            "endpoint": options.endpoint, **options.describe()}
+    worker = getattr(config, "workerinput", {}).get("workerid")
+    RECORDER.tape_prefix = f"{worker}/" if worker else ""
+    RECORDER.start_tape(TapeWriter(path, "gs-conformance", meta=meta | {"worker": worker}))
+
+
+def _xdist_workers(config: Any) -> int:
+    value = getattr(config.option, "numprocesses", None)
+    return int(value) if isinstance(value, int) else (1 if value else 0)
+
+
+def finish_run_tape(config: Any) -> None:
+    """At the end of a pytest session: under xdist the controller merges the workers' parts
+    into one tape, each worker's stream in turn."""
+    import glob
+
+    from contract.tape import merge_parts
+
+    path = config.getoption("--gs-record")
+    parts = sorted(glob.glob(glob.escape(str(path)) + ".*.part")) if path else []
+    if parts:
+        merge_parts(str(path), parts)
+        for part in parts:
+            os.unlink(part)
 
 
 def render_last(n: int = SHOW) -> str:

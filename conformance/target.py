@@ -268,6 +268,7 @@ class EmbeddedFakes:
             overrides=dict(overrides),
         )
         self._targets[key] = target
+        _describe_to_tape(target, values)
         return target
 
     def close(self) -> None:
@@ -288,9 +289,24 @@ def _settings_kwargs(values: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in values.items() if k in known}
 
 
+def _describe_to_tape(target: Target, values: dict[str, Any]) -> None:
+    """Name an embedded fake in the parity tape being recorded (``--gs-record``), with the
+    settings a replay needs to start the same fake (never its tokens)."""
+    from conformance.recorder import RECORDER
+
+    if RECORDER.tape is None:
+        return
+    name = target.name + "".join(f" {k}={v}" for k, v in sorted(target.overrides.items()))
+    settings = {k: v if isinstance(v, (str, int, float, bool, type(None))) else str(v)
+                for k, v in values.items() if k not in ("tokens", "port", "log_level")}
+    settings["token_count"] = len(tuple(values.get("tokens") or ()))
+    RECORDER.tape_server(target.base_url, name, {"embedded": True, "settings": settings},
+                         (target.token, target.token2))
+
+
 def remote_target(options: GsOptions) -> Target:
     assert options.url
-    return Target(
+    target = Target(
         base_url=options.url.rstrip("/"),
         database=options.database,
         schema=options.schema,
@@ -302,6 +318,11 @@ def remote_target(options: GsOptions) -> Target:
         engine="remote",
         name="target",
     )
+    from conformance.recorder import RECORDER
+
+    RECORDER.tape_server(target.base_url, "target", {"embedded": False, "url": target.base_url},
+                         (target.token, target.token2))
+    return target
 
 
 def import_engine_modules() -> None:

@@ -86,10 +86,19 @@ def create_app(settings: FakeSettings | None = None, **overrides: Any) -> Starle
             with contextlib.suppress(asyncio.CancelledError):
                 await sweeper
             state.store.close()
+            if tape is not None:
+                tape.close()
 
+    middleware = [Middleware(RequestContextMiddleware, state=state)]
+    tape = None
+    if settings.record:
+        from fake_gs.recording import TapeMiddleware, open_tape
+
+        tape = open_tape(settings)
+        middleware.insert(0, Middleware(TapeMiddleware, writer=tape))
     app = Starlette(
         routes=[*service_routes(state), *statement_routes(state), *admin_routes(state)],
-        middleware=[Middleware(RequestContextMiddleware, state=state)],
+        middleware=middleware,
         exception_handlers={HTTPException: http_error},
         lifespan=lifespan,
     )

@@ -129,6 +129,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--traffic", type=int, default=d.traffic, metavar="N",
                    help="keep the last N exchanges per account for GET /_fake/traffic (0: off); "
                         "unknown JSON fields are then reported there instead of refused (unless --strict)")
+    p.add_argument("--record", default=None, metavar="FILE",
+                   help="write a parity tape (JSON lines) of every exchange served, for gs-parity")
     p.add_argument("--log-level", default=d.log_level,
                    choices=("critical", "error", "warning", "info", "debug"), help="log verbosity")
     return p
@@ -169,6 +171,7 @@ def settings_from_args(args: argparse.Namespace) -> FakeSettings:
         log_level=args.log_level,
         tls=args.tls,
         traffic=args.traffic,
+        record=args.record,
     )
 
 
@@ -206,6 +209,8 @@ def announcement(settings: FakeSettings, base: str, host_port: str, tls: Any) ->
               f"auth={'on' if settings.tokens else 'off'}", f"tls={'on' if tls else 'off'}"]
     if settings.mutant:
         extras.append(f"MUTANT={settings.mutant}")
+    if settings.record:
+        extras.append(f"recording to {settings.record}")
     return [
         f"fake-gs serving on {base}",
         f"  base_url: {base}",

@@ -99,6 +99,8 @@ class FakeSettings:
     max_events_cap: int = MAX_EVENTS_CAP
     #: How long a poll waits for a request that is due but still executing.
     poll_wait_s: float = 1.0
+    #: Write a parity tape of every exchange the fake serves to this file (``--record``).
+    record: str | None = None
     export_ttl_s: float = 3600.0
     #: Proposed profile: how long an Idempotency-Key and its answer are kept, and how many
     #: keys one account keeps at most (the oldest go first).

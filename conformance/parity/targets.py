@@ -1,0 +1,98 @@
+"""Where a replay sends each recorded server's exchanges: a URL, or embedded fakes.
+
+A tape names its servers (the main target and, for a conformance run on the fake, the
+variant fakes some properties start). Against a URL only the main target has an
+equivalent; the variants' exchanges are skipped with that reason. Without a URL each
+recorded server becomes an embedded fake started from its recorded settings, with
+options given on the command line (a mutant, an engine) laid over them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass, fields
+from typing import Any
+
+#: Tokens an embedded replay fake is configured with (the tape only says how many).
+REPLAY_TOKENS = ("gs-parity-token-1", "gs-parity-token-2", "gs-parity-token-3")
+#: What a replay sends where the recording held a credential it did not know.
+UNKNOWN_TOKEN = "gs-parity-unknown-token"
+
+
+@dataclass(frozen=True)
+class ReplayTarget:
+    base_url: str
+    tokens: tuple[str | None, ...]
+    prefix: str | None = None
+
+
+class Skip(Exception):
+    """This server's exchanges cannot be replayed against the chosen target."""
+
+
+class UrlTargets:
+    """Every exchange of the main recorded server goes to one URL."""
+
+    def __init__(self, url: str, tokens: tuple[str | None, ...], prefix: str | None) -> None:
+        self.target = ReplayTarget(url.rstrip("/"), tokens, prefix)
+        self.describe = url
+
+    def get(self, name: str, info: dict[str, Any], path: str = "") -> ReplayTarget:
+        if path.startswith("/_fake"):
+            raise Skip("a call to the fake's admin API; a real service has none")
+        if name.rsplit("/", 1)[-1] != "target":
+            raise Skip(f"server {name!r} was a variant of the fake; a real service has none")
+        return self.target
+
+    def close(self) -> None:
+        return None
+
+
+class EmbeddedTargets:
+    """One embedded fake per recorded server, started on first use."""
+
+    def __init__(self, overrides: dict[str, Any], prefix: str | None = None) -> None:
+        self.overrides = {k: v for k, v in overrides.items() if v is not None}
+        self.prefix = prefix
+        self._stack = contextlib.ExitStack()
+        self._started: dict[str, ReplayTarget] = {}
+        self.notes: list[str] = []
+        self.describe = "embedded fake" + "".join(f" {k}={v}" for k, v in sorted(self.overrides.items()))
+
+    def settings_for(self, name: str, info: dict[str, Any]) -> Any:
+        from fake_gs import FakeSettings
+
+        if not info:
+            raise Skip(f"server {name!r} is not described in the tape (started outside the "
+                       "suite's fixtures), so there is nothing to start in its place")
+        if not info.get("embedded", False):
+            raise Skip(f"server {name!r} was a real service; replay it with --url")
+        recorded = dict(info.get("settings") or {})
+        count = int(recorded.pop("token_count", 0) or 0)
+        known = {f.name for f in fields(FakeSettings)}
+        unknown = sorted(set(recorded) - known)
+        if unknown:
+            self.notes.append(f"{name}: recorded settings this fake does not know: {', '.join(unknown)}")
+        values = {k: v for k, v in recorded.items() if k in known}
+        values.update(port=0, log_level="critical", tokens=REPLAY_TOKENS[:count], record=None)
+        mutant = self.overrides.get("mutant")
+        values.update({k: v for k, v in self.overrides.items() if k != "mutant"})
+        if mutant and not values.get("mutant"):
+            try:
+                return FakeSettings(**(values | {"mutant": mutant}))
+            except ValueError:
+                pass  # the mutant lives in another engine: this server runs without it
+        return FakeSettings(**values)
+
+    def get(self, name: str, info: dict[str, Any], path: str = "") -> ReplayTarget:
+        if name not in self._started:
+            from fake_gs import serve_in_background
+
+            settings = self.settings_for(name, info)
+            url = self._stack.enter_context(serve_in_background(settings))
+            self._started[name] = ReplayTarget(str(url), tuple(settings.tokens), self.prefix)
+        return self._started[name]
+
+    def close(self) -> None:
+        self._stack.close()
+        self._started.clear()
