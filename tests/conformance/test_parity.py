@@ -153,7 +153,7 @@ BEYOND_NORMALISATION = {
 }
 
 
-@pytest.mark.slow
+@pytest.mark.long
 def test_every_answer_changing_mutant_diverges(capsys: pytest.CaptureFixture[str]) -> None:
     """The full parity self-test (tox -e parity-selftest): every mutant, every tape."""
     from fake_gs.mutants import MUTANTS
