@@ -168,7 +168,7 @@ _TABLE: tuple[_Row, ...] = (
     # Byte chunking
     ("CHUNK-FORMAT-1", _M, "current", "server", "A chunk is a DSSST1 frame whose tree is {payload: 1-D uint8} and whose op metadata has one key request_chunk or result_chunk."),
     ("CHUNK-DESC-1", _M, "current", "server", "A chunk descriptor carries chunk_idx, total_chunks, frame_sha256, frame_size_bytes (and chunk_group_id on request chunks)."),
-    ("CHUNK-SIZE-1", _M, "current", "server", "Frames split at max_bytes - 8192 byte ranges; every chunk fits max_bytes."),
+    ("CHUNK-SIZE-1", _M, "current", "server", "Frames split at max_bytes - 8192 byte ranges (half of a max_bytes at or under 8192), halved until every chunk fits max_bytes."),
     ("CHUNK-ANY-1", _M, "current", "server", "forward-backward accepts a frame split into any number of chunks of any valid size."),
     ("CHUNK-VERIFY-1", _M, "current", "server", "Reassembly checks total size and sha256 and refuses a mismatch with a 4xx."),
     ("CHUNK-DESC-2", _M, "current", "server", "Chunks whose descriptors disagree (total_chunks, frame_sha256, frame_size_bytes, operation) or whose index is out of range are refused with a 4xx."),

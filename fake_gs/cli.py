@@ -69,7 +69,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--result-delivery", choices=("auto", "inline", "chunks"), default=d.result_delivery,
                    help="tensor results: inline base64 frames, result-chunk events, or auto by size")
     p.add_argument("--result-chunk-bytes", type=int, default=d.result_chunk_bytes,
-                   help="result chunk size, and the auto-mode inline threshold")
+                   help="result chunk size, and the auto-mode inline threshold (any size that holds a "
+                        "chunk header plus one payload byte)")
     p.add_argument("--max-total-gpus", type=int, default=d.max_total_gpus,
                    help="account GPU capacity; jobs that do not fit stay pending")
     p.add_argument("--allow-any-model", action="store_true",

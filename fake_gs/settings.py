@@ -9,6 +9,10 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any, Literal
 
 from contract.limits import MAX_BODY_BYTES, MAX_EVENTS_CAP, MiB
+from contract.wire import min_chunk_bytes
+
+#: The smallest result chunk that carries any result frame (up to 1 TiB) in 1-byte ranges.
+MIN_RESULT_CHUNK_BYTES = min_chunk_bytes(2**40, "result")
 
 Profile = Literal["current", "proposed"]
 StatusStyle = Literal["short", "enum"]
@@ -105,8 +109,9 @@ class FakeSettings:
             raise ValueError(f"status_style must be short or enum, got {self.status_style!r}")
         if self.result_delivery not in ("auto", "inline", "chunks"):
             raise ValueError(f"result_delivery must be auto, inline or chunks, got {self.result_delivery!r}")
-        if self.result_chunk_bytes <= 8192:
-            raise ValueError("result_chunk_bytes must exceed 8192 (a chunk's own header)")
+        if self.result_chunk_bytes < MIN_RESULT_CHUNK_BYTES:
+            raise ValueError(f"result_chunk_bytes must be at least {MIN_RESULT_CHUNK_BYTES} "
+                             "(a result chunk's own header plus one payload byte)")
         if self.max_total_gpus < 0:
             raise ValueError("max_total_gpus must be >= 0")
         for name in ("max_body_bytes", "max_open_groups_per_job", "max_buffered_bytes_per_job",

@@ -19,6 +19,7 @@ from fake_gs.delivery import (
 )
 from fake_gs.engines import ENGINES, load_engine
 from fake_gs.errors import ApiError
+from fake_gs.settings import MIN_RESULT_CHUNK_BYTES
 
 
 @pytest.mark.parametrize(("text", "kind", "amount"), [
@@ -40,7 +41,7 @@ def test_settings_validation_and_overrides() -> None:
     s = FakeSettings(startup="polls:2", tokens=["a"])  # type: ignore[arg-type]
     assert s.startup == Timing("polls", 2) and s.tokens == ("a",) and s.auth_enabled
     for bad in ({"profile": "future"}, {"status_style": "loud"}, {"result_delivery": "pigeon"},
-                {"result_chunk_bytes": 8192}, {"max_total_gpus": -1}):
+                {"result_chunk_bytes": MIN_RESULT_CHUNK_BYTES - 1}, {"max_total_gpus": -1}):
         with pytest.raises(ValueError):
             FakeSettings(**bad)  # type: ignore[arg-type]
     with pytest.raises(TypeError):
