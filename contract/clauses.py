@@ -280,6 +280,8 @@ _TABLE: tuple[_Row, ...] = (
     # Wave 2: a block per issue, so parallel work appends in different places.
     # -- strict fake (issue 11) --
     # -- hardening (issue 12) --
+    ("AUTH-ADMIN-2", _M, "current", "server", "decided", "With service tokens and an admin token configured, the fake's admin API answers 403 to every service token and 200 to the admin token only."),
+    ("LIMIT-ACCOUNT-1", _M, "current", "server", "decided", "Chunk-group caps apply per account (token) as well as per job and per server: one account at its caps does not stop another account's chunked upload."),
     # -- at most once (issue 13) --
     # -- openapi (issue 19) --
     # -- recipes, logs, TLS (issue 17) --

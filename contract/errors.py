@@ -48,6 +48,13 @@ class ErrorCode(StrEnum):
     UNAVAILABLE = "unavailable"
     PROMPT_TOO_LONG = "prompt_too_long"
     INTERNAL = "internal"
+    # Hardening (issue 12): a stalled body, a freed result, an admin call without the
+    # admin credential, an id a path cannot carry, a numeric input over a decided bound.
+    REQUEST_TIMEOUT = "request_timeout"
+    RESULT_EXPIRED = "result_expired"
+    FORBIDDEN = "forbidden"
+    INVALID_ID = "invalid_id"
+    LIMIT_EXCEEDED = "limit_exceeded"
 
 
 #: The HTTP status each code is answered with.
@@ -86,6 +93,11 @@ STATUS_OF: dict[ErrorCode, int] = {
     ErrorCode.INTERNAL: 500,
     ErrorCode.NOT_IMPLEMENTED: 501,
     ErrorCode.UNAVAILABLE: 503,
+    ErrorCode.REQUEST_TIMEOUT: 408,
+    ErrorCode.RESULT_EXPIRED: 410,
+    ErrorCode.FORBIDDEN: 403,
+    ErrorCode.INVALID_ID: 400,
+    ErrorCode.LIMIT_EXCEEDED: 400,
 }
 
 #: Chunk-group codes a client must act on rather than retry blindly.
@@ -105,6 +117,7 @@ NON_RETRYABLE_CODES = CHUNK_GROUP_CODES | frozenset(
         ErrorCode.JOB_CONFLICT,
         ErrorCode.CHECKPOINT_NOT_FOUND,
         ErrorCode.ROUTE_NOT_FOUND,
+        ErrorCode.RESULT_EXPIRED,
     }
 )
 

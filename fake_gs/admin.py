@@ -3,7 +3,8 @@
 health, reset, a JSON state dump (execution counters for at-most-once proofs), forcing a
 job's state, fault rules at run time, mutant info, and the export downloads. With tokens
 configured every admin route needs a bearer token, except export downloads, whose random
-URL token is the credential (like a presigned URL).
+URL token is the credential (like a presigned URL). With tokens, only the admin token
+(``--admin-token``, or a random one printed at start-up) opens it: service tokens get 403.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from contract.errors import ErrorCode
-from fake_gs.auth import authenticate
+from fake_gs.auth import authenticate_admin
 from fake_gs.errors import ApiError
 from fake_gs.faults import FaultRule, parse_rules
 from fake_gs.handlers.common import BodyReader, json_response, parse_json
@@ -29,14 +30,16 @@ AdminHandler = Callable[[AppState, Request, BodyReader], Awaitable[Response]]
 
 def _wrap(state: AppState, handler: AdminHandler, *, auth: bool = True) -> Callable[[Request], Awaitable[Response]]:
     async def endpoint(request: Request) -> Response:
-        body = BodyReader(request)
+        body = BodyReader(request, state.settings, state.inflight)
         try:
             if auth and not state.mutant("admin-open"):
-                authenticate(state.settings, request, admin=True)
+                authenticate_admin(state.settings, request, state.admin_token)
             return await handler(state, request, body)
         except ApiError as exc:
             await body.drain()
             return json_response(exc.body(), exc.status, exc.headers)
+        finally:
+            body.release()
 
     return endpoint
 

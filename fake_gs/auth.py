@@ -2,10 +2,13 @@
 
 With no tokens configured every caller is the same anonymous owner. With tokens, a service
 call needs ``Authorization: Bearer <token>`` and the PAT token-type header, as the real
-host does; the admin API needs the bearer token only. The token is the owner key.
+host does. The token is the owner key. The admin API takes only the admin token (the
+bearer alone, no PAT type header); service tokens get 403 there.
 """
 
 from __future__ import annotations
+
+import secrets
 
 from starlette.requests import Request
 
@@ -21,7 +24,22 @@ def bearer(request: Request) -> str | None:
     return bearer_token(request.headers.get(AUTHORIZATION_HEADER))
 
 
-def authenticate(settings: FakeSettings, request: Request, *, admin: bool = False) -> str:
+def authenticate_admin(settings: FakeSettings, request: Request, admin_token: str | None) -> None:
+    """The admin API (issue 12): with tokens set, only ``admin_token`` opens it; a service
+    token is 403 ``forbidden`` (one account must not read, fault or reset another's jobs)."""
+    if not settings.tokens:
+        return
+    token = bearer(request)
+    if token is not None and admin_token is not None and secrets.compare_digest(token, admin_token):
+        return
+    if token is not None and token in settings.tokens:
+        if settings.mutant == "service-token-admin":
+            return
+        raise ApiError(ErrorCode.FORBIDDEN, "a service token cannot use the admin API; use the --admin-token")
+    raise ApiError(ErrorCode.UNAUTHENTICATED, "missing or invalid admin bearer token")
+
+
+def authenticate(settings: FakeSettings, request: Request) -> str:
     """The caller's owner key, or 401 ``unauthenticated``."""
     if not settings.tokens:
         return ANONYMOUS
@@ -30,6 +48,6 @@ def authenticate(settings: FakeSettings, request: Request, *, admin: bool = Fals
         return token if token in settings.tokens else ANONYMOUS
     if token is None or token not in settings.tokens:
         raise ApiError(ErrorCode.UNAUTHENTICATED, "missing or invalid bearer token")
-    if not admin and request.headers.get(TOKEN_TYPE_HEADER, "").strip().upper() != TOKEN_TYPE:
+    if request.headers.get(TOKEN_TYPE_HEADER, "").strip().upper() != TOKEN_TYPE:
         raise ApiError(ErrorCode.UNAUTHENTICATED, f"{TOKEN_TYPE_HEADER}: {TOKEN_TYPE} is required")
     return token

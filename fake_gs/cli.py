@@ -105,6 +105,20 @@ def build_parser() -> argparse.ArgumentParser:
                      help="JSON arrays/objects allowed in one JSON body or frame header")
     lim.add_argument("--max-events-cap", type=_positive, default=d.max_events_cap,
                      help="max_events on a poll is clamped to this (the contract says 512)")
+    hard = p.add_argument_group("hardening", "bounds on what a hostile or buggy client can hold (issue 12)")
+    hard.add_argument("--body-idle-s", type=_seconds, default=d.body_idle_s,
+                      help="a request body with no new bytes this long answers 408 and is freed (0: never)")
+    hard.add_argument("--max-inflight-mib", type=_positive, default=d.max_inflight_bytes // MiB,
+                      help="bytes of all request bodies being received at once; more answers 503 + Retry-After")
+    hard.add_argument("--max-results-mib", type=_positive, default=d.max_results_bytes // MiB,
+                      help="unread results one job keeps; beyond it the oldest are freed (polls get 410)")
+    hard.add_argument("--max-open-groups-per-account", type=_positive, default=d.max_open_groups_per_account,
+                      help="open chunk groups of one account (token) over all its jobs")
+    hard.add_argument("--max-account-buffered-mib", type=_positive,
+                      default=d.max_buffered_bytes_per_account // MiB,
+                      help="chunk bytes one account (token) may buffer over all its jobs")
+    hard.add_argument("--admin-token", default=None, metavar="TOKEN",
+                      help="the admin API's only credential when --token is set (service tokens get 403)")
     p.add_argument("--log-level", default=d.log_level,
                    choices=("critical", "error", "warning", "info", "debug"), help="log verbosity")
     return p
@@ -140,6 +154,12 @@ def settings_from_args(args: argparse.Namespace) -> FakeSettings:
         max_json_containers=args.max_json_containers,
         max_events_cap=args.max_events_cap,
         log_level=args.log_level,
+        body_idle_s=args.body_idle_s,
+        max_inflight_bytes=args.max_inflight_mib * MiB,
+        max_results_bytes=args.max_results_mib * MiB,
+        max_open_groups_per_account=args.max_open_groups_per_account,
+        max_buffered_bytes_per_account=args.max_account_buffered_mib * MiB,
+        admin_token=args.admin_token,
     )
 
 
@@ -175,6 +195,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"  prefix:   {PREFIX_TEMPLATE} (any names; e.g. /api/v2/databases/DB/schemas/PUBLIC/{DEFAULT_ENDPOINT})",
               flush=True)
         print(f"  admin:    {base}/_fake/health  state: {base}/_fake/state", flush=True)
+        if settings.tokens and settings.admin_token is None:
+            print(f"  admin token (random; set one with --admin-token): {app.state.fake.admin_token}", flush=True)
         extras = [f"profile={settings.profile}", f"engine={settings.engine}",
                   f"auth={'on' if settings.tokens else 'off'}"]
         if settings.mutant:

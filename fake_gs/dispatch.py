@@ -127,7 +127,7 @@ async def apply_fault(state: AppState, action: FaultAction, body: BodyReader, jo
 
 def make_endpoint(state: AppState, route: Route, handler: Handler) -> Callable[[Request], Awaitable[Response]]:
     async def endpoint(request: Request) -> Response:
-        body = BodyReader(request)
+        body = BodyReader(request, state.settings, state.inflight)
         try:
             owner = authenticate(state.settings, request)
             action = await decide_fault(state, route, request, body)
@@ -158,6 +158,8 @@ def make_endpoint(state: AppState, route: Route, handler: Handler) -> Callable[[
                 state.store.internal_errors += 1
             await body.drain()
             return json_response(error_body(ErrorCode.INTERNAL, f"internal error: {type(exc).__name__}"), 500)
+        finally:
+            body.release()
 
     endpoint.__name__ = route.name
     return endpoint

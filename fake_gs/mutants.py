@@ -77,6 +77,8 @@ _TABLE: tuple[Mutant, ...] = (
     # -- verdict (issue 10) --
     # -- strict fake (issue 11) --
     # -- hardening (issue 12) --
+    Mutant("service-token-admin", ("AUTH-ADMIN-2",), "any service token opens the admin API"),
+    Mutant("account-caps-ignored", ("LIMIT-ACCOUNT-1",), "chunk-group caps are per job and per server only, not per account"),
     # -- at most once (issue 13) --
     # -- recipes, logs, TLS (issue 17) --
 )

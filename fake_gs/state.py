@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from fake_gs.body import InflightBudget
 from fake_gs.engines import load_engine
 from fake_gs.faults import FaultInjector
 from fake_gs.settings import FakeSettings
@@ -17,6 +18,10 @@ class AppState:
     faults: FaultInjector
     #: Jobs the ``refusal-wedges-job`` mutant stopped serving after a hostile frame.
     wedged: set[str] = field(default_factory=set)
+    #: Bytes of the request bodies being received right now (``max_inflight_bytes``).
+    inflight: InflightBudget = field(default_factory=lambda: InflightBudget(0))
+    #: The admin API's credential when tokens are set: ``--admin-token`` or a random one.
+    admin_token: str | None = None
 
     @classmethod
     def build(cls, settings: FakeSettings) -> AppState:
@@ -25,7 +30,13 @@ class AppState:
             faults = FaultInjector.from_file(settings.faults, settings.seed)
         else:
             faults = FaultInjector(seed=settings.seed)
-        return cls(settings, store, faults)
+        admin_token = settings.admin_token
+        if admin_token is None and settings.tokens:
+            import secrets
+
+            admin_token = secrets.token_urlsafe(24)
+        return cls(settings, store, faults, inflight=InflightBudget(settings.max_inflight_bytes),
+                   admin_token=admin_token)
 
     def mutant(self, name: str) -> bool:
         return self.settings.mutant == name

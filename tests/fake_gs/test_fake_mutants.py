@@ -12,6 +12,7 @@ from collections.abc import Callable
 
 import pytest
 from fake_gs_api import OCTET, Api, batch, sampling_config, training_config
+from hardening_mutant_checks import HARDENING_CHECKS
 from limit_mutant_checks import LIMIT_CHECKS
 from semantic_mutant_checks import SEMANTIC_CHECKS
 
@@ -279,6 +280,7 @@ CHECKS: dict[str, tuple[Callable[[Api], None], dict]] = {  # type: ignore[type-a
 
 CHECKS.update(LIMIT_CHECKS)  # the limits/faults mutants (issue 6) keep their checks apart
 CHECKS.update(SEMANTIC_CHECKS)  # the tiny engine's semantic mutants (issue 7)
+CHECKS.update(HARDENING_CHECKS)  # hardening (issue 12)
 
 
 def test_every_mutant_has_a_check() -> None:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
 import pytest
 
+from contract import wire
 from contract.limits import MAX_EVENTS_CAP
 from fake_gs import FakeSettings, Timing
 from fake_gs.delivery import (
@@ -68,12 +70,15 @@ def test_max_events() -> None:
 def test_delivery_forms() -> None:
     import torch
 
-    assert prepare({"a": 1.0}, force_frame=False, mode="auto", chunk_bytes=10_000).result_json == {"a": 1.0}
-    assert prepare(None, force_frame=False, mode="auto", chunk_bytes=10_000).result_json == {}
+    assert json.loads(prepare({"a": 1.0}, force_frame=False, mode="auto", chunk_bytes=10_000).raw or b"") == {"a": 1.0}
+    assert prepare(None, force_frame=False, mode="auto", chunk_bytes=10_000).raw == b"{}"
     small = prepare({"t": torch.ones(2)}, force_frame=False, mode="auto", chunk_bytes=10_000)
-    assert small.inline is not None
+    assert small.form == "inline" and wire.is_inline_frame(json.loads(small.raw or b""))
     big = prepare({"t": torch.ones(10_000)}, force_frame=False, mode="auto", chunk_bytes=10_000)
-    assert big.events and all(e["type"] == "result_chunk" for e in big.events)
+    events = [json.loads(e) for e in big.events or []]
+    assert events and all(e["type"] == "result_chunk" for e in events)
+    assert torch.equal(wire.loads(wire.decode_result_chunk_events(events))["t"], torch.ones(10_000))
+    assert big.nbytes == sum(len(e) for e in big.events or [])
     assert prepare({}, force_frame=True, mode="chunks", chunk_bytes=10_000).events
     assert has_tensor([{"x": (1, torch.ones(1))}]) and not has_tensor({"x": [1, "a"]})
     assert jsonable({"a": torch.tensor(2.5), "b": torch.ones(2), "c": float("nan")}) == {"a": 2.5, "b": [1.0, 1.0], "c": None}
