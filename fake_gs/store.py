@@ -319,11 +319,16 @@ class Store:
             group_id=group_id,
         )
         with self.lock:
+            # Checked again here, under the lock: the job may have ended while the call's
+            # body was arriving; a call that loses that race leaves nothing behind (409).
+            if job.status in TERMINAL | {"cancelling"} and not self.mutant("terminated-accepts"):
+                raise ApiError(ErrorCode.JOB_NOT_RUNNING,
+                               f"job {job.job_id} is {job.status}: it ended before the call's body arrived")
             self.requests[req.request_id] = req
             self.requests_submitted += 1
             job.requests_total += 1
             self.requests_by_op[op] += 1
-        self.executors.queue(job.job_id).submit(lambda: self._execute(req))
+            self.executors.queue(job.job_id).submit(lambda: self._execute(req))
         return req
 
     def request_for(self, job: JobRec, request_id: str) -> RequestRec:

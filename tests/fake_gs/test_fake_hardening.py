@@ -1,8 +1,18 @@
-"""Hardening of the fake (issue 12) that needs no subprocess: result expiry and its 410."""
+"""Hardening of the fake (issue 12) that needs no subprocess: result expiry and its 410, the
+job state checked again once a body has arrived, bounds on sampling inputs."""
 
 from __future__ import annotations
 
+import json
+import socket
+import time
+from typing import Any
+
+import pytest
 from fake_gs_api import batch
+
+from contract import wire
+from contract.limits import SAMPLING_BOUNDS
 
 
 def test_a_result_read_to_the_end_is_freed_after_its_grace(make_api) -> None:  # type: ignore[no-untyped-def]
@@ -44,3 +54,71 @@ def test_unread_results_over_the_cap_are_freed_oldest_first(make_api) -> None:  
     statuses = [api.get(f"/{job}/requests/{rid}").status_code for rid in rids]
     assert statuses == [410, 410, 200, 200], statuses
     assert api.get(f"/{job}/requests/{rids[0]}").json()["code"] == "result_expired"
+
+
+def _send_head(base_url: str, path: str, length: int, ctype: str) -> socket.socket:
+    host, port = base_url.split("//", 1)[1].rsplit(":", 1)
+    sock = socket.create_connection((host, int(port)))
+    sock.sendall(f"POST {path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: {ctype}\r\n"
+                 f"Content-Length: {length}\r\n\r\n".encode())
+    return sock
+
+
+def _answer(sock: socket.socket) -> tuple[int, dict[str, Any]]:
+    sock.settimeout(30)
+    data = b""
+    while b"\r\n\r\n" not in data or not data.endswith(b"}"):
+        got = sock.recv(65536)
+        if not got:
+            break
+        data += got
+    head, _, body = data.partition(b"\r\n\r\n")
+    return int(head.split(b" ", 2)[1]), json.loads(body)
+
+
+@pytest.mark.parametrize("route", ["step", "save", "forward-backward"])
+def test_a_call_whose_body_arrives_after_a_cancel_leaves_nothing(make_api, route: str) -> None:  # type: ignore[no-untyped-def]
+    """The handler checks the job before the body arrives; the job is cancelled meanwhile:
+    the call answers 409 job_not_running and no request record or queue is left (issue 12)."""
+    api = make_api()
+    job = api.running_job()
+    if route == "forward-backward":
+        body = wire.encode_byte_chunks(wire.dumps(batch()), "request", max_bytes=0, force_chunk=True)[0]
+        ctype = "application/octet-stream"
+    else:
+        body, ctype = b'{}', "application/json"
+    before = api.state()["requests"]["total"]
+    sock = _send_head(api.base_url, api.prefix.split(api.base_url, 1)[1] + f"/{job}/{route}", len(body), ctype)
+    time.sleep(0.3)  # the handler is now waiting for the body
+    assert api.post(f"/{job}:cancel").status_code == 200
+    sock.sendall(body)
+    status, answer = _answer(sock)
+    sock.close()
+    assert status == 409 and answer["code"] == "job_not_running", answer
+    state = api.state()
+    assert state["requests"]["total"] == before and state["requests"]["in_flight"] == 0
+    assert state["internal_errors"] == 0
+
+
+@pytest.mark.parametrize(("body", "name"), [
+    ({"prompts": ["a"], "top_k": 1_000_000}, "top_k"),
+    ({"prompts": ["a"] * 5000}, "prompts"),
+])
+def test_log_probs_bounds_are_named(make_api, body: dict[str, Any], name: str) -> None:  # type: ignore[no-untyped-def]
+    api = make_api()
+    job = api.running_job()
+    r = api.post(f"/{job}/log-probs", json=body)
+    assert r.status_code == 400 and r.json()["code"] == "limit_exceeded", r.text
+    assert name in r.json()["message"] and str(SAMPLING_BOUNDS[name]) in r.json()["message"]
+
+
+@pytest.mark.parametrize(("params", "name"), [
+    ({"max_tokens": 10**9}, "max_tokens"), ({"n": 10_000}, "n"), ({"logprobs": 100_000}, "top_k"),
+])
+def test_generate_bounds_are_named(make_api, params: dict[str, Any], name: str) -> None:  # type: ignore[no-untyped-def]
+    api = make_api()
+    job = api.running_job()
+    r = api.post(f"/{job}/generate", data=wire.dumps({"prompts": ["a"], "sampling_params": params}),
+                 headers={"Content-Type": "application/octet-stream"})
+    assert r.status_code == 400 and r.json()["code"] == "limit_exceeded", r.text
+    assert str(SAMPLING_BOUNDS[name]) in r.json()["message"]
