@@ -156,6 +156,8 @@ def find_error_code(body: Any, _depth: int = 0) -> str | None:
             return None
         try:
             return find_error_code(json.loads(text), _depth + 1)
+        except RecursionError:  # nested past the parser's depth: no code to find
+            return None
         except ValueError:
             start = text.find("{")
             if start > 0:

@@ -27,6 +27,9 @@ SAMPLING_BOUNDS: dict[str, int] = {
     "n": 64,
     "prompts": 4_096,
 }
+#: Largest answer the kit's client parses (a poll page of 512 one-MiB result chunks is
+#: ~700 MiB); a bigger one is a ProtocolError, not a MemoryError deep in the JSON parser.
+MAX_ANSWER_BYTES = 1024 * MiB
 #: HTTP statuses a client retries (besides connection errors and time-outs).
 TRANSIENT_STATUSES = frozenset({404, 409, 429, 500, 502, 503, 504})
 

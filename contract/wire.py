@@ -56,6 +56,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import collections
 import hashlib
 import json
 import math
@@ -180,7 +181,18 @@ def _refuse_constant(name: str) -> Any:
     raise WireError(f"non-standard JSON constant {name} is refused")
 
 
-_DECODER = json.JSONDecoder(parse_constant=_refuse_constant)
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """Refuse an object naming a key twice, as safetensors does: a parser keeping the first
+    and one keeping the last would read two different frames from the same bytes."""
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        counts = collections.Counter(k for k, _ in pairs)
+        dup = next(k for k, n in counts.items() if n > 1)
+        raise WireError(f"duplicate key {dup[:80]!r} in a JSON object")
+    return obj
+
+
+_DECODER = json.JSONDecoder(parse_constant=_refuse_constant, object_pairs_hook=_unique_keys)
 
 
 def _json_value(text: str, what: str) -> Any:

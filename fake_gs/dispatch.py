@@ -16,6 +16,7 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import PlainTextResponse, Response
 
 from contract.errors import ErrorCode, error_body
+from contract.ids import printable
 from contract.routes import Route
 from fake_gs.auth import authenticate
 from fake_gs.errors import ApiError
@@ -141,7 +142,7 @@ def make_endpoint(state: AppState, route: Route, handler: Handler) -> Callable[[
             response = await handler(Ctx(state, request, route, owner, body))
             if action is not None and action.lose_answer:
                 await body.drain()
-                log.info("fault: %s %s executed, answer dropped", request.method, request.url.path)
+                log.info("fault: %s %s executed, answer dropped", request.method, printable(request.url.path))
                 raise DropConnection()
             return response
         except ApiError as exc:
@@ -153,7 +154,7 @@ def make_endpoint(state: AppState, route: Route, handler: Handler) -> Callable[[
         except (DropConnection, ClientDisconnect, asyncio.CancelledError):
             raise
         except Exception as exc:
-            log.exception("%s %s crashed", request.method, request.url.path)
+            log.exception("%s %s crashed", request.method, printable(request.url.path))
             with state.store.lock:
                 state.store.internal_errors += 1
             await body.drain()

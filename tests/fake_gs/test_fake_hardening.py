@@ -122,3 +122,25 @@ def test_generate_bounds_are_named(make_api, params: dict[str, Any], name: str) 
                  headers={"Content-Type": "application/octet-stream"})
     assert r.status_code == 400 and r.json()["code"] == "limit_exceeded", r.text
     assert str(SAMPLING_BOUNDS[name]) in r.json()["message"]
+
+
+@pytest.mark.parametrize("cid", [".", "..", "a/b", "a\nb", "nul\x00", "tab\t", "\ud800", "x" * 300])
+def test_checkpoint_ids_a_path_cannot_carry_are_refused_at_save(make_api, cid: str) -> None:  # type: ignore[no-untyped-def]
+    api = make_api()
+    job = api.running_job()
+    body = json.dumps({"checkpoint_id": cid}).encode()  # ensure_ascii: a lone surrogate travels as \\ud800
+    r = api.post(f"/{job}/save", data=body, headers={"Content-Type": "application/json"})
+    assert r.status_code == 400 and r.json()["code"] == "invalid_id", r.text
+    assert r.json()["detail"][0]["loc"] == ["checkpoint_id"]
+    assert api.get(f"/{job}/checkpoints").json()["checkpoints"] == []
+
+
+def test_a_control_character_in_a_path_cannot_forge_a_log_line(make_api, caplog) -> None:  # type: ignore[no-untyped-def]
+    import logging
+
+    api = make_api()
+    with caplog.at_level(logging.INFO, logger="fake_gs.access"):
+        api.get("/x%0AFAKE%20200%20forged/requests/y")
+    lines = [r.getMessage() for r in caplog.records if r.name == "fake_gs.access"]
+    assert lines and all("\n" not in line for line in lines)
+    assert any("\\x0aFAKE" in line for line in lines), lines

@@ -277,6 +277,14 @@ def corpus() -> list[Entry]:
     seq("tensors-100k-in-chunks", split(many_tensors(100_000), 4, gid()), *malformed)
     seq("garbage-in-chunks", split(b"\x07" * 50_000, 3, gid()), *malformed)
     seq("over-open-group-cap", [chunk(frame, 0, 2, gid()) for _ in range(5)], "chunk_group_limit")
+    # Parser differentials (issue 12): a key named twice, which safetensors refuses.
+    meta = json.dumps({"dss": dss(fb_tree())})
+    ids_entry = '"kwargs.input_ids":{"dtype":"I64","shape":[1,4],"data_offsets":[0,32]}'
+    ids = struct.pack("<4q", 1, 2, 3, 4)
+    plain("duplicate-metadata-key", raw_header(None, ids, text=(
+        '{"__metadata__":' + meta + ',"__metadata__":' + meta + "," + ids_entry + "}").encode()), *malformed)
+    plain("duplicate-tensor-key", raw_header(None, ids, text=(
+        '{"__metadata__":' + meta + "," + ids_entry + "," + ids_entry + "}").encode()), *malformed)
     # Path-traversal and odd ids on JSON routes.
     for cid in ("../../etc/passwd", "..%2F..%2Fetc%2Fpasswd", "%2e%2e"):
         out.append(Entry(f"export-traversal-{cid}", [Call(f"checkpoints/{cid}:export", method="POST", content_type="")],
