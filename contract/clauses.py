@@ -282,6 +282,12 @@ _TABLE: tuple[_Row, ...] = (
     # -- hardening (issue 12) --
     ("AUTH-ADMIN-2", _M, "current", "server", "decided", "With service tokens and an admin token configured, the fake's admin API answers 403 to every service token and 200 to the admin token only."),
     ("LIMIT-ACCOUNT-1", _M, "current", "server", "decided", "Chunk-group caps apply per account (token) as well as per job and per server: one account at its caps does not stop another account's chunked upload."),
+    ("LIMIT-IDLE-1", _S, "current", "server", "decided", "A request body that stops arriving is answered 408 (or the connection closed) after the server's idle time and its bytes freed, never held until the client gives up."),
+    ("LIMIT-LATE-1", _M, "current", "server", "decided", "A call whose job ended while its body was still arriving answers 409 and leaves no request behind."),
+    ("POLL-EXPIRE-1", _M, "proposed", "server", "decided", "A result the server has freed (read to the end past its grace, or pushed out by newer unread results) answers 410 with code result_expired, never another result or an empty one."),
+    ("WIRE-DUPKEY-1", _M, "current", "server", "decided", "A frame whose safetensors header names a key twice (anywhere, __metadata__ included) is refused with 400, as safetensors refuses it."),
+    ("CKPT-ID-1", _S, "current", "server", "decided", "A checkpoint id a URL path cannot carry (., .., /, control characters, not UTF-8) is refused at save with 400 and a code, so no checkpoint exists that cannot be exported or deleted."),
+    ("LIMIT-BOUNDS-1", _S, "proposed", "server", "decided", "top_k, max_tokens, n and the prompt count have bounds: a call over one answers 400 naming the limit, in bounded time and memory."),
     # -- at most once (issue 13) --
     # -- openapi (issue 19) --
     # -- recipes, logs, TLS (issue 17) --

@@ -79,6 +79,8 @@ _TABLE: tuple[Mutant, ...] = (
     # -- hardening (issue 12) --
     Mutant("service-token-admin", ("AUTH-ADMIN-2",), "any service token opens the admin API"),
     Mutant("account-caps-ignored", ("LIMIT-ACCOUNT-1",), "chunk-group caps are per job and per server only, not per account"),
+    Mutant("results-never-freed", ("POLL-EXPIRE-1",), "results read to the end are kept and served again past their grace"),
+    Mutant("late-body-accepted", ("LIMIT-LATE-1",), "a call whose job ended while its body arrived is still submitted"),
     # -- at most once (issue 13) --
     # -- recipes, logs, TLS (issue 17) --
 )

@@ -51,7 +51,7 @@ def read_to_end(settings: FakeSettings, job: JobRec, req: RequestRec) -> None:
 def sweep(settings: FakeSettings, job: JobRec) -> None:
     """Free read results past their grace, or beyond the newest ``results_read_kept``."""
     read = [r for r in job.results.values() if r.read_at is not None]
-    if not read:
+    if not read or settings.mutant == "results-never-freed":
         return
     read.sort(key=lambda r: r.read_at or 0.0, reverse=True)
     limit = time.monotonic() - settings.result_grace_s

@@ -321,7 +321,8 @@ class Store:
         with self.lock:
             # Checked again here, under the lock: the job may have ended while the call's
             # body was arriving; a call that loses that race leaves nothing behind (409).
-            if job.status in TERMINAL | {"cancelling"} and not self.mutant("terminated-accepts"):
+            if job.status in TERMINAL | {"cancelling"} and not (self.mutant("terminated-accepts")
+                                                                or self.mutant("late-body-accepted")):
                 raise ApiError(ErrorCode.JOB_NOT_RUNNING,
                                f"job {job.job_id} is {job.status}: it ended before the call's body arrived")
             self.requests[req.request_id] = req
