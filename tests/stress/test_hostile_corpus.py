@@ -208,6 +208,12 @@ def corpus() -> list[Entry]:
     def js(name: str, route: str, body: bytes, *codes: str) -> None:
         out.append(Entry(name, [Call(route, body, content_type="application/json")], codes))
 
+    # Issue 12: small bodies asking for huge allocations; ids a path cannot carry.
+    js("log-probs-top-k-1e6", "log-probs", b'{"prompts": ["a b c"], "top_k": 1000000}', "limit_exceeded")
+    js("log-probs-5000-prompts", "log-probs", json.dumps({"prompts": ["a"] * 5000}).encode(), "limit_exceeded")
+    for label, cid in (("dot", b"."), ("dotdot", b".."), ("slash", b"a/b"), ("nul", rb"a\u0000b"),
+                       ("newline", rb"a\nb"), ("surrogate", rb"\ud800")):  # JSON escapes, sent as is
+        js(f"save-id-{label}", "save", b'{"checkpoint_id": "' + cid + b'"}', "invalid_id")
     js("json-body-bomb-30MiB", "step", b"[" + b",".join([b"[]"] * (10 * MiB)) + b"]", "malformed_json")
     js("json-body-deep-100k", "save", b"[" * 100_000 + b"]" * 100_000, "malformed_json")
     js("json-body-non-utf8", "step", b'{"learning_rate": "\xff\xfe"}', "malformed_json")
