@@ -135,12 +135,47 @@ def test_checkpoint_ids_a_path_cannot_carry_are_refused_at_save(make_api, cid: s
     assert api.get(f"/{job}/checkpoints").json()["checkpoints"] == []
 
 
-def test_a_control_character_in_a_path_cannot_forge_a_log_line(make_api, caplog) -> None:  # type: ignore[no-untyped-def]
+def test_a_control_character_in_a_path_cannot_forge_a_log_line(make_api) -> None:  # type: ignore[no-untyped-def]
     import logging
 
+    class Keep(logging.Handler):
+        def __init__(self) -> None:
+            super().__init__(logging.INFO)
+            self.lines: list[str] = []
+
+        def emit(self, record: logging.LogRecord) -> None:
+            self.lines.append(record.getMessage())
+
     api = make_api()
-    with caplog.at_level(logging.INFO, logger="fake_gs.access"):
+    logger, keep = logging.getLogger("fake_gs.access"), Keep()
+    level, disabled = logger.level, logger.disabled
+    logger.addHandler(keep)  # on the logger itself: a logging config of another test may
+    logger.setLevel(logging.INFO)  # have stopped propagation or disabled existing loggers
+    logger.disabled = False
+    try:
         api.get("/x%0AFAKE%20200%20forged/requests/y")
-    lines = [r.getMessage() for r in caplog.records if r.name == "fake_gs.access"]
-    assert lines and all("\n" not in line for line in lines)
-    assert any("\\x0aFAKE" in line for line in lines), lines
+    finally:
+        logger.removeHandler(keep)
+        logger.setLevel(level)
+        logger.disabled = disabled
+    assert keep.lines and all("\n" not in line for line in keep.lines)
+    assert any("\\x0aFAKE" in line for line in keep.lines), keep.lines
+
+
+def test_hardening_options_parse_and_validate() -> None:
+    from fake_gs import FakeSettings
+    from fake_gs.cli import build_parser, settings_from_args
+
+    args = build_parser().parse_args(["--body-idle-s", "2.5", "--max-inflight-mib", "8", "--max-results-mib", "16",
+                                      "--max-open-groups-per-account", "5", "--max-account-buffered-mib", "32",
+                                      "--token", "A", "--admin-token", "Z"])
+    s = settings_from_args(args)
+    assert (s.body_idle_s, s.max_inflight_bytes, s.max_results_bytes) == (2.5, 8 * 2**20, 16 * 2**20)
+    assert (s.max_open_groups_per_account, s.max_buffered_bytes_per_account) == (5, 32 * 2**20)
+    assert s.admin_token == "Z" and s.tokens == ("A",)
+    for bad in ({"body_idle_s": -1.0}, {"max_inflight_bytes": 0}, {"max_results_bytes": 0},
+                {"results_read_kept": 0}, {"admin_token": ""}, {"tokens": ("A",), "admin_token": "A"}):
+        with pytest.raises(ValueError):
+            FakeSettings(**bad)  # type: ignore[arg-type]
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["--max-inflight-mib", "0"])
