@@ -12,6 +12,8 @@
    kit's client; RSS growth measured while the job runs. Bound: < 300 MiB.
 5. Admin: with ``--token A --token B --admin-token Z``, A and B get 403 on every admin
    route and Z gets 200.
+6. Poll pages: the transient memory of building one 512-event page, as a multiple of the
+   page (spliced from pre-encoded events; bound 1.2x), beside re-serialising event dicts.
 
 Run: ``python benchmarks/bench_hardening.py [--quick]`` (``--quick``: 200 result calls and
 a 3 s hold). Exits 1 when a bound is missed. Figures are printed, one line each.
@@ -124,11 +126,44 @@ def bench_admin() -> bool:
     return ok
 
 
+def bench_poll_page() -> bool:
+    """Transient memory of building one 512-event poll page (64 KiB result chunks): the
+    fake's splice of pre-encoded events against re-serialising the event dicts (before)."""
+    import json
+    import tracemalloc
+
+    from fake_gs.delivery import chunk_event
+    from fake_gs.handlers.polling import render
+
+    frame = os.urandom(512 * 60 * 1024)
+    chunks = wire.encode_byte_chunks(frame, "result", max_bytes=64 * 1024, force_chunk=True)[:512]
+    events = [chunk_event(c) for c in chunks]
+    dicts = [json.loads(e) for e in events]
+    head = {"request_id": "r", "status": "done", "created_at": "t", "updated_at": "t"}
+
+    def peak(build: object) -> tuple[int, int]:
+        tracemalloc.start()
+        page = build()  # type: ignore[operator]
+        size, top = len(page), tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        return size, top
+
+    size, now = peak(lambda: render(head, b"null", None, events, None))
+    _, before = peak(lambda: json.dumps({**head, "result": None, "error": None, "events": dicts,
+                                         "next_cursor": None}, separators=(",", ":")).encode())
+    ok = now <= 1.2 * size
+    print(f"poll page: 512 result_chunk events, {size / MiB:.1f} MiB of JSON: built with "
+          f"{now / size:.2f}x its size in transient memory (re-serialising dicts: {before / size:.2f}x): "
+          f"{'OK' if ok else 'MISSED'}")
+    return ok
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="200 result calls and a 3 s hold (a smoke run)")
     args = parser.parse_args()
     results = [
+        bench_poll_page(),
         bench_slow_bodies(3.0 if args.quick else 10.0),
         bench_chunk0(),
         bench_accounts(),
