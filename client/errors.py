@@ -176,3 +176,8 @@ __all__ = [
     "RequestCancelled",
     "RequestFailed",
 ]
+
+
+class InvalidArgument(CortexError, ValueError):
+    """An argument the client cannot send at all (an id that is not valid UTF-8): raised
+    before any request, instead of a bare UnicodeEncodeError from the URL encoder."""

@@ -38,6 +38,7 @@ from client.errors import (
     CortexError,
     CortexHTTPError,
     DeadlineExceeded,
+    InvalidArgument,
     ProtocolError,
 )
 from contract.auth import auth_headers
@@ -55,7 +56,7 @@ from contract.idempotency import (
     Idempotency,
     call_idempotency,
 )
-from contract.limits import RetryPolicy
+from contract.limits import MAX_ANSWER_BYTES, RetryPolicy
 from contract.routes import JSON, Route
 
 _ERROR_CLASSES: dict[str, type[CortexHTTPError]] = {
@@ -165,7 +166,7 @@ def error_from_response(route: Route, method: str, url: str, response: requests.
     text = response.text or ""
     try:
         body: Any = response.json()
-    except ValueError:
+    except (ValueError, RecursionError):  # a deeply nested answer is text, not a crash
         body = text
     code = find_error_code(body)
     cls = _ERROR_CLASSES.get(code or "", CortexHTTPError)
@@ -265,7 +266,10 @@ class HttpSession:
         return {"verify": self.settings.ca_bundle} if self.settings.ca_bundle else {}
 
     def url_for(self, route: Route, **path_params: str) -> str:
-        return self.settings.base + self.settings.prefix + route.render(**path_params)
+        try:
+            return self.settings.base + self.settings.prefix + route.render(**path_params)
+        except ValueError as exc:
+            raise InvalidArgument(str(exc), route=route.name, method=route.method) from None
 
     def call(
         self,
@@ -419,10 +423,17 @@ class HttpSession:
         body) is a ProtocolError naming the route, status and request id, never a bare
         ValueError from deep inside the caller."""
         body: Any = {}
+        if len(response.content) > MAX_ANSWER_BYTES:
+            raise ProtocolError(
+                f"{route.name} answered {len(response.content)} bytes, over the client's "
+                f"{MAX_ANSWER_BYTES}-byte bound for one answer",
+                route=route.name, method=method, url=url, status=response.status_code,
+                snowflake_request_id=response.headers.get(REQUEST_ID_HEADER),
+            )
         if response.content:
             try:
                 body = response.json()
-            except ValueError:
+            except (ValueError, RecursionError):  # RecursionError: a deeply nested answer
                 raise ProtocolError(
                     f"{route.name} answered {response.status_code} with a body that is not JSON: "
                     f"{response.text[:200]!r}",

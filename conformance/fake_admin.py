@@ -17,7 +17,7 @@ class FakeAdmin:
     def __init__(self, target: Target) -> None:
         self.target = target
         self.session = requests.Session()
-        self.session.headers.update(target.auth_headers())
+        self.session.headers.update(target.admin_headers())
 
     def _call(self, method: str, path: str, body: Any = None) -> Any:
         resp = self.session.request(method, self.target.admin_url(path), json=body, timeout=30)

@@ -34,6 +34,8 @@ DIALECTS = ("kit", "spec")
 
 #: Tokens the embedded fake is configured with, so auth and isolation clauses can run.
 EMBEDDED_TOKENS = ("gs-conformance-token-a", "gs-conformance-token-b")
+#: The embedded fake's admin API credential (service tokens get 403 there).
+EMBEDDED_ADMIN_TOKEN = "gs-conformance-admin"
 #: Default hypothesis examples per property: cheap against a real service, wider on the fake.
 EXAMPLES_REAL = 5
 EXAMPLES_EMBEDDED = 25
@@ -144,6 +146,11 @@ class Target:
             return {}
         return contract_auth_headers(value)
 
+    def admin_headers(self) -> dict[str, str]:
+        """The embedded fake's admin credential (its admin token; none when it has no tokens)."""
+        token = getattr(self.fake_settings, "admin_token", None) if self.fake_settings is not None else None
+        return {"Authorization": f"Bearer {token}"} if token else {}
+
     def admin_url(self, path: str) -> str:
         """The embedded fake's admin API (``/_fake/...``); never used against a real server."""
         if not self.embedded:
@@ -233,6 +240,7 @@ class EmbeddedFakes:
             "port": 0,
             "profile": "current" if o.profile == "current" else "proposed",
             "tokens": (token, token2),
+            "admin_token": EMBEDDED_ADMIN_TOKEN,
             "status_style": o.status_style,
             "result_delivery": o.delivery,
             "dialect": o.dialect,

@@ -184,7 +184,7 @@ _TABLE: tuple[_Row, ...] = (
     # Byte chunking
     ("CHUNK-FORMAT-1", _M, "current", "server", "spec §9.3", "A chunk is a DSSST1 frame whose tree is {payload: 1-D uint8} and whose op metadata has one key request_chunk or result_chunk."),
     ("CHUNK-DESC-1", _M, "current", "server", "spec §9.3", "A chunk descriptor carries chunk_idx, total_chunks, frame_sha256, frame_size_bytes (and chunk_group_id on request chunks)."),
-    ("CHUNK-SIZE-1", _M, "current", "server", "spec §9.3", "Frames split at max_bytes - 8192 byte ranges; every chunk fits max_bytes."),
+    ("CHUNK-SIZE-1", _M, "current", "server", "spec §9.3", "Frames split at max_bytes - 8192 byte ranges (half of a max_bytes at or under 8192), halved until every chunk fits max_bytes."),
     ("CHUNK-ANY-1", _M, "current", "server", "spec §9.3", "forward-backward accepts a frame split into any number of chunks of any valid size."),
     ("CHUNK-VERIFY-1", _M, "current", "server", "spec §9.3", "Reassembly checks total size and sha256 and refuses a mismatch with a 4xx."),
     ("CHUNK-DESC-2", _M, "current", "server", "spec §9.3", "Chunks whose descriptors disagree (total_chunks, frame_sha256, frame_size_bytes, operation) or whose index is out of range are refused with a 4xx."),
@@ -315,6 +315,14 @@ _TABLE: tuple[_Row, ...] = (
     ("OP-CANCEL-2", _M, "current", "server", "spec §7.7", "cancel-request of a request that has not started answers cancelled true and the request never runs (its poll says cancelled); of one running or done it answers cancelled false and the request completes."),
     ("JOB-ID-1", _M, "current", "server", "decided", "A create body's job_id (a UUID) names the job when free; creating again with an id in use answers 409 (a server that ignores the field is conformant)."),
     # -- hardening (issue 12) --
+    ("AUTH-ADMIN-2", _M, "current", "server", "decided", "With service tokens and an admin token configured, the fake's admin API answers 403 to every service token and 200 to the admin token only."),
+    ("LIMIT-ACCOUNT-1", _M, "current", "server", "decided", "Chunk-group caps apply per account (token) as well as per job and per server: one account at its caps does not stop another account's chunked upload."),
+    ("LIMIT-IDLE-1", _S, "current", "server", "decided", "A request body that stops arriving is answered 408 (or the connection closed) after the server's idle time and its bytes freed, never held until the client gives up."),
+    ("LIMIT-LATE-1", _M, "current", "server", "decided", "A call whose job ended while its body was still arriving answers 409 and leaves no request behind."),
+    ("POLL-EXPIRE-1", _M, "proposed", "server", "decided", "A result the server has freed (read to the end past its grace, or pushed out by newer unread results) answers 410 with code result_expired, never another result or an empty one."),
+    ("WIRE-DUPKEY-1", _M, "current", "server", "decided", "A frame whose safetensors header names a key twice (anywhere, __metadata__ included) is refused with 400, as safetensors refuses it."),
+    ("CKPT-ID-1", _S, "current", "server", "decided", "A checkpoint id a URL path cannot carry (., .., /, control characters, not UTF-8) is refused at save with 400 and a code, so no checkpoint exists that cannot be exported or deleted."),
+    ("LIMIT-BOUNDS-1", _S, "proposed", "server", "decided", "top_k, max_tokens, n and the prompt count have bounds: a call over one answers 400 naming the limit, in bounded time and memory."),
     # -- at most once (issue 13) --
     ("IDEM-KEY-1", _M, "proposed", "server", "proposed", "A data-plane POST repeated with the same Idempotency-Key, method, path and body in the same account executes once: the repeat runs nothing again."),
     ("IDEM-KEY-2", _M, "proposed", "server", "proposed", "A repeat of an Idempotency-Key answers the original call's answer (its request_id, or its inline result), never another call's, also after other keyed calls."),

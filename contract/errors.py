@@ -60,6 +60,13 @@ class ErrorCode(StrEnum):
     LORA_NOT_CONFIGURED = "lora_not_configured"
     ROUTING_HINT_REQUIRED = "routing_hint_required"
     WRONG_SUB_JOB_TYPE = "wrong_sub_job_type"
+    # Hardening (issue 12): a stalled body, a freed result, an admin call without the
+    # admin credential, an id a path cannot carry, a numeric input over a decided bound.
+    REQUEST_TIMEOUT = "request_timeout"
+    RESULT_EXPIRED = "result_expired"
+    FORBIDDEN = "forbidden"
+    INVALID_ID = "invalid_id"
+    LIMIT_EXCEEDED = "limit_exceeded"
 
 
 #: The HTTP status each code is answered with.
@@ -107,6 +114,11 @@ STATUS_OF: dict[ErrorCode, int] = {
     ErrorCode.LORA_NOT_CONFIGURED: 400,
     ErrorCode.ROUTING_HINT_REQUIRED: 400,
     ErrorCode.WRONG_SUB_JOB_TYPE: 400,
+    ErrorCode.REQUEST_TIMEOUT: 408,
+    ErrorCode.RESULT_EXPIRED: 410,
+    ErrorCode.FORBIDDEN: 403,
+    ErrorCode.INVALID_ID: 400,
+    ErrorCode.LIMIT_EXCEEDED: 400,
 }
 
 #: Chunk-group codes a client must act on rather than retry blindly.
@@ -127,6 +139,7 @@ NON_RETRYABLE_CODES = CHUNK_GROUP_CODES | frozenset(
         ErrorCode.CHECKPOINT_NOT_FOUND,
         ErrorCode.ROUTE_NOT_FOUND,
         ErrorCode.IDEMPOTENCY_CONFLICT,
+        ErrorCode.RESULT_EXPIRED,
     }
 )
 
@@ -165,6 +178,8 @@ def find_error_code(body: Any, _depth: int = 0) -> str | None:
             return None
         try:
             return find_error_code(json.loads(text), _depth + 1)
+        except RecursionError:  # nested past the parser's depth: no code to find
+            return None
         except ValueError:
             start = text.find("{")
             if start > 0:

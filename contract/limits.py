@@ -18,6 +18,18 @@ DEFAULT_MAX_EVENTS = 16
 MAX_EVENTS_CAP = 512
 #: generate's default ``max_tokens`` when sampling params give none (facts, section 10).
 DEFAULT_MAX_TOKENS = 16
+#: Decided bounds on sampling inputs (issue 12): one small body must not make a server
+#: allocate gigabytes (a 134-byte log-probs call with top_k=1000000 took the fake to 3.5 GB).
+#: A server refuses more with 400 naming the limit.
+SAMPLING_BOUNDS: dict[str, int] = {
+    "top_k": 256,
+    "max_tokens": 131_072,
+    "n": 64,
+    "prompts": 4_096,
+}
+#: Largest answer the kit's client parses (a poll page of 512 one-MiB result chunks is
+#: ~700 MiB); a bigger one is a ProtocolError, not a MemoryError deep in the JSON parser.
+MAX_ANSWER_BYTES = 1024 * MiB
 #: HTTP statuses a client retries (besides connection errors and time-outs).
 TRANSIENT_STATUSES = frozenset({404, 409, 429, 500, 502, 503, 504})
 

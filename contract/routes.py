@@ -52,8 +52,22 @@ class Route:
         return JSON if self.body == "json" else OCTET
 
     def render(self, **params: str) -> str:
-        """Fill the path template, quoting each parameter."""
-        return self.path.format(**{k: quote(str(v), safe="") for k, v in params.items()})
+        """Fill the path template, percent-encoding each parameter as one whole segment
+        (ValueError for one that is not valid UTF-8)."""
+        return self.path.format(**{k: segment(str(v), k) for k, v in params.items()})
+
+
+def segment(value: str, name: str = "path parameter") -> str:
+    """``value`` percent-encoded as one path segment: ``/`` and every reserved character are
+    encoded, and so are the dots of a ``.`` or ``..`` segment, which URL normalisation (the
+    client's HTTP stack or a proxy) would otherwise remove (issue 12)."""
+    try:
+        quoted = quote(value, safe="")
+    except UnicodeEncodeError:
+        raise ValueError(f"{name} {value!r} is not valid UTF-8 and cannot be sent in a URL") from None
+    if quoted in (".", ".."):
+        return quoted.replace(".", "%2E")
+    return quoted
 
 
 def prefix(database: str, schema: str, endpoint: str = DEFAULT_ENDPOINT) -> str:

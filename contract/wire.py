@@ -56,6 +56,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import collections
 import hashlib
 import json
 import math
@@ -89,6 +90,7 @@ __all__ = [
     "is_inline_frame",
     "loads",
     "loads_with_metadata",
+    "min_chunk_bytes",
     "read_metadata",
     "result_chunk_events",
     "sniff_refused_payload",
@@ -179,7 +181,18 @@ def _refuse_constant(name: str) -> Any:
     raise WireError(f"non-standard JSON constant {name} is refused")
 
 
-_DECODER = json.JSONDecoder(parse_constant=_refuse_constant)
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """Refuse an object naming a key twice, as safetensors does: a parser keeping the first
+    and one keeping the last would read two different frames from the same bytes."""
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        counts = collections.Counter(k for k, _ in pairs)
+        dup = next(k for k, n in counts.items() if n > 1)
+        raise WireError(f"duplicate key {dup[:80]!r} in a JSON object")
+    return obj
+
+
+_DECODER = json.JSONDecoder(parse_constant=_refuse_constant, object_pairs_hook=_unique_keys)
 
 
 def _json_value(text: str, what: str) -> Any:
@@ -764,7 +777,9 @@ def encode_byte_chunks(
 
     A frame that fits (or any frame when ``max_bytes <= 0``) goes as is unless
     ``force_chunk``. ``chunk_group_id`` is used for request chunks only (a fresh uuid4 when
-    None). The frame is hashed once and each byte copied once.
+    None). Any ``max_bytes`` that holds one chunk header plus one payload byte works:
+    ranges start at ``max_bytes - 8192`` (half of a smaller ``max_bytes``) and halve until
+    every chunk fits. The frame is hashed once and each byte copied once.
     """
     key = _chunk_key(kind)
     if not isinstance(max_bytes, int):
@@ -773,8 +788,6 @@ def encode_byte_chunks(
     size = len(mv)
     if not force_chunk and (max_bytes <= 0 or size <= max_bytes):
         return [_as_bytes(frame)]
-    if 0 < max_bytes <= CHUNK_HEADER_ALLOWANCE:
-        raise WireError(f"max_bytes must exceed {CHUNK_HEADER_ALLOWANCE}, got {max_bytes}")
     if operation is not None and not isinstance(operation, str):
         raise WireError("operation must be a string")
     group: str | None = None
@@ -783,7 +796,7 @@ def encode_byte_chunks(
         if not isinstance(group, str):
             raise WireError("chunk_group_id must be a string")
     digest = hashlib.sha256(mv).hexdigest()
-    range_size = max(size, 1) if max_bytes <= 0 else max_bytes - CHUNK_HEADER_ALLOWANCE
+    range_size = max(size, 1) if max_bytes <= 0 else _first_range(max_bytes)
     while True:
         total = max(1, -(-size // range_size))
         prefixes: list[bytes] = []
@@ -813,6 +826,26 @@ def encode_byte_chunks(
         b"".join((prefix, mv[idx * range_size : (idx + 1) * range_size]))
         for idx, prefix in enumerate(prefixes)
     ]
+
+
+def _first_range(max_bytes: int) -> int:
+    """The range size to try first: ``max_bytes - 8192`` (8 KiB for the chunk's own header),
+    or half of a ``max_bytes`` too small for that allowance; ranges halve until chunks fit."""
+    return max_bytes - CHUNK_HEADER_ALLOWANCE if max_bytes > CHUNK_HEADER_ALLOWANCE else max(1, max_bytes // 2)
+
+
+def min_chunk_bytes(frame_size: int = 2**40, kind: str = "result", operation: str | None = None) -> int:
+    """The smallest ``max_bytes`` that can carry a frame of up to ``frame_size`` bytes in
+    1-byte ranges (the worst-case chunk header plus one payload byte)."""
+    key = _chunk_key(kind)
+    desc: dict[str, Any] = {"chunk_idx": frame_size - 1, "total_chunks": frame_size,
+                            "frame_sha256": "0" * 64, "frame_size_bytes": frame_size}
+    if operation is not None:
+        desc["operation"] = operation
+    if key == REQUEST_CHUNK_KEY:
+        desc["chunk_group_id"] = str(uuid.uuid4())
+    op = _json_text({key: desc}, "chunk descriptor")
+    return len(_frame_prefix(_CHUNK_DSS, op, [_Spec("payload", "U8", [1], 1, b"")])) + 1
 
 
 class _Chunk(NamedTuple):

@@ -3,8 +3,10 @@
 health, reset, a JSON state dump (execution counters for at-most-once proofs), forcing a
 job's state, holding a job's executor, fault rules at run time, mutant info, the export
 downloads, and for plumbing gates (:mod:`fake_gs.traffic`) minted per-test tokens and the
-per-account traffic log. With tokens configured every admin route needs a bearer token,
-except export downloads, whose random URL token is the credential (like a presigned URL).
+per-account traffic log. Export downloads need no bearer token: their random URL token is
+the credential (like a presigned URL). With tokens configured, only the admin token
+(``--admin-token``, or a random one printed at start-up) opens the rest: service tokens,
+configured or minted, get 403.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from contract.errors import ErrorCode, detail_entry
-from fake_gs.auth import authenticate
+from fake_gs.auth import authenticate_admin
 from fake_gs.errors import ApiError, validation_error
 from fake_gs.faults import FaultRule, parse_rules
 from fake_gs.handlers.common import BodyReader, json_response, parse_json
@@ -31,14 +33,16 @@ AdminHandler = Callable[[AppState, Request, BodyReader], Awaitable[Response]]
 
 def _wrap(state: AppState, handler: AdminHandler, *, auth: bool = True) -> Callable[[Request], Awaitable[Response]]:
     async def endpoint(request: Request) -> Response:
-        body = BodyReader(request)
+        body = BodyReader(request, state.settings, state.inflight)
         try:
             if auth and not state.mutant("admin-open"):
-                authenticate(state.settings, request, admin=True)
+                authenticate_admin(state.settings, request, state.admin_token, state.accounts)
             return await handler(state, request, body)
         except ApiError as exc:
             await body.drain()
             return json_response(exc.body(), exc.status, exc.headers)
+        finally:
+            body.release()
 
     return endpoint
 

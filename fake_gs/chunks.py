@@ -1,11 +1,14 @@
 """Chunk groups (facts, section 7): request chunks kept per job until a frame is whole.
 
-The chunk group id is the idempotency key, bound to one frame by ``frame_sha256``. Chunks
-are copied straight into one preallocated buffer (chunk ``i`` lives at ``i * R`` where ``R``
-is chunk 0's payload size, as every conforming splitter cuts equal ranges), hashed in order
-in a worker thread while the next chunk is still on the wire, and the buffer is released
-as soon as the frame is decoded. A finished group keeps only its metadata and request id,
-so a replayed final chunk resolves to the original execution.
+The chunk group id is the idempotency key, bound to one frame by ``frame_sha256``. A
+group holds each chunk's payload as a view of the request body it came in (no copy, and
+nothing allocated for chunks not yet received: a chunk 0 declaring a 1 GiB frame costs its
+own bytes only), hashes them in order in a worker thread while the next chunk is still on
+the wire, and joins them into the frame in a worker thread once the last one is in (chunk
+``i`` spans ``i * R`` where ``R`` is chunk 0's payload size, as every conforming splitter
+cuts equal ranges). The caps count each open group's declared frame size, so what a group
+can ever hold is refused up front. A finished group keeps only its metadata and request
+id, so a replayed final chunk resolves to the original execution.
 """
 
 from __future__ import annotations
@@ -34,7 +37,8 @@ class ChunkGroup:
     frame_size: int
     operation: str | None
     range_size: int
-    buffer: bytearray | None
+    #: Payload views of the chunks received, by index (None once released).
+    parts: dict[int, memoryview] | None
     created_at: float
     touched_at: float
     received: set[int] = field(default_factory=set)
@@ -52,9 +56,33 @@ class ChunkGroup:
     #: Kept only for the ``replay-double-exec`` mutant, which must run the frame again.
     decoded: Any = None
 
+    #: Bytes of the payloads in ``parts``.
+    held: int = 0
+    #: Who owns the group's job (the bearer token), for the per-account caps.
+    owner: str = ""
+
     @property
     def buffered_bytes(self) -> int:
-        return len(self.buffer) if self.buffer is not None else 0
+        return self.held if self.parts is not None else 0
+
+    @property
+    def reserved_bytes(self) -> int:
+        """What the group counts against the caps: its whole frame until it is released."""
+        return self.frame_size if self.parts is not None else 0
+
+    def keep(self, idx: int, payload: memoryview) -> None:
+        assert self.parts is not None
+        self.parts[idx] = payload
+        self.held += len(payload)
+        self.received.add(idx)
+
+    async def frame(self) -> bytes:
+        """The whole frame, joined in a worker thread (one copy, off the event loop)."""
+        parts = self.parts
+        if parts is None:
+            raise ApiError(ErrorCode.CHUNK_GROUP_RESTART_REQUIRED, f"chunk group {self.group_id} was released")
+        views = [parts[i] for i in range(self.total)]
+        return await run_in_threadpool(b"".join, views)
 
     def chunk_span(self, idx: int) -> tuple[int, int]:
         start = idx * self.range_size
@@ -71,7 +99,8 @@ class ChunkGroup:
         return out
 
     def release(self) -> None:
-        self.buffer = None
+        self.parts = None
+        self.held = 0
         self.hasher = None
 
     def describe(self) -> dict[str, Any]:
@@ -84,6 +113,7 @@ class ChunkGroup:
             "received_chunks": len(self.received),
             "frame_size_bytes": self.frame_size,
             "buffered_bytes": self.buffered_bytes,
+            "reserved_bytes": self.reserved_bytes,
             "executions": self.executions,
             "replays": self.replays,
             "request_id": self.request_id,
@@ -94,17 +124,12 @@ class ChunkGroup:
     def advance_hash(self) -> None:
         """Hash newly contiguous chunks in a worker thread, off the event loop."""
         idle = self.hash_task is None or self.hash_task.done()
-        if idle and self.hashed_next in self.received and self.buffer is not None:
+        if idle and self.hashed_next in self.received and self.parts is not None:
             self.hash_task = asyncio.get_running_loop().create_task(self._hash_loop())
 
     async def _hash_loop(self) -> None:
-        while self.hashed_next in self.received and self.buffer is not None and self.hasher is not None:
-            start, end = self.chunk_span(self.hashed_next)
-            view = memoryview(self.buffer)[start:end]
-            try:
-                await run_in_threadpool(self.hasher.update, view)
-            finally:
-                view.release()
+        while self.hashed_next in self.received and self.parts is not None and self.hasher is not None:
+            await run_in_threadpool(self.hasher.update, self.parts[self.hashed_next])
             self.hashed_next += 1
 
     async def digest(self) -> str:
@@ -166,7 +191,7 @@ def conflict_field(group: ChunkGroup, route: str, desc: dict[str, Any]) -> str |
     return None
 
 
-def new_group(job_id: str, route: str, desc: dict[str, Any], range_size: int) -> ChunkGroup:
+def new_group(job_id: str, route: str, desc: dict[str, Any], range_size: int, owner: str = "") -> ChunkGroup:
     now = time.monotonic()
     return ChunkGroup(
         group_id=desc["chunk_group_id"],
@@ -177,7 +202,8 @@ def new_group(job_id: str, route: str, desc: dict[str, Any], range_size: int) ->
         frame_size=desc["frame_size_bytes"],
         operation=desc.get("operation"),
         range_size=range_size,
-        buffer=bytearray(desc["frame_size_bytes"]),
+        parts={},
         created_at=now,
         touched_at=now,
+        owner=owner,
     )

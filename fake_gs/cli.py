@@ -80,7 +80,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--result-delivery", choices=("auto", "inline", "chunks"), default=d.result_delivery,
                    help="tensor results: inline base64 frames, result-chunk events, or auto by size")
     p.add_argument("--result-chunk-bytes", type=int, default=d.result_chunk_bytes,
-                   help="result chunk size, and the auto-mode inline threshold")
+                   help="result chunk size, and the auto-mode inline threshold (any size that holds a "
+                        "chunk header plus one payload byte)")
     p.add_argument("--max-total-gpus", type=int, default=d.max_total_gpus,
                    help="account GPU capacity; jobs that do not fit stay pending")
     p.add_argument("--allow-any-model", action="store_true",
@@ -115,6 +116,20 @@ def build_parser() -> argparse.ArgumentParser:
                      help="JSON arrays/objects allowed in one JSON body or frame header")
     lim.add_argument("--max-events-cap", type=_positive, default=d.max_events_cap,
                      help="max_events on a poll is clamped to this (the contract says 512)")
+    hard = p.add_argument_group("hardening", "bounds on what a hostile or buggy client can hold (issue 12)")
+    hard.add_argument("--body-idle-s", type=_seconds, default=d.body_idle_s,
+                      help="a request body with no new bytes this long answers 408 and is freed (0: never)")
+    hard.add_argument("--max-inflight-mib", type=_positive, default=d.max_inflight_bytes // MiB,
+                      help="bytes of all request bodies being received at once; more answers 503 + Retry-After")
+    hard.add_argument("--max-results-mib", type=_positive, default=d.max_results_bytes // MiB,
+                      help="unread results one job keeps; beyond it the oldest are freed (polls get 410)")
+    hard.add_argument("--max-open-groups-per-account", type=_positive, default=d.max_open_groups_per_account,
+                      help="open chunk groups of one account (token) over all its jobs")
+    hard.add_argument("--max-account-buffered-mib", type=_positive,
+                      default=d.max_buffered_bytes_per_account // MiB,
+                      help="chunk bytes one account (token) may buffer over all its jobs")
+    hard.add_argument("--admin-token", default=None, metavar="TOKEN",
+                      help="the admin API's only credential when --token is set (service tokens get 403)")
     lim.add_argument("--idempotency-window-s", type=_seconds, default=d.idempotency_window_s,
                      help="proposed profile: how long an Idempotency-Key and its answer are kept")
     lim.add_argument("--max-idempotency-keys", type=_positive, default=d.max_idempotency_keys,
@@ -169,6 +184,12 @@ def settings_from_args(args: argparse.Namespace) -> FakeSettings:
         idempotency_window_s=args.idempotency_window_s,
         max_idempotency_keys=args.max_idempotency_keys,
         log_level=args.log_level,
+        body_idle_s=args.body_idle_s,
+        max_inflight_bytes=args.max_inflight_mib * MiB,
+        max_results_bytes=args.max_results_mib * MiB,
+        max_open_groups_per_account=args.max_open_groups_per_account,
+        max_buffered_bytes_per_account=args.max_account_buffered_mib * MiB,
+        admin_token=args.admin_token,
         tls=args.tls,
         traffic=args.traffic,
         record=args.record,
@@ -203,8 +224,10 @@ def tls_lines(base: str, host_port: str, tls: Any) -> list[str]:
     ]
 
 
-def announcement(settings: FakeSettings, base: str, host_port: str, tls: Any) -> list[str]:
-    """What the fake prints once it accepts connections: where to point a client."""
+def announcement(settings: FakeSettings, base: str, host_port: str, tls: Any,
+                 admin_token: str | None = None) -> list[str]:
+    """What the fake prints once it accepts connections: where to point a client (and the
+    admin token when tokens are set and none was given: it is random)."""
     extras = [f"profile={settings.profile}", f"dialect={settings.dialect}", f"engine={settings.engine}",
               f"auth={'on' if settings.tokens else 'off'}", f"tls={'on' if tls else 'off'}"]
     if settings.mutant:
@@ -216,6 +239,8 @@ def announcement(settings: FakeSettings, base: str, host_port: str, tls: Any) ->
         f"  base_url: {base}",
         f"  prefix:   {PREFIX_TEMPLATE} (any names; e.g. /api/v2/databases/DB/schemas/PUBLIC/{DEFAULT_ENDPOINT})",
         f"  admin:    {base}/_fake/health  state: {base}/_fake/state",
+        *([f"  admin token (random; set one with --admin-token): {admin_token}"]
+          if settings.tokens and settings.admin_token is None and admin_token else []),
         "  " + " ".join(extras),
         *tls_lines(base, host_port, tls),
     ]
@@ -269,7 +294,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     server = _Server(uvicorn_config(app, settings, **uvicorn_ssl_options(tls)))
 
     async def announce() -> None:
-        for line in announcement(settings, base, host_port, tls):
+        for line in announcement(settings, base, host_port, tls, app.state.fake.admin_token):
             print(line, flush=True)
         if args.env_file is not None:
             write_env_file(args.env_file, client_exports(base, host_port, tls))

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
+import json
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -58,21 +60,43 @@ def jsonable(value: Any) -> Any:
 
 @dataclass(frozen=True)
 class Delivered:
-    result_json: Any = None
-    inline: dict[str, Any] | None = None
-    events: list[dict[str, Any]] | None = None
+    """A result encoded once, as the JSON bytes polls splice in (never re-serialised).
+
+    ``raw`` is the poll's ``result`` (plain JSON or the inline frame object); ``events`` the
+    ``result_chunk`` events, each already JSON. ``nbytes`` is what the request holds."""
+
+    raw: bytes | None = None
+    events: list[bytes] | None = None
+    form: str = "json"
+
+    @property
+    def nbytes(self) -> int:
+        return len(self.raw or b"") + sum(len(e) for e in self.events or ())
+
+
+def _dumps(obj: Any) -> bytes:
+    return json.dumps(obj, separators=(",", ":"), allow_nan=False).encode("utf-8")
+
+
+def chunk_event(chunk: bytes) -> bytes:
+    """One ``result_chunk`` event as JSON bytes (the base64 text is copied once, here)."""
+    sha = hashlib.sha256(chunk).hexdigest().encode("ascii")
+    return b"".join((b'{"type":"result_chunk","payload_b64":"', base64.b64encode(chunk),
+                     b'","payload_sha256":"', sha, b'"}'))
 
 
 def prepare(result: Any, *, force_frame: bool, mode: str, chunk_bytes: int) -> Delivered:
     """Encode a result once, in the form ``mode`` (auto | inline | chunks) asks for."""
     if not force_frame and not has_tensor(result):
-        return Delivered(result_json=jsonable(result if result is not None else {}))
+        return Delivered(raw=_dumps(jsonable(result if result is not None else {})))
     from contract import wire
 
     frame = wire.dumps(result)
     if mode == "inline" or (mode == "auto" and len(frame) <= chunk_bytes):
-        return Delivered(inline=wire.inline_frame(frame))
-    return Delivered(events=wire.result_chunk_events(frame, chunk_bytes))
+        return Delivered(raw=_dumps(wire.inline_frame(frame)), form="inline")
+    chunks = wire.encode_byte_chunks(frame, "result", max_bytes=chunk_bytes, force_chunk=True)
+    del frame
+    return Delivered(events=[chunk_event(c) for c in chunks], form="chunks")
 
 
 def parse_max_events(raw: str | None, *, uncapped: bool = False, cap: int = MAX_EVENTS_CAP) -> int:

@@ -16,6 +16,7 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import PlainTextResponse, Response
 
 from contract.errors import ErrorCode, error_body
+from contract.ids import printable
 from contract.routes import Route
 from fake_gs import dialect
 from fake_gs.auth import authenticate
@@ -137,7 +138,7 @@ async def apply_fault(state: AppState, action: FaultAction, body: BodyReader, jo
 
 def make_endpoint(state: AppState, route: Route, handler: Handler) -> Callable[[Request], Awaitable[Response]]:
     async def endpoint(request: Request) -> Response:
-        body = BodyReader(request)
+        body = BodyReader(request, state.settings, state.inflight)
         try:
             owner = authenticate(state.settings, request, minted=state.accounts)
             action = await decide_fault(state, route, request, body)
@@ -155,7 +156,7 @@ def make_endpoint(state: AppState, route: Route, handler: Handler) -> Callable[[
             if action is not None and action.lose_answer:
                 await body.drain()
                 note(request.scope, "fault", True)
-                log.info("fault: %s %s executed, answer dropped", request.method, request.url.path)
+                log.info("fault: %s %s executed, answer dropped", request.method, printable(request.url.path))
                 raise DropConnection()
             return response
         except ApiError as exc:
@@ -168,11 +169,13 @@ def make_endpoint(state: AppState, route: Route, handler: Handler) -> Callable[[
         except (DropConnection, ClientDisconnect, asyncio.CancelledError):
             raise
         except Exception as exc:
-            log.exception("%s %s crashed", request.method, request.url.path)
+            log.exception("%s %s crashed", request.method, printable(request.url.path))
             with state.store.lock:
                 state.store.internal_errors += 1
             await body.drain()
             return json_response(error_body(ErrorCode.INTERNAL, f"internal error: {type(exc).__name__}"), 500)
+        finally:
+            body.release()
 
     endpoint.__name__ = route.name
     return endpoint

@@ -13,6 +13,7 @@ from urllib.parse import unquote
 from starlette.requests import ClientDisconnect
 
 from contract.errors import REQUEST_ID_HEADER, ErrorCode, error_body
+from contract.ids import printable
 from fake_gs.dispatch import DropConnection
 from fake_gs.handlers.common import ENCODED_SLASH
 from fake_gs.state import AppState
@@ -95,7 +96,7 @@ class RequestContextMiddleware:
         except ClientDisconnect:
             status = -1
         except Exception:
-            log.exception("unhandled error for %s %s", scope.get("method"), scope.get("path"))
+            log.exception("unhandled error for %s %s", scope.get("method"), printable(str(scope.get("path"))))
             with self.state.store.lock:
                 self.state.store.internal_errors += 1
             if status == 0:
@@ -107,6 +108,8 @@ class RequestContextMiddleware:
             if refusal is not None:
                 self.record(scope, status, refusal, started, request_id)
             if access_log.isEnabledFor(logging.INFO):
-                access_log.info('%s %s%s %s %.1fms', scope.get("method"), scope.get("path"),
-                                "?" + scope["query_string"].decode("latin-1") if scope.get("query_string") else "",
+                # Paths arrive percent-decoded: escape control characters so a "%0A" cannot
+                # forge a log line (issue 12).
+                query = "?" + scope["query_string"].decode("latin-1") if scope.get("query_string") else ""
+                access_log.info('%s %s %s %.1fms', scope.get("method"), printable(str(scope.get("path")) + query),
                                 status if status >= 0 else "dropped", (time.perf_counter() - started) * 1000)

@@ -108,6 +108,10 @@ _TABLE: tuple[Mutant, ...] = (
     Mutant("cancel-request-lies", ("OP-CANCEL-2",), "cancel-request answers cancelled true for a running request, which still runs"),
     Mutant("job-id-ignored", ("JOB-ID-1",), "a create body's job_id is replaced by a random one"),
     # -- hardening (issue 12) --
+    Mutant("service-token-admin", ("AUTH-ADMIN-2",), "any service token opens the admin API"),
+    Mutant("account-caps-ignored", ("LIMIT-ACCOUNT-1",), "chunk-group caps are per job and per server only, not per account"),
+    Mutant("results-never-freed", ("POLL-EXPIRE-1",), "results read to the end are kept and served again past their grace"),
+    Mutant("late-body-accepted", ("LIMIT-LATE-1",), "a call whose job ended while its body arrived is still submitted"),
     # -- at most once (issue 13) --
     Mutant("idempotency-repeats-execute", ("IDEM-KEY-1", "IDEM-KEY-2"), "a repeat of an Idempotency-Key executes the call again"),
     Mutant("idempotency-crossed-answer", ("IDEM-KEY-2",), "a repeat of a key answers the account's latest stored answer, not its own"),

@@ -82,10 +82,15 @@ class RequestRec:
     #: Visible terminal status, fixed the first time a poll (or cancel) sees it.
     final_status: str | None = None
     polls: int = 0
-    #: Delivery: exactly one of these is set when executed without error.
-    result_json: Any = None
-    inline: dict[str, Any] | None = None
-    events: list[dict[str, Any]] | None = None
+    #: Delivery, encoded once (see fake_gs.delivery): the poll's ``result`` as JSON bytes,
+    #: or the ``result_chunk`` events as JSON bytes each; None once freed (fake_gs.results).
+    result_raw: bytes | None = None
+    events_raw: list[bytes] | None = None
+    result_bytes: int = 0
+    #: When a poll delivered the result's last page (monotonic clock), and whether the
+    #: result has been freed since (its polls then answer 410 result_expired).
+    read_at: float | None = None
+    expired: bool = False
     error: dict[str, Any] | None = None
     stream_events: deque[dict[str, Any]] = field(default_factory=deque)
     #: Chunk group that produced this request (for at-most-once counting), if any.
@@ -126,6 +131,9 @@ class JobRec:
     requests_total: int = 0
     checkpoints: dict[str, CheckpointRec] = field(default_factory=dict)
     logs: list[dict[str, Any]] = field(default_factory=list)
+    #: Requests holding a result, in completion order, and their bytes (fake_gs.results).
+    results: dict[str, RequestRec] = field(default_factory=dict)
+    results_bytes: int = 0
     #: Index (as tail-logs cursors count) of ``logs[0]``: old lines are dropped past a cap.
     log_base: int = 0
     #: The spec dialect shows a cancelled job as ``cancelling`` to its first GET (or until

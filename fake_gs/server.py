@@ -98,6 +98,11 @@ class FakeServer:
         return state
 
     @property
+    def admin_token(self) -> str | None:
+        """The admin API's credential (None without tokens: the admin API is open)."""
+        return self.state.admin_token
+
+    @property
     def prefix_template(self) -> str:
         return PREFIX_TEMPLATE
 

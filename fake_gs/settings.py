@@ -10,6 +10,10 @@ from typing import Any, Literal
 
 from contract.idempotency import KEY_WINDOW_S
 from contract.limits import MAX_BODY_BYTES, MAX_EVENTS_CAP, MiB
+from contract.wire import min_chunk_bytes
+
+#: The smallest result chunk that carries any result frame (up to 1 TiB) in 1-byte ranges.
+MIN_RESULT_CHUNK_BYTES = min_chunk_bytes(2**40, "result")
 
 Profile = Literal["current", "proposed"]
 StatusStyle = Literal["short", "enum"]
@@ -97,6 +101,22 @@ class FakeSettings:
     max_json_containers: int = 250_000
     #: ``max_events`` on a poll is clamped to this (the contract says 512).
     max_events_cap: int = MAX_EVENTS_CAP
+    #: Hardening (issue 12). A request body with no new bytes for this long answers 408.
+    body_idle_s: float = 30.0
+    #: Bytes of every request body being received at once; beyond it 503 + Retry-After.
+    max_inflight_bytes: int = 1024 * MiB
+    #: Unread results one job keeps; beyond it the oldest are freed (their polls get 410).
+    max_results_bytes: int = 1024 * MiB
+    #: A result read to the end stays this long (a retried last page), or until newer reads
+    #: of the job push it out of the ``results_read_kept`` newest.
+    result_grace_s: float = 10.0
+    results_read_kept: int = 4
+    #: Chunk-group caps per account (bearer token) on top of those per job and per server,
+    #: so one account's abandoned uploads cannot block another's.
+    max_open_groups_per_account: int = 256
+    max_buffered_bytes_per_account: int = 2048 * MiB
+    #: With tokens set, the only credential of the admin API (/_fake/*, exports excepted).
+    admin_token: str | None = None
     #: How long a poll waits for a request that is due but still executing.
     poll_wait_s: float = 1.0
     #: Write a parity tape of every exchange the fake serves to this file (``--record``).
@@ -123,23 +143,29 @@ class FakeSettings:
             raise ValueError(f"result_delivery must be auto, inline or chunks, got {self.result_delivery!r}")
         if self.dialect not in ("kit", "spec"):
             raise ValueError(f"dialect must be kit or spec, got {self.dialect!r}")
-        if self.result_chunk_bytes <= 8192:
-            raise ValueError("result_chunk_bytes must exceed 8192 (a chunk's own header)")
+        if self.result_chunk_bytes < MIN_RESULT_CHUNK_BYTES:
+            raise ValueError(f"result_chunk_bytes must be at least {MIN_RESULT_CHUNK_BYTES} "
+                             "(a result chunk's own header plus one payload byte)")
         if self.max_total_gpus < 0:
             raise ValueError("max_total_gpus must be >= 0")
         for name in ("max_body_bytes", "max_open_groups_per_job", "max_buffered_bytes_per_job",
                      "max_buffered_bytes_total", "max_frame_header_bytes", "max_tree_depth",
                      "max_tensors", "max_frame_json_bytes", "max_json_containers", "max_events_cap",
-                     "max_idempotency_keys"):
+                     "max_idempotency_keys", "max_inflight_bytes", "max_results_bytes",
+                     "results_read_kept", "max_open_groups_per_account",
+                     "max_buffered_bytes_per_account"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be a positive integer, got {value!r}")
         if isinstance(self.traffic, bool) or not isinstance(self.traffic, int) or self.traffic < 0:
             raise ValueError(f"traffic must be an integer >= 0, got {self.traffic!r}")
-        if not self.chunk_group_idle_s >= 0:
-            raise ValueError("chunk_group_idle_s must be >= 0")
+        for name in ("chunk_group_idle_s", "body_idle_s", "result_grace_s"):
+            if not getattr(self, name) >= 0:
+                raise ValueError(f"{name} must be >= 0")
         if not self.idempotency_window_s > 0:
             raise ValueError("idempotency_window_s must be > 0")
+        if self.admin_token is not None and (not self.admin_token or self.admin_token in self.tokens):
+            raise ValueError("admin_token must be non-empty and differ from every service --token")
         if self.mutant is not None:
             from fake_gs.mutants import MUTANTS
 

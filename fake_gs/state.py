@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from fake_gs.body import InflightBudget
 from fake_gs.engines import load_engine
 from fake_gs.faults import FaultInjector
 from fake_gs.settings import FakeSettings
@@ -21,6 +22,10 @@ class AppState:
     #: Service tokens minted at run time, and the per-account traffic log (``--traffic``).
     accounts: Accounts = field(default_factory=Accounts)
     traffic: TrafficLog = field(default_factory=lambda: TrafficLog(0))
+    #: Bytes of the request bodies being received right now (``max_inflight_bytes``).
+    inflight: InflightBudget = field(default_factory=lambda: InflightBudget(0))
+    #: The admin API's credential when tokens are set: ``--admin-token`` or a random one.
+    admin_token: str | None = None
 
     @classmethod
     def build(cls, settings: FakeSettings) -> AppState:
@@ -29,7 +34,13 @@ class AppState:
             faults = FaultInjector.from_file(settings.faults, settings.seed)
         else:
             faults = FaultInjector(seed=settings.seed)
-        return cls(settings, store, faults, traffic=TrafficLog(settings.traffic))
+        admin_token = settings.admin_token
+        if admin_token is None and settings.tokens:
+            import secrets
+
+            admin_token = secrets.token_urlsafe(24)
+        return cls(settings, store, faults, traffic=TrafficLog(settings.traffic),
+                   inflight=InflightBudget(settings.max_inflight_bytes), admin_token=admin_token)
 
     def mutant(self, name: str) -> bool:
         return self.settings.mutant == name

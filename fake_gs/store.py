@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from contract.errors import ErrorCode, error_body
 from contract.models import SUB_JOB_ID_WORD, CreateJobRequest
 from contract.states import JOB_STARTUP_ORDER, JobState, normalize_job_state
-from fake_gs import delivery
+from fake_gs import delivery, results
 from fake_gs.chunks import ChunkGroup
 from fake_gs.errors import ApiError
 from fake_gs.execution_logs import ExecutionLogs
@@ -272,8 +272,9 @@ class Store:
             # (a running executor keeps its own reference), so ended jobs hold no memory.
             for rid in [rid for rid, req in self.requests.items() if req.job_id == job.job_id]:
                 req = self.requests.pop(rid)
-                req.result_json = req.inline = req.events = None
+                req.result_raw = req.events_raw = None
                 req.stream_events.clear()
+            results.forget(job)
             for group in self.groups.pop(job.job_id, {}).values():
                 group.release()
             self.execution_logs.keep(job)
@@ -371,11 +372,17 @@ class Store:
             group_id=group_id,
         )
         with self.lock:
+            # Checked again here, under the lock: the job may have ended while the call's
+            # body was arriving; a call that loses that race leaves nothing behind (409).
+            if job.status in TERMINAL | {"cancelling"} and not (self.mutant("terminated-accepts")
+                                                                or self.mutant("late-body-accepted")):
+                raise ApiError(ErrorCode.JOB_NOT_RUNNING,
+                               f"job {job.job_id} is {job.status}: it ended before the call's body arrived")
             self.requests[req.request_id] = req
             self.requests_submitted += 1
             job.requests_total += 1
             self.requests_by_op[op] += 1
-        self.executors.queue(job.job_id).submit(lambda: self._execute(req))
+            self.executors.queue(job.job_id).submit(lambda: self._execute(req))
         return req
 
     def request_for(self, job: JobRec, request_id: str) -> RequestRec:
@@ -422,12 +429,13 @@ class Store:
             if not req.cancelled:
                 req.error = error
                 if delivered is not None:
-                    req.result_json = delivered.result_json
-                    req.inline = delivered.inline
-                    req.events = delivered.events
+                    req.result_raw, req.events_raw = delivered.raw, delivered.events
+                    req.result_bytes = delivered.nbytes
                 req.stream_events.extend(events)
             job = self.jobs.get(req.job_id)
             if job is not None:
+                if delivered is not None and not req.cancelled and job.status not in TERMINAL:
+                    results.stored(self.settings, job, req)
                 job.log(f"request {req.request_id} ({req.op}) {'failed' if error else 'done'}")
             self._finish(req)
 
@@ -463,8 +471,11 @@ class Store:
         req.cancelled = True
         req.final_status = "cancelled"
         req.updated_at = time.time()
-        req.result_json = req.inline = req.events = None
+        req.result_raw = req.events_raw = None
         req.stream_events.clear()
+        job = self.jobs.get(req.job_id)
+        if job is not None and req.request_id in job.results:
+            results.free(job, req)
 
     def cancel_request(self, req: RequestRec) -> tuple[bool, str]:
         """cancel-request (spec §7.7): a request that has not started is cancelled and never
@@ -520,6 +531,19 @@ class Store:
         """Chunk bytes buffered by every job together."""
         with self.lock:
             return sum(g.buffered_bytes for per_job in self.groups.values() for g in per_job.values())
+
+    def group_usage(self, owner: str) -> tuple[int, int, int]:
+        """(open groups of ``owner``, bytes they reserve, bytes every open group reserves)."""
+        account_open = account_bytes = total = 0
+        with self.lock:
+            for per_job in self.groups.values():
+                for g in per_job.values():
+                    reserved = g.reserved_bytes
+                    total += reserved
+                    if g.owner == owner:
+                        account_bytes += reserved
+                        account_open += g.status not in ("done", "failed")
+        return account_open, account_bytes, total
 
     def note_execution(self, job: JobRec, group: ChunkGroup | None, *, forward_backward: bool) -> None:
         with self.lock:

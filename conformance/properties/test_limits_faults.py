@@ -269,8 +269,24 @@ def test_admin_api_needs_a_token(gs_target, gs_admin, path):
         resp.status_code == 401,
         f"unauthenticated PUT /_fake/faults answered {resp.status_code}",
     )
-    ok = requests.get(url, headers=gs_target.auth_headers(), timeout=30)
-    soft.expect("AUTH-ADMIN-1", ok.status_code == 200, f"with the token: {ok.status_code}")
+    ok = requests.get(url, headers=gs_target.admin_headers(), timeout=30)
+    soft.expect("AUTH-ADMIN-1", ok.status_code == 200, f"with the admin token: {ok.status_code}")
+    soft.check()
+
+
+@checks("AUTH-ADMIN-2")
+@pytest.mark.parametrize("path", ["state", "faults", "health", "mutants"])
+def test_service_tokens_are_not_admin_tokens(gs_target, gs_admin, path):
+    """With service tokens and an admin token set, a service token gets 403 on every admin
+    route (it could read, fault or reset other accounts' jobs); the admin token gets 200.
+    Only reads are tried: a write that got through would disturb the shared fake."""
+    soft = Soft()
+    for token in (gs_target.token, gs_target.token2):
+        resp = requests.get(gs_target.admin_url(path), headers=gs_target.auth_headers(token), timeout=30)
+        soft.expect("AUTH-ADMIN-2", resp.status_code == 403,
+                    f"a service token on GET /_fake/{path} answered {resp.status_code}")
+    ok = requests.get(gs_target.admin_url(path), headers=gs_target.admin_headers(), timeout=30)
+    soft.expect("AUTH-ADMIN-2", ok.status_code == 200, f"the admin token: {ok.status_code}")
     soft.check()
 
 

@@ -10,13 +10,14 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
-from starlette.requests import ClientDisconnect, Request
+from starlette.requests import Request
 from starlette.responses import Response
 
 from contract.errors import ErrorCode, detail_entry
 from contract.models import unknown_fields
 from contract.routes import OCTET, Route
 from contract.states import job_state_enum_spelling, request_state_enum_spelling
+from fake_gs.body import BodyReader
 from fake_gs.errors import ApiError, validation_error
 from fake_gs.records import JobRec, RequestRec
 from fake_gs.settings import FakeSettings
@@ -28,8 +29,6 @@ M = TypeVar("M", bound=BaseModel)
 
 #: Stands for a percent-encoded slash in a path parameter (see middleware.keep_encoded_slashes).
 ENCODED_SLASH = "\x00"
-#: How much of an unwanted body is read and discarded so the client sees the answer.
-DRAIN_CAP = 1024 * 1024 * 1024
 
 
 def dumps(obj: Any) -> bytes:
@@ -38,76 +37,6 @@ def dumps(obj: Any) -> bytes:
 
 def json_response(obj: Any, status: int = 200, headers: Mapping[str, str] | None = None) -> Response:
     return Response(dumps(obj), status_code=status, headers=dict(headers or {}), media_type="application/json")
-
-
-class BodyReader:
-    """Reads a request body at most once, never buffering past the limit."""
-
-    def __init__(self, request: Request) -> None:
-        self.request = request
-        headers = request.headers
-        self.done = "content-length" not in headers and "transfer-encoding" not in headers
-        self._peeked: bytearray | None = None
-
-    async def peek(self, limit: int) -> bytearray:
-        """Read the body now and keep it for the next :meth:`read` (the fault hook peeks at
-        an operation's type before the handler runs)."""
-        if self._peeked is None:
-            self._peeked = await self.read(limit)
-        return self._peeked
-
-    async def read(self, limit: int) -> bytearray:
-        if self._peeked is not None:
-            data, self._peeked = self._peeked, None
-            if len(data) > limit:
-                raise ApiError(ErrorCode.PAYLOAD_TOO_LARGE,
-                               f"body exceeds the {limit}-byte limit; split it into request chunks")
-            return data
-        declared: int | None = None
-        raw = self.request.headers.get("content-length")
-        if raw is not None:
-            try:
-                declared = int(raw)
-            except ValueError:
-                raise ApiError(ErrorCode.INVALID_ARGUMENT, "Content-Length is not a number") from None
-            if declared > limit:
-                raise ApiError(ErrorCode.PAYLOAD_TOO_LARGE,
-                               f"body of {declared} bytes exceeds the {limit}-byte limit; split it into request chunks")
-        buf = bytearray(declared) if declared else bytearray()
-        pos = 0
-        while not self.done:
-            message = await self.request.receive()
-            if message["type"] == "http.disconnect":
-                self.done = True
-                raise ClientDisconnect()
-            chunk = message.get("body", b"")
-            if chunk:
-                end = pos + len(chunk)
-                if end > limit:
-                    raise ApiError(ErrorCode.PAYLOAD_TOO_LARGE,
-                                   f"body exceeds the {limit}-byte limit; split it into request chunks")
-                if declared is not None and end <= declared:
-                    buf[pos:end] = chunk
-                else:
-                    buf += chunk
-                pos = end
-            if not message.get("more_body", False):
-                self.done = True
-        if declared is not None and pos < declared:
-            del buf[pos:]
-        return buf
-
-    async def drain(self) -> None:
-        """Discard what is left of the body so the client is not cut off mid-send."""
-        seen = 0
-        while not self.done and seen < DRAIN_CAP:
-            message = await self.request.receive()
-            if message["type"] == "http.disconnect":
-                self.done = True
-                return
-            seen += len(message.get("body", b""))
-            if not message.get("more_body", False):
-                self.done = True
 
 
 @dataclass

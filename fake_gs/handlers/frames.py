@@ -8,6 +8,7 @@ request; this module owns decoding, the legacy-payload refusal and every chunk-g
 from __future__ import annotations
 
 import functools
+import operator
 import struct
 import time
 from collections.abc import Callable
@@ -152,51 +153,98 @@ async def submit_frame(ctx: Ctx, job: JobRec, builder: Builder) -> Response:
 
 
 def check_group_caps(ctx: Ctx, job: JobRec, groups: dict[str, ChunkGroup], size: int) -> None:
-    """LIMIT-GROUPS-1: open groups and buffered bytes per job (and for the whole server).
+    """LIMIT-GROUPS-1 and LIMIT-ACCOUNT-1: open groups and reserved bytes (each open group's
+    declared frame size) per job, per account and for the whole server.
 
-    Called under the store lock before a new group allocates its buffer."""
+    Called under the store lock before a new group is recorded; nothing is allocated."""
     settings = ctx.settings
     open_groups = sum(1 for g in groups.values() if g.status != DONE)
     if open_groups >= settings.max_open_groups_per_job:
         raise ApiError(ErrorCode.CHUNK_GROUP_LIMIT,
                        f"job {job.job_id} already has {open_groups} open chunk groups (the cap is "
                        f"{settings.max_open_groups_per_job}); finish or abandon one first")
-    buffered = sum(g.buffered_bytes for g in groups.values())
+    buffered = sum(g.reserved_bytes for g in groups.values())
     if buffered + size > settings.max_buffered_bytes_per_job:
         raise ApiError(ErrorCode.BUFFER_LIMIT,
                        f"job {job.job_id} cannot buffer {size} more bytes: {buffered} are buffered and "
                        f"the cap is {settings.max_buffered_bytes_per_job}")
-    total = ctx.store.buffered_bytes()
+    account_open, account_bytes, total = ctx.store.group_usage(job.owner)
+    if ctx.state.mutant("account-caps-ignored"):
+        account_open = account_bytes = 0
+    if account_open >= settings.max_open_groups_per_account:
+        raise ApiError(ErrorCode.CHUNK_GROUP_LIMIT,
+                       f"this account already has {account_open} open chunk groups (the cap is "
+                       f"{settings.max_open_groups_per_account}); finish or abandon one first")
+    if account_bytes + size > settings.max_buffered_bytes_per_account:
+        raise ApiError(ErrorCode.BUFFER_LIMIT,
+                       f"this account cannot buffer {size} more bytes: {account_bytes} are buffered and "
+                       f"the cap is {settings.max_buffered_bytes_per_account}")
     if total + size > settings.max_buffered_bytes_total:
         raise ApiError(ErrorCode.CHUNK_GROUP_LIMIT,
                        f"the server is buffering {total} chunk bytes (the cap is "
                        f"{settings.max_buffered_bytes_total}); retry later")
 
 
+async def check_resent(group: ChunkGroup | None, idx: int, payload: memoryview) -> None:
+    """A chunk sent again must carry the same bytes (compared in a worker thread)."""
+    stored = group.parts.get(idx) if group is not None and group.parts is not None else None
+    if stored is None or group is None:
+        return
+    if len(stored) != len(payload) or not await run_in_threadpool(operator.eq, stored, payload):
+        raise ApiError(ErrorCode.CHUNK_GROUP_CONFLICT,
+                       f"chunk {idx} of group {group.group_id} was sent before with another payload")
+
+
+def open_group(ctx: Ctx, job: JobRec, groups: dict[str, ChunkGroup], desc: dict[str, Any],
+               payload: memoryview) -> tuple[ChunkGroup, bool]:
+    """The chunk's group (under the store lock): the known one if its descriptor agrees, or
+    a new one when this is chunk 0 and the caps allow it; ``(group, created)``."""
+    gid, idx = desc["chunk_group_id"], desc["chunk_idx"]
+    group = groups.get(gid)
+    if group is not None:
+        field = conflict_field(group, ctx.route.name, desc)
+        if field is not None:
+            raise ApiError(ErrorCode.CHUNK_GROUP_CONFLICT,
+                           f"chunk group {gid} was started with another {field}",
+                           [detail_entry(("request_chunk", field), "differs from the group", "conflict")])
+        return group, False
+    if idx != 0 and not ctx.state.mutant("restart-not-required"):
+        raise ApiError(ErrorCode.CHUNK_GROUP_RESTART_REQUIRED,
+                       f"chunk group {gid} is not known here; resend the whole group from chunk 0")
+    if not ctx.state.mutant("groups-uncapped"):
+        check_group_caps(ctx, job, groups, desc["frame_size_bytes"])
+    return new_group(job.job_id, ctx.route.name, desc, first_range_size(desc, len(payload)), job.owner), True
+
+
+def place_chunk(ctx: Ctx, group: ChunkGroup, idx: int, payload: memoryview, final: bool) -> list[int]:
+    """Keep a chunk of an open group (under the store lock); returns the chunks still missing
+    at the final one (only non-empty under the missing-chunks-accepted mutant)."""
+    start, end = group.chunk_span(idx)
+    if len(payload) != end - start:
+        raise malformed(f"chunk {idx} carries {len(payload)} bytes; this group's chunk {idx} "
+                        f"spans {end - start} bytes")
+    missing = [i for i in group.missing() if i != idx] if final else []
+    if missing and not ctx.state.mutant("missing-chunks-accepted"):
+        raise ApiError(ErrorCode.CHUNK_GROUP_MISSING_CHUNKS,
+                       f"chunk group {group.group_id} is missing chunk_idx {missing}; send them, then the final chunk",
+                       [detail_entry(("request_chunk", "chunk_idx", i), "missing", "missing") for i in missing])
+    if idx not in group.received and group.parts is not None:
+        group.keep(idx, payload)
+        group.advance_hash()
+    return missing
+
+
 async def accept_chunk(ctx: Ctx, job: JobRec, desc: dict[str, Any], payload: memoryview,
                        builder: Builder) -> Response:
-    store, settings, route = ctx.store, ctx.settings, ctx.route.name
+    store, settings = ctx.store, ctx.settings
     check_descriptor(desc, len(payload), settings.max_body_bytes)
     gid, idx, total = desc["chunk_group_id"], desc["chunk_idx"], desc["total_chunks"]
     final = idx == total - 1
     store.expire_groups(job.job_id)
     groups = store.job_groups(job.job_id)
+    await check_resent(groups.get(gid), idx, payload)
     with store.lock:
-        group = groups.get(gid)
-        created = group is None
-        if group is None:
-            if idx != 0 and not ctx.state.mutant("restart-not-required"):
-                raise ApiError(ErrorCode.CHUNK_GROUP_RESTART_REQUIRED,
-                               f"chunk group {gid} is not known here; resend the whole group from chunk 0")
-            if not ctx.state.mutant("groups-uncapped"):
-                check_group_caps(ctx, job, groups, desc["frame_size_bytes"])
-            group = new_group(job.job_id, route, desc, first_range_size(desc, len(payload)))
-        else:
-            field = conflict_field(group, route, desc)
-            if field is not None:
-                raise ApiError(ErrorCode.CHUNK_GROUP_CONFLICT,
-                               f"chunk group {gid} was started with another {field}",
-                               [detail_entry(("request_chunk", field), "differs from the group", "conflict")])
+        group, created = open_group(ctx, job, groups, desc, payload)
         group.touched_at = time.monotonic()
         if group.status in (FINALIZING, DONE):
             if not final:
@@ -205,27 +253,11 @@ async def accept_chunk(ctx: Ctx, job: JobRec, desc: dict[str, Any], payload: mem
             replay = True
         else:
             replay = False
-            start, end = group.chunk_span(idx)
-            if len(payload) != end - start:
-                raise malformed(f"chunk {idx} carries {len(payload)} bytes; this group's chunk {idx} "
-                                f"spans {end - start} bytes")
-            assert group.buffer is not None
-            if idx in group.received:
-                if memoryview(group.buffer)[start:end] != payload:
-                    raise ApiError(ErrorCode.CHUNK_GROUP_CONFLICT,
-                                   f"chunk {idx} of group {gid} was sent before with another payload")
-                if not final:
-                    return chunk_ack(ctx, group, idx)
-            missing = [i for i in group.missing() if i != idx] if final else []
-            if missing and not ctx.state.mutant("missing-chunks-accepted"):
-                raise ApiError(ErrorCode.CHUNK_GROUP_MISSING_CHUNKS,
-                               f"chunk group {gid} is missing chunk_idx {missing}; send them, then the final chunk",
-                               [detail_entry(("request_chunk", "chunk_idx", i), "missing", "missing") for i in missing])
+            if idx in group.received and not final:
+                return chunk_ack(ctx, group, idx)
+            missing = place_chunk(ctx, group, idx, payload, final)
             if created:
                 groups[gid] = group
-            group.buffer[start:end] = payload
-            group.received.add(idx)
-            group.advance_hash()
             if not final:
                 return chunk_ack(ctx, group, idx)
             group.status = FINALIZING
@@ -249,10 +281,11 @@ async def finalize(ctx: Ctx, job: JobRec, group: ChunkGroup, builder: Builder, i
                     await group.hash_task
             elif await group.digest() != group.frame_sha256:
                 raise malformed(f"chunk group {group.group_id}: reassembled frame does not match frame_sha256")
-            assert group.buffer is not None
-            obj = await decode_frame(ctx, group.buffer, chunked=True)
+            frame = await group.frame()
             if not ctx.state.mutant("group-bytes-kept"):
                 group.release()
+            obj = await decode_frame(ctx, frame, chunked=True)
+            del frame
             req = builder(ctx, job, obj, group)
             if ctx.state.mutant("replay-double-exec"):
                 group.decoded = obj

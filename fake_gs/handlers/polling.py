@@ -12,10 +12,12 @@ from typing import Any
 
 from starlette.responses import Response
 
-from fake_gs import dialect
+from contract.errors import ErrorCode
+from fake_gs import dialect, results
 from fake_gs.delivery import decode_cursor, encode_cursor, parse_max_events
-from fake_gs.handlers.common import Ctx, json_response
-from fake_gs.records import RequestRec, rfc3339
+from fake_gs.errors import ApiError
+from fake_gs.handlers.common import Ctx, dumps
+from fake_gs.records import JobRec, RequestRec, rfc3339
 from fake_gs.traffic import result_form
 
 
@@ -32,8 +34,8 @@ def _status(ctx: Ctx, req: RequestRec) -> str:
     return "streaming" if req.stream else "done"
 
 
-def _page(ctx: Ctx, req: RequestRec, offset: int, max_events: int) -> tuple[list[dict[str, Any]], str | None]:
-    events = req.events or []
+def _page(ctx: Ctx, req: RequestRec, offset: int, max_events: int) -> tuple[list[bytes], str | None]:
+    events = req.events_raw or []
     if ctx.state.mutant("unstable-cursor"):
         reads = req.cursor_reads[offset] = req.cursor_reads.get(offset, 0) + 1
         offset = min(len(events), offset + reads - 1)
@@ -42,49 +44,82 @@ def _page(ctx: Ctx, req: RequestRec, offset: int, max_events: int) -> tuple[list
     return page, encode_cursor(req.request_id, end) if end < len(events) else None
 
 
-def _drain_stream(ctx: Ctx, req: RequestRec, max_events: int) -> list[dict[str, Any]]:
+def _drain_stream(ctx: Ctx, req: RequestRec, max_events: int) -> list[bytes]:
     count = min(max_events, len(req.stream_events))
     if ctx.state.mutant("stream-events-repeated") and not req.cursor_reads.get(-1):
         req.cursor_reads[-1] = 1
-        return list(req.stream_events)[:count]
-    return [req.stream_events.popleft() for _ in range(count)]
+        return [dumps(e) for e in list(req.stream_events)[:count]]
+    return [dumps(req.stream_events.popleft()) for _ in range(count)]
 
 
-def view(ctx: Ctx, req: RequestRec, offset: int, max_events: int) -> dict[str, Any]:
+def _expired(req: RequestRec) -> ApiError:
+    return ApiError(ErrorCode.RESULT_EXPIRED,
+                    f"the result of request {req.request_id} was freed (read to the end, or the job's "
+                    "unread results passed their cap); it cannot be polled again")
+
+
+def _done(ctx: Ctx, job: JobRec, req: RequestRec, offset: int, max_events: int
+          ) -> tuple[str, bytes, list[bytes], str | None]:
+    """A done request's (status, result JSON, events, cursor); frees it once read to the end."""
+    if req.expired:
+        raise _expired(req)
+    if req.events_raw is not None:
+        events, cursor = _page(ctx, req, offset, max_events)
+        if cursor is None:
+            results.read_to_end(ctx.settings, job, req)
+        return "done", b"null", events, cursor
+    if req.stream:
+        return "done", b"null", _drain_stream(ctx, req, max_events), None
+    raw = req.result_raw if req.result_raw is not None else b"{}"
+    results.read_to_end(ctx.settings, job, req)
+    return "done", raw, [], None
+
+
+def render(head: dict[str, Any], result: bytes, events: list[bytes], tail: dict[str, Any]) -> bytes:
+    """The poll answer as bytes: the stored result and events are spliced in, copied once;
+    ``tail`` holds ``error`` and (unless a mutant dropped it) ``next_cursor``."""
+    parts = [dumps(head)[:-1], b',"result":', result, b',"error":', dumps(tail["error"]), b',"events":[']
+    for i, event in enumerate(events):
+        if i:
+            parts.append(b",")
+        parts.append(event)
+    parts.append(b"]")
+    if "next_cursor" in tail:
+        parts += [b',"next_cursor":', dumps(tail["next_cursor"])]
+    parts.append(b"}")
+    return b"".join(parts)
+
+
+def _tail(ctx: Ctx, error: Any, cursor: str | None) -> dict[str, Any]:
+    """The poll's error and cursor in the fake's dialect (spec: ``""`` for none)."""
+    tail: dict[str, Any] = {"error": error, "next_cursor": cursor}
+    if cursor is None and ctx.state.mutant("poll-next-cursor-missing"):
+        del tail["next_cursor"]
+    return dialect.poll(tail) if ctx.settings.spec_dialect else tail
+
+
+def view(ctx: Ctx, job: JobRec, req: RequestRec, offset: int, max_events: int) -> bytes:
     with ctx.store.lock:
         status = _status(ctx, req)
-        result: Any = None
-        error: Any = None
-        events: list[dict[str, Any]] = []
-        cursor: str | None = None
+        result, error, events, cursor = b"null", None, [], None
         if status == "streaming":
             events = _drain_stream(ctx, req, max_events)
             if not req.stream_events:
                 status = "done"
         elif status == "done":
-            if req.events is not None:
-                events, cursor = _page(ctx, req, offset, max_events)
-            elif req.inline is not None:
-                result = req.inline
-            elif req.stream:
-                events = _drain_stream(ctx, req, max_events)
-            else:
-                result = req.result_json if req.result_json is not None else {}
+            status, result, events, cursor = _done(ctx, job, req, offset, max_events)
         elif status == "failed":
             error = "" if ctx.state.mutant("failed-error-empty") else req.error
         if status in ("done", "failed", "cancelled") and req.final_status is None:
             req.final_status = status
             req.updated_at = max(req.updated_at, req.created_at)
-        return {
+        head = {
             "request_id": req.request_id,
             "status": ctx.request_status_text(status),
             "created_at": rfc3339(req.created_at),
             "updated_at": rfc3339(req.updated_at),
-            "result": result,
-            "error": error,
-            "events": events,
-            "next_cursor": cursor,
         }
+    return render(head, result, events, _tail(ctx, error, cursor))
 
 
 async def get_request(ctx: Ctx) -> Response:
@@ -103,8 +138,6 @@ async def get_request(ctx: Ctx) -> Response:
         if fut is not None:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(fut, ctx.settings.poll_wait_s)
-    answer = view(ctx, req, offset, max_events)
+    answer = view(ctx, job, req, offset, max_events)
     ctx.note("delivery", result_form(req))
-    if answer["next_cursor"] is None and ctx.state.mutant("poll-next-cursor-missing"):
-        del answer["next_cursor"]
-    return json_response(dialect.poll(answer) if ctx.settings.spec_dialect else answer)
+    return Response(answer, media_type="application/json")

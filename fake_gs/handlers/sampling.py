@@ -7,6 +7,7 @@ from typing import Any
 from starlette.responses import Response
 
 from contract.errors import ErrorCode, detail_entry
+from contract.limits import SAMPLING_BOUNDS
 from contract.models import GenerateRequest, LogProbsRequest
 from fake_gs.chunks import ChunkGroup
 from fake_gs.delivery import jsonable
@@ -27,9 +28,38 @@ def sampler(ctx: Ctx, job: JobRec) -> SubJobRec:
     return subs[0]
 
 
+def over_bound(name: str, value: int, loc: tuple[str | int, ...]) -> None:
+    """400 ``limit_exceeded`` naming the bound (contract.limits.SAMPLING_BOUNDS)."""
+    bound = SAMPLING_BOUNDS[name]
+    if value > bound:
+        raise ApiError(ErrorCode.LIMIT_EXCEEDED, f"{name} is {value}; this server's limit is {bound}",
+                       [detail_entry(loc, f"must be <= {bound}", "less_than_equal")])
+
+
+def check_bounds(request: GenerateRequest | LogProbsRequest) -> None:
+    """The decided sampling bounds: prompts per call, top_k, max_tokens and n."""
+    over_bound("prompts", len(request.prompts), ("prompts",))
+    if isinstance(request, LogProbsRequest):
+        over_bound("top_k", request.top_k or 0, ("top_k",))
+        return
+    params = request.sampling_params
+    items = params if isinstance(params, list) else [params]
+    for i, sp in enumerate(items):
+        if sp is None:
+            continue
+        loc: tuple[str | int, ...] = ("sampling_params", i) if isinstance(params, list) else ("sampling_params",)
+        over_bound("max_tokens", sp.max_tokens, (*loc, "max_tokens"))
+        n = (sp.model_extra or {}).get("n")
+        if isinstance(n, int) and not isinstance(n, bool):
+            over_bound("n", n, (*loc, "n"))
+        if isinstance(sp.logprobs, int) and not isinstance(sp.logprobs, bool):
+            over_bound("top_k", sp.logprobs, (*loc, "logprobs"))
+
+
 def generate_request(ctx: Ctx, job: JobRec, obj: Any) -> GenerateRequest:
     """Validate a generate object; token prompts must fit the sampler's max_seq_len."""
     request = ctx.validate(GenerateRequest, obj)
+    check_bounds(request)
     limit = sampler(ctx, job).max_seq_len
     too_long = [i for i, p in enumerate(request.prompts) if isinstance(p, list) and len(p) >= limit]
     if too_long:
@@ -80,6 +110,7 @@ async def generate_stream(ctx: Ctx) -> Response:
 async def log_probs(ctx: Ctx) -> Response:
     job = ctx.job()
     request = await ctx.json_model(LogProbsRequest)
+    check_bounds(request)
 
     def work() -> dict[str, Any]:
         return {"job_id": job.job_id, **ctx.store.engine.log_probs(job.job_id, request)}

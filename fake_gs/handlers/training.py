@@ -13,6 +13,7 @@ from typing import Any
 from starlette.responses import Response
 
 from contract.errors import ErrorCode, detail_entry
+from contract.ids import id_problem, printable
 from contract.models import PROPOSED_METRIC_KEYS, LoadRequest, SaveRequest, StepRequest
 from contract.shapes import ShapeError, forward_expectation
 from fake_gs import dialect
@@ -161,6 +162,10 @@ async def save(ctx: Ctx) -> Response:
     store = ctx.store
     ckpt_type = body.checkpoint_type or "resumable"
     wanted_id = body.checkpoint_id or None
+    problem = id_problem(wanted_id) if wanted_id is not None else None
+    if problem is not None:
+        raise ApiError(ErrorCode.INVALID_ID, f"checkpoint_id {printable(wanted_id or '')[:80]!r} {problem}",
+                       [detail_entry(("checkpoint_id",), problem, "invalid_id")])
 
     def work() -> dict[str, Any]:
         snapshot = store.engine.save(job.job_id, ckpt_type)

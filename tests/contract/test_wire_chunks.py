@@ -118,13 +118,37 @@ def test_splitting_rules() -> None:
     assert len(wire.encode_byte_chunks(frame, "request", max_bytes=0, force_chunk=True)) == 1
     sizes = [len(wire.chunk_payload(c)) for c in split(frame, max_bytes=20_000)]
     assert sizes == [20_000 - CHUNK_HEADER_ALLOWANCE] * 4 + [50_000 - 4 * 11_808]
-    for bad in (CHUNK_HEADER_ALLOWANCE, 1, 100):
-        with pytest.raises(WireError, match="max_bytes must exceed 8192"):
+    for bad in (1, 100):
+        with pytest.raises(WireError, match="header alone exceeds"):
             wire.encode_byte_chunks(frame, "request", max_bytes=bad)
     with pytest.raises(WireError, match="kind"):
         wire.encode_byte_chunks(frame, "reply", max_bytes=0, force_chunk=True)
     with pytest.raises(WireError, match="must be bytes"):
         wire.encode_byte_chunks("text", "request")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("max_bytes", [CHUNK_HEADER_ALLOWANCE, 4096, 1000, 600])
+@pytest.mark.parametrize("kind", ["request", "result"])
+def test_small_max_bytes_shrink_ranges_until_chunks_fit(max_bytes: int, kind: str) -> None:
+    """The reference codec accepts a max_bytes at or under the 8 KiB header allowance and
+    shrinks its ranges until every chunk fits (issue 11); the kit's codec must too."""
+    frame = frame_of(20_000)
+    chunks = split(frame, max_bytes=max_bytes) if kind == "request" else \
+        wire.encode_byte_chunks(frame, "result", max_bytes=max_bytes)
+    assert len(chunks) > 1 and all(len(c) <= max_bytes for c in chunks)
+    payloads = [len(wire.chunk_payload(c)) for c in chunks]
+    assert len(set(payloads[:-1])) == 1 and payloads[-1] <= payloads[0]  # equal ranges
+    assert wire.decode_byte_chunks(chunks, kind) == frame
+
+
+def test_smallest_max_bytes_is_one_header_plus_one_byte() -> None:
+    frame = frame_of(300)
+    least = wire.min_chunk_bytes(len(frame), "result")
+    chunks = wire.encode_byte_chunks(frame, "result", max_bytes=least, force_chunk=True)
+    assert all(len(c) <= least for c in chunks) and wire.decode_byte_chunks(chunks) == frame
+    with pytest.raises(WireError, match="header alone exceeds"):
+        wire.encode_byte_chunks(frame, "result", max_bytes=least - 8, force_chunk=True)
+    assert wire.min_chunk_bytes(2**40) >= least
 
 
 def test_oversized_headers_halve_the_range() -> None:

@@ -151,7 +151,8 @@ def test_cli_help_documents_every_option() -> None:
     out = subprocess.run([sys.executable, "-m", "fake_gs", "--help"], capture_output=True, text=True, check=True).stdout
     for option in ("--host", "--port", "--profile", "--seed", "--token", "--strict", "--status-style", "--startup",
                    "--latency", "--result-delivery", "--result-chunk-bytes", "--max-total-gpus",
-                   "--allow-any-model", "--engine", "--mutant", "--faults", "--log-level"):
+                   "--allow-any-model", "--engine", "--mutant", "--faults", "--log-level",
+                   "--body-idle-s", "--max-inflight-mib", "--max-results-mib", "--admin-token"):
         assert option in out, option
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import requests
 from fake_gs_api import Api, batch
 
@@ -48,20 +49,50 @@ def test_load_from_another_tokens_job_is_404(make_server) -> None:  # type: igno
 
 
 def test_admin_needs_a_token_exports_do_not(make_server) -> None:  # type: ignore[no-untyped-def]
-    srv = make_server(tokens=("t",))
+    srv = make_server(tokens=("t",), admin_token="z")
     anon, ok = Api(srv.base_url), Api(srv.base_url, "t")
+    admin = {"Authorization": "Bearer z"}
     for path in ("/_fake/health", "/_fake/state", "/_fake/mutants"):
         r = anon.get(path)
         assert r.status_code == 401 and r.json()["code"] == "unauthenticated"
-        assert ok.get(path).status_code == 200
+        assert requests.get(srv.base_url + path, headers=admin, timeout=10).status_code == 200
     assert anon.post("/_fake/reset").status_code == 401
-    admin_only = requests.get(srv.base_url + "/_fake/state", headers={"Authorization": "Bearer t"}, timeout=10)
-    assert admin_only.status_code == 200  # the PAT type header is not needed for admin
     job_id = ok.running_job()
     ok.result(job_id, ok.submit_json(job_id, "save", {}))
     url = ok.post(f"/{job_id}/checkpoints/global_step0:export").json()["files"][0]["url"]
     assert requests.get(url, timeout=10).status_code == 200
-    assert "t" not in str(ok.state()["jobs"][job_id]["owner"].replace("token#", ""))
+    state = requests.get(srv.base_url + "/_fake/state", headers=admin, timeout=10).json()
+    assert state["jobs"][job_id]["owner"] == "token#0"
+
+
+def test_service_tokens_get_403_on_every_admin_route(make_server) -> None:  # type: ignore[no-untyped-def]
+    """With --token A --token B --admin-token Z: A and B get 403 on every admin route (they
+    could read, fault, force or reset each other's jobs); Z gets 200 (issue 12)."""
+    srv = make_server(tokens=("A", "B"), admin_token="Z")
+    job_b = Api(srv.base_url, "B").running_job()
+    routes = [("GET", "/_fake/health", None), ("GET", "/_fake/state", None), ("GET", "/_fake/mutants", None),
+              ("GET", "/_fake/faults", None), ("PUT", "/_fake/faults", {"rules": []}),
+              ("POST", "/_fake/faults", {"rules": []}), ("DELETE", "/_fake/faults", None),
+              ("POST", f"/_fake/jobs/{job_b}/state", {"status": "failed", "reason": "x"}),
+              ("POST", "/_fake/reset", None)]
+    for method, path, body in routes:
+        for token in ("A", "B"):
+            r = requests.request(method, srv.base_url + path, json=body, timeout=10,
+                                 headers={"Authorization": f"Bearer {token}"})
+            assert r.status_code == 403 and r.json()["code"] == "forbidden", (method, path, token, r.text)
+        r = requests.request(method, srv.base_url + path, json=body, timeout=10,
+                             headers={"Authorization": "Bearer Z"})
+        assert r.status_code == 200, (method, path, r.text)
+
+
+def test_a_random_admin_token_without_one_given(make_server) -> None:  # type: ignore[no-untyped-def]
+    srv = make_server(tokens=("t",))
+    assert srv.admin_token and srv.admin_token != "t"
+    r = requests.get(srv.base_url + "/_fake/state", headers={"Authorization": f"Bearer {srv.admin_token}"},
+                     timeout=10)
+    assert r.status_code == 200
+    with pytest.raises(ValueError):
+        make_server(tokens=("t",), admin_token="t")
 
 
 def test_no_tokens_means_open_access(api: Api) -> None:

@@ -201,11 +201,12 @@ def test_load_from_another_job(api: Api) -> None:
 def test_export_downloads_a_real_safetensors_file(api: Api, running: str) -> None:
     from safetensors.torch import load
 
-    api.result(running, api.submit_json(running, "save", {"checkpoint_id": "../../etc/passwd"}))
-    r = api.post(f"/{running}/checkpoints/..%2F..%2Fetc%2Fpasswd:export")
+    cid = "..\\..\\etc\\passwd"  # a traversal-looking id ("/" itself is refused at save)
+    api.result(running, api.submit_json(running, "save", {"checkpoint_id": cid}))
+    r = api.post(f"/{running}/checkpoints/..%5C..%5Cetc%5Cpasswd:export")
     assert r.status_code == 200, r.text
     body = r.json()
-    assert body["checkpoint_id"] == "../../etc/passwd" and body["expires_at"].endswith("Z")
+    assert body["checkpoint_id"] == cid and body["expires_at"].endswith("Z")
     (file,) = body["files"]
     assert "/_fake/exports/" in file["url"] and "passwd" not in file["url"]
     data = requests.get(file["url"], timeout=10).content

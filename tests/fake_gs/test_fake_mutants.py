@@ -12,6 +12,7 @@ from collections.abc import Callable
 
 import pytest
 from fake_gs_api import OCTET, Api, batch, sampling_config, training_config
+from hardening_mutant_checks import HARDENING_CHECKS
 from idempotency_mutant_checks import IDEMPOTENCY_CHECKS
 from limit_mutant_checks import LIMIT_CHECKS
 from recipe_mutant_checks import RECIPE_CHECKS
@@ -287,6 +288,7 @@ CHECKS.update(RECIPE_CHECKS)  # the recipes/logs/TLS mutants (issue 17)
 CHECKS.update(STRICT_CHECKS)  # the strict fake's mutants (issue 11)
 CHECKS.update(IDEMPOTENCY_CHECKS)  # the at-most-once mutants (issue 13)
 CHECKS.update(VERDICT_CHECKS)  # the corrected clauses' mutants (issue 10)
+CHECKS.update(HARDENING_CHECKS)  # hardening (issue 12)
 
 
 def test_every_mutant_has_a_check() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import time
 import uuid
 
@@ -101,6 +102,18 @@ def test_many_result_chunks_are_capped_at_512(make_api) -> None:  # type: ignore
     api.wait(job_id, rid)
     page = api.poll(job_id, rid, max_events=1000)
     assert len(page["events"]) == MAX_EVENTS_CAP and page["next_cursor"]
+
+
+def test_result_chunks_smaller_than_the_header_allowance(make_api) -> None:  # type: ignore[no-untyped-def]
+    """--result-chunk-bytes takes any size that holds a chunk header plus a payload byte
+    (issue 11): 4096-byte result chunks reassemble to the frame."""
+    api = make_api(result_delivery="chunks", result_chunk_bytes=4096)
+    job_id = api.running_job()
+    rid = api.submit_frame(job_id, "forward-no-grad", batch(2, 3_000))
+    events = api.wait(job_id, rid)["events"]
+    assert len(events) > 1
+    assert all(len(base64.b64decode(e["payload_b64"])) <= 4096 for e in events)
+    assert wire.loads(wire.decode_result_chunk_events(events))
 
 
 def test_latency_polls(make_api) -> None:  # type: ignore[no-untyped-def]

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
 import pytest
 
+from contract import wire
 from contract.limits import MAX_EVENTS_CAP
 from fake_gs import FakeSettings, Timing
 from fake_gs.delivery import (
@@ -19,6 +21,7 @@ from fake_gs.delivery import (
 )
 from fake_gs.engines import ENGINES, load_engine
 from fake_gs.errors import ApiError
+from fake_gs.settings import MIN_RESULT_CHUNK_BYTES
 
 
 @pytest.mark.parametrize(("text", "kind", "amount"), [
@@ -40,7 +43,7 @@ def test_settings_validation_and_overrides() -> None:
     s = FakeSettings(startup="polls:2", tokens=["a"])  # type: ignore[arg-type]
     assert s.startup == Timing("polls", 2) and s.tokens == ("a",) and s.auth_enabled
     for bad in ({"profile": "future"}, {"status_style": "loud"}, {"result_delivery": "pigeon"},
-                {"result_chunk_bytes": 8192}, {"max_total_gpus": -1}):
+                {"result_chunk_bytes": MIN_RESULT_CHUNK_BYTES - 1}, {"max_total_gpus": -1}):
         with pytest.raises(ValueError):
             FakeSettings(**bad)  # type: ignore[arg-type]
     with pytest.raises(TypeError):
@@ -67,12 +70,15 @@ def test_max_events() -> None:
 def test_delivery_forms() -> None:
     import torch
 
-    assert prepare({"a": 1.0}, force_frame=False, mode="auto", chunk_bytes=10_000).result_json == {"a": 1.0}
-    assert prepare(None, force_frame=False, mode="auto", chunk_bytes=10_000).result_json == {}
+    assert json.loads(prepare({"a": 1.0}, force_frame=False, mode="auto", chunk_bytes=10_000).raw or b"") == {"a": 1.0}
+    assert prepare(None, force_frame=False, mode="auto", chunk_bytes=10_000).raw == b"{}"
     small = prepare({"t": torch.ones(2)}, force_frame=False, mode="auto", chunk_bytes=10_000)
-    assert small.inline is not None
+    assert small.form == "inline" and wire.is_inline_frame(json.loads(small.raw or b""))
     big = prepare({"t": torch.ones(10_000)}, force_frame=False, mode="auto", chunk_bytes=10_000)
-    assert big.events and all(e["type"] == "result_chunk" for e in big.events)
+    events = [json.loads(e) for e in big.events or []]
+    assert events and all(e["type"] == "result_chunk" for e in events)
+    assert torch.equal(wire.loads(wire.decode_result_chunk_events(events))["t"], torch.ones(10_000))
+    assert big.nbytes == sum(len(e) for e in big.events or [])
     assert prepare({}, force_frame=True, mode="chunks", chunk_bytes=10_000).events
     assert has_tensor([{"x": (1, torch.ones(1))}]) and not has_tensor({"x": [1, "a"]})
     assert jsonable({"a": torch.tensor(2.5), "b": torch.ones(2), "c": float("nan")}) == {"a": 2.5, "b": [1.0, 1.0], "c": None}

@@ -208,6 +208,12 @@ def corpus() -> list[Entry]:
     def js(name: str, route: str, body: bytes, *codes: str) -> None:
         out.append(Entry(name, [Call(route, body, content_type="application/json")], codes))
 
+    # Issue 12: small bodies asking for huge allocations; ids a path cannot carry.
+    js("log-probs-top-k-1e6", "log-probs", b'{"prompts": ["a b c"], "top_k": 1000000}', "limit_exceeded")
+    js("log-probs-5000-prompts", "log-probs", json.dumps({"prompts": ["a"] * 5000}).encode(), "limit_exceeded")
+    for label, cid in (("dot", b"."), ("dotdot", b".."), ("slash", b"a/b"), ("nul", rb"a\u0000b"),
+                       ("newline", rb"a\nb"), ("surrogate", rb"\ud800")):  # JSON escapes, sent as is
+        js(f"save-id-{label}", "save", b'{"checkpoint_id": "' + cid + b'"}', "invalid_id")
     js("json-body-bomb-30MiB", "step", b"[" + b",".join([b"[]"] * (10 * MiB)) + b"]", "malformed_json")
     js("json-body-deep-100k", "save", b"[" * 100_000 + b"]" * 100_000, "malformed_json")
     js("json-body-non-utf8", "step", b'{"learning_rate": "\xff\xfe"}', "malformed_json")
@@ -277,6 +283,14 @@ def corpus() -> list[Entry]:
     seq("tensors-100k-in-chunks", split(many_tensors(100_000), 4, gid()), *malformed)
     seq("garbage-in-chunks", split(b"\x07" * 50_000, 3, gid()), *malformed)
     seq("over-open-group-cap", [chunk(frame, 0, 2, gid()) for _ in range(5)], "chunk_group_limit")
+    # Parser differentials (issue 12): a key named twice, which safetensors refuses.
+    meta = json.dumps({"dss": dss(fb_tree())})
+    ids_entry = '"kwargs.input_ids":{"dtype":"I64","shape":[1,4],"data_offsets":[0,32]}'
+    ids = struct.pack("<4q", 1, 2, 3, 4)
+    plain("duplicate-metadata-key", raw_header(None, ids, text=(
+        '{"__metadata__":' + meta + ',"__metadata__":' + meta + "," + ids_entry + "}").encode()), *malformed)
+    plain("duplicate-tensor-key", raw_header(None, ids, text=(
+        '{"__metadata__":' + meta + "," + ids_entry + "," + ids_entry + "}").encode()), *malformed)
     # Path-traversal and odd ids on JSON routes.
     for cid in ("../../etc/passwd", "..%2F..%2Fetc%2Fpasswd", "%2e%2e"):
         out.append(Entry(f"export-traversal-{cid}", [Call(f"checkpoints/{cid}:export", method="POST", content_type="")],

@@ -37,6 +37,7 @@ from client.rest import CortexRestClient
 
 CLIENTS = 32
 TOKENS = [f"soak-token-{i}" for i in range(4)]
+ADMIN_TOKEN = "soak-admin"
 OPS_PER_CLIENT = {"small": 14, "large": 160}
 CHUNK_BYTES = 8192 + 8192
 RSS_SLACK = 0.10
@@ -182,11 +183,11 @@ def settle_rss(proc: Any, admin: Admin, rounds: int = 6) -> int:
 
 def test_soak(soak_size: str) -> None:
     n_ops = OPS_PER_CLIENT[soak_size]
-    args = [a for t in TOKENS for a in ("--token", t)]
+    args = [a for t in TOKENS for a in ("--token", t)] + ["--admin-token", ADMIN_TOKEN]
     args += ["--result-delivery", "chunks", "--result-chunk-bytes", str(8192 + 4096),
              "--max-total-gpus", str(4 * CLIENTS + 8), "--seed", "5"]
     with fake_process(*args) as proc:
-        admin = Admin(proc.base_url, TOKENS[0])
+        admin = Admin(proc.base_url, ADMIN_TOKEN)
         warm_up(proc.base_url)
         before = admin.settle()
         rss_start = settle_rss(proc, admin)
