@@ -224,6 +224,10 @@ def main_token(options: GsOptions) -> str | None:
     return options.token or os.environ.get("GS_TOKEN") or None
 
 
+#: The embedded fake's per-account GPU ceiling (see ``EmbeddedFakes.base_settings``).
+EMBEDDED_MAX_GPUS = 100_000
+
+
 class EmbeddedFakes:
     """Starts embedded fakes on demand (each variation once) and stops them all at the end."""
 
@@ -247,6 +251,10 @@ class EmbeddedFakes:
             "engine": o.engine,
             "mutant": o.mutant,
             "log_level": "warning",
+            # The run's jobs are cancelled only at its end, all on one account (capacity is
+            # per account): a ceiling no run reaches keeps late jobs from queueing pending.
+            # The capacity properties use variants with small ceilings of their own.
+            "max_total_gpus": EMBEDDED_MAX_GPUS,
         }
 
     def start(self, name: str = "target", **overrides: Any) -> Target:

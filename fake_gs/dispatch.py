@@ -138,6 +138,7 @@ async def apply_fault(state: AppState, action: FaultAction, body: BodyReader, jo
 
 def make_endpoint(state: AppState, route: Route, handler: Handler) -> Callable[[Request], Awaitable[Response]]:
     async def endpoint(request: Request) -> Response:
+        note(request.scope, "route", route.name)  # one Starlette route serves a path's methods
         body = BodyReader(request, state.settings, state.inflight)
         try:
             owner = authenticate(state.settings, request, minted=state.accounts)

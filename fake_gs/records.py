@@ -86,6 +86,8 @@ class RequestRec:
     #: or the ``result_chunk`` events as JSON bytes each; None once freed (fake_gs.results).
     result_raw: bytes | None = None
     events_raw: list[bytes] | None = None
+    #: How the result is delivered: json, inline or chunks (``Delivered.form``).
+    result_form: str = "json"
     result_bytes: int = 0
     #: When a poll delivered the result's last page (monotonic clock), and whether the
     #: result has been freed since (its polls then answer 410 result_expired).

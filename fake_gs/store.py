@@ -430,6 +430,7 @@ class Store:
                 req.error = error
                 if delivered is not None:
                     req.result_raw, req.events_raw = delivered.raw, delivered.events
+                    req.result_form = delivered.form
                     req.result_bytes = delivered.nbytes
                 req.stream_events.extend(events)
             job = self.jobs.get(req.job_id)

@@ -68,11 +68,7 @@ def result_form(req: Any) -> str | None:
     ``stream``; None while it is not done (a :class:`fake_gs.records.RequestRec`)."""
     if getattr(req, "final_status", None) != "done":
         return None
-    if req.events is not None:
-        return "chunks"
-    if req.inline is not None:
-        return "inline"
-    return "stream" if req.stream else "json"
+    return "stream" if req.stream else str(req.result_form)
 
 
 class Accounts:
@@ -243,8 +239,7 @@ def exchange(scope: dict[str, Any], status: int, error_body: bytes, started: flo
              request_id: str) -> dict[str, Any]:
     """The record of one finished exchange (``status`` -1: the connection was cut)."""
     notes: dict[str, Any] = scope.get(NOTES) or {}
-    endpoint = scope.get("endpoint")
-    name = getattr(endpoint, "__name__", None)
+    name = notes.get("route") or getattr(scope.get("endpoint"), "__name__", None)
     spec = ROUTES_BY_NAME.get(name) if isinstance(name, str) else None
     code, message = _error_fields(error_body) if status >= 400 and error_body else (None, None)
     query = scope.get("query_string") or b""
