@@ -58,6 +58,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--max-jobs", type=int, help="Jobs the run may create (default 1 against a URL)."
     )
     t.add_argument(
+        "--max-result-mib",
+        type=int,
+        default=GsOptions.max_result_mib,
+        help="Cap (MiB) on the one large result the run asks for, so result chunks are "
+        "judged (default 64: a result just past the 60 MiB body bound).",
+    )
+    t.add_argument(
         "--startup-timeout",
         type=float,
         default=GsOptions.startup_timeout_s,
@@ -153,6 +160,8 @@ def pytest_args(ns: argparse.Namespace, json_path: str) -> list[str]:
         ns.dialect,
         "--gs-startup-timeout",
         str(ns.startup_timeout),
+        "--gs-max-result-mib",
+        str(ns.max_result_mib),
     ]
     pairs = [
         ("--gs-url", ns.url),

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from conformance import report as reports
+from conformance.cost import COST
 from conformance.recorder import RECORDER, render_last
 from conformance.results import (
     PROP_CLAUSES,
@@ -127,6 +128,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "a skipped clause is one this target cannot be judged on).",
     )
     g.addoption(
+        "--gs-max-result-mib",
+        type=int,
+        default=GsOptions.max_result_mib,
+        help="Size cap (MiB) of the one large result a URL run asks for, so delivery in "
+        "result chunks is judged (default 64: just past the 60 MiB body bound).",
+    )
+    g.addoption(
         "--gs-startup-timeout",
         type=float,
         default=GsOptions.startup_timeout_s,
@@ -164,6 +172,7 @@ def gs_options(config: pytest.Config) -> GsOptions:
         dialect=opt("--gs-dialect"),
         startup_timeout_s=opt("--gs-startup-timeout"),
         require_all=bool(opt("--gs-require-all")),
+        max_result_mib=opt("--gs-max-result-mib"),
     )
     config.stash[_OPTIONS] = options
     return options
@@ -331,6 +340,7 @@ class _Booker:
 @pytest.hookimpl(tryfirst=True)
 def pytest_sessionstart(session: pytest.Session) -> None:
     session.config.stash[_STARTED] = time.monotonic()
+    COST.reset()
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
@@ -351,6 +361,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         url=not options.embedded,
         require_all=options.require_all,
     )
+    if not options.embedded:
+        results.cost = COST.summary()
     config.stash[_RESULTS] = results
     for path in (
         options.report,

@@ -165,6 +165,8 @@ class RunResults:
     settings: dict[str, Any] = field(default_factory=dict)
     tests: dict[str, int] = field(default_factory=dict)
     require_all: bool = False
+    #: What a URL run cost the target (conformance.cost.RunCost.summary); empty on the fake.
+    cost: dict[str, Any] = field(default_factory=dict)
 
     def by_status(self, status: Status) -> list[ClauseVerdict]:
         return [v for v in self.verdicts if v.status == status]
@@ -210,6 +212,7 @@ class RunResults:
             "ok": self.ok,
             "require_all": self.require_all,
             "counts": self.counts(),
+            "cost": self.cost,
             "verdicts": [asdict(v) for v in self.verdicts],
         }
 
@@ -227,6 +230,7 @@ class RunResults:
             settings=data.get("settings", {}),
             tests=data.get("tests", {}),
             require_all=data.get("require_all", False),
+            cost=data.get("cost", {}),
         )
 
 

@@ -1,0 +1,38 @@
+"""Ordering of the properties: the end-of-life property runs after every other one.
+
+It cancels the session job (conformance.lifecycle), so in one process it must come last;
+under pytest-xdist it judges a job of its own instead and the order does not matter.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+LAST = "gs_last"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", f"{LAST}: run after every other property (it ends a job)")
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Move ``gs_last`` properties to the end, keeping every other item's order."""
+    last = [item for item in items if item.get_closest_marker(LAST) is not None]
+    if last:
+        items[:] = [item for item in items if item.get_closest_marker(LAST) is None] + last
+
+
+@pytest.fixture(scope="session")
+def gs_large(gs_target, gs_opts, request):
+    """The run's one large (chunked) result against a URL; None on the embedded fake, whose
+    variants force chunked delivery at any size (conformance.large)."""
+    from conformance.large import LargeResult
+
+    if gs_target.embedded:
+        return None
+    ops = request.getfixturevalue("gs_ops")
+    sub = ops.job.sub_job("training") or {}
+    cfg = sub.get("training_config") or {}
+    seq = cfg.get("max_seq_len") if isinstance(cfg, dict) else None
+    return LargeResult(ops, gs_opts.max_result_mib, seq if isinstance(seq, int) else 512)
