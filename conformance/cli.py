@@ -126,6 +126,12 @@ def build_parser() -> argparse.ArgumentParser:
     o.add_argument("--markdown", help="Markdown report path.")
     o.add_argument("--junit", help="JUnit XML path (one testcase per clause).")
     o.add_argument("--json", help="Per-clause results as JSON.")
+    o.add_argument(
+        "--plan",
+        action="store_true",
+        help="Run nothing: list for each clause whether this target, with these options, can "
+        "judge it, and why not (which option would let it).",
+    )
     o.add_argument("-v", "--verbose", action="store_true", help="Show pytest's own output too.")
     o.add_argument("--quiet", action="store_true", help="No progress lines, only the report.")
     return p
@@ -234,6 +240,8 @@ def main(argv: list[str] | None = None) -> int:
             return EXIT_NO_SERVER
     import pytest
 
+    if ns.plan:
+        return plan_only(ns)
     with tempfile.TemporaryDirectory(prefix="gs-conformance-") as tmp:
         json_path = ns.json or str(Path(tmp) / "results.json")
         progress = None if ns.quiet or ns.verbose else Progress()
@@ -272,6 +280,29 @@ def main(argv: list[str] | None = None) -> int:
     if int(code) in (2, 3, 4) and not results.verdicts:
         return EXIT_ERROR
     return EXIT_OK if results.ok else EXIT_RED
+
+
+def plan_only(ns: argparse.Namespace) -> int:
+    """``--plan``: collect the properties in this process, print the plan, run nothing."""
+    import json
+
+    import pytest
+
+    from conformance.planner import render_plan
+
+    with tempfile.TemporaryDirectory(prefix="gs-conformance-plan-") as tmp:
+        plan_path = str(Path(tmp) / "plan.json")
+        args = pytest_args(ns, str(Path(tmp) / "results.json"))
+        if "-n" in args:
+            cut = args.index("-n")
+            del args[cut : cut + 2]
+        pytest.main([*args, "--gs-plan", plan_path], plugins=[])
+        path = Path(plan_path)
+        if not path.exists():
+            print("gs-conformance: could not collect the properties to plan", file=sys.stderr)
+            return EXIT_ERROR
+        print(render_plan(json.loads(path.read_text())))
+    return EXIT_OK
 
 
 if __name__ == "__main__":

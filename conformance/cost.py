@@ -112,6 +112,7 @@ def cost_line(cost: Mapping[str, Any]) -> str:
         f"{int(cost.get('requests', 0))} requests, "
         f"{int(cost.get('bytes_sent', 0)) / MiB:.1f} MiB sent, "
         f"{int(cost.get('bytes_received', 0)) / MiB:.1f} MiB received"
+        + (f"; reused job {cost['reused_job']} was not cancelled" if cost.get("reused_job") else "")
     )
 
 

@@ -128,6 +128,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "a skipped clause is one this target cannot be judged on).",
     )
     g.addoption(
+        "--gs-plan",
+        help="Only plan: write, as JSON, whether each clause can be judged on this target "
+        "with these options (and why not), then run nothing.",
+    )
+    g.addoption(
         "--gs-max-result-mib",
         type=int,
         default=GsOptions.max_result_mib,
@@ -184,6 +189,7 @@ def _is_worker(config: pytest.Config) -> bool:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "gs_property: a conformance property (set automatically)")
+    config.addinivalue_line("markers", "gs_last: run after every other property (it ends a job)")
     try:
         options = gs_options(config)
     except ValueError as exc:
@@ -362,7 +368,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         require_all=options.require_all,
     )
     if not options.embedded:
-        results.cost = COST.summary()
+        results.cost = COST.summary() | ({"reused_job": options.job_id} if options.job_id else {})
     config.stash[_RESULTS] = results
     for path in (
         options.report,

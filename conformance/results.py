@@ -82,6 +82,7 @@ class ClauseVerdict:
 #: Skip reasons (as the properties and fixtures word them) -> what would enable the clause.
 ENABLERS: tuple[tuple[str, str], ...] = (
     (r"second token|--gs-token2", "a second account's PAT: --token2 (plugin: --gs-token2)"),
+    (r"no token given", "a token: --token or $GS_TOKEN (plugin: --gs-token)"),
     (r"--gs-max-jobs", "allow more jobs: --max-jobs N (plugin: --gs-max-jobs)"),
     (r"admin API|embedded fake with|embedded fake only",
      "the embedded fake (run without --url): it needs the fake's admin API or one of its settings"),

@@ -11,16 +11,23 @@ import pytest
 LAST = "gs_last"
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", f"{LAST}: run after every other property (it ends a job)")
-
-
 @pytest.hookimpl(trylast=True)
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Move ``gs_last`` properties to the end, keeping every other item's order."""
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Move ``gs_last`` properties to the end, keeping every other item's order; plan the
+    run (conformance.planner), and with ``--gs-plan PATH`` only write the plan."""
+    from conformance import planner
+    from conformance.plugin import gs_options
+
     last = [item for item in items if item.get_closest_marker(LAST) is not None]
     if last:
         items[:] = [item for item in items if item.get_closest_marker(LAST) is None] + last
+    props = [item for item in items if item.get_closest_marker("gs_property") is not None]
+    rows = planner.record(config, gs_options(config), props)
+    path = config.getoption("--gs-plan", None)
+    if path:
+        planner.write_plan(rows, path)
+        config.hook.pytest_deselected(items=list(items))
+        items[:] = []
 
 
 @pytest.fixture(scope="session")

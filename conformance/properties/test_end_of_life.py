@@ -17,14 +17,15 @@ from contract.clauses import checks
 
 @checks("CANCEL-ACTIVE-1", "CANCEL-IDEM-1", "JOB-RUNNING-2")
 @pytest.mark.gs_last
-def test_session_job_end_of_life(gs_raw, gs_job, gs_new_job, gs_opts):
+def test_session_job_end_of_life(gs_raw, gs_job, gs_opts, request):
     """Cancel (2xx, then cancelling/cancelled), cancel again (2xx), wait for cancelled,
     cancel once more (2xx); the cancelled job refuses data-plane calls with a 4xx."""
     own, why_not = may_end_shared_job(gs_job.created)
     if own:
         job_id = gs_job.job_id
-    else:
-        job_id, _ = gs_new_job(why=f"a job to cancel at the end; {why_not}")
+    else:  # a budgeted job of its own (asked for only here, so the plan counts no extra job)
+        new_job = request.getfixturevalue("gs_new_job")
+        job_id, _ = new_job(why=f"a job to cancel at the end; {why_not}")
     eol = end_of_life(gs_raw, job_id, gs_opts.startup_timeout_s)
     if eol.final_state == "cancelled":
         COST.job_ended(job_id)

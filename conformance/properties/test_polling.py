@@ -37,12 +37,13 @@ ENUM = {f"REQUEST_STATE_{s.upper()}" for s in SHORT}
 
 @checks("POLL-FIELDS-1", "POLL-STATE-1", "POLL-EMPTY-1")
 @pytest.mark.parametrize("latency", ["instant", "polls:3"])
-def test_poll_answers(gs_target, gs_raw, gs_job, gs_variant, latency):
+def test_poll_answers(gs_target, gs_raw, gs_job, request, latency):
     """Every poll carries the eight fields, statuses are contract states, an empty result is {}."""
     if latency == "instant":
         driver, jid = gs_raw, gs_job.job_id
-    else:
-        driver, ops = variant_job(gs_variant("slow-requests", latency=latency))
+    else:  # the fake's variant is asked for here only, so the instant case plans on any URL
+        variant = request.getfixturevalue("gs_variant")
+        driver, ops = variant_job(variant("slow-requests", latency=latency))
         jid = ops.job_id
     soft = Soft()
     for name, body in (("step", {}), ("save", {}), ("step", {"learning_rate": 1e-5})):
@@ -159,12 +160,22 @@ def test_result_chunks(gs_source, gs_large, max_events, seq):
 @prop(scale=0.2)
 @given(max_events=st.integers(1, 5), rereads=st.integers(1, 3))
 def test_cursor_rereads(gs_source, gs_large, max_events, rereads):
-    """Asking for the same cursor again returns the same page."""
+    """Asking for the same cursor again returns the same page: the events first delivered
+    from that point (the request was drained once already when it settled)."""
     driver, ops = chunked(gs_source, gs_large, forward_body(2, 64))
     jid, rid = ops.job_id, ops.last.request_id
-    cursor = None
+    delivered = ops.last.chunk_events
+    cursor, seen = None, 0
     for _ in range(4):
         page = driver.poll(jid, rid, cursor=cursor, max_events=max_events).body
+        events = page.get("events") or []
+        expect(
+            "POLL-CURSOR-1",
+            events and events == delivered[seen : seen + len(events)],
+            f"cursor {cursor!r} (after {seen} of {len(delivered)} chunks) answered "
+            f"{len(events)} events, not the chunks first delivered from there",
+        )
+        seen += len(events)
         for _ in range(rereads):
             again = driver.poll(jid, rid, cursor=cursor, max_events=max_events).body
             expect(
