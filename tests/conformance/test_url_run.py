@@ -65,11 +65,12 @@ ONE_JOB = (
 
 
 @contextmanager
-def fake_url(mutant: str | None = None) -> Iterator[str]:
+def fake_url(mutant: str | None = None, **settings: Any) -> Iterator[str]:
     """The fake as ``python -m fake_gs.cli --port 0`` serves it (auth off), on loopback."""
     from fake_gs import FakeSettings, serve_in_background
 
-    with serve_in_background(FakeSettings(port=0, mutant=mutant, log_level="warning")) as url:
+    config = FakeSettings(port=0, mutant=mutant, log_level="warning", **settings)
+    with serve_in_background(config) as url:
         yield str(url)
 
 
@@ -110,6 +111,20 @@ def test_one_job_judges_its_end_and_a_chunked_result(tmp_path: Path) -> None:
     assert cost["gpu_minutes"] > 0, cost
     assert re.search(r"judged 11 of 11 MUST clauses on this target", output), output[-2000:]
     assert "cost: 1 job created" in output
+
+
+def test_a_slow_start_is_probed_before_running(tmp_path: Path) -> None:
+    """Where the server shows pending/placing/initializing long enough to be polled (the
+    fake with ``--startup polls:6``), the run's own job is probed there: JOB-RUNNING-1 and
+    OP-LOGS-1 are judged without a second job."""
+    clauses = "JOB-RUNNING-1,OP-LOGS-1,JOB-STATE-1"
+    with fake_url(startup="polls:6") as url:
+        code, results, output = finish(*start(url, tmp_path, "--clauses", clauses, "--quiet"))
+    got = verdicts(results)
+    assert {c: got[c]["status"] for c in clauses.split(",")} == dict.fromkeys(
+        clauses.split(","), "green"
+    ), output[-3000:]
+    assert code == 0
 
 
 @pytest.mark.parametrize(
