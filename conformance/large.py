@@ -4,7 +4,8 @@ The delivery clauses (POLL-CHUNKS-*, POLL-CURSOR-1, POLL-MAXEV-*, CHUNK-FORMAT/D
 need a chunked result. The embedded fake has variants that force one; a real server chunks
 only what is large. The contract bounds one HTTP body at ``MAX_BODY_BYTES`` (60 MiB), so a
 result frame just past that bound cannot be carried in one answer: the run asks once for a
-``forward`` whose ``logprobs`` (float32, one per token) are that large, capped by
+``forward`` (the operation of spec §7.1; beyond profile current, forward-no-grad when the
+operation does not work) whose ``logprobs`` (float32, one per token) are that large, capped by
 ``--max-result-mib`` (default 64), and every delivery property re-reads that one request
 (its pages are cursor-addressed, so re-reading is what the clauses are about). The request
 itself stays small: uint8 token ids, a quarter of the result's bytes.
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import math
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -79,26 +81,43 @@ class LargeResult:
         )
 
     def _ask(self) -> None:
-        try:
-            self.ops.forward_op(forward_body(self.batch, self.seq))
-        except Refused as exc:
-            self._skip = f"the server refused {self.describe()}: {exc.answer}"
-        except Failed as exc:
-            self._skip = f"{self.describe()} ended {exc.settled.raw_status}"
-        else:
-            last = self.ops.last
-            if last is not None and last.form != "chunks":
-                self._skip = (
-                    f"the server delivered {self.describe()} {last.form}; chunks delivery is "
-                    "not reached at this size (the embedded fake's variants force it)"
-                )
+        """The forward operation (spec §7.1), else, beyond profile current, forward-no-grad."""
+        body = forward_body(self.batch, self.seq)
+        routes: list[tuple[str, Callable[[dict[str, Any]], Any]]] = [
+            ("the forward operation", self.ops.forward_op)
+        ]
+        if self.ops.d.target.profile != "current":
+            routes.append(("forward-no-grad", self.ops.forward_no_grad))
+        reasons: list[str] = []
+        for name, send in routes:
+            try:
+                send(body)
+            except Refused as exc:
+                reasons.append(f"{name} refused it: {str(exc.answer)[:200]}")
+            except Failed as exc:
+                reasons.append(f"{name} ended {exc.settled.raw_status}")
+            except pytest.skip.Exception as exc:
+                reasons.append(f"{name}: {exc.msg}")
+            else:
+                last = self.ops.last
+                if last is not None and last.form != "chunks":
+                    self._skip = (
+                        f"the server delivered {self.describe()} {last.form}; chunks delivery "
+                        "is not reached at this size (the embedded fake's variants force it)"
+                    )
+                return
+        self._skip = f"no large result to judge, {self.describe()}: " + "; ".join(reasons)
 
     def view(self) -> _View:
         """The settled large request (skips the calling property when it is not chunked)."""
         with self._lock:
             if not self._done:
                 self._done = True
-                self._ask()
+                try:
+                    self._ask()
+                except Exception as exc:  # the first property reports it; the rest skip
+                    self._skip = f"asking for {self.describe()} raised {exc!r}"[:400]
+                    raise
         if self._skip:
             pytest.skip(self._skip)
         assert self.ops.last is not None

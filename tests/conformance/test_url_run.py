@@ -113,6 +113,19 @@ def test_one_job_judges_its_end_and_a_chunked_result(tmp_path: Path) -> None:
     assert "cost: 1 job created" in output
 
 
+def test_an_inline_answer_skips_naming_the_size_tried(tmp_path: Path) -> None:
+    """A server that answers even the large result inline: the delivery clauses are skipped,
+    and the reason names the size the run tried (here capped at 2 MiB)."""
+    with fake_url(result_delivery="inline") as url:
+        code, results, output = finish(*start(
+            url, tmp_path, "--clauses", "POLL-CURSOR-1", "--max-result-mib", "2", "--quiet"
+        ))
+    verdict = verdicts(results)["POLL-CURSOR-1"]
+    assert verdict["status"] == "skipped", output[-3000:]
+    assert "2.0 MiB result" in verdict["reason"] and "inline" in verdict["reason"]
+    assert code == 0
+
+
 def test_a_slow_start_is_probed_before_running(tmp_path: Path) -> None:
     """Where the server shows pending/placing/initializing long enough to be polled (the
     fake with ``--startup polls:6``), the run's own job is probed there: JOB-RUNNING-1 and
