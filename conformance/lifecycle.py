@@ -4,14 +4,16 @@ A URL run creates one job and cancels it when it is done; that cancel is itself 
 :func:`end_of_life` cancels a job, cancels it again at once (the job is then cancelling or
 already cancelled), waits for ``cancelled``, cancels once more, then makes data-plane calls
 on the dead job. :func:`judge` turns those answers into CANCEL-ACTIVE-1, CANCEL-IDEM-1 and
-JOB-RUNNING-2 verdicts. The property that does this runs last in a single-process run, so
-the session job is judged after every other property has used it.
+JOB-RUNNING-2 verdicts, and POLL-TERMINAL-1 on a request that ended before the cancel. The
+property that does this runs last in a single-process run, so the session job is judged
+after every other property has used it.
 """
 
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from typing import Any
 
 from conformance.driver_raw import Answer, RawDriver, encode, request_chunks
 from conformance.verdict import Soft
@@ -36,6 +38,9 @@ class EndOfLife:
     statuses_seen: list[str] = field(default_factory=list)
     on_cancelled: Answer | None = None
     data_plane: list[Answer] = field(default_factory=list)
+    #: A request that ended before the cancel: its final poll, and a poll after the job ended.
+    ended_before: dict[str, Any] | None = None
+    polled_after: Answer | None = None
 
 
 def data_plane_calls(driver: RawDriver, job_id: str) -> list[Answer]:
@@ -55,6 +60,11 @@ def _state(driver: RawDriver, job_id: str) -> str:
 def end_of_life(driver: RawDriver, job_id: str, timeout_s: float) -> EndOfLife:
     """Cancel ``job_id`` twice, wait for ``cancelled``, cancel again, probe the data plane."""
     eol = EndOfLife(job_id=job_id, state_before=_state(driver, job_id))
+    rid = driver.call("step", json_body={}, job_id=job_id).field("request_id")
+    if isinstance(rid, str):
+        settled = driver.settle(job_id, rid)
+        if settled.status in ("done", "failed"):
+            eol.ended_before = dict(settled.final_body)
     eol.first = driver.cancel(job_id)
     # At once, while the job is still cancelling where a server shows that state at all.
     eol.repeat = driver.cancel(job_id)
@@ -64,6 +74,8 @@ def end_of_life(driver: RawDriver, job_id: str, timeout_s: float) -> EndOfLife:
     if eol.final_state == "cancelled":
         eol.on_cancelled = driver.cancel(job_id)
         eol.data_plane = data_plane_calls(driver, job_id)
+        if eol.ended_before is not None:
+            eol.polled_after = driver.poll(job_id, str(eol.ended_before.get("request_id")))
     return eol
 
 
@@ -107,6 +119,22 @@ def judge(eol: EndOfLife, soft: Soft) -> None:
             "CANCEL-IDEM-1",
             again.status in (200, 204),
             f"cancel of a cancelled job answered {again.status}: {again.raw[:200]!r}",
+        )
+    _judge_after(eol, soft)
+
+
+def _judge_after(eol: EndOfLife, soft: Soft) -> None:
+    """What the cancelled job still answers: a finished request as it ended, no data plane."""
+    after, before = eol.polled_after, eol.ended_before
+    if after is not None and before is not None and after.status == 200:
+        # Whether requests stay readable after their job ended is left open (spec §3.3);
+        # when one is, it still reads as it ended.
+        body = after.body if isinstance(after.body, dict) else {}
+        soft.expect(
+            "POLL-TERMINAL-1",
+            body.get("status") == before.get("status") and body.get("result") == before.get("result"),
+            f"a request that ended {before.get('status')!r} before its job was cancelled now "
+            f"reads {body.get('status')!r} / {str(body.get('result'))[:120]}",
         )
     for call in eol.data_plane:
         soft.expect(
