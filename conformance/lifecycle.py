@@ -11,7 +11,6 @@ after every other property has used it.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -144,14 +143,16 @@ def _judge_after(eol: EndOfLife, soft: Soft) -> None:
         )
 
 
-def may_end_shared_job(created: bool) -> tuple[bool, str]:
+def may_end_shared_job(created: bool, xdist_worker: bool) -> tuple[bool, str]:
     """Whether the property may cancel the session job itself, and why not.
 
-    Only a job this run created, and only in one process: under pytest-xdist another
-    worker's properties share nothing with this one, but this worker may still run more.
+    Only a job this run created, and only in one process: under pytest-xdist the order is
+    the scheduler's, so this worker may still run properties on its session job.
+    ``xdist_worker`` comes from the session's own config, not the environment (a run
+    started from inside an xdist worker inherits its variables).
     """
     if not created:
         return False, "the run reuses a job (--job-id), which it never cancels"
-    if os.environ.get("PYTEST_XDIST_WORKER"):
+    if xdist_worker:
         return False, "pytest-xdist worker: other properties may still use the session job"
     return True, ""
