@@ -1,10 +1,14 @@
-"""Ordering of the properties: the end-of-life property runs after every other one.
+"""The properties' own hooks: order, plan, and the URL run's one large result.
 
-It cancels the session job (conformance.lifecycle), so in one process it must come last;
-under pytest-xdist it judges a job of its own instead and the order does not matter.
+The end-of-life property cancels the session job (conformance.lifecycle), so in one process
+it must come last; under pytest-xdist it judges a job of its own and the order does not
+matter. The plan (conformance.planner) is read off the collected properties. ``gs_large``
+is the one chunked result a URL run asks for (conformance.large).
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import pytest
 
@@ -31,7 +35,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 @pytest.fixture(scope="session")
-def gs_large(gs_target, gs_opts, request):
+def gs_large(gs_target: Any, gs_opts: Any, request: pytest.FixtureRequest) -> Any:
     """The run's one large (chunked) result against a URL; None on the embedded fake, whose
     variants force chunked delivery at any size (conformance.large)."""
     from conformance.large import LargeResult
