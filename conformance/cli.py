@@ -58,6 +58,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--max-jobs", type=int, help="Jobs the run may create (default 1 against a URL)."
     )
     t.add_argument(
+        "--max-result-mib",
+        type=int,
+        default=GsOptions.max_result_mib,
+        help="Cap (MiB) on the one large result the run asks for, so result chunks are "
+        "judged (default 64: a result just past the 60 MiB body bound).",
+    )
+    t.add_argument(
         "--startup-timeout",
         type=float,
         default=GsOptions.startup_timeout_s,
@@ -125,6 +132,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="Record every HTTP exchange to this parity tape (replay it with gs-parity); "
         "recording runs in one process unless -n is given.",
     )
+    o.add_argument(
+        "--plan",
+        action="store_true",
+        help="Run nothing: list for each clause whether this target, with these options, can "
+        "judge it, and why not (which option would let it).",
+    )
     o.add_argument("-v", "--verbose", action="store_true", help="Show pytest's own output too.")
     o.add_argument("--quiet", action="store_true", help="No progress lines, only the report.")
     return p
@@ -159,6 +172,8 @@ def pytest_args(ns: argparse.Namespace, json_path: str) -> list[str]:
         ns.dialect,
         "--gs-startup-timeout",
         str(ns.startup_timeout),
+        "--gs-max-result-mib",
+        str(ns.max_result_mib),
     ]
     pairs = [
         ("--gs-url", ns.url),
@@ -232,6 +247,8 @@ def main(argv: list[str] | None = None) -> int:
             return EXIT_NO_SERVER
     import pytest
 
+    if ns.plan:
+        return plan_only(ns)
     with tempfile.TemporaryDirectory(prefix="gs-conformance-") as tmp:
         json_path = ns.json or str(Path(tmp) / "results.json")
         progress = None if ns.quiet or ns.verbose else Progress()
@@ -270,6 +287,29 @@ def main(argv: list[str] | None = None) -> int:
     if int(code) in (2, 3, 4) and not results.verdicts:
         return EXIT_ERROR
     return EXIT_OK if results.ok else EXIT_RED
+
+
+def plan_only(ns: argparse.Namespace) -> int:
+    """``--plan``: collect the properties in this process, print the plan, run nothing."""
+    import json
+
+    import pytest
+
+    from conformance.planner import render_plan
+
+    with tempfile.TemporaryDirectory(prefix="gs-conformance-plan-") as tmp:
+        plan_path = str(Path(tmp) / "plan.json")
+        args = pytest_args(ns, str(Path(tmp) / "results.json"))
+        if "-n" in args:
+            cut = args.index("-n")
+            del args[cut : cut + 2]
+        pytest.main([*args, "--gs-plan", plan_path], plugins=[])
+        path = Path(plan_path)
+        if not path.exists():
+            print("gs-conformance: could not collect the properties to plan", file=sys.stderr)
+            return EXIT_ERROR
+        print(render_plan(json.loads(path.read_text())))
+    return EXIT_OK
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ from typing import Any
 import requests
 
 from conformance import bodies
+from conformance.cost import COST
 from conformance.recorder import RECORDER
 from conformance.target import Target
 
@@ -49,7 +50,7 @@ class ClientDriver:
 
         self.target = target
         self.sent: list[Sent] = []
-        self.session = RECORDER.attach(requests.Session())
+        self.session = COST.attach(RECORDER.attach(requests.Session()))
         self.session.hooks["response"].append(self._keep_request)
         fast = target.embedded
         values: dict[str, Any] = dict(

@@ -18,6 +18,7 @@ from typing import Any, Literal
 import requests
 from requests.structures import CaseInsensitiveDict
 
+from conformance.cost import COST, gpus_of
 from conformance.recorder import RECORDER, Recorder
 from conformance.target import Target
 from contract.errors import REQUEST_ID_HEADER, error_code_of, find_error_code
@@ -166,7 +167,7 @@ class RawDriver:
         self.target = target
         self.token = token
         self.timeout_s = timeout_s
-        self.session = recorder.attach(requests.Session())
+        self.session = COST.attach(recorder.attach(requests.Session()))
         self.session.headers.update(target.auth_headers(token))
         self.session.headers["User-Agent"] = "gs-conformance/0.1"
         self.fast = target.embedded
@@ -243,7 +244,11 @@ class RawDriver:
     # --- jobs ------------------------------------------------------------------------------
 
     def create_job(self, body: Any) -> Answer:
-        return self.call("create_job", json_body=body)
+        ans = self.call("create_job", json_body=body)
+        job_id = ans.field("job_id") if ans.ok else None
+        if isinstance(job_id, str):
+            COST.job_created(job_id, gpus_of(body))
+        return ans
 
     def get_job(self, job_id: str) -> Answer:
         return self.call("get_job", job_id=job_id)
@@ -280,7 +285,10 @@ class RawDriver:
             delay = min(delay * 1.5, 0.25 if self.fast else 10.0)
 
     def cancel(self, job_id: str) -> Answer:
-        return self.call("cancel_job", job_id=job_id)
+        ans = self.call("cancel_job", job_id=job_id)
+        if ans.ok:
+            COST.job_ended(job_id)
+        return ans
 
     # --- asynchronous requests -------------------------------------------------------------
 

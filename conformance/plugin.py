@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from conformance import report as reports
+from conformance.cost import COST
 from conformance.recorder import RECORDER, finish_run_tape, render_last, start_run_tape
 from conformance.results import (
     PROP_CLAUSES,
@@ -133,6 +134,18 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "replay it with gs-parity). Under xdist each worker's stream is appended in turn.",
     )
     g.addoption(
+        "--gs-plan",
+        help="Only plan: write, as JSON, whether each clause can be judged on this target "
+        "with these options (and why not), then run nothing.",
+    )
+    g.addoption(
+        "--gs-max-result-mib",
+        type=int,
+        default=GsOptions.max_result_mib,
+        help="Size cap (MiB) of the one large result a URL run asks for, so delivery in "
+        "result chunks is judged (default 64: just past the 60 MiB body bound).",
+    )
+    g.addoption(
         "--gs-startup-timeout",
         type=float,
         default=GsOptions.startup_timeout_s,
@@ -170,6 +183,7 @@ def gs_options(config: pytest.Config) -> GsOptions:
         dialect=opt("--gs-dialect"),
         startup_timeout_s=opt("--gs-startup-timeout"),
         require_all=bool(opt("--gs-require-all")),
+        max_result_mib=opt("--gs-max-result-mib"),
     )
     config.stash[_OPTIONS] = options
     return options
@@ -181,6 +195,7 @@ def _is_worker(config: pytest.Config) -> bool:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "gs_property: a conformance property (set automatically)")
+    config.addinivalue_line("markers", "gs_last: run after every other property (it ends a job)")
     try:
         options = gs_options(config)
     except ValueError as exc:
@@ -341,6 +356,7 @@ class _Booker:
 @pytest.hookimpl(tryfirst=True)
 def pytest_sessionstart(session: pytest.Session) -> None:
     session.config.stash[_STARTED] = time.monotonic()
+    COST.reset()
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
@@ -363,6 +379,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         url=not options.embedded,
         require_all=options.require_all,
     )
+    if not options.embedded:
+        results.cost = COST.summary() | ({"reused_job": options.job_id} if options.job_id else {})
     config.stash[_RESULTS] = results
     for path in (
         options.report,

@@ -11,6 +11,7 @@ import html
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+from conformance.planner import summary_lines
 from conformance.results import ClauseVerdict, RunResults
 
 _MARK = {"green": "PASS", "red": "FAIL", "skipped": "SKIP", "not-applicable": "N/A "}
@@ -83,6 +84,7 @@ def text(res: RunResults, colour: bool = False, examples: bool = True) -> str:
                 lines.append(f"   test {ex['test']}")
                 lines.extend("   | " + line for line in ex["text"].strip().splitlines()[:60])
     lines.append("")
+    lines.extend(summary_lines(res))
     lines.append(paint("green" if res.ok else "red", headline(res)))
     return "\n".join(lines)
 
@@ -110,6 +112,7 @@ def markdown(res: RunResults) -> str:
     if res.settings:
         out.append("Settings: " + ", ".join(f"`{k}={v}`" for k, v in res.settings.items()))
         out.append("")
+    out += [f"    {line}" for line in summary_lines(res)] + [""]
     for area, title, items in res.by_area():
         out += [
             f"## {area}: {title}",
@@ -203,6 +206,7 @@ def html_page(res: RunResults) -> str:
             )
             + "</div>"
         )
+    parts.append("<pre class='sub'>" + e("\n".join(summary_lines(res))) + "</pre>")
     parts.append("<table class='matrix'>")
     for area, title, items in res.by_area():
         parts.append(

@@ -82,6 +82,7 @@ class ClauseVerdict:
 #: Skip reasons (as the properties and fixtures word them) -> what would enable the clause.
 ENABLERS: tuple[tuple[str, str], ...] = (
     (r"second token|--gs-token2", "a second account's PAT: --token2 (plugin: --gs-token2)"),
+    (r"no token given", "a token: --token or $GS_TOKEN (plugin: --gs-token)"),
     (r"--gs-max-jobs", "allow more jobs: --max-jobs N (plugin: --gs-max-jobs)"),
     (r"admin API|embedded fake with|embedded fake only",
      "the embedded fake (run without --url): it needs the fake's admin API or one of its settings"),
@@ -165,6 +166,8 @@ class RunResults:
     settings: dict[str, Any] = field(default_factory=dict)
     tests: dict[str, int] = field(default_factory=dict)
     require_all: bool = False
+    #: What a URL run cost the target (conformance.cost.RunCost.summary); empty on the fake.
+    cost: dict[str, Any] = field(default_factory=dict)
 
     def by_status(self, status: Status) -> list[ClauseVerdict]:
         return [v for v in self.verdicts if v.status == status]
@@ -210,6 +213,7 @@ class RunResults:
             "ok": self.ok,
             "require_all": self.require_all,
             "counts": self.counts(),
+            "cost": self.cost,
             "verdicts": [asdict(v) for v in self.verdicts],
         }
 
@@ -227,6 +231,7 @@ class RunResults:
             settings=data.get("settings", {}),
             tests=data.get("tests", {}),
             require_all=data.get("require_all", False),
+            cost=data.get("cost", {}),
         )
 
 

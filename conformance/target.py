@@ -69,6 +69,8 @@ class GsOptions:
     request_timeout_s: float = 600.0
     #: Fail the run on every skipped MUST clause too (the embedded fake's own gate).
     require_all: bool = False
+    #: Bytes (MiB) the run's one large, chunked result may be (conformance.large).
+    max_result_mib: int = 64
 
     @property
     def embedded(self) -> bool:
@@ -103,6 +105,8 @@ class GsOptions:
             out["mutant"] = self.mutant
         if self.job_id:
             out["job_id"] = self.job_id
+        if not self.embedded:
+            out["max_result_mib"] = self.max_result_mib
         out["second_token"] = bool(self.token2) or self.embedded
         if self.require_all:
             out["require_all"] = True

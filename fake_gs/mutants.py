@@ -118,6 +118,9 @@ _TABLE: tuple[Mutant, ...] = (
     Mutant(CLIENT_MUTANT_KEY_DROPPED, ("CLIENT-ONCE-3",), "the kit's client leaves the Idempotency-Key off its resends", client=True),
     # -- recipes, logs, TLS (issue 17) --
     Mutant("logs-stage-empty", ("JOB-LOGS-2",), "stage credentials are answered but no execution log is ever written to the stage"),
+    # -- url run (issue 16) --
+    Mutant("cancel-cancelling-409", ("CANCEL-IDEM-1",), "a cancelled job lingers in cancelling for a second, and a cancel then answers 409"),
+    Mutant("cursor-page-consumed", ("POLL-CURSOR-1",), "a result page, once read, is gone: re-asking its cursor answers no events and no next_cursor"),
 )
 
 MUTANTS: dict[str, Mutant] = {m.name: m for m in _TABLE}

@@ -249,10 +249,12 @@ class Store:
             if status in ("cancelling", "cancelled"):
                 if status == "cancelled" and self.mutant("cancel-twice-409"):
                     raise ApiError(ErrorCode.JOB_CONFLICT, f"job {job.job_id} is already cancelled")
+                if status == "cancelling" and self.mutant("cancel-cancelling-409"):
+                    raise ApiError(ErrorCode.JOB_CONFLICT, f"job {job.job_id} is being cancelled")
                 return
             if status in ACTIVE:
                 self.end_job(job, "cancelled", "cancelled by user")
-                if self.settings.spec_dialect:
+                if self.settings.spec_dialect or self.mutant("cancel-cancelling-409"):
                     job.status, job.cancelling_until = "cancelling", time.time() + 1.0
                 return
             raise ApiError(ErrorCode.JOB_CONFLICT, f"job {job.job_id} is {status} and cannot be cancelled")

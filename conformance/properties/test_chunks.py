@@ -13,9 +13,10 @@ from hypothesis import strategies as st
 from conformance import frames
 from conformance.checks import refused
 from conformance.driver_raw import chunk_bytes_for, encode, request_chunks
+from conformance.large import chunked
 from conformance.runtime import prop
 from conformance.strategies import chunk_counts, fb_payloads
-from conformance.variants import CHUNK_BYTES, forward_body, need
+from conformance.variants import CHUNK_BYTES, forward_body
 from conformance.verdict import Soft, expect
 from contract.clauses import checks
 from contract.shapes import check_loss
@@ -38,11 +39,9 @@ def _fb_frame(seed: int = 1, seq: int = 40) -> bytes:
 @checks("CHUNK-FORMAT-1", "CHUNK-DESC-1", "CHUNK-SIZE-1")
 @prop(scale=0.2)
 @given(seq=st.integers(8, 400))
-def test_result_chunks_are_chunk_frames(gs_target, gs_source, seq):
+def test_result_chunks_are_chunk_frames(gs_target, gs_source, gs_large, seq):
     """Result chunks: {payload: U8[n]} frames, one result_chunk descriptor, consistent sizes."""
-    _, ops = gs_source("chunks")
-    ops.forward_op(forward_body(2, seq))
-    need(ops, "chunks")
+    _, ops = chunked(gs_source, gs_large, forward_body(2, seq))
     events = ops.last.chunk_events
     expect("CHUNK-FORMAT-1", events, "no result chunks to judge")
     soft = Soft()

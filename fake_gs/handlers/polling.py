@@ -39,6 +39,10 @@ def _page(ctx: Ctx, req: RequestRec, offset: int, max_events: int) -> tuple[list
     if ctx.state.mutant("unstable-cursor"):
         reads = req.cursor_reads[offset] = req.cursor_reads.get(offset, 0) + 1
         offset = min(len(events), offset + reads - 1)
+    if ctx.state.mutant("cursor-page-consumed"):
+        reads = req.cursor_reads[offset] = req.cursor_reads.get(offset, 0) + 1
+        if reads > 1:
+            return [], None
     page = events[offset : offset + max_events]
     end = offset + len(page)
     return page, encode_cursor(req.request_id, end) if end < len(events) else None
