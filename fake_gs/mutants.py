@@ -114,6 +114,8 @@ _TABLE: tuple[Mutant, ...] = (
     Mutant(CLIENT_MUTANT_KEY_DROPPED, ("CLIENT-ONCE-3",), "the kit's client leaves the Idempotency-Key off its resends", client=True),
     # -- recipes, logs, TLS (issue 17) --
     Mutant("logs-stage-empty", ("JOB-LOGS-2",), "stage credentials are answered but no execution log is ever written to the stage"),
+    # -- openapi (issue 19) --
+    Mutant("allow-one-route", ("ADDR-ALLOW-1",), "a 405 lists the methods of one matched route, not of the path (the collection's Allow leaves out GET)"),
 )
 
 MUTANTS: dict[str, Mutant] = {m.name: m for m in _TABLE}
