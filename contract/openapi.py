@@ -14,6 +14,7 @@ from pydantic import BaseModel
 
 from contract import models as m
 from contract.errors import REQUEST_ID_HEADER
+from contract.idempotency import DATA_PLANE_ROUTES, IDEMPOTENCY_KEY_HEADER, MAX_KEY_CHARS
 from contract.limits import DEFAULT_MAX_EVENTS, MAX_EVENTS_CAP
 from contract.openapi_bodies import (
     error_body_schemas,
@@ -77,6 +78,21 @@ def _query_params(route: Route) -> list[dict[str, Any]]:
     return [
         {"name": q, "in": "query", "required": False, "schema": schemas[q]} for q in route.query
     ]
+
+
+def _header_params(route: Route, profile: Profile) -> list[dict[str, Any]]:
+    """The proposed ``Idempotency-Key`` of a data-plane POST (optional: a call without one
+    runs as in the current profile). Documented as visible ASCII, a subset of what servers
+    take, so a generated key survives HTTP's trimming of blanks."""
+    if profile != "proposed" or route.name not in DATA_PLANE_ROUTES or route.method != "POST":
+        return []
+    return [{
+        "name": IDEMPOTENCY_KEY_HEADER, "in": "header", "required": False,
+        "description": "Proposed: a repeat with the same key, method, path and body runs nothing "
+                       "again and answers the first answer; another body answers 409 "
+                       "idempotency_conflict (clauses IDEM-KEY-1..5).",
+        "schema": {"type": "string", "minLength": 1, "maxLength": MAX_KEY_CHARS, "pattern": "^[!-~]+$"},
+    }]
 
 
 def _request_body(route: Route, components: dict[str, Any]) -> dict[str, Any] | None:
@@ -147,7 +163,7 @@ def build_openapi(profile: Profile = "proposed") -> dict[str, Any]:
             "operationId": r.name,
             "summary": r.summary,
             "tags": [r.profile],
-            "parameters": _path_params(r.path) + _query_params(r),
+            "parameters": _path_params(r.path) + _query_params(r) + _header_params(r, profile),
             "responses": _responses(r, components, error),
             "x-call-kind": r.kind,
             "x-profile": r.profile,

@@ -42,7 +42,8 @@ def service_routes(state: AppState) -> list[BaseRoute]:
     the poll route (most of a client's traffic) goes first: it saves ~20 failed regex
     matches a poll."""
     return path_routes(routes_for(state.settings.profile),
-                       lambda spec: make_endpoint(state, spec, HANDLERS[spec.name]), HOT_ROUTES)
+                       lambda spec: make_endpoint(state, spec, HANDLERS[spec.name]), HOT_ROUTES,
+                       lambda: state.mutant("allow-one-route"))
 
 
 async def http_error(request: Request, exc: Exception) -> Response:

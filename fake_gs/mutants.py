@@ -121,6 +121,8 @@ _TABLE: tuple[Mutant, ...] = (
     # -- url run (issue 16) --
     Mutant("cancel-cancelling-409", ("CANCEL-IDEM-1",), "a cancelled job lingers in cancelling for a second, and a cancel then answers 409"),
     Mutant("cursor-page-consumed", ("POLL-CURSOR-1",), "a result page, once read, is gone: re-asking its cursor answers no events and no next_cursor"),
+    # -- openapi (issue 19) --
+    Mutant("allow-one-route", ("ADDR-ALLOW-1",), "a 405 lists the methods of one matched route, not of the path (the collection's Allow leaves out GET)"),
 )
 
 MUTANTS: dict[str, Mutant] = {m.name: m for m in _TABLE}

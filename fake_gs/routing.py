@@ -28,8 +28,11 @@ Endpoint = Callable[[Request], Awaitable[Response]]
 class PathRoute(Route):
     """All methods of one path template; yields to more specific templates."""
 
-    def __init__(self, path: str, endpoints: dict[str, Endpoint], name: str) -> None:
+    def __init__(self, path: str, endpoints: dict[str, Endpoint], name: str,
+                 one_route: Callable[[], bool] = lambda: False) -> None:
         self.by_method = dict(endpoints)
+        #: The ``allow-one-route`` mutant: a 405 lists the first route's method only.
+        self.one_route = one_route
 
         async def endpoint(request: Request) -> Response:
             method = "GET" if request.method == "HEAD" else request.method
@@ -51,7 +54,7 @@ class PathRoute(Route):
 
     def allowed(self) -> list[str]:
         """The documented methods first, then the HEAD every GET route also answers."""
-        methods = sorted(self.by_method)
+        methods = list(self.by_method)[:1] if self.one_route() else sorted(self.by_method)
         return methods + (["HEAD"] if "GET" in methods else [])
 
 
@@ -85,8 +88,9 @@ def _sample(template: str) -> str:
 
 
 def path_routes(specs: Sequence[Spec], endpoint_of: Callable[[Spec], Endpoint],
-                hot: Sequence[str] = ()) -> list[BaseRoute]:
-    """One :class:`PathRoute` per distinct path; ``hot`` route names are tried first."""
+                hot: Sequence[str] = (), one_route: Callable[[], bool] = lambda: False) -> list[BaseRoute]:
+    """One :class:`PathRoute` per distinct path; ``hot`` route names are tried first;
+    ``one_route`` says when the ``allow-one-route`` mutant is on."""
     grouped: dict[str, dict[str, Endpoint]] = {}
     names: dict[str, list[str]] = {}
     for spec in specs:
@@ -97,7 +101,7 @@ def path_routes(specs: Sequence[Spec], endpoint_of: Callable[[Spec], Endpoint],
         for path in paths:
             grouped.setdefault(path, {})[spec.method] = endpoint
             names.setdefault(path, []).append(spec.name)
-    routes = [PathRoute(path, eps, "+".join(names[path])) for path, eps in grouped.items()]
+    routes = [PathRoute(path, eps, "+".join(names[path]), one_route) for path, eps in grouped.items()]
     for route in routes:
         route.shadowed_by = [
             other for other in routes

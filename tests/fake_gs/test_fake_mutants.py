@@ -15,6 +15,7 @@ from fake_gs_api import OCTET, Api, batch, sampling_config, training_config
 from hardening_mutant_checks import HARDENING_CHECKS
 from idempotency_mutant_checks import IDEMPOTENCY_CHECKS
 from limit_mutant_checks import LIMIT_CHECKS
+from openapi_mutant_checks import OPENAPI_CHECKS
 from recipe_mutant_checks import RECIPE_CHECKS
 from semantic_mutant_checks import SEMANTIC_CHECKS
 from strict_mutant_checks import STRICT_CHECKS
@@ -286,6 +287,7 @@ CHECKS: dict[str, tuple[Callable[[Api], None], dict]] = {  # type: ignore[type-a
 CHECKS.update(LIMIT_CHECKS)  # the limits/faults mutants (issue 6) keep their checks apart
 CHECKS.update(SEMANTIC_CHECKS)  # the tiny engine's semantic mutants (issue 7)
 CHECKS.update(RECIPE_CHECKS)  # the recipes/logs/TLS mutants (issue 17)
+CHECKS.update(OPENAPI_CHECKS)  # the OpenAPI mutants (issue 19)
 CHECKS.update(STRICT_CHECKS)  # the strict fake's mutants (issue 11)
 CHECKS.update(IDEMPOTENCY_CHECKS)  # the at-most-once mutants (issue 13)
 CHECKS.update(VERDICT_CHECKS)  # the corrected clauses' mutants (issue 10)
