@@ -159,7 +159,7 @@ def test_current_profile_through_fault_proxy(once_fake, gs_opts):
     target, admin, job = once_fake
     with FaultProxy(target.base_url, script=SCRIPT, **PROXY) as proxy:
         out = measure(target.base_url, job, proxy, CURRENT_ROUTES, CALLS,
-                      admin_headers=target.auth_headers(), mutant=_client_mutant(gs_opts),
+                      admin_headers=target.admin_headers(), mutant=_client_mutant(gs_opts),
                       **_config(target))
     soft = _judge(out, "CLIENT-ONCE-1", keyed=False)
     ambiguous = sum(t.ambiguous for t in out.values())
@@ -187,7 +187,7 @@ def test_keys_make_resends_safe(once_fake, gs_opts):
     session.hooks["response"].append(record)
     with FaultProxy(target.base_url, script=SCRIPT, **PROXY) as proxy:
         out = measure(target.base_url, job, proxy, PROPOSED_ROUTES, CALLS, session=session,
-                      admin_headers=target.auth_headers(), mutant=_client_mutant(gs_opts),
+                      admin_headers=target.admin_headers(), mutant=_client_mutant(gs_opts),
                       **_config(target, supports_idempotency_keys=True))
     soft = _judge(out, "CLIENT-ONCE-3", keyed=True)
     posts = [s for s in seen if s[0] == "POST" and s[1] in DATA_PLANE_PATHS]
