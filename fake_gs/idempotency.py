@@ -106,9 +106,11 @@ def _key_of(request: Request) -> str | None:
     key = request.headers.get(IDEMPOTENCY_KEY_HEADER)
     if key is None:
         return None
-    if not key or len(key) > MAX_KEY_CHARS or not key.isascii() or not key.isprintable():
+    # Visible ASCII only (no blanks), as the OpenAPI document states: HTTP trims blanks at
+    # a header's ends, so a key with them could not be repeated byte for byte.
+    if not key or len(key) > MAX_KEY_CHARS or not all("!" <= ch <= "~" for ch in key):
         raise ApiError(ErrorCode.INVALID_ARGUMENT,
-                       f"{IDEMPOTENCY_KEY_HEADER} must be 1-{MAX_KEY_CHARS} printable ASCII characters")
+                       f"{IDEMPOTENCY_KEY_HEADER} must be 1-{MAX_KEY_CHARS} visible ASCII characters")
     return key
 
 

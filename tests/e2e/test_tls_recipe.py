@@ -54,7 +54,7 @@ def test_fake_serves_https_with_its_own_ca(tls_fake: FakeServer) -> None:
     assert tls_fake.base_url.startswith("https://127.0.0.1:")
     assert tls_fake.ca_path and Path(tls_fake.ca_path).read_text().startswith("-----BEGIN CERTIFICATE")
     ok = requests.get(f"{tls_fake.base_url}/_fake/health", verify=tls_fake.ca_path,
-                      headers={"Authorization": f"Bearer {PAT}"}, timeout=10)
+                      headers={"Authorization": f"Bearer {tls_fake.admin_token}"}, timeout=10)
     assert ok.status_code == 200
     with pytest.raises(requests.exceptions.SSLError):
         requests.get(f"{tls_fake.base_url}/_fake/health", timeout=10)  # system store: untrusted

@@ -8,11 +8,13 @@ from typing import Any
 from fake_gs_api import OCTET, Api, sampling_config, training_config
 
 ADMIN = "admin-secret"
+#: A configured service token: auth is on, and it is not the admin credential.
+SERVICE = "service-token"
 
 
 def admin(make_api: Any, **overrides: Any) -> Api:
     overrides.setdefault("traffic", 50)
-    return make_api(token=ADMIN, tokens=(ADMIN,), **overrides)
+    return make_api(token=ADMIN, tokens=(SERVICE,), admin_token=ADMIN, **overrides)
 
 
 def minted(adm: Api) -> tuple[Api, str]:
@@ -46,8 +48,8 @@ def test_minted_tokens_are_separate_accounts(make_api):
 def test_minting_is_admin_only_and_needs_auth(make_api):
     adm = admin(make_api)
     user, _ = minted(adm)
-    assert user.post("/_fake/tokens").status_code == 401  # a minted token never opens /_fake
-    assert user.get("/_fake/traffic").status_code == 401
+    assert user.post("/_fake/tokens").status_code == 403  # a minted token never opens /_fake
+    assert user.get("/_fake/traffic").status_code == 403
     assert Api(adm.base_url).post("/_fake/tokens").status_code == 401
     open_fake = make_api(traffic=5)  # no --token: one anonymous account, nothing to isolate
     refused = open_fake.post("/_fake/tokens")
@@ -118,7 +120,7 @@ def test_open_chunk_groups_of_an_account(make_api):
 
 
 def test_traffic_off_by_default_and_clearable(make_api):
-    plain = make_api(token=ADMIN, tokens=(ADMIN,))
+    plain = make_api(token=ADMIN, tokens=(SERVICE,), admin_token=ADMIN)
     assert plain.get("/_fake/traffic").status_code == 409
     adm = admin(make_api)
     user, account = minted(adm)
