@@ -321,7 +321,7 @@ _TABLE: tuple[_Row, ...] = (
     ("LIMIT-LATE-1", _M, "current", "server", "decided", "A call whose job ended while its body was still arriving answers 409 and leaves no request behind."),
     ("POLL-EXPIRE-1", _M, "proposed", "server", "decided", "A result the server has freed (read to the end past its grace, or pushed out by newer unread results) answers 410 with code result_expired, never another result or an empty one."),
     ("WIRE-DUPKEY-1", _M, "current", "server", "decided", "A frame whose safetensors header names a key twice (anywhere, __metadata__ included) is refused with 400, as safetensors refuses it."),
-    ("CKPT-ID-1", _S, "current", "server", "decided", "A checkpoint id a URL path cannot carry (., .., /, control characters, not UTF-8) is refused at save with 400 and a code, so no checkpoint exists that cannot be exported or deleted."),
+    ("CKPT-ID-1", _S, "current", "server", "decided", "A checkpoint id a URL path cannot carry (., .., /, control characters, not UTF-8) is refused at save with 400, so no checkpoint exists that cannot be exported or deleted."),
     ("LIMIT-BOUNDS-1", _S, "proposed", "server", "decided", "top_k, max_tokens, n and the prompt count have bounds: a call over one answers 400 naming the limit, in bounded time and memory."),
     # -- at most once (issue 13) --
     ("IDEM-KEY-1", _M, "proposed", "server", "proposed", "A data-plane POST repeated with the same Idempotency-Key, method, path and body in the same account executes once: the repeat runs nothing again."),

@@ -192,7 +192,6 @@ def test_ids_a_path_cannot_carry_are_refused_at_save(gs_variant: Any, cid: str) 
     ans = driver.call("save", json_body={"checkpoint_id": cid}, job_id=ops.job_id)
     soft = Soft()
     refused(ans, soft, "CKPT-ID-1", statuses=[400])
-    soft.expect("CKPT-ID-1", bool(ans.code), "the refusal carries no code")
     soft.check()
 
 
