@@ -115,7 +115,7 @@ class Recorder:
         self.tape = None
 
     def tape_server(self, base_url: str, name: str, info: Mapping[str, Any],
-                    tokens: tuple[str | None, ...] = ()) -> None:
+                    tokens: tuple[str | None, ...] = (), admin: str | None = None) -> None:
         """Name the server at ``base_url`` in the tape (no-op when not recording)."""
         if self.tape is None:
             return
@@ -124,6 +124,7 @@ class Recorder:
         self._servers[f"{parts.scheme}://{parts.netloc}"] = name
         for token in tokens:
             self.tape.add_secret(token)
+        self.tape.add_admin(admin)
         self.tape.server(name, info)
 
     def tape_answer(self, response: requests.Response, streamed: bool) -> None:

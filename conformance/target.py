@@ -321,7 +321,7 @@ def _describe_to_tape(target: Target, values: dict[str, Any]) -> None:
                 for k, v in values.items() if k not in ("tokens", "port", "log_level")}
     settings["token_count"] = len(tuple(values.get("tokens") or ()))
     RECORDER.tape_server(target.base_url, name, {"embedded": True, "settings": settings},
-                         (target.token, target.token2))
+                         (target.token, target.token2), values.get("admin_token"))
 
 
 def remote_target(options: GsOptions) -> Target:

@@ -50,9 +50,15 @@ KEEP_BYTES = 96 * 1024
 #: Request headers kept besides Authorization (whose value becomes a token label).
 REQUEST_HEADERS = ("content-type", "x-snowflake-authorization-token-type", "idempotency-key")
 RESPONSE_HEADERS = ("content-type", REQUEST_ID_HEADER.lower(), "retry-after", "location")
-def token_label(authorization: str | None, tokens: tuple[str, ...]) -> str | None:
+#: The label of the fake's admin credential in a tape (a replay sends its own there).
+ADMIN_LABEL = "Bearer <admin-token>"
+
+
+def token_label(authorization: str | None, tokens: tuple[str, ...],
+                admin: str | None = None) -> str | None:
     """``Authorization`` as a label: ``Bearer <token-N>`` for the N-th known token,
-    ``Bearer <token-other>`` for any other credential; None when the header is absent."""
+    :data:`ADMIN_LABEL` for the admin credential, ``Bearer <token-other>`` for any other
+    credential; None when the header is absent."""
     if authorization is None:
         return None
     token = bearer_token(authorization)
@@ -62,7 +68,7 @@ def token_label(authorization: str | None, tokens: tuple[str, ...]) -> str | Non
     for i, known in enumerate(tokens, 1):
         if token == known:
             return f"Bearer <token-{i}>"
-    return "Bearer <token-other>"
+    return ADMIN_LABEL if admin and token == admin else "Bearer <token-other>"
 
 
 # --- bodies ---------------------------------------------------------------------------------
@@ -143,6 +149,8 @@ class TapeWriter:
                  meta: Mapping[str, Any] | None = None, append: bool = False) -> None:
         self.path = path
         self.tokens = tuple(t for t in tokens if t)
+        #: The fake's admin credential, labelled apart from other unknown credentials.
+        self.admin: str | None = None
         self.keep_bytes = keep_bytes
         self.group = ""
         self._lock = threading.Lock()
@@ -159,6 +167,12 @@ class TapeWriter:
     def add_secret(self, secret: str | None) -> None:
         if secret and secret not in self.tokens:
             self.tokens = (*self.tokens, secret)
+
+    def add_admin(self, secret: str | None) -> None:
+        """Label this credential :data:`ADMIN_LABEL` (it is scrubbed like a token too)."""
+        if secret:
+            self.admin = secret
+            self.tokens = tuple(t for t in self.tokens if t != secret)
 
     def server(self, name: str, info: Mapping[str, Any]) -> None:
         """Describe a server once (its fake settings, if embedded) before its exchanges."""
@@ -177,7 +191,7 @@ class TapeWriter:
     def line(self, ex: Exchange, seq: int) -> dict[str, Any]:
         req_headers = _headers(ex.request_headers, REQUEST_HEADERS)
         auth = {k.lower(): v for k, v in ex.request_headers.items()}.get("authorization")
-        label = token_label(auth, self.tokens)
+        label = token_label(auth, self.tokens, self.admin)
         if label is not None:
             req_headers["authorization"] = label
         split = split_path(ex.path)

@@ -96,5 +96,6 @@ class TapeMiddleware:
 def open_tape(settings: FakeSettings) -> TapeWriter:
     writer = TapeWriter(str(settings.record), "fake-gs", tokens=settings.tokens,
                         meta={"run": "fake-gs"})
+    writer.add_admin(settings.admin_token)
     writer.server("target", {"embedded": True, "settings": tape_settings(settings)})
     return writer

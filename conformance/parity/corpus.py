@@ -62,6 +62,9 @@ def record_conformance(dialect: str, args: list[str], out: Path) -> None:
 
 def record_rl_loop(out: Path, steps: int = 2) -> None:
     """A few GRPO steps of examples/grpo_toy.py through the client, against a recording fake."""
+    examples = str(ROOT / "examples")
+    if examples not in sys.path:  # grpo_toy imports its sibling grpo_batches
+        sys.path.insert(0, examples)
     spec = importlib.util.spec_from_file_location("grpo_toy", ROOT / "examples" / "grpo_toy.py")
     assert spec is not None and spec.loader is not None
     toy = importlib.util.module_from_spec(spec)
@@ -74,8 +77,8 @@ def record_rl_loop(out: Path, steps: int = 2) -> None:
                         mini_batches=2, seed=3, target="abcdefghijklmnopqrstuvwxyz ")
     with tempfile.TemporaryDirectory(prefix="gs-parity-") as tmp:
         raw = str(Path(tmp) / "rl.gsrec")
-        extra = ["--record", raw, "--token", RL_TOKEN]
-        with toy.fake_server(seed=cfg.seed, extra_args=extra) as base_url:
+        # The fake records as ``fake-gs --record FILE --token T`` does (FakeSettings.record).
+        with toy.fake_server(seed=cfg.seed, record=raw, tokens=(RL_TOKEN,)) as base_url:
             client = create_client(ClientConfig(
                 base_url=base_url, pat=RL_TOKEN, model="Qwen/Qwen3-0.6B", lr=cfg.lr, max_seq_len=256,
                 train_batch_size=len(cfg.prompts) * cfg.group_size, seed=cfg.seed,

@@ -211,7 +211,7 @@ class Replayer:
              read_timeout_s: float | None = None) -> dict[str, Any]:
         url = target.base_url + rewrite_path(req, target.prefix, self.ids)
         query = [(k, self.ids.get(v, v)) for k, v in req.get("query", [])]
-        headers = request_headers(req.get("headers", {}), target.tokens)
+        headers = request_headers(req.get("headers", {}), target.tokens, target.admin_token)
         prepared = self.session.prepare_request(
             requests.Request(req["method"], url, data=body, headers=headers))
         # The path goes out exactly as recorded ("..", "%2F" included): no normalising.
@@ -367,11 +367,15 @@ def rewrite_path(req: dict[str, Any], prefix: str | None, ids: dict[str, str]) -
     return "/".join(out)
 
 
-def request_headers(recorded: dict[str, str], tokens: tuple[str | None, ...]) -> dict[str, str]:
+def request_headers(recorded: dict[str, str], tokens: tuple[str | None, ...],
+                    admin_token: str | None = None) -> dict[str, str]:
+    """The recorded headers with real credentials: the N-th token for ``<token-N>``, the
+    target's admin token for the recorded admin credential."""
     headers = {k: v for k, v in recorded.items() if k != "authorization"}
     label = recorded.get("authorization")
     if label is not None:
-        headers["Authorization"] = _credential(label, tokens)
+        headers["Authorization"] = (f"Bearer {admin_token or UNKNOWN_TOKEN}"
+                                    if label == tape.ADMIN_LABEL else _credential(label, tokens))
     if "content-type" not in headers:
         headers["Content-Type"] = ""  # requests would otherwise guess one
     return headers

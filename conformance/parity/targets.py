@@ -17,6 +17,9 @@ from typing import Any
 REPLAY_TOKENS = ("gs-parity-token-1", "gs-parity-token-2", "gs-parity-token-3")
 #: What a replay sends where the recording held a credential it did not know.
 UNKNOWN_TOKEN = "gs-parity-unknown-token"
+#: The admin credential of an embedded replay fake with tokens (the admin API takes no
+#: service token), sent where the recording called the admin API.
+REPLAY_ADMIN_TOKEN = "gs-parity-admin-token"
 
 
 @dataclass(frozen=True)
@@ -24,6 +27,7 @@ class ReplayTarget:
     base_url: str
     tokens: tuple[str | None, ...]
     prefix: str | None = None
+    admin_token: str | None = None
 
 
 class Skip(Exception):
@@ -74,7 +78,8 @@ class EmbeddedTargets:
         if unknown:
             self.notes.append(f"{name}: recorded settings this fake does not know: {', '.join(unknown)}")
         values = {k: v for k, v in recorded.items() if k in known}
-        values.update(port=0, log_level="critical", tokens=REPLAY_TOKENS[:count], record=None)
+        values.update(port=0, log_level="critical", tokens=REPLAY_TOKENS[:count], record=None,
+                      admin_token=REPLAY_ADMIN_TOKEN if count else None)
         mutant = self.overrides.get("mutant")
         values.update({k: v for k, v in self.overrides.items() if k != "mutant"})
         if mutant and not values.get("mutant"):
@@ -90,7 +95,8 @@ class EmbeddedTargets:
 
             settings = self.settings_for(name, info)
             url = self._stack.enter_context(serve_in_background(settings))
-            self._started[name] = ReplayTarget(str(url), tuple(settings.tokens), self.prefix)
+            self._started[name] = ReplayTarget(str(url), tuple(settings.tokens), self.prefix,
+                                               settings.admin_token)
         return self._started[name]
 
     def close(self) -> None:
