@@ -1,9 +1,11 @@
 """What the OpenAPI document says beyond schemas: links, and the rules schemas cannot state.
 
 * Links let a generic tool walk a job's life from the document alone: create-job yields
-  the ``job_id`` of every job-scoped operation that needs nothing else, each submit the ``request_id`` of a poll
-  (and of a cancel-request operation), save (and the checkpoint list, and a save's polled
-  result) the ``checkpoint_id`` of load, export and delete.
+  the ``job_id`` of every job-scoped operation that needs nothing else, each submit the
+  ``request_id`` of a poll (and of a cancel-request operation), save the job's checkpoint
+  list, and that list the ``checkpoint_id`` of load, export and delete. A poll links to the list
+  too (a done save has left a checkpoint there); not to the checkpoint itself, since only
+  a save's result holds one and a link that cannot resolve fails schemathesis' run.
 * ``x-gs-clauses`` lists, per operation, the clause ids judging rules JSON Schema cannot
   express (state, cross-field arithmetic, DSSST1 frame contents, ...).
 * ``x-gs-refusals``: the statuses those rules give a schema-valid request. The generated
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from contract.models_catalog import SMALLEST_TRAINING_MODEL
 from contract.routes import ROUTES, Route
 
 #: operation -> clause ids judging what the operation's schemas cannot express.
@@ -66,7 +69,7 @@ REFUSALS: dict[str, dict[int, str]] = {
 }
 
 #: Calls per stateful scenario: a job's life is create, save, poll, then load/export/delete.
-STATEFUL_MAX_STEPS = 10
+STATEFUL_MAX_STEPS = 30
 #: The statuses schemathesis' positive-data check accepts by default (4.x).
 ST_DEFAULT_EXPECTED = ("2xx", "3xx", "401", "403", "404", "409", "429", "5xx")
 _PREFIX_PARAMS = ("database", "schema", "endpoint")
@@ -76,9 +79,21 @@ _CHECKPOINT_USERS = ("export_checkpoint", "delete_checkpoint", "load")
 #: request) that only the call which made it can hand over (save, a submit, a poll). From
 #: create-job a tool could only invent that id: wasted calls, and for load and operation
 #: (whose id travels in the body) a 404 naming it that schemathesis takes for the job just
-#: created having vanished (its ST302). Cancel follows get-job instead (see ``links``).
+#: created having vanished (its ST302). Cancel follows delete-checkpoint instead (see ``links``).
 _NOT_FROM_CREATE = frozenset({"load", "operation", "get_request", "export_checkpoint",
                               "delete_checkpoint", "cancel_job"})
+
+
+#: The job the get-capacity -> create-job link proposes: one training and one sampling
+#: sub-job of the smallest model, so a walk from it can reach every data-plane operation
+#: (a generated job often lacks the sub-job a call needs, and is refused with 400).
+SAMPLE_JOB: dict[str, Any] = {"sub_job_configs": [
+    {"job_type": "training", "model_name": SMALLEST_TRAINING_MODEL,
+     "training_config": {"optimizer": {"name": "AdamW", "lr": 1e-4}, "max_seq_len": 4096,
+                         "train_batch_size": 2, "n_gpus": 1}},
+    {"job_type": "sampling", "model_name": SMALLEST_TRAINING_MODEL,
+     "inference_config": {"max_seq_len": 4096, "n_gpus": 1}},
+]}
 
 
 def _same_prefix() -> dict[str, str]:
@@ -108,27 +123,34 @@ def links(route: Route) -> dict[str, Any]:
                     "operationId": scoped.name,
                     "parameters": {**_same_prefix(), "job_id": "$response.body#/job_id"},
                 }
-    if route.name == "get_job":
-        # Cancel follows a look at the job rather than its creation, so a walk of a job's
-        # life does not end it before the data plane had a turn.
+    if route.name in ("get_capacity", "list_jobs"):
+        # A look at the account: create a job with every sub-job kind. The literal body
+        # replaces the generated one (schemathesis' x-schemathesis merge_body: false).
+        out["create_sample_job"] = {"operationId": "create_job", "parameters": _same_prefix(),
+                                    "requestBody": SAMPLE_JOB, "x-schemathesis": {"merge_body": False}}
+    if route.name == "delete_checkpoint":
+        # Cancel ends a job's life once its checkpoint is deleted, so a walk
+        # does not end the job before the data plane had a turn.
         out["cancel_job"] = {"operationId": "cancel_job",
-                             "parameters": {**_same_prefix(), "job_id": "$response.body#/job_id"}}
+                             "parameters": {**_same_prefix(), "job_id": "$request.path.job_id"}}
     if route.name in _SUBMITS:
         same_job = {**_same_prefix(), "job_id": "$request.path.job_id"}
         out["poll"] = {"operationId": "get_request",
                        "parameters": {**same_job, "request_id": "$response.body#/request_id"}}
         out["cancel"] = {"operationId": "operation", "parameters": same_job, "requestBody": {
             "operation_type": "cancel-request", "payload": {"request_id": "$response.body#/request_id"}}}
+    if route.name == "get_request":
+        # A polled save (done) has left a checkpoint: the list names it.
+        out["then_list"] = {"operationId": "list_checkpoints",
+                            "parameters": {**_same_prefix(), "job_id": "$request.path.job_id"}}
     if route.name == "save":
-        for target in _CHECKPOINT_USERS:
-            out[f"saved_{target}"] = _to_checkpoint(target, "$request.body#/checkpoint_id")
+        # The saved checkpoint's id is the listed one: the request's may be absent or empty
+        # (the server then names it), so a link cannot take it from the save request.
+        out["saved_list"] = {"operationId": "list_checkpoints",
+                             "parameters": {**_same_prefix(), "job_id": "$request.path.job_id"}}
     if route.name == "list_checkpoints":
         for target in _CHECKPOINT_USERS:
             out[f"listed_{target}"] = _to_checkpoint(target, "$response.body#/checkpoints/0/checkpoint_id")
-    if route.name == "get_request":
-        # A save's polled result holds the authoritative checkpoint id (spec §6.3).
-        for target in _CHECKPOINT_USERS:
-            out[f"result_{target}"] = _to_checkpoint(target, "$response.body#/result/checkpoint_id")
     return out
 
 

@@ -127,10 +127,11 @@ def test_links_walk_a_job_life() -> None:
     create = by_id["create_job"]["responses"]["200"]["links"]
     job_scoped = {r.name for r in ROUTES if "{job_id}" in r.path}
     # The rest get their job together with the checkpoint/request id they also need;
-    # cancel follows a look at the job (get_job), so a walk does not end the job at once.
+    # cancel follows a deleted checkpoint, so a walk does not end the job at once.
     second_id = {"load", "operation", "get_request", "export_checkpoint", "delete_checkpoint"}
     assert {link["operationId"] for link in create.values()} == job_scoped - second_id - {"cancel_job"}
-    assert by_id["get_job"]["responses"]["200"]["links"]["cancel_job"]["operationId"] == "cancel_job"
+    deleted = by_id["delete_checkpoint"]["responses"]["200"]["links"]["cancel_job"]
+    assert deleted["parameters"]["job_id"] == "$request.path.job_id"
     for r in ROUTES:
         if r.kind != "sync":
             poll = by_id[r.name]["responses"]["200"]["links"]["poll"]
@@ -138,10 +139,31 @@ def test_links_walk_a_job_life() -> None:
             assert poll["parameters"]["request_id"] == "$response.body#/request_id"
             cancel = by_id[r.name]["responses"]["200"]["links"]["cancel"]
             assert cancel["requestBody"]["payload"]["request_id"] == "$response.body#/request_id"
-    saved = {link["operationId"] for link in by_id["save"]["responses"]["200"]["links"].values()
-             if link["operationId"] not in ("get_request", "operation")}
-    assert saved == {"load", "export_checkpoint", "delete_checkpoint"}
+    # save -> list (the request's checkpoint_id may be absent or empty), a poll -> list too,
+    # and the list hands its first checkpoint to load, export and delete.
+    for source in ("save", "get_request"):
+        targets = {link["operationId"] for link in by_id[source]["responses"]["200"]["links"].values()}
+        assert "list_checkpoints" in targets
+    listed = by_id["list_checkpoints"]["responses"]["200"]["links"]
+    assert {link["operationId"] for link in listed.values()} == {"load", "export_checkpoint", "delete_checkpoint"}
+    # A look at the account links to create-job with a job that has every sub-job kind.
+    for source in ("get_capacity", "list_jobs"):
+        sample = by_id[source]["responses"]["200"]["links"]["create_sample_job"]
+        kinds = {c["job_type"] for c in sample["requestBody"]["sub_job_configs"]}
+        assert kinds == {"training", "sampling"} and sample["x-schemathesis"] == {"merge_body": False}
 
+
+def test_idempotency_key_is_an_optional_header_of_proposed_data_plane_posts() -> None:
+    from contract.idempotency import DATA_PLANE_ROUTES, IDEMPOTENCY_KEY_HEADER
+
+    for profile in ("current", "proposed"):
+        for item in build_openapi(profile)["paths"].values():  # type: ignore[arg-type]
+            for op in item.values():
+                keyed = [p for p in op["parameters"] if p["name"] == IDEMPOTENCY_KEY_HEADER]
+                expected = profile == "proposed" and op["operationId"] in DATA_PLANE_ROUTES
+                assert len(keyed) == int(expected), (profile, op["operationId"])
+                if keyed:
+                    assert keyed[0]["in"] == "header" and keyed[0]["required"] is False
 
 def test_every_operation_names_its_clauses() -> None:
     for item in build_openapi()["paths"].values():
