@@ -82,8 +82,9 @@ def _query_params(route: Route) -> list[dict[str, Any]]:
 
 def _header_params(route: Route, profile: Profile) -> list[dict[str, Any]]:
     """The proposed ``Idempotency-Key`` of a data-plane POST (optional: a call without one
-    runs as in the current profile): 1 to MAX_KEY_CHARS printable ASCII characters. A key of
-    blanks only arrives empty (HTTP trims them) and is refused like an empty one."""
+    runs as in the current profile): 1 to MAX_KEY_CHARS visible ASCII characters, no blanks
+    (HTTP trims them at a header's ends, so a key with them could not repeat byte for
+    byte); the fake refuses anything else with 400."""
     if profile != "proposed" or route.name not in DATA_PLANE_ROUTES or route.method != "POST":
         return []
     return [{
@@ -91,7 +92,7 @@ def _header_params(route: Route, profile: Profile) -> list[dict[str, Any]]:
         "description": "Proposed: a repeat with the same key, method, path and body runs nothing "
                        "again and answers the first answer; another body answers 409 "
                        "idempotency_conflict (clauses IDEM-KEY-1..5).",
-        "schema": {"type": "string", "minLength": 1, "maxLength": MAX_KEY_CHARS, "pattern": "^[ -~]+$"},
+        "schema": {"type": "string", "minLength": 1, "maxLength": MAX_KEY_CHARS, "pattern": "^[!-~]+$"},
     }]
 
 

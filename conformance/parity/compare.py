@@ -25,7 +25,8 @@ VALUE_KEYS = frozenset({
 })
 #: Integers that are clocks or durations, never compared.
 _CLOCK_SUFFIXES = ("_at", "_ms", "_s", "_seconds", "_time", "_ns", "_ts")
-_CLOCK_KEYS = frozenset({"elapsed", "ttl", "expires_in", "retry_after", "eta", "duration", "timestamp"})
+_CLOCK_KEYS = frozenset({"elapsed", "ttl", "expires_in", "retry_after", "eta", "duration", "timestamp",
+                         "createdon"})  # the SQL API's createdOn (epoch ms)
 #: Floats this close to zero count as zero when signs are compared.
 FLOAT_ZERO = 1e-6
 #: With ``floats="close"`` (a tape replayed against the same fake): relative tolerance.

@@ -413,8 +413,15 @@ def request_bytes(req: dict[str, Any], ids: dict[str, str]) -> bytes | None:
 
 
 def _swap(value: Any, ids: dict[str, str]) -> Any:
+    """Learned ids put in place of recorded ones, inside strings too (a SQL statement names
+    a run by a name holding the job id)."""
     if isinstance(value, str):
-        return ids.get(value, value)
+        if value in ids:
+            return ids[value]
+        for old, new in sorted(ids.items(), key=lambda p: -len(p[0])):
+            if len(old) >= _MIN_ID and old in value:
+                value = value.replace(old, new)
+        return value
     if isinstance(value, list):
         return [_swap(v, ids) for v in value]
     if isinstance(value, dict):
