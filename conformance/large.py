@@ -108,6 +108,14 @@ class LargeResult:
                 return
         self._skip = f"no large result to judge, {self.describe()}: " + "; ".join(reasons)
 
+    def _freed(self) -> bool:
+        """Did the server free the result since (410 on a one-event page, which reads
+        nothing to the end)?"""
+        last = self.ops.last
+        if last is None:
+            return False
+        return self.ops.d.poll(self.ops.job_id, last.request_id, max_events=1).status == 410
+
     def view(self) -> _View:
         """The settled large request (skips the calling property when it is not chunked)."""
         with self._lock:
@@ -118,6 +126,8 @@ class LargeResult:
                 except Exception as exc:  # the first property reports it; the rest skip
                     self._skip = f"asking for {self.describe()} raised {exc!r}"[:400]
                     raise
+            elif not self._skip and self._freed():
+                self._ask()  # a server may free a result read to the end (POLL-EXPIRE-1)
         if self._skip:
             pytest.skip(self._skip)
         assert self.ops.last is not None
