@@ -214,12 +214,13 @@ def test_reset_prefix_cache(gs_raw, gs_job):
 
 @checks("OP-CANCEL-1")
 def test_cancel_request(gs_raw, gs_job):
-    """cancel-request acknowledges inline; the request ends cancelled or (had it started)
-    done, and stays so. test_strict holds the embedded fake's executor to cancel a request
-    that certainly has not started."""
+    """cancel-request acknowledges inline; a request already done stays done. The request
+    is settled first so the run is the same every time (a recorded run replays as it was);
+    test_strict holds the embedded fake's executor to cancel one that has not started."""
     soft = Soft()
     jid = gs_job.job_id
     rid = gs_raw.call("step", json_body={}, job_id=jid).field("request_id")
+    gs_raw.settle(jid, rid)
     ack = inline(op(gs_raw, jid, "cancel-request", {"request_id": rid}), soft, "OP-CANCEL-1")
     soft.check()
     final = gs_raw.settle(jid, rid).final_body
