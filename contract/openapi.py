@@ -122,6 +122,8 @@ def _error_statuses(route: Route) -> dict[str, str]:
         del out["409"]
     if route.name in ("delete_checkpoint", "export_checkpoint", "load") or route.kind != "sync":
         out["501"] = "Not implemented for this target"
+    if route.name == "get_request":
+        out["410"] = "The result was freed (read to the end, or pushed out by newer unread results)"
     return out
 
 

@@ -42,7 +42,8 @@ GS_CLAUSES: dict[str, tuple[str, ...]] = {
                  "GEN-TOOLONG-1", "LIMIT-FRAME-1"),
     "generate_stream": ("JOB-RUNNING-1", "GEN-ALIGN-1", "GEN-TOOLONG-1", "GENS-DRAIN-1"),
     "operation": ("OP-ROUTE-1", "OP-ROUTE-3", "OP-FORWARD-1", "OP-LOGS-1", "OP-CANCEL-1"),
-    "get_request": ("REQ-UNKNOWN-1", "POLL-TERMINAL-1", "POLL-CURSOR-1", "POLL-MAXEV-2"),
+    "get_request": ("REQ-UNKNOWN-1", "POLL-TERMINAL-1", "POLL-CURSOR-1", "POLL-MAXEV-2",
+                    "POLL-EXPIRE-1"),
     "forward_no_grad": ("JOB-RUNNING-1", "WIRE-MALFORMED-1", "CHUNK-FORMAT-1", "CG-RESTART-1",
                         "PROP-FNG-1", "LIMIT-FRAME-1"),
     "log_probs": ("JOB-RUNNING-1", "PROP-LOGPROBS-1"),
@@ -65,7 +66,8 @@ REFUSALS: dict[str, dict[int, str]] = {
              501: "a sampling target_sub_job_id (not implemented)"},
     "operation": {400: "a sub_job_id not of this job or hints that disagree; a forward payload that "
                        "is not a DSSST1 frame; a tail-logs cursor the server did not issue"},
-    "get_request": {400: "a cursor the server did not issue"},
+    "get_request": {400: "a cursor the server did not issue",
+                    410: "a result the server freed once read to the end (POLL-EXPIRE-1)"},
 }
 
 #: Calls per stateful scenario: a job's life is create, save, poll, then load/export/delete.
