@@ -133,9 +133,27 @@ def _clauses_of(exc: BaseException) -> list[str]:
 def _run(case, gs_raw, checks_: list) -> None:
     RECORDER.attach(gs_raw.session)
     try:
-        case.call_and_validate(session=gs_raw.session, checks=checks_)
+        response = case.call_and_validate(session=gs_raw.session, checks=checks_)
     except (AssertionError, BaseExceptionGroup) as exc:
         raise ClauseViolation(_clauses_of(exc), str(exc)[:6000]) from exc
+    _settle_submission(response, gs_raw)
+
+
+def _settle_submission(response, gs_raw) -> None:
+    """Poll an accepted submission to its end before the next case, so every case meets
+    the job in the same state on every run (a load right after a save is otherwise a race
+    between the save's worker and the load's existence check)."""
+    if response.status_code != 200:
+        return
+    try:
+        body = response.json()
+    except ValueError:
+        return
+    if not isinstance(body, dict):
+        return
+    job_id, request_id = body.get("job_id"), body.get("request_id")
+    if isinstance(job_id, str) and isinstance(request_id, str):
+        gs_raw.settle(job_id, request_id)
 
 
 #: No shrinking: a failure is reported with schemathesis' curl reproduction, and shrinking
