@@ -88,6 +88,22 @@ def _pick(headers: Any, names: tuple[str, ...]) -> dict[str, str]:
     return out
 
 
+#: A streamed JSON answer up to this declared size is read for the tape all the same:
+#: schemathesis streams every call, and a replay needs the ids such answers carry.
+_SMALL_JSON = 64 * 1024
+
+
+def _small_json(response: requests.Response) -> bool:
+    """Whether a streamed answer is a JSON body small enough to read now (the caller then
+    reads it from requests' cache), so its ids reach the tape."""
+    if "json" not in response.headers.get("Content-Type", ""):
+        return False
+    try:
+        return int(response.headers.get("Content-Length", "")) <= _SMALL_JSON
+    except ValueError:
+        return False
+
+
 class Recorder:
     """A bounded, thread-safe log of exchanges."""
 
@@ -131,7 +147,7 @@ class Recorder:
         """Tape one exchange; a body cut on the wire is taped as such, then re-raised. A
         streamed answer is taped without its body (reading it is the caller's business)."""
         seconds = response.elapsed.total_seconds()
-        if streamed:
+        if streamed and not _small_json(response):
             self._tape(response.request, response, b"", seconds, streamed=True)
             return
         try:
