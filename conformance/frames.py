@@ -4,7 +4,8 @@ The suite does not trust ``contract.wire`` to judge the frames a server sends: t
 parses the layout itself (u64 LE header length, JSON header, ``__metadata__.dss``, tree
 tags, dotted tensor keys, the empty-frame tensor) and lists what is wrong. It also builds
 frames and chunks byte by byte, so properties can send exact sizes and deliberately broken
-descriptors the codec would never write.
+descriptors the codec would never write. Only the format's named facts (dtype sizes,
+reserved keys, the version string) are imported from ``contract.wire``; no codec logic.
 """
 
 from __future__ import annotations
@@ -17,21 +18,21 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-DTYPE_SIZES: dict[str, int] = {
-    "BOOL": 1,
-    "U8": 1,
-    "I8": 1,
-    "I16": 2,
-    "I32": 4,
-    "I64": 8,
-    "F16": 2,
-    "BF16": 2,
-    "F32": 4,
-    "F64": 8,
-}
+from contract.wire import (
+    DTYPE_ITEMSIZE,
+    EMPTY_TENSOR_KEY,
+    REQUEST_CHUNK_KEY,
+    RESULT_CHUNK_KEY,
+    ROOT_TENSOR_KEY,
+    WIRE_VERSION,
+)
+
+#: The format's facts (dtype sizes, reserved keys, version) come from the contract; only
+#: the judging of bytes against them is the suite's own.
+DTYPE_SIZES: dict[str, int] = dict(DTYPE_ITEMSIZE)
 TAGS = frozenset("tjdlu")
-EMPTY_KEY = "__dss_empty__"
-ROOT_KEY = "__root__"
+EMPTY_KEY = EMPTY_TENSOR_KEY
+ROOT_KEY = ROOT_TENSOR_KEY
 
 
 @dataclass
@@ -51,11 +52,8 @@ class FrameView:
         return self.dss.get("tree") if isinstance(self.dss, dict) else None
 
 
-def inspect_frame(data: bytes) -> FrameView | None:
-    """Parse ``data`` as DSSST1; ``None`` when it is not even a safetensors blob.
-
-    ``view.problems`` lists every deviation from the format (facts, section 6).
-    """
+def _safetensors_header(data: bytes) -> tuple[int, dict[str, Any]] | None:
+    """(header length, header object), or None when ``data`` is no safetensors blob."""
     if len(data) < 8:
         return None
     (n,) = struct.unpack_from("<Q", data, 0)
@@ -65,10 +63,11 @@ def inspect_frame(data: bytes) -> FrameView | None:
         header = json.loads(data[8 : 8 + n].decode("utf-8"))
     except (UnicodeDecodeError, ValueError):
         return None
-    if not isinstance(header, dict):
-        return None
-    meta = header.pop("__metadata__", None)
-    problems: list[str] = []
+    return (n, header) if isinstance(header, dict) else None
+
+
+def _metadata_parts(meta: Any, problems: list[str]) -> tuple[dict[str, Any], Any, Any]:
+    """(``__metadata__``, parsed ``dss``, parsed ``op``), noting what is malformed."""
     if not isinstance(meta, dict):
         problems.append("header has no __metadata__ object")
         meta = {}
@@ -78,7 +77,7 @@ def inspect_frame(data: bytes) -> FrameView | None:
         dss = json.loads(meta["dss"]) if isinstance(meta.get("dss"), str) else None
     except ValueError:
         problems.append("__metadata__.dss is not JSON")
-    if not isinstance(dss, dict) or dss.get("v") != "DSSST1" or "tree" not in dss:
+    if not isinstance(dss, dict) or dss.get("v") != WIRE_VERSION or "tree" not in dss:
         problems.append(
             f"__metadata__.dss must be {{v: DSSST1, tree}}, got {str(meta.get('dss'))[:80]!r}"
         )
@@ -87,7 +86,12 @@ def inspect_frame(data: bytes) -> FrameView | None:
             op = json.loads(meta["op"])
         except (TypeError, ValueError):
             problems.append("__metadata__.op is not JSON")
-    data_len = len(data) - 8 - n
+    return meta, dss, op
+
+
+def _entry_problems(header: dict[str, Any], data_len: int) -> list[str]:
+    """Entries that are malformed, of a foreign dtype, or whose offsets do not tile the data."""
+    problems: list[str] = []
     position_ends: list[tuple[int, int]] = []
     for name, info in header.items():
         if not isinstance(info, dict) or set(info) != {"dtype", "shape", "data_offsets"}:
@@ -107,58 +111,98 @@ def inspect_frame(data: bytes) -> FrameView | None:
             problems.append("tensor data has gaps or overlaps")
             break
         pos = end
+    return problems
+
+
+def inspect_frame(data: bytes) -> FrameView | None:
+    """Parse ``data`` as DSSST1; ``None`` when it is not even a safetensors blob.
+
+    ``view.problems`` lists every deviation from the format (facts, section 6).
+    """
+    parsed = _safetensors_header(data)
+    if parsed is None:
+        return None
+    n, header = parsed
+    problems: list[str] = []
+    meta, dss, op = _metadata_parts(header.pop("__metadata__", None), problems)
+    data_len = len(data) - 8 - n
+    problems.extend(_entry_problems(header, data_len))
     view = FrameView(n, header, meta, dss, op, data_len, problems)
     if isinstance(dss, dict) and "tree" in dss:
         problems.extend(tree_problems(dss["tree"], header))
     return view
 
 
-def tree_problems(tree: Any, entries: dict[str, dict[str, Any]]) -> list[str]:
-    """Tags, key paths, scalar storage and the empty-frame tensor (WIRE-TREE/SCALAR/EMPTY)."""
-    problems: list[str] = []
-    used: list[str] = []
+def _where(path: str | None) -> str:
+    return path or "<root>"
 
-    def walk(node: Any, path: str | None) -> None:
+
+def _child(path: str | None, key: object) -> str:
+    return str(key) if path is None else f"{path}.{key}"
+
+
+class _TreeWalk:
+    """One pass over a tree, collecting problems and the tensor keys it names."""
+
+    def __init__(self, entries: dict[str, dict[str, Any]]) -> None:
+        self.entries = entries
+        self.problems: list[str] = []
+        self.used: list[str] = []
+
+    def walk(self, node: Any, path: str | None) -> None:
         if not isinstance(node, list) or not node or node[0] not in TAGS:
-            problems.append(
-                f"node at {path or '<root>'} is not a t/j/d/l/u array: {str(node)[:60]}"
+            self.problems.append(
+                f"node at {_where(path)} is not a t/j/d/l/u array: {str(node)[:60]}"
             )
             return
         tag = node[0]
         if tag == "t":
-            key = node[1] if len(node) > 1 else None
-            want = path if path is not None else ROOT_KEY
-            if key != want:
-                problems.append(f"tensor key {key!r} is not its path {want!r}")
-            if key not in entries:
-                problems.append(f"tree names tensor {key!r} the header lacks")
-                return
-            used.append(key)
-            scalar = len(node) == 3 and isinstance(node[2], dict) and node[2].get("scalar")
-            if scalar and entries[key]["shape"] != [1]:
-                problems.append(
-                    f"scalar tensor {key!r} stored with shape {entries[key]['shape']}, not [1]"
-                )
+            self.tensor(node, path)
         elif tag == "j":
             if len(node) != 2:
-                problems.append(f"j node at {path or '<root>'} must hold one value")
+                self.problems.append(f"j node at {_where(path)} must hold one value")
         elif tag == "d":
-            for pair in node[1] if len(node) == 2 and isinstance(node[1], list) else []:
-                if not (isinstance(pair, list) and len(pair) == 2 and isinstance(pair[0], str)):
-                    problems.append(f"d node at {path or '<root>'} has a bad item")
-                    continue
-                walk(pair[1], pair[0] if path is None else f"{path}.{pair[0]}")
-            if not (len(node) == 2 and isinstance(node[1], list)):
-                problems.append(f"d node at {path or '<root>'} must hold a list of pairs")
+            self.mapping(node, path)
         else:
-            children = node[1] if len(node) == 2 and isinstance(node[1], list) else None
-            if children is None:
-                problems.append(f"{tag} node at {path or '<root>'} must hold a list")
-                return
-            for i, child in enumerate(children):
-                walk(child, str(i) if path is None else f"{path}.{i}")
+            self.sequence(node, path)
 
-    walk(tree, None)
+    def tensor(self, node: list[Any], path: str | None) -> None:
+        key = node[1] if len(node) > 1 else None
+        want = path if path is not None else ROOT_KEY
+        if key != want:
+            self.problems.append(f"tensor key {key!r} is not its path {want!r}")
+        if key not in self.entries:
+            self.problems.append(f"tree names tensor {key!r} the header lacks")
+            return
+        self.used.append(key)
+        scalar = len(node) == 3 and isinstance(node[2], dict) and node[2].get("scalar")
+        shape = self.entries[key]["shape"]
+        if scalar and shape != [1]:
+            self.problems.append(f"scalar tensor {key!r} stored with shape {shape}, not [1]")
+
+    def mapping(self, node: list[Any], path: str | None) -> None:
+        well_formed = len(node) == 2 and isinstance(node[1], list)
+        for pair in node[1] if well_formed else []:
+            if not (isinstance(pair, list) and len(pair) == 2 and isinstance(pair[0], str)):
+                self.problems.append(f"d node at {_where(path)} has a bad item")
+                continue
+            self.walk(pair[1], _child(path, pair[0]))
+        if not well_formed:
+            self.problems.append(f"d node at {_where(path)} must hold a list of pairs")
+
+    def sequence(self, node: list[Any], path: str | None) -> None:
+        if not (len(node) == 2 and isinstance(node[1], list)):
+            self.problems.append(f"{node[0]} node at {_where(path)} must hold a list")
+            return
+        for i, child in enumerate(node[1]):
+            self.walk(child, _child(path, i))
+
+
+def tree_problems(tree: Any, entries: dict[str, dict[str, Any]]) -> list[str]:
+    """Tags, key paths, scalar storage and the empty-frame tensor (WIRE-TREE/SCALAR/EMPTY)."""
+    walker = _TreeWalk(entries)
+    walker.walk(tree, None)
+    problems, used = walker.problems, walker.used
     if not used:
         if EMPTY_KEY not in entries:
             problems.append("a frame without tensors must carry the __dss_empty__ tensor")
@@ -190,7 +234,7 @@ def build_frame(
     tensors: Sequence[RawTensor] = (),
     op: dict[str, Any] | None = None,
     *,
-    version: str = "DSSST1",
+    version: str = WIRE_VERSION,
     header_len: int | None = None,
     raw_dss: str | None = None,
 ) -> bytes:
@@ -237,10 +281,10 @@ def build_chunk(
 ) -> bytes:
     """A chunk frame ``{payload: U8[n]}`` whose op metadata is ``{<kind>_chunk: desc}``."""
     n = len(payload) if _n_override is None else _n_override
-    key = {"request": "request_chunk", "result": "result_chunk"}.get(kind, kind)
+    key = {"request": REQUEST_CHUNK_KEY, "result": RESULT_CHUNK_KEY}.get(kind, kind)
     tree = ["d", [["payload", ["t", "payload"]]]]
     meta = {
-        "dss": json.dumps({"v": "DSSST1", "tree": tree}, separators=(",", ":")),
+        "dss": json.dumps({"v": WIRE_VERSION, "tree": tree}, separators=(",", ":")),
         "op": json.dumps({key: desc}, separators=(",", ":")),
     }
     header = {

@@ -17,6 +17,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from contract import wire
+from contract.wire.frame import parse_frame
 
 #: Bodies up to this size are parsed for their outline (JSON or frame).
 OUTLINE_BYTES = 4 * 1024 * 1024
@@ -150,7 +151,7 @@ def outline(data: bytes, content_type: str = "") -> dict[str, Any]:
 
 def frame_outline(data: bytes) -> dict[str, Any]:
     """A DSSST1 frame or chunk as structure only: no tensor bytes."""
-    frame = wire._parse_frame(memoryview(data), wire._DEFAULT_LIMITS)
+    frame = parse_frame(memoryview(data), wire.DEFAULT_LIMITS)
     op = mask(frame.op) if frame.op else None
     chunk = wire.split_chunk(data)
     if chunk is not None:

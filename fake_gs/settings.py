@@ -10,10 +10,7 @@ from typing import Any, Literal
 
 from contract.idempotency import KEY_WINDOW_S
 from contract.limits import MAX_BODY_BYTES, MAX_EVENTS_CAP, MiB
-from contract.wire import min_chunk_bytes
-
-#: The smallest result chunk that carries any result frame (up to 1 TiB) in 1-byte ranges.
-MIN_RESULT_CHUNK_BYTES = min_chunk_bytes(2**40, "result")
+from contract.wire import MIN_RESULT_CHUNK_BYTES
 
 Profile = Literal["current", "proposed"]
 StatusStyle = Literal["short", "enum"]

@@ -20,6 +20,7 @@ from conformance.variants import CHUNK_BYTES, forward_body
 from conformance.verdict import Soft, expect
 from contract.clauses import checks
 from contract.shapes import check_loss
+from contract.wire import CHUNK_HEADER_ALLOWANCE
 
 
 def _fb_frame(seed: int = 1, seq: int = 40) -> bytes:
@@ -100,10 +101,10 @@ def test_result_chunks_are_chunk_frames(gs_target, gs_source, gs_large, seq):
         len(set(ranges[:-1])) <= 1 and ranges[-1] <= ranges[0],
         f"payload ranges are not equal cuts: {ranges[:8]}...",
     )
-    bound = CHUNK_BYTES if gs_target.embedded else ranges[0] + 8192
+    bound = CHUNK_BYTES if gs_target.embedded else ranges[0] + CHUNK_HEADER_ALLOWANCE
     soft.expect(
         "CHUNK-SIZE-1",
-        ranges[0] <= bound - 8192 and max(sizes) <= bound,
+        ranges[0] <= bound - CHUNK_HEADER_ALLOWANCE and max(sizes) <= bound,
         f"chunks exceed max_bytes={CHUNK_BYTES}: ranges {ranges[0]}, largest chunk {max(sizes)}",
     )
     soft.check()

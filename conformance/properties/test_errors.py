@@ -20,6 +20,7 @@ from conformance.verdict import Soft, expect
 from contract.clauses import checks
 from contract.models_catalog import TRAINING_MODELS
 from contract.routes import ROUTES, routes_for
+from contract.wire import CHUNK_HEADER_ALLOWANCE
 
 MODEL = TRAINING_MODELS[0]
 NOBODY = "00000000-0000-4000-8000-00000000dead"
@@ -65,7 +66,7 @@ FAMILIES: dict[str, tuple[Family, tuple[str, ...]]] = {
             data=request_chunks(
                 {"args": [], "kwargs": {"input_ids": [[1, 2, 3]]}},
                 "forward_backward",
-                chunk_bytes=8192 + 64,
+                chunk_bytes=CHUNK_HEADER_ALLOWANCE + 64,
             )[1],
         ),
         ("chunk_group_restart_required",),

@@ -25,6 +25,7 @@ from conformance.strategies import (
 )
 from conformance.verdict import Soft, expect
 from contract.clauses import checks
+from contract.wire import CHUNK_HEADER_ALLOWANCE, MAX_HEADER_BYTES
 
 FRAME_ROUTES = ["generate", "forward_backward"]
 
@@ -115,21 +116,22 @@ def _zip_payload() -> bytes:
     return buf.getvalue()
 
 
+def _refused_naming(ans, clause: str, word: str) -> None:
+    """A 400 refusal whose message names the legacy format (``word``) it refused."""
+    soft = Soft()
+    refused(ans, soft, clause, statuses=[400])
+    message = str(ans.field("message", "")).lower()
+    soft.expect(clause, word in message, f"refusal message does not mention {word}: {message!r}")
+    soft.check()
+
+
 @checks("WIRE-PICKLE-1")
 @pytest.mark.parametrize("route", FRAME_ROUTES)
 @pytest.mark.parametrize("protocol", [2, 3, 4, 5])
 def test_pickle_refused(gs_raw, gs_job, route, protocol):
     """Pickles are refused with a message naming legacy pickle payloads."""
     ans = gs_raw.call(route, data=PICKLES[protocol - 2], job_id=gs_job.job_id)
-    soft = Soft()
-    refused(ans, soft, "WIRE-PICKLE-1", statuses=[400])
-    message = str(ans.field("message", "")).lower()
-    soft.expect(
-        "WIRE-PICKLE-1",
-        "pickle" in message,
-        f"refusal message does not mention pickle: {message!r}",
-    )
-    soft.check()
+    _refused_naming(ans, "WIRE-PICKLE-1", "pickle")
 
 
 @checks("WIRE-ZIP-1")
@@ -137,15 +139,7 @@ def test_pickle_refused(gs_raw, gs_job, route, protocol):
 def test_torch_save_refused(gs_raw, gs_job, route):
     """torch.save zips are refused with a message naming torch.save payloads."""
     ans = gs_raw.call(route, data=_zip_payload(), job_id=gs_job.job_id)
-    soft = Soft()
-    refused(ans, soft, "WIRE-ZIP-1", statuses=[400])
-    message = str(ans.field("message", "")).lower()
-    soft.expect(
-        "WIRE-ZIP-1",
-        "torch.save" in message,
-        f"refusal message does not mention torch.save: {message!r}",
-    )
-    soft.check()
+    _refused_naming(ans, "WIRE-ZIP-1", "torch.save")
 
 
 @checks("WIRE-VERSION-1")
@@ -171,7 +165,7 @@ def test_other_versions_refused(gs_raw, gs_job, route, version):
 
 
 @checks("WIRE-HEADER-1")
-@pytest.mark.parametrize("length", [64 * 1024 * 1024 + 1, 2**40, 2**63, 10_000])
+@pytest.mark.parametrize("length", [MAX_HEADER_BYTES + 1, 2**40, 2**63, 10_000])
 @pytest.mark.parametrize("route", FRAME_ROUTES)
 def test_lying_header_lengths(gs_raw, gs_job, route, length):
     """Header lengths over 64 MiB or past the body are refused quickly, nothing allocated."""
@@ -226,7 +220,7 @@ def test_malformed_frames_in_chunks(gs_raw, gs_job, data):
     except wire.WireError:
         pass
     assume(len(data) > 0)
-    chunks = request_chunks(data, "forward_backward", chunk_bytes=8192 + max(1, len(data) // 2))
+    chunks = request_chunks(data, "forward_backward", chunk_bytes=CHUNK_HEADER_ALLOWANCE + max(1, len(data) // 2))
     answers = gs_raw.send_chunks("forward_backward", gs_job.job_id, chunks)
     final = answers[-1]
     soft = Soft()

@@ -38,8 +38,7 @@ from fake_gs.settings import FakeSettings
 Builder = Callable[[Ctx, JobRec, Any, ChunkGroup | None], RequestRec]
 
 #: Decoder limits for request frames with the default settings (LIMIT-FRAME-1).
-REQUEST_LIMITS = wire.WireLimits(max_header_bytes=16 * 1024 * 1024, max_depth=64, max_tensors=10_000,
-                                 max_json_bytes=16 * 1024 * 1024)
+REQUEST_LIMITS = wire.REQUEST_FRAME_LIMITS
 #: What the ``chunked-limits-skipped`` mutant decodes reassembled frames with.
 _LAX_LIMITS = wire.WireLimits(max_depth=10_000, max_tensors=10**9, max_json_bytes=2**40)
 

@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from contract import wire
-from contract.wire import WireError, WireLimits
+from contract.wire import WireError, WireLimits, torch_io
 
 DTYPES = [
     torch.bool,
@@ -165,7 +165,7 @@ def test_large_tensors_round_trip_into_their_own_memory(
     dtype: torch.dtype, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Large tensors take the page-offset-aware copy path; same guarantees."""
-    monkeypatch.setattr(wire, "_LARGE_COPY", 1 << 18)
+    monkeypatch.setattr(torch_io, "_LARGE_COPY", 1 << 18)
     t = (torch.arange(600_000) % 5).to(dtype).reshape(1000, 600)
     buf = bytearray(wire.dumps({"t": t, "u": t[:, :7]}))
     out = wire.loads(buf)

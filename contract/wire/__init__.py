@@ -1,0 +1,90 @@
+"""DSSST1: the tensor wire format of the Cortex Training API (facts, sections 5 to 7).
+
+The public face of the codec; each concern lives in its own module:
+
+* ``limits``: the numbers (header caps, decoder limits, the chunk header allowance);
+* ``frame``: the byte layout of one frame (safetensors framing), written and read;
+* ``tree``: Python objects <-> the DSSST1 tree (``dumps``/``loads``);
+* ``torch_io``: tensor bytes in and out, the only part that imports torch (lazily, so
+  ``import contract.wire`` stays light and frames without tensors never load it);
+* ``chunks``: one frame cut into chunk frames and reassembled;
+* ``delivery``: result-chunk poll events and inline results around frames.
+
+Import from ``contract.wire``; the module split is not part of the interface.
+"""
+
+from __future__ import annotations
+
+from contract.wire.basics import WireError
+from contract.wire.chunks import (
+    MIN_RESULT_CHUNK_BYTES,
+    REQUEST_CHUNK_KEY,
+    RESULT_CHUNK_KEY,
+    chunk_descriptor,
+    chunk_payload,
+    decode_byte_chunks,
+    encode_byte_chunks,
+    min_chunk_bytes,
+    split_chunk,
+)
+from contract.wire.delivery import (
+    OCTET_STREAM,
+    decode_inline,
+    decode_result_chunk_events,
+    inline_frame,
+    is_inline_frame,
+    result_chunk_events,
+    standard_request_metadata,
+)
+from contract.wire.frame import (
+    DTYPE_ITEMSIZE,
+    EMPTY_TENSOR_KEY,
+    METADATA_KEY,
+    ROOT_TENSOR_KEY,
+    WIRE_VERSION,
+    read_metadata,
+    sniff_refused_payload,
+)
+from contract.wire.limits import (
+    CHUNK_HEADER_ALLOWANCE,
+    DEFAULT_LIMITS,
+    MAX_HEADER_BYTES,
+    REQUEST_FRAME_LIMITS,
+    WireLimits,
+)
+from contract.wire.tree import dumps, loads, loads_with_metadata
+
+__all__ = [
+    "CHUNK_HEADER_ALLOWANCE",
+    "DEFAULT_LIMITS",
+    "DTYPE_ITEMSIZE",
+    "EMPTY_TENSOR_KEY",
+    "MAX_HEADER_BYTES",
+    "METADATA_KEY",
+    "MIN_RESULT_CHUNK_BYTES",
+    "OCTET_STREAM",
+    "REQUEST_CHUNK_KEY",
+    "REQUEST_FRAME_LIMITS",
+    "RESULT_CHUNK_KEY",
+    "ROOT_TENSOR_KEY",
+    "WIRE_VERSION",
+    "WireError",
+    "WireLimits",
+    "chunk_descriptor",
+    "chunk_payload",
+    "decode_byte_chunks",
+    "decode_inline",
+    "decode_result_chunk_events",
+    "dumps",
+    "encode_byte_chunks",
+    "inline_frame",
+    "is_inline_frame",
+    "loads",
+    "loads_with_metadata",
+    "min_chunk_bytes",
+    "read_metadata",
+    "result_chunk_events",
+    "sniff_refused_payload",
+    "split_chunk",
+    "standard_request_metadata",
+]

@@ -1,0 +1,317 @@
+"""Chunks: one frame cut into DSSST1 chunk frames and put back together (facts, section 7).
+
+A chunk is a DSSST1 frame with tree ``{"payload": uint8[n]}`` and ``op``
+``{"request_chunk"|"result_chunk": {chunk_idx, total_chunks, frame_sha256,
+frame_size_bytes, operation?, chunk_group_id (request only)}}`` (that key order).
+Reassembly accepts chunks in any order (``chunk_idx`` is explicit) and refuses everything
+else listed in the facts. Splitting hashes the frame once and copies each byte once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from collections.abc import Sequence
+from typing import Any, NamedTuple
+
+from contract.wire.basics import WireError, as_bytes, byte_view, json_text
+from contract.wire.frame import Spec, frame_prefix, parse_frame
+from contract.wire.limits import CHUNK_HEADER_ALLOWANCE, DEFAULT_LIMITS
+
+REQUEST_CHUNK_KEY = "request_chunk"
+RESULT_CHUNK_KEY = "result_chunk"
+
+_CHUNK_KEYS = {"request": REQUEST_CHUNK_KEY, "result": RESULT_CHUNK_KEY}
+_CHUNK_KINDS = {v: k for k, v in _CHUNK_KEYS.items()}
+_CHUNK_TREE = ["d", [["payload", ["t", "payload"]]]]
+_CHUNK_DSS = '{"v":"DSSST1","tree":["d",[["payload",["t","payload"]]]]}'
+_HEX = frozenset("0123456789abcdef")
+#: Descriptor fields every chunk of one frame must agree on.
+_SHARED_FIELDS = ("total_chunks", "frame_sha256", "frame_size_bytes", "chunk_group_id", "operation")
+
+
+def _chunk_key(kind: Any) -> str:
+    if kind not in _CHUNK_KEYS:
+        raise WireError(f"chunk kind must be 'request' or 'result', not {kind!r}")
+    return _CHUNK_KEYS[kind]
+
+
+# --------------------------------------------------------------------------- splitting
+
+
+class _Cut(NamedTuple):
+    """What every chunk of one split shares: kind key, frame size and hash, labels, cap."""
+
+    key: str
+    size: int
+    digest: str
+    operation: str | None
+    group: str | None
+    max_bytes: int
+
+
+def _descriptor(cut: _Cut, idx: int, total: int) -> dict[str, Any]:
+    """Chunk ``idx`` of ``total``'s descriptor, in the pinned key order."""
+    desc: dict[str, Any] = {
+        "chunk_idx": idx,
+        "total_chunks": total,
+        "frame_sha256": cut.digest,
+        "frame_size_bytes": cut.size,
+    }
+    if cut.operation is not None:
+        desc["operation"] = cut.operation
+    if cut.group is not None:
+        desc["chunk_group_id"] = cut.group
+    return desc
+
+
+def _chunk_prefix(cut: _Cut, idx: int, total: int, n: int) -> bytes:
+    """The header bytes of a chunk carrying ``n`` payload bytes."""
+    op = json_text({cut.key: _descriptor(cut, idx, total)}, "chunk descriptor")
+    return frame_prefix(_CHUNK_DSS, op, [Spec("payload", "U8", [n], n, b"")])
+
+
+def _prefixes_for(cut: _Cut, range_size: int) -> list[bytes] | None:
+    """Every chunk's header when cutting ranges of ``range_size``; None if one overflows."""
+    total = max(1, -(-cut.size // range_size))
+    prefixes: list[bytes] = []
+    for idx in range(total):
+        n = min(range_size, cut.size - idx * range_size)
+        prefix = _chunk_prefix(cut, idx, total, n)
+        if 0 < cut.max_bytes < len(prefix) + n:
+            return None
+        prefixes.append(prefix)
+    return prefixes
+
+
+def _first_range(max_bytes: int) -> int:
+    """The range size to try first: ``max_bytes - 8192`` (8 KiB for the chunk's own header),
+    or half of a ``max_bytes`` too small for that allowance; ranges halve until chunks fit."""
+    if max_bytes > CHUNK_HEADER_ALLOWANCE:
+        return max_bytes - CHUNK_HEADER_ALLOWANCE
+    return max(1, max_bytes // 2)
+
+
+def _fit_ranges(cut: _Cut) -> tuple[int, list[bytes]]:
+    """The range size whose chunks all fit ``max_bytes``, with every chunk's header."""
+    range_size = max(cut.size, 1) if cut.max_bytes <= 0 else _first_range(cut.max_bytes)
+    while (prefixes := _prefixes_for(cut, range_size)) is None:
+        range_size //= 2
+        if range_size < 1:
+            raise WireError(f"a chunk header alone exceeds max_bytes={cut.max_bytes}")
+    return range_size, prefixes
+
+
+def _group_label(key: str, chunk_group_id: str | None) -> str | None:
+    """The chunk group a request split goes under (a fresh uuid4 if unnamed); None for results."""
+    if key != REQUEST_CHUNK_KEY:
+        return None
+    group = str(uuid.uuid4()) if chunk_group_id is None else chunk_group_id
+    if not isinstance(group, str):
+        raise WireError("chunk_group_id must be a string")
+    return group
+
+
+def encode_byte_chunks(
+    frame: bytes,
+    kind: str,
+    operation: str | None = None,
+    max_bytes: int = 0,
+    chunk_group_id: str | None = None,
+    force_chunk: bool = False,
+) -> list[bytes]:
+    """Split ``frame`` into DSSST1 chunk frames of at most ``max_bytes`` each (facts §7).
+
+    A frame that fits (or any frame when ``max_bytes <= 0``) goes as is unless
+    ``force_chunk``. ``chunk_group_id`` is used for request chunks only (a fresh uuid4 when
+    None). Any ``max_bytes`` that holds one chunk header plus one payload byte works:
+    ranges start at ``max_bytes - 8192`` (half of a smaller ``max_bytes``) and halve until
+    every chunk fits. The frame is hashed once and each byte copied once.
+    """
+    key = _chunk_key(kind)
+    if not isinstance(max_bytes, int):
+        raise WireError(f"max_bytes must be an int, not {type(max_bytes).__name__}")
+    mv = byte_view(frame)
+    if not force_chunk and (max_bytes <= 0 or len(mv) <= max_bytes):
+        return [as_bytes(frame)]
+    if operation is not None and not isinstance(operation, str):
+        raise WireError("operation must be a string")
+    group = _group_label(key, chunk_group_id)
+    cut = _Cut(key, len(mv), hashlib.sha256(mv).hexdigest(), operation, group, max_bytes)
+    range_size, prefixes = _fit_ranges(cut)
+    return [
+        b"".join((prefix, mv[idx * range_size : (idx + 1) * range_size]))
+        for idx, prefix in enumerate(prefixes)
+    ]
+
+
+def min_chunk_bytes(frame_size: int = 2**40, kind: str = "result", operation: str | None = None) -> int:
+    """The smallest ``max_bytes`` that can carry a frame of up to ``frame_size`` bytes in
+    1-byte ranges (the worst-case chunk header plus one payload byte)."""
+    key = _chunk_key(kind)
+    group = str(uuid.uuid4()) if key == REQUEST_CHUNK_KEY else None
+    cut = _Cut(key, frame_size, "0" * 64, operation, group, 0)
+    return len(_chunk_prefix(cut, frame_size - 1, frame_size, 1)) + 1
+
+
+#: The smallest result chunk size that carries any result frame (up to 1 TiB) in 1-byte
+#: ranges: a server's result chunk size may not go below it.
+MIN_RESULT_CHUNK_BYTES = min_chunk_bytes(2**40, "result")
+
+
+# --------------------------------------------------------------------------- reading
+
+
+class _Chunk(NamedTuple):
+    kind: str
+    desc: dict[str, Any]
+    payload: memoryview
+
+
+def _check_descriptor(kind: str, desc: Any) -> dict[str, Any]:
+    if not isinstance(desc, dict):
+        raise WireError(f"{kind} chunk descriptor must be a JSON object")
+    for field, minimum in (("chunk_idx", 0), ("total_chunks", 1), ("frame_size_bytes", 0)):
+        value = desc.get(field)
+        if type(value) is not int or value < minimum:
+            raise WireError(f"{kind} chunk descriptor: {field} must be an int >= {minimum}")
+    sha = desc.get("frame_sha256")
+    if type(sha) is not str or len(sha) != 64 or not _HEX.issuperset(sha):
+        raise WireError(f"{kind} chunk descriptor: frame_sha256 must be 64 lowercase hex digits")
+    for field in ("operation", "chunk_group_id"):
+        if field in desc and type(desc[field]) is not str:
+            raise WireError(f"{kind} chunk descriptor: {field} must be a string")
+    if kind == "request" and "chunk_group_id" not in desc:
+        raise WireError("request chunk descriptor lacks chunk_group_id")
+    return desc
+
+
+def _parse_chunk(data: Any, what: str = "chunk") -> _Chunk | None:
+    """Parse a chunk frame (None for a plain DSSST1 frame); WireError on garbage."""
+    frame = parse_frame(byte_view(data, what), DEFAULT_LIMITS)
+    op = frame.op or {}
+    found = [k for k in (REQUEST_CHUNK_KEY, RESULT_CHUNK_KEY) if k in op]
+    if not found:
+        return None
+    if len(found) > 1:
+        raise WireError(f"{what} carries both request_chunk and result_chunk descriptors")
+    kind = _CHUNK_KINDS[found[0]]
+    desc = _check_descriptor(kind, op[found[0]])
+    entry = frame.entries.get("payload")
+    if frame.tree != _CHUNK_TREE or len(frame.entries) != 1 or entry is None:
+        raise WireError(f"{what} tree must be exactly {{'payload': uint8 tensor}}")
+    if entry.code != "U8" or len(entry.shape) != 1:
+        raise WireError(f"{what} payload must be a 1-D uint8 tensor")
+    return _Chunk(kind, desc, frame.data[entry.begin : entry.end])
+
+
+def split_chunk(chunk: bytes) -> tuple[str, dict[str, Any], memoryview] | None:
+    """``(kind, descriptor, payload view)`` in one parse, None for a plain frame.
+
+    Servers need all three for every chunk they accept; parsing once keeps the hot path
+    to a single header read."""
+    parsed = _parse_chunk(chunk)
+    return None if parsed is None else (parsed.kind, parsed.desc, parsed.payload)
+
+
+def chunk_descriptor(chunk: bytes) -> tuple[str, dict[str, Any]] | None:
+    """``("request"|"result", descriptor)`` for a chunk, None for a plain frame."""
+    parsed = _parse_chunk(chunk)
+    return None if parsed is None else (parsed.kind, parsed.desc)
+
+
+def chunk_payload(chunk: bytes) -> memoryview | bytes:
+    """The byte range a chunk carries, as a zero-copy view into ``chunk``."""
+    parsed = _parse_chunk(chunk)
+    if parsed is None:
+        raise WireError("not a chunk: the frame has no chunk descriptor")
+    return parsed.payload
+
+
+# --------------------------------------------------------------------------- reassembly
+
+
+def _missing_indices(seen: set[int], total: int, limit: int = 20) -> list[int]:
+    """The first ``limit`` indices in range(total) absent from ``seen`` (total may be huge)."""
+    missing: list[int] = []
+    idx = 0
+    while idx < total and len(missing) < limit:
+        if idx not in seen:
+            missing.append(idx)
+        idx += 1
+    return missing
+
+
+def _parse_all(chunks: Sequence[bytes], kind: str | None) -> list[_Chunk | None]:
+    """Parse every item (None for a plain frame), naming the index of the first bad one."""
+    if isinstance(chunks, (bytes, bytearray, memoryview, str)) or not isinstance(chunks, Sequence):
+        raise WireError("chunks must be a sequence of byte strings")
+    if not chunks:
+        raise WireError("no chunks to reassemble")
+    if kind is not None:
+        _chunk_key(kind)
+    parsed: list[_Chunk | None] = []
+    for i, chunk in enumerate(chunks):
+        try:
+            parsed.append(_parse_chunk(chunk))
+        except WireError as exc:
+            raise WireError(f"chunk {i}: {exc}") from None
+    return parsed
+
+
+def _one_group(parsed: list[_Chunk | None], kind: str | None) -> list[_Chunk]:
+    """The chunks, once checked to be all chunks, of one kind, describing one frame."""
+    plain = [i for i, p in enumerate(parsed) if p is None]
+    if plain:
+        raise WireError(f"item {plain[0]} is a plain frame without chunk metadata among chunks")
+    items = [p for p in parsed if p is not None]
+    if len({p.kind for p in items}) > 1:
+        raise WireError("chunks mix request and result kinds")
+    if kind is not None and items[0].kind != kind:
+        raise WireError(f"expected {kind} chunks, got {items[0].kind} chunks")
+    first = items[0].desc
+    for field in _SHARED_FIELDS:
+        for i, p in enumerate(items):
+            if p.desc.get(field) != first.get(field):
+                raise WireError(f"chunk {i} disagrees with chunk 0 on {field}")
+    return items
+
+
+def _payloads_by_index(items: list[_Chunk], total: int) -> dict[int, memoryview]:
+    """Each chunk's payload under its ``chunk_idx``: every index once, none out of range."""
+    by_idx: dict[int, memoryview] = {}
+    for i, p in enumerate(items):
+        idx = p.desc["chunk_idx"]
+        if idx >= total:
+            raise WireError(f"chunk {i} has chunk_idx {idx} out of range for {total} chunks")
+        if idx in by_idx:
+            raise WireError(f"duplicate chunk_idx {idx}")
+        by_idx[idx] = p.payload
+    if len(items) != total:
+        missing = _missing_indices(set(by_idx), total)
+        raise WireError(f"got {len(items)} of {total} chunks; missing chunk_idx {missing}")
+    return by_idx
+
+
+def _joined_frame(by_idx: dict[int, memoryview], desc: dict[str, Any]) -> bytes:
+    """The payloads in index order, checked against the frame's size and sha256."""
+    size = sum(len(p) for p in by_idx.values())
+    if size != desc["frame_size_bytes"]:
+        raise WireError(
+            f"chunks carry {size} bytes but frame_size_bytes is {desc['frame_size_bytes']}"
+        )
+    frame = b"".join(by_idx[i] for i in range(desc["total_chunks"]))
+    if hashlib.sha256(frame).hexdigest() != desc["frame_sha256"]:
+        raise WireError("reassembled frame does not match frame_sha256")
+    return frame
+
+
+def decode_byte_chunks(chunks: Sequence[bytes], kind: str | None = None) -> bytes:
+    """Reassemble and verify the frame carried by ``chunks`` (any order; facts §7)."""
+    parsed = _parse_all(chunks, kind)
+    if len(parsed) == 1 and parsed[0] is None:
+        return as_bytes(chunks[0])
+    items = _one_group(parsed, kind)
+    first = items[0].desc
+    by_idx = _payloads_by_index(items, first["total_chunks"])
+    return _joined_frame(by_idx, first)
