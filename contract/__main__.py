@@ -47,13 +47,7 @@ def main(argv: list[str] | None = None) -> int:
         from contract.openapi import render
         from contract.openapi_rules import schemathesis_config
 
-        text = render(args.profile) if args.cmd == "openapi" else schemathesis_config()
-        if args.output:
-            with open(args.output, "w", encoding="utf-8") as fh:
-                fh.write(text)
-        else:
-            sys.stdout.write(text)
-        return 0
+        return _emit(render(args.profile) if args.cmd == "openapi" else schemathesis_config(), args.output)
     if args.cmd == "clauses":
         from contract.clauses import CLAUSES
 
@@ -63,14 +57,18 @@ def main(argv: list[str] | None = None) -> int:
     if args.cmd == "coverage":
         from contract.spec import coverage_markdown
 
-        text = coverage_markdown()
-        if args.output:
-            with open(args.output, "w", encoding="utf-8") as fh:
-                fh.write(text)
-        else:
-            sys.stdout.write(text)
-        return 0
+        return _emit(coverage_markdown(), args.output)
     return _demo()
+
+
+def _emit(text: str, output: str | None) -> int:
+    """Write a generated document to ``output``, or to stdout without one."""
+    if output:
+        with open(output, "w", encoding="utf-8") as fh:
+            fh.write(text)
+    else:
+        sys.stdout.write(text)
+    return 0
 
 
 if __name__ == "__main__":

@@ -11,8 +11,7 @@ the committed ``docs/spec-coverage.md`` is checked against it for drift.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, NamedTuple, cast, get_args
 
 from contract.clauses import CLAUSES, OTHER_SOURCES, Clause
 
@@ -21,8 +20,9 @@ from contract.clauses import CLAUSES, OTHER_SOURCES, Clause
 Kind = Literal["rules", "group", "example", "notes"]
 
 
-@dataclass(frozen=True)
-class Section:
+class Section(NamedTuple):
+    """One numbered heading of the specification, as the coverage table shows it."""
+
     number: str
     title: str
     kind: Kind = "rules"
@@ -30,88 +30,100 @@ class Section:
     unjudged: str = ""
 
 
-def _s(number: str, title: str, kind: Kind = "rules", unjudged: str = "") -> Section:
-    return Section(number, title, kind, unjudged)
+#: One line per section: number, kind, title and, after " | ", why no clause judges it.
+_OUTLINE = """
+1      group    Core concepts
+1.1    rules    Jobs and typed sub-jobs
+1.2    rules    Sub-job id format
+1.3    rules    Control plane and data plane | Which calls answer at once and which schedule work is judged route by route (§3.1, §5.x, §6.x, §7).
+1.4    rules    Models in the cache
+2      group    Connection, authentication, headers
+2.1    rules    Base URL and prefix
+2.2    rules    PAT authentication headers
+2.3    rules    Request content types
+2.4    rules    Request id header | Optional in the spec (a response may carry it), so nothing can fail; the kit's ADDR-REQID-1 requiring it is decided.
+3      group    Status, polling, retries, errors
+3.1    rules    Asynchronous request model
+3.2    rules    Job states
+3.3    rules    Request states
+3.4    rules    Poll timing defaults | Defaults of the reference client's poller; they promise nothing about a server's answers.
+3.5    rules    Retries
+3.6    rules    Error bodies
+4      rules    Endpoint index | An index of the routes; each route is judged under its own section (§5, §6, §7).
+5      group    Control-plane endpoints
+5.1    rules    Create job
+5.2    rules    Get job
+5.3    rules    List jobs
+5.4    rules    Capacity
+5.5    rules    Cancel job
+5.6    rules    Experiment run
+5.7    rules    List checkpoints
+5.8    rules    Export checkpoint
+5.9    rules    Delete checkpoint
+6      group    Data-plane endpoints
+6.1    rules    Forward-backward
+6.2    rules    Optimizer step
+6.3    rules    Save checkpoint
+6.4    rules    Runtime load
+6.5    rules    Create-time checkpoint initialisation
+6.6    rules    Generate
+6.7    rules    Streaming generate
+6.8    rules    Poll request
+7      rules    Generic operation envelope
+7.1    rules    Forward operation
+7.2    rules    Weight sync
+7.3    rules    LoRA adapter sync
+7.4    rules    Bootstrap router replay
+7.5    rules    Router replay discard | Judged together with §7.4 by OP-ROUTER-1 (both router-replay operations answer inline).
+7.6    rules    Reset prefix cache
+7.7    rules    Cancel request
+7.8    rules    Tail logs
+7.9    rules    zmd-events (unsupported) | The spec marks the operation unsupported by today's server; there is nothing to hold a server to.
+8      group    Create-job schemas
+8.1    rules    SubJobConfig
+8.2    rules    TrainingConfig
+8.3    rules    InferenceConfig
+8.4    rules    source_checkpoint_info | Judged with create-time initialisation under §6.5 (CKPT-INIT-2 needs its checkpoint_id).
+8.5    rules    Memory-diagnostics settings | peak_memory is judged under §6.2 (STEP-MEM-1); the allocator telemetry events go to a stream the API does not expose.
+9      group    DSSST1 binary wire protocol
+9.1    rules    Why DSSST1 (no pickle)
+9.2    rules    Frame contents
+9.3    rules    Request chunking and chunk groups
+9.4    rules    Inline encoded results
+9.5    rules    Result chunks
+10     group    Forward-backward batch contract
+10.1   rules    Transport-level batch object
+10.2   rules    Readable payload helper | A client-side helper that builds frames; no server answer depends on it.
+10.3   rules    ArcticTraining extensions | The spec leaves context and processing open to the deployed backend; no fixed rule to judge from outside.
+10.4   rules    Shifted log-probability convention
+11     rules    Result summary | Restates the conventional results of §6 and §7, which judge them; the spec calls the shapes open.
+12     group    Logs and events
+12.1   rules    Live logs | Judged through the tail-logs operation (§7.8, OP-LOGS-1), including empty non-EOF pages while placing.
+12.2   rules    Execution-log download
+12.3   rules    ZMD events | Unsupported by today's server (see §7.9).
+13     example  End-to-end examples
+13.1   example  Example: training and sampling sub-jobs
+13.2   example  Example: generate, train, step, sync
+13.3   example  Example: save and load
+13.4   example  Example: sampling from saved weights
+13.5   example  Example: LoRA training and sync
+14     notes    Repository compatibility notes
+"""
 
 
-_SECTIONS: tuple[Section, ...] = (
-    _s("1", "Core concepts", "group"),
-    _s("1.1", "Jobs and typed sub-jobs"),
-    _s("1.2", "Sub-job id format"),
-    _s("1.3", "Control plane and data plane", unjudged="Which calls answer at once and which schedule work is judged route by route (§3.1, §5.x, §6.x, §7)."),
-    _s("1.4", "Models in the cache"),
-    _s("2", "Connection, authentication, headers", "group"),
-    _s("2.1", "Base URL and prefix"),
-    _s("2.2", "PAT authentication headers"),
-    _s("2.3", "Request content types"),
-    _s("2.4", "Request id header", unjudged="Optional in the spec (a response may carry it), so nothing can fail; the kit's ADDR-REQID-1 requiring it is decided."),
-    _s("3", "Status, polling, retries, errors", "group"),
-    _s("3.1", "Asynchronous request model"),
-    _s("3.2", "Job states"),
-    _s("3.3", "Request states"),
-    _s("3.4", "Poll timing defaults", unjudged="Defaults of the reference client's poller; they promise nothing about a server's answers."),
-    _s("3.5", "Retries"),
-    _s("3.6", "Error bodies"),
-    _s("4", "Endpoint index", unjudged="An index of the routes; each route is judged under its own section (§5, §6, §7)."),
-    _s("5", "Control-plane endpoints", "group"),
-    _s("5.1", "Create job"),
-    _s("5.2", "Get job"),
-    _s("5.3", "List jobs"),
-    _s("5.4", "Capacity"),
-    _s("5.5", "Cancel job"),
-    _s("5.6", "Experiment run"),
-    _s("5.7", "List checkpoints"),
-    _s("5.8", "Export checkpoint"),
-    _s("5.9", "Delete checkpoint"),
-    _s("6", "Data-plane endpoints", "group"),
-    _s("6.1", "Forward-backward"),
-    _s("6.2", "Optimizer step"),
-    _s("6.3", "Save checkpoint"),
-    _s("6.4", "Runtime load"),
-    _s("6.5", "Create-time checkpoint initialisation"),
-    _s("6.6", "Generate"),
-    _s("6.7", "Streaming generate"),
-    _s("6.8", "Poll request"),
-    _s("7", "Generic operation envelope"),
-    _s("7.1", "Forward operation"),
-    _s("7.2", "Weight sync"),
-    _s("7.3", "LoRA adapter sync"),
-    _s("7.4", "Bootstrap router replay"),
-    _s("7.5", "Router replay discard", unjudged="Judged together with §7.4 by OP-ROUTER-1 (both router-replay operations answer inline)."),
-    _s("7.6", "Reset prefix cache"),
-    _s("7.7", "Cancel request"),
-    _s("7.8", "Tail logs"),
-    _s("7.9", "zmd-events (unsupported)", unjudged="The spec marks the operation unsupported by today's server; there is nothing to hold a server to."),
-    _s("8", "Create-job schemas", "group"),
-    _s("8.1", "SubJobConfig"),
-    _s("8.2", "TrainingConfig"),
-    _s("8.3", "InferenceConfig"),
-    _s("8.4", "source_checkpoint_info", unjudged="Judged with create-time initialisation under §6.5 (CKPT-INIT-2 needs its checkpoint_id)."),
-    _s("8.5", "Memory-diagnostics settings", unjudged="peak_memory is judged under §6.2 (STEP-MEM-1); the allocator telemetry events go to a stream the API does not expose."),
-    _s("9", "DSSST1 binary wire protocol", "group"),
-    _s("9.1", "Why DSSST1 (no pickle)"),
-    _s("9.2", "Frame contents"),
-    _s("9.3", "Request chunking and chunk groups"),
-    _s("9.4", "Inline encoded results"),
-    _s("9.5", "Result chunks"),
-    _s("10", "Forward-backward batch contract", "group"),
-    _s("10.1", "Transport-level batch object"),
-    _s("10.2", "Readable payload helper", unjudged="A client-side helper that builds frames; no server answer depends on it."),
-    _s("10.3", "ArcticTraining extensions", unjudged="The spec leaves context and processing open to the deployed backend; no fixed rule to judge from outside."),
-    _s("10.4", "Shifted log-probability convention"),
-    _s("11", "Result summary", unjudged="Restates the conventional results of §6 and §7, which judge them; the spec calls the shapes open."),
-    _s("12", "Logs and events", "group"),
-    _s("12.1", "Live logs", unjudged="Judged through the tail-logs operation (§7.8, OP-LOGS-1), including empty non-EOF pages while placing."),
-    _s("12.2", "Execution-log download"),
-    _s("12.3", "ZMD events", unjudged="Unsupported by today's server (see §7.9)."),
-    _s("13", "End-to-end examples", "example"),
-    _s("13.1", "Example: training and sampling sub-jobs", "example"),
-    _s("13.2", "Example: generate, train, step, sync", "example"),
-    _s("13.3", "Example: save and load", "example"),
-    _s("13.4", "Example: sampling from saved weights", "example"),
-    _s("13.5", "Example: LoRA training and sync", "example"),
-    _s("14", "Repository compatibility notes", "notes"),
-)
+def _parse_outline(text: str) -> tuple[Section, ...]:
+    """The sections of ``_OUTLINE``, in order (kept as text: it is a table, not code)."""
+    out = []
+    for line in text.strip().splitlines():
+        head, _, unjudged = line.partition(" | ")
+        number, kind, title = head.split(maxsplit=2)
+        if kind not in get_args(Kind):
+            raise ValueError(f"section {number}: unknown kind {kind!r}")
+        out.append(Section(number, title.strip(), cast(Kind, kind), unjudged.strip()))
+    return tuple(out)
+
+
+_SECTIONS: tuple[Section, ...] = _parse_outline(_OUTLINE)
 
 SECTIONS: dict[str, Section] = {s.number: s for s in _SECTIONS}
 

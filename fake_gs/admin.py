@@ -189,21 +189,28 @@ async def export_download(state: AppState, request: Request, body: BodyReader) -
                     headers={"content-disposition": f'attachment; filename="{rec.filename}"'})
 
 
+#: The admin API: method, path under ADMIN_PREFIX, handler (every one token-checked
+#: except the export download, whose URL carries its own secret).
+_ADMIN_TABLE: tuple[tuple[str, str, AdminHandler], ...] = (
+    ("GET", "/health", health),
+    ("POST", "/reset", reset),
+    ("GET", "/state", dump),
+    ("POST", "/jobs/{job_id}/state", force_job_state),
+    ("POST", "/jobs/{job_id}/hold", hold_job),
+    ("GET", "/faults", get_faults),
+    ("PUT", "/faults", put_faults),
+    ("POST", "/faults", post_faults),
+    ("DELETE", "/faults", delete_faults),
+    ("GET", "/mutants", mutants),
+    ("POST", "/tokens", mint_token),
+    ("GET", "/traffic", get_traffic),
+    ("DELETE", "/traffic", delete_traffic),
+    ("GET", "/exports/{token}", export_download),
+)
+
+
 def admin_routes(state: AppState) -> list[Route]:
-    p = ADMIN_PREFIX
     return [
-        Route(f"{p}/health", _wrap(state, health), methods=["GET"]),
-        Route(f"{p}/reset", _wrap(state, reset), methods=["POST"]),
-        Route(f"{p}/state", _wrap(state, dump), methods=["GET"]),
-        Route(f"{p}/jobs/{{job_id}}/state", _wrap(state, force_job_state), methods=["POST"]),
-        Route(f"{p}/jobs/{{job_id}}/hold", _wrap(state, hold_job), methods=["POST"]),
-        Route(f"{p}/faults", _wrap(state, get_faults), methods=["GET"]),
-        Route(f"{p}/faults", _wrap(state, put_faults), methods=["PUT"]),
-        Route(f"{p}/faults", _wrap(state, post_faults), methods=["POST"]),
-        Route(f"{p}/faults", _wrap(state, delete_faults), methods=["DELETE"]),
-        Route(f"{p}/mutants", _wrap(state, mutants), methods=["GET"]),
-        Route(f"{p}/tokens", _wrap(state, mint_token), methods=["POST"]),
-        Route(f"{p}/traffic", _wrap(state, get_traffic), methods=["GET"]),
-        Route(f"{p}/traffic", _wrap(state, delete_traffic), methods=["DELETE"]),
-        Route(f"{p}/exports/{{token}}", _wrap(state, export_download, auth=False), methods=["GET"]),
+        Route(ADMIN_PREFIX + path, _wrap(state, handler, auth=handler is not export_download), methods=[method])
+        for method, path, handler in _ADMIN_TABLE
     ]

@@ -16,6 +16,8 @@ when the setting asks for it, so the kit dialect is untouched.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
 from typing import Any, Literal
 
 from contract.errors import ErrorCode
@@ -70,6 +72,15 @@ def save_id(wanted: str | None, global_steps: int, taken: object) -> str:
         n += 1
         ckpt_id = f"{base}-{n}"
     return ckpt_id
+
+
+def save_may_create(wanted: str | None, spec_dialect: bool) -> Callable[[str], bool]:
+    """Which checkpoint ids a queued save may end up creating: the caller's own in the kit
+    dialect, else the server-made names (``global_step<n>``; spec: ``ckpt-step<n>[-k]``)."""
+    if wanted is not None and not spec_dialect:
+        return wanted.__eq__
+    pattern = re.compile(r"ckpt-step\d+(-\d+)?" if spec_dialect else r"global_step\d+")
+    return lambda name: pattern.fullmatch(name) is not None
 
 
 def log_cursor(text: str | None) -> str | None:

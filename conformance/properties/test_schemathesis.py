@@ -140,20 +140,27 @@ def _run(case, gs_raw, checks_: list) -> None:
 
 
 def _settle_submission(response, gs_raw) -> None:
-    """Poll an accepted submission to its end before the next case, so every case meets
-    the job in the same state on every run (a load right after a save is otherwise a race
-    between the save's worker and the load's existence check)."""
+    """Leave the target as the next case expects it. An accepted submission is polled to
+    its end (a load right after a save is otherwise a race between the save's worker and
+    the load's existence check); a job a case created is cancelled (left running or
+    pending, its GPUs would hold every later job of the account in the queue)."""
     if response.status_code != 200:
         return
     try:
         body = response.json()
     except ValueError:
         return
-    if not isinstance(body, dict):
+    if not isinstance(body, dict) or not isinstance(body.get("job_id"), str):
         return
-    job_id, request_id = body.get("job_id"), body.get("request_id")
-    if isinstance(job_id, str) and isinstance(request_id, str):
-        gs_raw.settle(job_id, request_id)
+    request_id = body.get("request_id")
+    if isinstance(request_id, str):
+        gs_raw.settle(body["job_id"], request_id)
+    elif response.request.method == "POST" and _same_url(response.request.url, gs_raw.url("create_job")):
+        gs_raw.cancel(body["job_id"])
+
+
+def _same_url(a: str | None, b: str) -> bool:
+    return (a or "").split("?")[0].rstrip("/") == b.rstrip("/")
 
 
 #: No shrinking: a failure is reported with schemathesis' curl reproduction, and shrinking

@@ -187,14 +187,18 @@ async def save(ctx: Ctx) -> Response:
             "global_steps": steps,
         }
 
-    return ctx.submitted(job, store.submit(job, "save", work))
+    req = store.submit(job, "save", work)
+    req.creates = dialect.save_may_create(wanted_id, ctx.settings.spec_dialect)
+    return ctx.submitted(job, req)
 
 
-def _save_in_flight(ctx: Ctx, job: JobRec) -> bool:
-    """A save of ``job`` submitted but not yet executed: a load queued behind it runs after
-    it, so an id the save will create must not be refused as unknown before it exists."""
+def _save_in_flight(ctx: Ctx, job: JobRec, checkpoint_id: str) -> bool:
+    """A save of ``job`` submitted but not yet executed that may create ``checkpoint_id``:
+    a load queued behind it runs after it, so that id must not be refused as unknown
+    before it exists; any other id is refused at once, whatever the queue holds."""
     with ctx.store.lock:
         return any(r.job_id == job.job_id and r.op == "save" and not r.executed
+                   and r.creates is not None and r.creates(checkpoint_id)
                    for r in ctx.store.requests.values())
 
 
@@ -215,7 +219,7 @@ async def load(ctx: Ctx) -> Response:
         target = named
     target = target or training_sub_job(job)
     source = store.job_for(ctx.owner, body.source_job_id) if body.source_job_id else job
-    if not _save_in_flight(ctx, source):  # else a queued save may create it first (REQ-ORDER-1)
+    if not _save_in_flight(ctx, source, body.checkpoint_id):  # REQ-ORDER-1
         store.checkpoint(source, body.checkpoint_id)
     dp_rule = not ctx.state.mutant("dp-mismatch-loads")
 
