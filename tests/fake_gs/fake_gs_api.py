@@ -126,10 +126,14 @@ class Api:
         assert r.status_code == 200, r.text
         return dict(r.json())
 
-    def wait(self, job_id: str, request_id: str, limit: int = 100) -> dict[str, Any]:
-        """Poll until terminal; returns the terminal poll answer (events of all pages merged)."""
+    def wait(self, job_id: str, request_id: str, timeout_s: float = 60.0) -> dict[str, Any]:
+        """Poll until terminal; returns the terminal poll answer (events of all pages merged).
+
+        No pause between polls: a poll of a request that is due but still executing waits
+        on the server for it (``poll_wait_s``), and ``polls:N`` latency advances per poll."""
         events: list[dict[str, Any]] = []
-        for _ in range(limit):
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
             ans = self.poll(job_id, request_id)
             events.extend(ans["events"])
             if normalize_request_state(ans["status"]) in ("done", "failed", "cancelled"):
@@ -140,7 +144,6 @@ class Api:
                     cursor = page["next_cursor"]
                 ans["events"] = events
                 return ans
-            time.sleep(0.005)
         raise AssertionError(f"request {request_id} never finished")
 
     def result(self, job_id: str, request_id: str) -> Any:
