@@ -98,6 +98,13 @@ class FakeServer:
         state: AppState = self.app.state.fake
         return state
 
+    def exchanges_in_progress(self) -> list[str]:
+        """Paths of the HTTP exchanges whose head the fake has read and that it has not
+        answered yet: a test waits on it to know a handler is under way (e.g. waiting for a
+        body). Read from uvicorn's connections: each holds its current request cycle."""
+        cycles = [getattr(conn, "cycle", None) for conn in list(self._server.server_state.connections)]
+        return [str(c.scope["path"]) for c in cycles if c is not None and not c.response_complete]
+
     @property
     def clock(self) -> Clock:
         """The clock the fake's timed rules read."""
