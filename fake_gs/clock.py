@@ -2,8 +2,10 @@
 
 Every timed rule of the store reads it: job start-up (``startup=seconds:T``), request
 latency (``latency=seconds:T``), the ``cancelling`` second, result grace, export TTL,
-chunk-group idleness and the idempotency window. ``time()`` is wall time (what answers
-show, e.g. ``created_at``); ``monotonic()`` measures intervals.
+the idempotency window and the chunk-group sweep (groups are still stamped with
+``time.monotonic()`` by the chunk handlers, so only the system clock expires them).
+``time()`` is wall time (what answers show, e.g. ``created_at``); ``monotonic()``
+measures intervals.
 """
 
 from __future__ import annotations
