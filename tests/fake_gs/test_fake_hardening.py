@@ -20,7 +20,7 @@ def test_a_result_read_to_the_end_is_freed_after_its_grace(make_api) -> None:  #
     job = api.running_job()
     rid = api.submit_frame(job, "forward-no-grad", batch(2, 8))
     assert api.wait(job, rid)["status"] == "done"
-    api.submit_json(job, "step")  # any later read or result sweeps the job's read results
+    api.wait(job, api.submit_json(job, "step"))  # any later read or result sweeps the job's read results
     r = api.get(f"/{job}/requests/{rid}")
     assert r.status_code == 410 and r.json()["code"] == "result_expired", r.text
     assert api.state()["internal_errors"] == 0
