@@ -24,6 +24,7 @@ from contract.errors import ErrorCode, error_body
 from contract.routes import routes_for
 from fake_gs import dialect
 from fake_gs.admin import admin_routes
+from fake_gs.clock import SYSTEM_CLOCK, Clock
 from fake_gs.dispatch import make_endpoint
 from fake_gs.handlers import HANDLERS
 from fake_gs.handlers.common import json_response
@@ -72,10 +73,11 @@ async def sweep_groups(state: AppState) -> None:
             logging.getLogger("fake_gs").exception("chunk group sweep failed")
 
 
-def create_app(settings: FakeSettings | None = None, **overrides: Any) -> Starlette:
-    """Build the fake's ASGI app; ``app.state.fake`` is its :class:`AppState`."""
+def create_app(settings: FakeSettings | None = None, *, clock: Clock = SYSTEM_CLOCK, **overrides: Any) -> Starlette:
+    """Build the fake's ASGI app; ``app.state.fake`` is its :class:`AppState`, whose timed
+    rules read ``clock``."""
     settings = (settings or FakeSettings()).with_overrides(**overrides) if overrides else (settings or FakeSettings())
-    state = AppState.build(settings)
+    state = AppState.build(settings, clock)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:

@@ -14,7 +14,6 @@ the header is ignored, as today's service does.
 from __future__ import annotations
 
 import asyncio
-import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -126,14 +125,14 @@ def _replay(state: AppState, owner: str, key: str, entry: Entry) -> Response:
 async def _settled_entry(state: AppState, owner: str, key: str, fp: str) -> Entry | None:
     """The key's entry once its first call ended (None: the key is free)."""
     keys = state.store.idempotency
-    entry = keys.lookup(owner, key, time.time())
+    entry = keys.lookup(owner, key, state.store.clock.time())
     if entry is not None and entry.status is None:
         try:
             await asyncio.wait_for(entry.done.wait(), PENDING_WAIT_S)
         except TimeoutError:
             raise ApiError(ErrorCode.UNAVAILABLE, f"the first call with this {IDEMPOTENCY_KEY_HEADER} "
                            "is still running; repeat it later", headers={"retry-after": "1"}) from None
-        entry = keys.lookup(owner, key, time.time())
+        entry = keys.lookup(owner, key, state.store.clock.time())
     if entry is not None and entry.fingerprint != fp:
         keys.conflicts += 1
         raise ApiError(ErrorCode.IDEMPOTENCY_CONFLICT,
@@ -157,7 +156,7 @@ async def keyed(state: AppState, route: Route, request: Request, owner: str, bod
     if entry is not None and not state.mutant("idempotency-repeats-execute"):
         return _replay(state, owner, key, entry)
     keys = state.store.idempotency
-    entry = keys.reserve(owner, key, fp, time.time())
+    entry = keys.reserve(owner, key, fp, state.store.clock.time())
     response: Response | None = None
     try:
         response = await run()

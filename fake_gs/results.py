@@ -5,12 +5,11 @@ A running job used to keep every result until it ended: 600 forward-no-grad call
 for a short grace (a client retrying its last page after a lost answer), at most the
 ``results_read_kept`` most recently read per job; unread results count against
 ``max_results_bytes`` per job and the oldest go first. A poll of a freed result answers
-410 ``result_expired``. Every function runs under the store lock.
+410 ``result_expired``. Every function runs under the store lock; ``now`` is the store
+clock's monotonic reading.
 """
 
 from __future__ import annotations
-
-import time
 
 from fake_gs.records import JobRec, RequestRec
 from fake_gs.settings import FakeSettings
@@ -25,12 +24,12 @@ def free(job: JobRec, req: RequestRec) -> None:
     req.expired = True
 
 
-def stored(settings: FakeSettings, job: JobRec, req: RequestRec) -> None:
+def stored(settings: FakeSettings, job: JobRec, req: RequestRec, now: float) -> None:
     """A result was just stored: count it, then free what the budget no longer holds (read
     results first, then the oldest unread; never the one just stored)."""
     job.results[req.request_id] = req
     job.results_bytes += req.result_bytes
-    sweep(settings, job)
+    sweep(settings, job, now)
     if job.results_bytes <= settings.max_results_bytes:
         return
     order = sorted(job.results.values(), key=lambda r: (r.read_at is None, r.read_at or 0.0))
@@ -41,20 +40,20 @@ def stored(settings: FakeSettings, job: JobRec, req: RequestRec) -> None:
             free(job, old)
 
 
-def read_to_end(settings: FakeSettings, job: JobRec, req: RequestRec) -> None:
+def read_to_end(settings: FakeSettings, job: JobRec, req: RequestRec, now: float) -> None:
     """A poll delivered the result's last page."""
     if req.read_at is None and req.request_id in job.results:
-        req.read_at = time.monotonic()
-    sweep(settings, job)
+        req.read_at = now
+    sweep(settings, job, now)
 
 
-def sweep(settings: FakeSettings, job: JobRec) -> None:
+def sweep(settings: FakeSettings, job: JobRec, now: float) -> None:
     """Free read results past their grace, or beyond the newest ``results_read_kept``."""
     read = [r for r in job.results.values() if r.read_at is not None]
     if not read or settings.mutant == "results-never-freed":
         return
     read.sort(key=lambda r: r.read_at or 0.0, reverse=True)
-    limit = time.monotonic() - settings.result_grace_s
+    limit = now - settings.result_grace_s
     for rank, r in enumerate(read):
         if rank >= settings.results_read_kept or (r.read_at or 0.0) < limit:
             free(job, r)

@@ -18,6 +18,7 @@ from starlette.applications import Starlette
 
 from contract.routes import PREFIX_TEMPLATE
 from fake_gs.app import create_app
+from fake_gs.clock import SYSTEM_CLOCK, Clock
 from fake_gs.settings import FakeSettings
 from fake_gs.state import AppState
 from fake_gs.tls import TlsMaterial, make_material, uvicorn_ssl_options
@@ -97,6 +98,18 @@ class FakeServer:
         state: AppState = self.app.state.fake
         return state
 
+    def exchanges_in_progress(self) -> list[str]:
+        """Paths of the HTTP exchanges whose head the fake has read and that it has not
+        answered yet: a test waits on it to know a handler is under way (e.g. waiting for a
+        body). Read from uvicorn's connections: each holds its current request cycle."""
+        cycles = [getattr(conn, "cycle", None) for conn in list(self._server.server_state.connections)]
+        return [str(c.scope["path"]) for c in cycles if c is not None and not c.response_complete]
+
+    @property
+    def clock(self) -> Clock:
+        """The clock the fake's timed rules read."""
+        return self.state.store.clock
+
     @property
     def admin_token(self) -> str | None:
         """The admin API's credential (None without tokens: the admin API is open)."""
@@ -121,11 +134,13 @@ class FakeServer:
         self.stop()
 
 
-def start_in_background(settings: FakeSettings | None = None, **overrides: Any) -> FakeServer:
-    """Start a fake on a free port (unless ``port=`` is passed here) and return its handle."""
+def start_in_background(settings: FakeSettings | None = None, *, clock: Clock = SYSTEM_CLOCK,
+                        **overrides: Any) -> FakeServer:
+    """Start a fake on a free port (unless ``port=`` is passed here) and return its handle;
+    its timed rules read ``clock`` (a test passes a ManualClock and advances it)."""
     overrides.setdefault("port", 0)
     final = (settings or FakeSettings()).with_overrides(**overrides)
-    app = create_app(final)
+    app = create_app(final, clock=clock)
     tls = make_material(final.host) if final.tls else None
     sock = bind_socket(final.host, final.port)
     port = sock.getsockname()[1]
@@ -155,10 +170,11 @@ def start_in_background(settings: FakeSettings | None = None, **overrides: Any) 
 
 
 @contextlib.contextmanager
-def serve_in_background(settings: FakeSettings | None = None, **overrides: Any) -> Iterator[str]:
+def serve_in_background(settings: FakeSettings | None = None, *, clock: Clock = SYSTEM_CLOCK,
+                        **overrides: Any) -> Iterator[str]:
     """Run a fake for the duration of a ``with`` block; yields ``http://127.0.0.1:PORT``
     (``https://`` with ``tls=True``: use :func:`start_in_background` to reach its CA)."""
-    server = start_in_background(settings, **overrides)
+    server = start_in_background(settings, clock=clock, **overrides)
     try:
         yield server.base_url
     finally:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from fake_gs.body import InflightBudget
+from fake_gs.clock import SYSTEM_CLOCK, Clock
 from fake_gs.engines import load_engine
 from fake_gs.faults import FaultInjector
 from fake_gs.settings import FakeSettings
@@ -28,8 +29,9 @@ class AppState:
     admin_token: str | None = None
 
     @classmethod
-    def build(cls, settings: FakeSettings) -> AppState:
-        store = Store(settings, lambda: load_engine(settings.engine, settings.seed, settings.mutant))
+    def build(cls, settings: FakeSettings, clock: Clock = SYSTEM_CLOCK) -> AppState:
+        """``clock``: the time every timed rule reads (tests pass a ManualClock)."""
+        store = Store(settings, lambda: load_engine(settings.engine, settings.seed, settings.mutant), clock)
         if settings.faults:
             faults = FaultInjector.from_file(settings.faults, settings.seed)
         else:

@@ -21,19 +21,6 @@ from fake_gs.records import JobRec, RequestRec, rfc3339
 from fake_gs.traffic import result_form
 
 
-def _status(ctx: Ctx, req: RequestRec) -> str:
-    """The visible status before stream draining; fixes terminal ones (never change again)."""
-    if req.final_status is not None:
-        return req.final_status
-    if not req.executed:
-        return "running" if req.started else "pending"
-    if not ctx.store.gate_passed(req):
-        return "running"
-    if req.error is not None:
-        return "failed"
-    return "streaming" if req.stream else "done"
-
-
 def _page(ctx: Ctx, req: RequestRec, offset: int, max_events: int) -> tuple[list[bytes], str | None]:
     events = req.events_raw or []
     if ctx.state.mutant("unstable-cursor"):
@@ -70,12 +57,12 @@ def _done(ctx: Ctx, job: JobRec, req: RequestRec, offset: int, max_events: int
     if req.events_raw is not None:
         events, cursor = _page(ctx, req, offset, max_events)
         if cursor is None:
-            results.read_to_end(ctx.settings, job, req)
+            results.read_to_end(ctx.settings, job, req, ctx.store.clock.monotonic())
         return "done", b"null", events, cursor
     if req.stream:
         return "done", b"null", _drain_stream(ctx, req, max_events), None
     raw = req.result_raw if req.result_raw is not None else b"{}"
-    results.read_to_end(ctx.settings, job, req)
+    results.read_to_end(ctx.settings, job, req, ctx.store.clock.monotonic())
     return "done", raw, [], None
 
 
@@ -104,7 +91,7 @@ def _tail(ctx: Ctx, error: Any, cursor: str | None) -> dict[str, Any]:
 
 def view(ctx: Ctx, job: JobRec, req: RequestRec, offset: int, max_events: int) -> bytes:
     with ctx.store.lock:
-        status = _status(ctx, req)
+        status = ctx.store.request_status(req)
         result, error, events, cursor = b"null", None, [], None
         if status == "streaming":
             events = _drain_stream(ctx, req, max_events)

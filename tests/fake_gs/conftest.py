@@ -47,6 +47,7 @@ def make_server() -> Iterator[Callable[..., FakeServer]]:
 @pytest.fixture
 def make_api(make_server: Callable[..., FakeServer]) -> Callable[..., Api]:
     def make(token: str | None = None, **overrides: Any) -> Api:
-        return Api(make_server(**overrides).base_url, token=token)
+        server = make_server(**overrides)
+        return Api(server.base_url, token=token, server=server)
 
     return make

@@ -5,9 +5,11 @@ Deliberately not the kit's client: these tests check the server byte for byte.
 
 from __future__ import annotations
 
+import threading
 import time
 import uuid
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import requests
 
@@ -15,6 +17,9 @@ from contract import wire
 from contract.errors import REQUEST_ID_HEADER
 from contract.routes import prefix
 from contract.states import normalize_job_state, normalize_request_state
+
+if TYPE_CHECKING:
+    from fake_gs import FakeServer
 
 OCTET = {"Content-Type": "application/octet-stream"}
 MODEL = "Qwen/Qwen3-0.6B"
@@ -42,12 +47,25 @@ def batch(b: int = 2, s: int = 5, **extra: Any) -> dict[str, Any]:
                                    "labels": torch.arange(b * s).reshape(b, s)}, **extra}
 
 
+def eventually(predicate: Callable[[], bool], timeout_s: float = 10.0, every_s: float = 0.005) -> bool:
+    """Has ``predicate`` become true within ``timeout_s`` (checked every ``every_s``)?"""
+    pause = threading.Event()  # never set: its wait is the pause between checks
+    deadline = time.monotonic() + timeout_s
+    while not predicate():
+        if time.monotonic() >= deadline:
+            return False
+        pause.wait(every_s)
+    return True
+
+
 class Api:
     """Raw calls against one fake; every answer is checked for the request-id header."""
 
     def __init__(self, base_url: str, token: str | None = None, database: str = "DB", schema: str = "PUBLIC",
-                 endpoint: str = "cortex-training") -> None:
+                 endpoint: str = "cortex-training", server: FakeServer | None = None) -> None:
         self.base_url = base_url
+        #: The fake in this process, when the test started it (None: only its URL is known).
+        self.server = server
         self.prefix = base_url + prefix(database, schema, endpoint)
         self.session = requests.Session()
         if token is not None:
@@ -126,10 +144,14 @@ class Api:
         assert r.status_code == 200, r.text
         return dict(r.json())
 
-    def wait(self, job_id: str, request_id: str, limit: int = 100) -> dict[str, Any]:
-        """Poll until terminal; returns the terminal poll answer (events of all pages merged)."""
+    def wait(self, job_id: str, request_id: str, timeout_s: float = 60.0) -> dict[str, Any]:
+        """Poll until terminal; returns the terminal poll answer (events of all pages merged).
+
+        No pause between polls: a poll of a request that is due but still executing waits
+        on the server for it (``poll_wait_s``), and ``polls:N`` latency advances per poll."""
         events: list[dict[str, Any]] = []
-        for _ in range(limit):
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
             ans = self.poll(job_id, request_id)
             events.extend(ans["events"])
             if normalize_request_state(ans["status"]) in ("done", "failed", "cancelled"):
@@ -140,7 +162,6 @@ class Api:
                     cursor = page["next_cursor"]
                 ans["events"] = events
                 return ans
-            time.sleep(0.005)
         raise AssertionError(f"request {request_id} never finished")
 
     def result(self, job_id: str, request_id: str) -> Any:

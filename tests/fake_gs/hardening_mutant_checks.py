@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from typing import Any
 
 import requests
-from fake_gs_api import OCTET, Api, batch
+from fake_gs_api import OCTET, Api, batch, eventually
 from limit_mutant_checks import _chunks
 
 
@@ -39,8 +38,9 @@ def late_body_accepted(api: Api) -> None:
     from test_fake_hardening import _answer, _send_head
 
     job = api.running_job()
-    sock = _send_head(api.base_url, api.prefix.split(api.base_url, 1)[1] + f"/{job}/step", 2, "application/json")
-    time.sleep(0.3)
+    path = api.prefix.split(api.base_url, 1)[1] + f"/{job}/step"
+    sock = _send_head(api.base_url, path, 2, "application/json")
+    assert api.server is not None and eventually(lambda: path in api.server.exchanges_in_progress())
     assert api.post(f"/{job}:cancel").status_code == 200
     sock.sendall(b"{}")
     status, _ = _answer(sock)

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import json
 import socket
-import time
+import threading
 from typing import Any
 
 import pytest
-from fake_gs_api import batch
+from fake_gs_api import batch, eventually
 
 from contract import wire
 from contract.limits import SAMPLING_BOUNDS
@@ -20,7 +20,7 @@ def test_a_result_read_to_the_end_is_freed_after_its_grace(make_api) -> None:  #
     job = api.running_job()
     rid = api.submit_frame(job, "forward-no-grad", batch(2, 8))
     assert api.wait(job, rid)["status"] == "done"
-    api.submit_json(job, "step")  # any later read or result sweeps the job's read results
+    api.wait(job, api.submit_json(job, "step"))  # any later read or result sweeps the job's read results
     r = api.get(f"/{job}/requests/{rid}")
     assert r.status_code == 410 and r.json()["code"] == "result_expired", r.text
     assert api.state()["internal_errors"] == 0
@@ -88,8 +88,11 @@ def test_a_call_whose_body_arrives_after_a_cancel_leaves_nothing(make_api, route
     else:
         body, ctype = b'{}', "application/json"
     before = api.state()["requests"]["total"]
-    sock = _send_head(api.base_url, api.prefix.split(api.base_url, 1)[1] + f"/{job}/{route}", len(body), ctype)
-    time.sleep(0.3)  # the handler is now waiting for the body
+    path = api.prefix.split(api.base_url, 1)[1] + f"/{job}/{route}"
+    sock = _send_head(api.base_url, path, len(body), ctype)
+    # Its head is read: the handler checks the job and waits for the body before the event
+    # loop can take the cancel below.
+    assert api.server is not None and eventually(lambda: path in api.server.exchanges_in_progress())
     assert api.post(f"/{job}:cancel").status_code == 200
     sock.sendall(body)
     status, answer = _answer(sock)
@@ -142,9 +145,11 @@ def test_a_control_character_in_a_path_cannot_forge_a_log_line(make_api) -> None
         def __init__(self) -> None:
             super().__init__(logging.INFO)
             self.lines: list[str] = []
+            self.written = threading.Event()
 
         def emit(self, record: logging.LogRecord) -> None:
             self.lines.append(record.getMessage())
+            self.written.set()
 
     api = make_api()
     logger, keep = logging.getLogger("fake_gs.access"), Keep()
@@ -154,9 +159,7 @@ def test_a_control_character_in_a_path_cannot_forge_a_log_line(make_api) -> None
     logger.disabled = False
     try:
         api.get("/x%0AFAKE%20200%20forged/requests/y")
-        deadline = time.monotonic() + 10  # the line is written just after the answer is sent
-        while not keep.lines and time.monotonic() < deadline:
-            time.sleep(0.01)
+        keep.written.wait(10)  # the line is written just after the answer is sent
     finally:
         logger.removeHandler(keep)
         logger.setLevel(level)

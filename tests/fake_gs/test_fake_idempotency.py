@@ -4,12 +4,12 @@ bound, concurrent repeats, refusals that free the key, and the current profile i
 from __future__ import annotations
 
 import threading
-import time
 from typing import Any
 
 from fake_gs_api import Api
 
 from contract.idempotency import IDEMPOTENCY_KEY_HEADER, REPLAYED_HEADER
+from fake_gs.clock import ManualClock
 
 
 def _step(api: Api, job: str, key: str | None, body: Any = None) -> Any:
@@ -63,10 +63,13 @@ def test_refusals_free_the_key(make_api) -> None:  # type: ignore[no-untyped-def
 
 
 def test_window_and_bound(make_api) -> None:  # type: ignore[no-untyped-def]
-    api = make_api(idempotency_window_s=0.2, max_idempotency_keys=2)
+    clock = ManualClock()
+    api = make_api(idempotency_window_s=0.2, max_idempotency_keys=2, clock=clock)
     job = api.running_job()
     first = _step(api, job, "k").json()
-    time.sleep(0.3)
+    clock.advance(0.15)
+    assert _step(api, job, "k").json() == first  # within the window: the stored answer
+    clock.advance(0.1)
     assert _step(api, job, "k").json() != first  # expired: a new call
     for key in ("x", "y", "z"):
         _step(api, job, key)

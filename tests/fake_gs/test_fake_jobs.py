@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 import uuid
 from datetime import datetime
 from typing import Any
@@ -13,6 +12,7 @@ from fake_gs_api import MODEL, Api, sampling_config, training_config
 from contract.errors import is_error_envelope
 from contract.models_catalog import INFERENCE_ONLY_MODELS, TRAINING_MODELS
 from contract.states import normalize_job_state
+from fake_gs.clock import ManualClock
 
 
 def rfc3339(text: str) -> datetime:
@@ -151,10 +151,15 @@ def test_startup_polls_progression(make_api) -> None:  # type: ignore[no-untyped
 
 
 def test_startup_seconds(make_api) -> None:  # type: ignore[no-untyped-def]
-    api = make_api(startup="seconds:0.3")
+    clock = ManualClock()
+    api = make_api(startup="seconds:0.3", clock=clock)
     job_id = api.create_job()
-    assert normalize_job_state(api.job(job_id)["status"]) in ("pending", "placing")
-    time.sleep(0.35)
+    assert normalize_job_state(api.job(job_id)["status"]) == "pending"  # admitted, no time passed
+    clock.advance(0.15)  # half-way: one third of start-up per stage
+    assert normalize_job_state(api.job(job_id)["status"]) == "placing"
+    clock.advance(0.1)
+    assert normalize_job_state(api.job(job_id)["status"]) == "initializing"
+    clock.advance(0.1)
     assert normalize_job_state(api.job(job_id)["status"]) == "running"
 
 

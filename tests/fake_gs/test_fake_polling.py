@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import base64
-import time
 import uuid
 
 from fake_gs_api import Api, batch, decode_result
 
 from contract import wire
 from contract.limits import MAX_EVENTS_CAP
+from fake_gs.clock import ManualClock
 
 FIELDS = {"request_id", "status", "created_at", "updated_at", "result", "error", "events", "next_cursor"}
 
@@ -126,11 +126,14 @@ def test_latency_polls(make_api) -> None:  # type: ignore[no-untyped-def]
 
 
 def test_latency_seconds(make_api) -> None:  # type: ignore[no-untyped-def]
-    api = make_api(latency="seconds:0.3")
+    clock = ManualClock()
+    api = make_api(latency="seconds:0.3", clock=clock)
     job_id = api.running_job()
     rid = api.submit_json(job_id, "step")
     assert api.poll(job_id, rid)["status"] in ("pending", "running")
-    time.sleep(0.35)
+    clock.advance(0.25)
+    assert api.poll(job_id, rid)["status"] == "running"  # executed, its latency not yet over
+    clock.advance(0.1)
     assert api.poll(job_id, rid)["status"] == "done"
 
 
