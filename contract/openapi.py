@@ -145,7 +145,8 @@ def _error_statuses(route: Route) -> dict[str, str]:
     return out
 
 
-def _responses(route: Route, components: dict[str, Any], error: dict[str, Any]) -> dict[str, Any]:
+def _responses(route: Route, components: dict[str, Any], error: dict[str, Any],
+               profile: Profile) -> dict[str, Any]:
     request_id = {"schema": {"type": "string"}, "description": "Request id for support."}
     headers = {REQUEST_ID_HEADER: request_id}
     ok: dict[str, Any] = {"description": "Success", "headers": headers}
@@ -154,7 +155,7 @@ def _responses(route: Route, components: dict[str, Any], error: dict[str, Any]) 
             "type": "object", "description": "An inline result, or {request_id, job_id} to poll."}}}
     elif route.response_model is not None:
         ok["content"] = {"application/json": {"schema": schema_ref(route.response_model, components)}}
-    found = links(route)
+    found = links(route, profile)
     if found:
         ok["links"] = found
     out: dict[str, Any] = {str(route.success_status): ok}
@@ -196,7 +197,7 @@ def build_openapi(profile: Profile = "proposed") -> dict[str, Any]:
             "summary": r.summary,
             "tags": [r.profile],
             "parameters": _path_params(r.path) + _query_params(r) + _header_params(r, profile),
-            "responses": _responses(r, components, error),
+            "responses": _responses(r, components, error, profile),
             "x-call-kind": r.kind,
             "x-profile": r.profile,
             **extensions(r),

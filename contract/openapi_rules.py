@@ -191,8 +191,17 @@ def _from_create(target: str) -> dict[str, Any]:
     return link
 
 
-def links(route: Route) -> dict[str, Any]:
-    """The links of ``route``'s success answer (empty when it yields no id)."""
+def links(route: Route, profile: str = "proposed") -> dict[str, Any]:
+    """The links of ``route``'s success answer (empty when it yields no id); the current
+    profile has no Idempotency-Key, so its links name none."""
+    out = _links(route)
+    if profile != "proposed":
+        for link in out.values():
+            link["parameters"].pop(f"header.{IDEMPOTENCY_KEY_HEADER}", None)
+    return out
+
+
+def _links(route: Route) -> dict[str, Any]:
     out: dict[str, Any] = {}
     if route.name == "create_job":
         for scoped in ROUTES:

@@ -183,6 +183,11 @@ def test_links_give_each_data_plane_call_its_own_key_and_a_body_it_executes() ->
                 keyed += 1
                 assert key.endswith(f"}}-{target}") and "{$" in key, key
     assert keyed >= len(DATA_PLANE_ROUTES)
+    current = build_openapi("current")
+    for item in current["paths"].values():
+        for op in item.values():
+            for link in op["responses"]["200"].get("links", {}).values():
+                assert f"header.{IDEMPOTENCY_KEY_HEADER}" not in link["parameters"]
     created = by_id["create_job"]["responses"]["200"]["links"]
     for target, body in LINK_BODIES.items():
         assert created[f"job_{target}"]["requestBody"] == body
