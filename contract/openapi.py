@@ -25,7 +25,14 @@ from contract.openapi_bodies import (
     relax_dialects,
     schema_ref,
 )
-from contract.openapi_rules import extensions, links
+from contract.openapi_rules import (
+    PARAM_EXAMPLES,
+    body_required,
+    extensions,
+    links,
+    omitted_operations,
+    request_examples,
+)
 from contract.routes import PREFIX_TEMPLATE, ROUTES, Profile, Route, routes_for
 
 ERROR_STATUSES: dict[str, str] = {
@@ -62,7 +69,8 @@ def _path_params(path: str) -> list[dict[str, Any]]:
             "in": "path",
             "required": True,
             "description": _DESCRIPTIONS.get(name, name),
-            "schema": {"type": "string", "minLength": 1},
+            "schema": {"type": "string", "minLength": 1,
+                       **({"examples": PARAM_EXAMPLES[name]} if name in PARAM_EXAMPLES else {})},
         }
         for name in _PARAM.findall(PREFIX_TEMPLATE + path)
     ]
@@ -97,12 +105,22 @@ def _header_params(route: Route, profile: Profile) -> list[dict[str, Any]]:
 
 
 def _request_body(route: Route, components: dict[str, Any]) -> dict[str, Any] | None:
+    """The operation's request body, with the examples ``openapi_rules`` gives it."""
+    body = _body_schema(route, components)
+    examples = request_examples(route)
+    if body is not None and examples:
+        next(iter(body["content"].values()))["examples"] = examples
+    return body
+
+
+def _body_schema(route: Route, components: dict[str, Any]) -> dict[str, Any] | None:
     if route.body == "none":
         return None
     if route.body == "json":
         assert route.request_model is not None
         schema = schema_ref(route.request_model, components)
-        return {"required": True, "content": {"application/json": {"schema": schema}}}
+        return {"required": body_required(route.request_model),
+                "content": {"application/json": {"schema": schema}}}
     if route.body == "octet-json":
         assert route.request_model is not None
         return json_bytes_body(route.request_model, components,
@@ -127,7 +145,8 @@ def _error_statuses(route: Route) -> dict[str, str]:
     return out
 
 
-def _responses(route: Route, components: dict[str, Any], error: dict[str, Any]) -> dict[str, Any]:
+def _responses(route: Route, components: dict[str, Any], error: dict[str, Any],
+               profile: Profile) -> dict[str, Any]:
     request_id = {"schema": {"type": "string"}, "description": "Request id for support."}
     headers = {REQUEST_ID_HEADER: request_id}
     ok: dict[str, Any] = {"description": "Success", "headers": headers}
@@ -136,7 +155,7 @@ def _responses(route: Route, components: dict[str, Any], error: dict[str, Any]) 
             "type": "object", "description": "An inline result, or {request_id, job_id} to poll."}}}
     elif route.response_model is not None:
         ok["content"] = {"application/json": {"schema": schema_ref(route.response_model, components)}}
-    found = links(route)
+    found = links(route, profile)
     if found:
         ok["links"] = found
     out: dict[str, Any] = {str(route.success_status): ok}
@@ -156,6 +175,17 @@ def _responses(route: Route, components: dict[str, Any], error: dict[str, Any]) 
     return out
 
 
+_INFO = {
+    "title": "Cortex Training REST API (contract kit)",
+    "version": "1",
+    "description": "Generated from contract.routes and contract.models. Rules JSON Schema "
+                   "cannot express are named per operation in x-gs-clauses (clause ids, "
+                   "`python -m contract clauses`); x-gs-refusals gives the statuses they "
+                   "answer a schema-valid request with; x-gs-omitted-operations the routes "
+                   "left out, and why.",
+}
+
+
 def build_openapi(profile: Profile = "proposed") -> dict[str, Any]:
     """The OpenAPI 3.1 document for ``profile`` (proposed = every route)."""
     components: dict[str, Any] = {}
@@ -167,7 +197,7 @@ def build_openapi(profile: Profile = "proposed") -> dict[str, Any]:
             "summary": r.summary,
             "tags": [r.profile],
             "parameters": _path_params(r.path) + _query_params(r) + _header_params(r, profile),
-            "responses": _responses(r, components, error),
+            "responses": _responses(r, components, error, profile),
             "x-call-kind": r.kind,
             "x-profile": r.profile,
             **extensions(r),
@@ -187,15 +217,9 @@ def build_openapi(profile: Profile = "proposed") -> dict[str, Any]:
     relax_dialects(components)
     return {
         "openapi": "3.1.0",
-        "info": {
-            "title": "Cortex Training REST API (contract kit)",
-            "version": "1",
-            "description": "Generated from contract.routes and contract.models. Rules JSON Schema "
-                           "cannot express are named per operation in x-gs-clauses (clause ids, "
-                           "`python -m contract clauses`); x-gs-refusals gives the statuses they "
-                           "answer a schema-valid request with.",
-        },
+        "info": _INFO,
         "servers": [{"url": "http://127.0.0.1:8080"}],
+        "x-gs-omitted-operations": omitted_operations(),
         "paths": paths,
         "components": {
             "schemas": dict(sorted(components.items())),

@@ -17,6 +17,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from pydantic import BaseModel
+
+from contract.idempotency import DATA_PLANE_ROUTES, IDEMPOTENCY_KEY_HEADER
+from contract.logs import STATEMENTS_ROUTE, stage_credentials_statement
 from contract.models_catalog import SMALLEST_TRAINING_MODEL
 from contract.routes import ROUTES, Route
 
@@ -71,12 +75,17 @@ REFUSALS: dict[str, dict[int, str]] = {
 }
 
 #: Calls per stateful scenario: a job's life is create, save, poll, then load/export/delete.
-STATEFUL_MAX_STEPS = 30
+STATEFUL_MAX_STEPS = 60
 #: The statuses schemathesis' positive-data check accepts by default (4.x).
 ST_DEFAULT_EXPECTED = ("2xx", "3xx", "401", "403", "404", "409", "429", "5xx")
 _PREFIX_PARAMS = ("database", "schema", "endpoint")
 _SUBMITS = tuple(r.name for r in ROUTES if r.kind in ("async", "stream", "either"))
 _CHECKPOINT_USERS = ("export_checkpoint", "delete_checkpoint", "load")
+#: Submits whose answer links to a cancel-request operation: two JSON ones a walk reaches
+#: often. A link from every submit would be seven more rules for a stateful tool to draw
+#: from at each step, thinning the chances of the long create -> save -> poll -> checkpoint
+#: chain without reaching anything new.
+_CANCELLED = ("step", "log_probs")
 #: Job-scoped operations create-job does not link to: each needs a second id (checkpoint,
 #: request) that only the call which made it can hand over (save, a submit, a poll). From
 #: create-job a tool could only invent that id: wasted calls, and for load and operation
@@ -98,33 +107,106 @@ SAMPLE_JOB: dict[str, Any] = {"sub_job_configs": [
 ]}
 
 
+#: path parameter -> example values: the ids a job's first save gets when the request names
+#: none (the kit's ``global_step{N}``, the spec dialect's ``ckpt-step{N}``, N = 0 before any
+#: step), so a tool that draws an example for a job it saved in reaches the checkpoint.
+PARAM_EXAMPLES: dict[str, list[str]] = {"checkpoint_id": ["global_step0", "ckpt-step0"]}
+_ONE_PROMPT = {"prompts": ["Hello"], "sampling_params": {"max_tokens": 4}}
+
+#: operation -> {name: (summary, value)}: the request body examples the document gives.
+#: Tools send them in their examples phase and mix them into generated bodies (schemathesis:
+#: one draw in five), so jobs with every sub-job kind exist beside the generated ones, and a
+#: load names the checkpoint a first save made.
+REQUEST_EXAMPLES: dict[str, dict[str, tuple[str, Any]]] = {
+    "create_job": {"sample_job": ("One training and one sampling sub-job of the smallest model",
+                                  SAMPLE_JOB)},
+    "generate_stream": {"one_prompt": ("One text prompt, four tokens", _ONE_PROMPT)},
+    "load": {f"first_save_{dialect}": (f"The checkpoint a first save names ({dialect} dialect)",
+                                       {"checkpoint_id": ckpt})
+             for dialect, ckpt in zip(("kit", "spec"), PARAM_EXAMPLES["checkpoint_id"], strict=True)},
+}
+
+
+def body_required(model: type[BaseModel]) -> bool:
+    """Whether a JSON body must be sent: the service reads an absent one as ``{}``, so only a
+    model with a required field (create-job, load, ...) needs one (step and save do not)."""
+    return bool(model.model_json_schema().get("required"))
+
+
+def request_examples(route: Route) -> dict[str, Any]:
+    """The media type's ``examples`` of ``route``'s request body (empty when it has none)."""
+    return {name: {"summary": summary, "value": value}
+            for name, (summary, value) in REQUEST_EXAMPLES.get(route.name, {}).items()}
+
+
+#: JSON data-plane routes create-job hands a body the service executes (merge_body false:
+#: sent whole), so a walk reaches their success answer instead of spending the step on a
+#: generated body; the fuzzing phases still send generated ones.
+LINK_BODIES: dict[str, dict[str, Any]] = {
+    "step": {},
+    "save": {},
+    "log_probs": {"prompts": ["Hello"]},
+    "generate_stream": _ONE_PROMPT,
+}
+
+
 def _same_prefix() -> dict[str, str]:
     return {p: f"$request.path.{p}" for p in _PREFIX_PARAMS}
 
 
+def _keyed(target: str, parameters: dict[str, str], *source_ids: str) -> dict[str, str]:
+    """``parameters`` plus, for a data-plane POST, its own ``Idempotency-Key``: one per
+    source answer and target (``source_ids``, expressions, name the answer), as a client
+    gives one key per logical call. A generated key would often repeat one another route already used
+    (hypothesis favours short strings), and the service answers that 409 (IDEM-KEY-3)."""
+    if target not in DATA_PLANE_ROUTES:
+        return parameters
+    key = "-".join(f"{{{expression}}}" for expression in source_ids)
+    return {**parameters, f"header.{IDEMPOTENCY_KEY_HEADER}": f"{key}-{target}"}
+
+
 def _to_checkpoint(target: str, expression: str) -> dict[str, Any]:
     """A link handing a checkpoint id to load (in its body) or export/delete (in the path)."""
-    link: dict[str, Any] = {"operationId": target,
-                            "parameters": {**_same_prefix(), "job_id": "$request.path.job_id"}}
+    same_job = {**_same_prefix(), "job_id": "$request.path.job_id"}
+    link: dict[str, Any] = {"operationId": target, "parameters": same_job}
     if target == "load":
-        # The checkpoint of this very job, into its training sub-job (spec §6.4).
+        # The checkpoint of this very job, into its training sub-job (spec §6.4), whole.
+        link["parameters"] = _keyed(target, same_job, "$request.path.job_id", expression)
         link["requestBody"] = {"checkpoint_id": expression, "source_job_id": "$request.path.job_id",
                                "target_sub_job_id": None}
+        link["x-schemathesis"] = {"merge_body": False}
     else:
         link["parameters"]["checkpoint_id"] = expression
     return link
 
 
-def links(route: Route) -> dict[str, Any]:
-    """The links of ``route``'s success answer (empty when it yields no id)."""
+def _from_create(target: str) -> dict[str, Any]:
+    """create-job -> ``target``: the new job's id, a key of its own, and a body it executes."""
+    job = "$response.body#/job_id"
+    link: dict[str, Any] = {"operationId": target,
+                            "parameters": _keyed(target, {**_same_prefix(), "job_id": job}, job)}
+    if target in LINK_BODIES:
+        link["requestBody"] = LINK_BODIES[target]
+        link["x-schemathesis"] = {"merge_body": False}
+    return link
+
+
+def links(route: Route, profile: str = "proposed") -> dict[str, Any]:
+    """The links of ``route``'s success answer (empty when it yields no id); the current
+    profile has no Idempotency-Key, so its links name none."""
+    out = _links(route)
+    if profile != "proposed":
+        for link in out.values():
+            link["parameters"].pop(f"header.{IDEMPOTENCY_KEY_HEADER}", None)
+    return out
+
+
+def _links(route: Route) -> dict[str, Any]:
     out: dict[str, Any] = {}
     if route.name == "create_job":
         for scoped in ROUTES:
             if "{job_id}" in scoped.path and scoped.name not in _NOT_FROM_CREATE:
-                out[f"job_{scoped.name}"] = {
-                    "operationId": scoped.name,
-                    "parameters": {**_same_prefix(), "job_id": "$response.body#/job_id"},
-                }
+                out[f"job_{scoped.name}"] = _from_create(scoped.name)
     if route.name in ("get_capacity", "list_jobs"):
         # A look at the account: create a job with every sub-job kind. The literal body
         # replaces the generated one (schemathesis' x-schemathesis merge_body: false).
@@ -139,12 +221,19 @@ def links(route: Route) -> dict[str, Any]:
         same_job = {**_same_prefix(), "job_id": "$request.path.job_id"}
         out["poll"] = {"operationId": "get_request",
                        "parameters": {**same_job, "request_id": "$response.body#/request_id"}}
-        out["cancel"] = {"operationId": "operation", "parameters": same_job, "requestBody": {
+    if route.name in _CANCELLED:
+        same_job = {**_same_prefix(), "job_id": "$request.path.job_id"}
+        cancel = _keyed("operation", same_job, "$response.body#/request_id")
+        out["cancel"] = {"operationId": "operation", "parameters": cancel, "requestBody": {
             "operation_type": "cancel-request", "payload": {"request_id": "$response.body#/request_id"}}}
     if route.name == "get_request":
-        # A polled save (done) has left a checkpoint: the list names it.
+        # A polled save (done) has left a checkpoint: the list names it, and so does the
+        # save's result (in either dialect; a poll of anything else resolves to nothing, and
+        # the tool then generates the id: a 404, never a failure, the source being a GET).
         out["then_list"] = {"operationId": "list_checkpoints",
                             "parameters": {**_same_prefix(), "job_id": "$request.path.job_id"}}
+        for target in _CHECKPOINT_USERS:
+            out[f"saved_{target}"] = _to_checkpoint(target, "$response.body#/result/checkpoint_id")
     if route.name == "save":
         # The saved checkpoint's id is the listed one: the request's may be absent or empty
         # (the server then names it), so a link cannot take it from the save request.
@@ -154,6 +243,25 @@ def links(route: Route) -> dict[str, Any]:
         for target in _CHECKPOINT_USERS:
             out[f"listed_{target}"] = _to_checkpoint(target, "$response.body#/checkpoints/0/checkpoint_id")
     return out
+
+
+def omitted_operations() -> dict[str, dict[str, Any]]:
+    """``x-gs-omitted-operations``: routes the service serves that the document leaves out, and
+    why. The SQL statement route's one accepted body names a run of the caller's job inside a
+    ``SYSTEM$...`` call; a link would have to write that text, and in a link a ``$`` starts a
+    runtime expression, so no link can (schemathesis: "Unknown token"). Listed without a
+    link, no link-aware tool could reach its success answer: every generated statement is
+    refused (400) or names no run (404), and the run warns of missing test data."""
+    return {f"{STATEMENTS_ROUTE.method} {STATEMENTS_ROUTE.path}": {
+        "operationId": STATEMENTS_ROUTE.name,
+        "summary": STATEMENTS_ROUTE.summary,
+        "accepted-statement": stage_credentials_statement("<experiment_name>", "<run_name>"),
+        "why-omitted": "Its one accepted body is a SYSTEM$GET_VSTAGE_WRITE_CREDS statement "
+                       "naming a run of GET /{job_id}/experiment-run; a link cannot write it ('$' "
+                       "starts a runtime expression), so no tool following this document could "
+                       "reach its success answer.",
+        "x-gs-clauses": ["JOB-LOGS-1", "JOB-LOGS-2"],
+    }}
 
 
 def extensions(route: Route) -> dict[str, Any]:
@@ -196,4 +304,6 @@ def schemathesis_config() -> str:
     return "\n".join(lines)
 
 
-__all__ = ["GS_CLAUSES", "REFUSALS", "extensions", "links", "schemathesis_config"]
+__all__ = ["GS_CLAUSES", "LINK_BODIES", "PARAM_EXAMPLES", "REFUSALS", "REQUEST_EXAMPLES", "body_required", "extensions", "links",
+           "omitted_operations", "request_examples",
+           "schemathesis_config"]

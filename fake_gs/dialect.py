@@ -83,12 +83,14 @@ def save_may_create(wanted: str | None, spec_dialect: bool) -> Callable[[str], b
     return lambda name: pattern.fullmatch(name) is not None
 
 
-def log_cursor(text: str | None) -> str | None:
-    """A spec-dialect log cursor (opaque ``L<n>``) back to the kit's line index."""
-    return text[1:] if text and text.startswith("L") else text
+def log_cursor(text: str | int | None) -> str | int | None:
+    """A spec-dialect log cursor (opaque ``L<n>``) back to the kit's line index; any other
+    value (an integer too, which the payload's schema allows) goes on to be judged as is."""
+    return text[1:] if isinstance(text, str) and text.startswith("L") else text
 
 
-def log_page(entries: list[Any], end: int, eof: bool, placing: bool, cursor_in: str | None) -> dict[str, Any]:
+def log_page(entries: list[Any], end: int, eof: bool, placing: bool,
+             cursor_in: str | int | None) -> dict[str, Any]:
     """An opaque cursor; while the job is placing the pod is still appearing, so the page is
     empty and not EOF, with the cursor unchanged (the caller asks again)."""
     if placing:

@@ -81,11 +81,22 @@ def bake(doc: dict[str, Any], prefix: str, job_id: str, allow_create: bool) -> d
             op["parameters"] = params
             for response in op.get("responses", {}).values():
                 response.pop("links", None)
+            _drop_examples(op)
         if item:
             paths[new_path] = item
     out["paths"] = paths
     out.pop("servers", None)
     return out
+
+
+def _drop_examples(op: dict[str, Any]) -> None:
+    """The document's examples serve a generic walk (a load or delete of the checkpoint a
+    first save names); against the pinned session job they would touch checkpoints other
+    properties made, so the properties draw without them."""
+    for p in op.get("parameters", []):
+        p.get("schema", {}).pop("examples", None)
+    for media in op.get("requestBody", {}).get("content", {}).values():
+        media.pop("examples", None)
 
 
 def _load(gs_target, gs_job):

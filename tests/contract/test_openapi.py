@@ -137,20 +137,95 @@ def test_links_walk_a_job_life() -> None:
             poll = by_id[r.name]["responses"]["200"]["links"]["poll"]
             assert poll["operationId"] == "get_request"
             assert poll["parameters"]["request_id"] == "$response.body#/request_id"
-            cancel = by_id[r.name]["responses"]["200"]["links"]["cancel"]
-            assert cancel["requestBody"]["payload"]["request_id"] == "$response.body#/request_id"
-    # save -> list (the request's checkpoint_id may be absent or empty), a poll -> list too,
-    # and the list hands its first checkpoint to load, export and delete.
+    # Two JSON submits also link to cancelling the request they made.
+    cancels = {r.name for r in ROUTES if "cancel" in by_id[r.name]["responses"]["200"].get("links", {})}
+    assert cancels == {"step", "log_probs"}
+    for name in cancels:
+        cancel = by_id[name]["responses"]["200"]["links"]["cancel"]
+        assert cancel["requestBody"]["payload"]["request_id"] == "$response.body#/request_id"
+    # save -> list (the request's checkpoint_id may be absent or empty), a poll -> list too;
+    # the list's first checkpoint and a polled save's result go to load, export and delete.
     for source in ("save", "get_request"):
         targets = {link["operationId"] for link in by_id[source]["responses"]["200"]["links"].values()}
         assert "list_checkpoints" in targets
+    checkpoint_users = {"load", "export_checkpoint", "delete_checkpoint"}
     listed = by_id["list_checkpoints"]["responses"]["200"]["links"]
-    assert {link["operationId"] for link in listed.values()} == {"load", "export_checkpoint", "delete_checkpoint"}
+    assert {link["operationId"] for link in listed.values()} == checkpoint_users
+    polled = by_id["get_request"]["responses"]["200"]["links"]
+    saved = {n: link for n, link in polled.items() if link["operationId"] in checkpoint_users}
+    assert {link["operationId"] for link in saved.values()} == checkpoint_users
+    for link in saved.values():
+        expression = link.get("requestBody", link["parameters"]).get("checkpoint_id")
+        assert expression == "$response.body#/result/checkpoint_id", link
     # A look at the account links to create-job with a job that has every sub-job kind.
     for source in ("get_capacity", "list_jobs"):
         sample = by_id[source]["responses"]["200"]["links"]["create_sample_job"]
         kinds = {c["job_type"] for c in sample["requestBody"]["sub_job_configs"]}
         assert kinds == {"training", "sampling"} and sample["x-schemathesis"] == {"merge_body": False}
+
+
+def test_links_give_each_data_plane_call_its_own_key_and_a_body_it_executes() -> None:
+    """A link to a data-plane POST names an Idempotency-Key built from the source answer and
+    the target (a generated key would repeat one another route used: a 409), and create-job's
+    links to JSON submits send a body the service runs, whole."""
+    from contract.idempotency import DATA_PLANE_ROUTES, IDEMPOTENCY_KEY_HEADER
+    from contract.openapi_rules import LINK_BODIES
+
+    doc = build_openapi()
+    by_id = {op["operationId"]: op for item in doc["paths"].values() for op in item.values()}
+    keyed = 0
+    for op in by_id.values():
+        for link in op["responses"]["200"].get("links", {}).values():
+            key = link["parameters"].get(f"header.{IDEMPOTENCY_KEY_HEADER}")
+            target = link["operationId"]
+            assert (key is not None) == (target in DATA_PLANE_ROUTES), (op["operationId"], target)
+            if key is not None:
+                keyed += 1
+                assert key.endswith(f"}}-{target}") and "{$" in key, key
+    assert keyed >= len(DATA_PLANE_ROUTES)
+    current = build_openapi("current")
+    for item in current["paths"].values():
+        for op in item.values():
+            for link in op["responses"]["200"].get("links", {}).values():
+                assert f"header.{IDEMPOTENCY_KEY_HEADER}" not in link["parameters"]
+    created = by_id["create_job"]["responses"]["200"]["links"]
+    for target, body in LINK_BODIES.items():
+        assert created[f"job_{target}"]["requestBody"] == body
+        assert created[f"job_{target}"]["x-schemathesis"] == {"merge_body": False}
+        model = route(target).request_model
+        assert model is not None
+        model.model_validate(body)
+
+
+def test_bodies_without_a_required_field_are_optional_and_examples_validate() -> None:
+    """The service reads an absent JSON body as {} (step, save); each request example is an
+    instance of its body's schema, and checkpoint ids have the ids a first save names."""
+    doc = build_openapi()
+    components = doc["components"]
+    for r in ROUTES:
+        op = doc["paths"][PREFIX_TEMPLATE + r.path][r.method.lower()]
+        if r.body == "json":
+            assert r.request_model is not None
+            required = bool(r.request_model.model_json_schema().get("required"))
+            assert op["requestBody"]["required"] is required, r.name
+        for media in op.get("requestBody", {}).get("content", {}).values():
+            schema = {**media["schema"], "components": components}
+            for example in media.get("examples", {}).values():
+                assert Draft202012Validator(schema).is_valid(example["value"]), (r.name, example)
+    assert route("step").request_model is not None
+    export = doc["paths"][PREFIX_TEMPLATE + route("export_checkpoint").path]["post"]
+    ckpt = next(p for p in export["parameters"] if p["name"] == "checkpoint_id")
+    assert ckpt["schema"]["examples"] == ["global_step0", "ckpt-step0"]
+
+
+def test_the_statement_route_is_named_as_left_out_with_its_reason() -> None:
+    from contract.logs import STATEMENTS_PATH
+
+    doc = build_openapi()
+    assert not any(path == STATEMENTS_PATH for path in doc["paths"])
+    omitted = doc["x-gs-omitted-operations"][f"POST {STATEMENTS_PATH}"]
+    assert "$" in omitted["accepted-statement"] and "runtime expression" in omitted["why-omitted"]
+    assert set(omitted["x-gs-clauses"]) <= set(CLAUSES)
 
 
 def test_idempotency_key_is_an_optional_header_of_proposed_data_plane_posts() -> None:

@@ -99,6 +99,18 @@ def test_tail_logs_while_placing_is_an_empty_page(make_server: Callable[..., Fak
     assert later["entries"] and later["next_cursor"].startswith("L")
 
 
+def test_tail_logs_takes_an_integer_cursor_as_the_payload_allows(spec: Api) -> None:
+    """The payload's schema allows an integer cursor: judged like any other (a 400 when
+    negative), never a 500 (schemathesis' stateful phase sent one)."""
+    job = spec.running_job()
+    body = {"operation_type": "tail-logs", "payload": {"cursor": -3}, "sub_job_type": "training"}
+    refused = spec.post(f"/{job}/operation", json=body)
+    assert refused.status_code == 400, refused.text
+    body["payload"]["cursor"] = 0
+    page = spec.post(f"/{job}/operation", json=body)
+    assert page.status_code == 200 and page.json()["next_cursor"].startswith("L"), page.text
+
+
 def test_the_option_is_on_the_cli_and_checked() -> None:
     assert settings_from_args(build_parser().parse_args(["--dialect", "spec"])).dialect == "spec"
     assert FakeSettings().dialect == "kit"
