@@ -55,7 +55,7 @@ def waived_by(mutant: str | None) -> frozenset[str]:
     return frozenset({rule}) if rule is not None else frozenset()
 
 
-def decide(mutant: str | None, chunk: cm.Chunk, group: cm.GroupView | None, limits: cm.Limits,
+def decide(mutant: str | None, chunk: cm.Chunk, group: cm.GroupState | None, limits: cm.Limits,
            usage: cm.Usage = cm.NO_USAGE) -> cm.Decision:
     """The machine's decision as the fake running ``mutant`` (None: none) reaches it."""
     decision = cm.decide(chunk, group, limits, usage, waived_by(mutant))

@@ -15,8 +15,8 @@ name the rules they waive and the decisions they transform in ``fake_gs/chunk_ho
 from __future__ import annotations
 
 from collections.abc import Mapping, Set
-from dataclasses import dataclass
-from typing import Any, Protocol
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple, Protocol
 
 from contract.errors import ErrorCode, detail_entry
 
@@ -33,17 +33,20 @@ RULES = frozenset({RESTART, CAPS, ACCOUNT_CAPS, MISSING})
 MISSING_NAMED = 20
 
 
-class GroupView(Protocol):
-    """What the machine reads of a known group (``fake_gs.chunks.ChunkGroup`` is one)."""
+@dataclass
+class GroupState:
+    """What the machine reads of a known group: the terms its first chunk set, its status
+    and the chunks in (``fake_gs.chunks.ChunkGroup`` adds the bytes and the bookkeeping)."""
 
     route: str
     total: int
     frame_sha256: str
     frame_size: int
     operation: str | None
+    #: Every chunk but the last spans this many frame bytes (judged from the first chunk).
     range_size: int
-    status: str
-    received: Set[int]
+    status: str = OPEN
+    received: set[int] = field(default_factory=set)
 
 
 class Limits(Protocol):
@@ -57,8 +60,7 @@ class Limits(Protocol):
     max_buffered_bytes_total: int
 
 
-@dataclass(frozen=True)
-class Chunk:
+class Chunk(NamedTuple):
     """One request chunk as it arrived: its descriptor and what is known of its payload."""
 
     job_id: str
@@ -69,35 +71,32 @@ class Chunk:
     differs_from_stored: bool = False
 
     @property
-    def group_id(self) -> str:
-        return str(self.desc["chunk_group_id"])
-
-    @property
-    def idx(self) -> int:
-        return int(self.desc["chunk_idx"])
-
-    @property
-    def total(self) -> int:
-        return int(self.desc["total_chunks"])
-
-    @property
-    def frame_size(self) -> int:
-        return int(self.desc["frame_size_bytes"])
+    def position(self) -> tuple[str, int, int]:
+        """``(chunk_group_id, chunk_idx, total_chunks)``."""
+        desc = self.desc
+        return str(desc["chunk_group_id"]), int(desc["chunk_idx"]), int(desc["total_chunks"])
 
     @property
     def final(self) -> bool:
-        return self.idx == self.total - 1
+        _, idx, total = self.position
+        return idx == total - 1
+
+
+@dataclass(frozen=True)
+class Load:
+    """Open chunk groups and the bytes they reserve (each one's declared frame size)."""
+
+    open_groups: int = 0
+    reserved: int = 0
 
 
 @dataclass(frozen=True)
 class Usage:
-    """Chunk-group usage before a new group opens: open groups and reserved bytes."""
+    """Chunk-group load before a new group opens: of its job, its account, the server."""
 
-    job_open: int = 0
-    job_reserved: int = 0
-    account_open: int = 0
-    account_reserved: int = 0
-    total_reserved: int = 0
+    job: Load = Load()
+    account: Load = Load()
+    server_reserved: int = 0
 
 
 @dataclass(frozen=True)
@@ -183,7 +182,7 @@ def first_range_size(desc: Mapping[str, Any], payload_len: int) -> int | Refuse:
     return max(1, -(-(size - payload_len) // (total - 1)))
 
 
-def conflict_field(group: GroupView, route: str, desc: Mapping[str, Any]) -> str | None:
+def conflict_field(group: GroupState, route: str, desc: Mapping[str, Any]) -> str | None:
     """The descriptor field a chunk disagrees with its group on, if any."""
     if group.route != route:
         return "route"
@@ -217,53 +216,52 @@ def first_missing(received: Set[int], total: int, limit: int = MISSING_NAMED) ->
     return out
 
 
+def _load_refusal(who: str, load: Load, max_open: int, max_bytes: int, size: int) -> Refuse | None:
+    """One scope's caps (a job's, an account's): open groups, then reserved bytes."""
+    if load.open_groups >= max_open:
+        return Refuse(ErrorCode.CHUNK_GROUP_LIMIT, f"{who} already has {load.open_groups} open chunk groups "
+                      f"(the cap is {max_open}); finish or abandon one first")
+    if load.reserved + size > max_bytes:
+        return Refuse(ErrorCode.BUFFER_LIMIT, f"{who} cannot buffer {size} more bytes: {load.reserved} are "
+                      f"buffered and the cap is {max_bytes}")
+    return None
+
+
 def caps_refusal(chunk: Chunk, limits: Limits, usage: Usage, waived: Set[str] = frozenset()) -> Refuse | None:
     """LIMIT-GROUPS-1 and LIMIT-ACCOUNT-1 for a new group: open groups and reserved bytes
     (each open group's declared frame size) per job, per account and for the server."""
     if CAPS in waived:
         return None
-    size, job = chunk.frame_size, chunk.job_id
-    if usage.job_open >= limits.max_open_groups_per_job:
-        return Refuse(ErrorCode.CHUNK_GROUP_LIMIT,
-                      f"job {job} already has {usage.job_open} open chunk groups (the cap is "
-                      f"{limits.max_open_groups_per_job}); finish or abandon one first")
-    if usage.job_reserved + size > limits.max_buffered_bytes_per_job:
-        return Refuse(ErrorCode.BUFFER_LIMIT,
-                      f"job {job} cannot buffer {size} more bytes: {usage.job_reserved} are buffered and "
-                      f"the cap is {limits.max_buffered_bytes_per_job}")
-    account_open, account_bytes = (0, 0) if ACCOUNT_CAPS in waived else (usage.account_open, usage.account_reserved)
-    if account_open >= limits.max_open_groups_per_account:
-        return Refuse(ErrorCode.CHUNK_GROUP_LIMIT,
-                      f"this account already has {account_open} open chunk groups (the cap is "
-                      f"{limits.max_open_groups_per_account}); finish or abandon one first")
-    if account_bytes + size > limits.max_buffered_bytes_per_account:
-        return Refuse(ErrorCode.BUFFER_LIMIT,
-                      f"this account cannot buffer {size} more bytes: {account_bytes} are buffered and "
-                      f"the cap is {limits.max_buffered_bytes_per_account}")
-    if usage.total_reserved + size > limits.max_buffered_bytes_total:
-        return Refuse(ErrorCode.CHUNK_GROUP_LIMIT,
-                      f"the server is buffering {usage.total_reserved} chunk bytes (the cap is "
-                      f"{limits.max_buffered_bytes_total}); retry later")
-    return None
+    size = int(chunk.desc["frame_size_bytes"])
+    refusal = _load_refusal(f"job {chunk.job_id}", usage.job, limits.max_open_groups_per_job,
+                            limits.max_buffered_bytes_per_job, size)
+    if refusal is None:  # a waiver counts the account as empty (its caps still bound one group)
+        account = Load() if ACCOUNT_CAPS in waived else usage.account
+        refusal = _load_refusal("this account", account, limits.max_open_groups_per_account,
+                                limits.max_buffered_bytes_per_account, size)
+    if refusal is None and usage.server_reserved + size > limits.max_buffered_bytes_total:
+        refusal = Refuse(ErrorCode.CHUNK_GROUP_LIMIT, f"the server is buffering {usage.server_reserved} chunk "
+                         f"bytes (the cap is {limits.max_buffered_bytes_total}); retry later")
+    return refusal
 
 
 def place(chunk: Chunk, received: Set[int], range_size: int, *, new: bool,
           waived: Set[str] = frozenset()) -> Decision:
     """A chunk of an open group (``new``: one this chunk opens): its size must match its
     range, and a final chunk needs every other chunk in (CG-MISSING-1)."""
-    idx, final = chunk.idx, chunk.final
-    new_range = range_size if new else None
+    gid, idx, total = chunk.position
+    final, new_range = chunk.final, (range_size if new else None)
     if idx in received and not final:
         return Ack(keep=False, new_range_size=new_range)  # a resend of the same bytes (CG-IDEM-2)
-    start, end = chunk_span(idx, chunk.total, range_size, chunk.frame_size)
+    start, end = chunk_span(idx, total, range_size, int(chunk.desc["frame_size_bytes"]))
     if chunk.payload_len != end - start:
         return Refuse(ErrorCode.MALFORMED_FRAME,
                       f"chunk {idx} carries {chunk.payload_len} bytes; this group's chunk {idx} "
                       f"spans {end - start} bytes", touches_group=True)
-    missing = [i for i in first_missing(received, chunk.total) if i != idx] if final else []
+    missing = [i for i in first_missing(received, total) if i != idx] if final else []
     if missing and MISSING not in waived:
         return Refuse(ErrorCode.CHUNK_GROUP_MISSING_CHUNKS,
-                      f"chunk group {chunk.group_id} is missing chunk_idx {missing}; send them, then the final chunk",
+                      f"chunk group {gid} is missing chunk_idx {missing}; send them, then the final chunk",
                       tuple(detail_entry(("request_chunk", "chunk_idx", i), "missing", "missing") for i in missing),
                       touches_group=True)
     keep = idx not in received
@@ -275,9 +273,10 @@ def place(chunk: Chunk, received: Set[int], range_size: int, *, new: bool,
 def open_new(chunk: Chunk, limits: Limits, usage: Usage, waived: Set[str] = frozenset()) -> Decision:
     """A chunk of a group not known here: only chunk 0 opens one (CG-RESTART-1), within
     the caps, with chunk sizes that add up to the declared frame."""
-    if chunk.idx != 0 and RESTART not in waived:
+    gid, idx, _ = chunk.position
+    if idx != 0 and RESTART not in waived:
         return Refuse(ErrorCode.CHUNK_GROUP_RESTART_REQUIRED,
-                      f"chunk group {chunk.group_id} is not known here; resend the whole group from chunk 0")
+                      f"chunk group {gid} is not known here; resend the whole group from chunk 0")
     refusal = caps_refusal(chunk, limits, usage, waived)
     if refusal is not None:
         return refusal
@@ -287,20 +286,20 @@ def open_new(chunk: Chunk, limits: Limits, usage: Usage, waived: Set[str] = froz
     return place(chunk, frozenset(), range_size, new=True, waived=waived)
 
 
-def decide(chunk: Chunk, group: GroupView | None, limits: Limits, usage: Usage = NO_USAGE,
+def decide(chunk: Chunk, group: GroupState | None, limits: Limits, usage: Usage = NO_USAGE,
            waived: Set[str] = frozenset()) -> Decision:
     """What happens to ``chunk`` given its group (None: not known here).
 
     ``usage`` matters only when the group is new; ``waived`` names rules a mutant turns off.
     The descriptor itself is judged first, by :func:`descriptor_refusal`."""
+    gid, idx, _ = chunk.position
     if chunk.differs_from_stored:
-        return Refuse(ErrorCode.CHUNK_GROUP_CONFLICT,
-                      f"chunk {chunk.idx} of group {chunk.group_id} was sent before with another payload")
+        return Refuse(ErrorCode.CHUNK_GROUP_CONFLICT, f"chunk {idx} of group {gid} was sent before with another payload")
     if group is None:
         return open_new(chunk, limits, usage, waived)
     name = conflict_field(group, chunk.route, chunk.desc)
     if name is not None:
-        return Refuse(ErrorCode.CHUNK_GROUP_CONFLICT, f"chunk group {chunk.group_id} was started with another {name}",
+        return Refuse(ErrorCode.CHUNK_GROUP_CONFLICT, f"chunk group {gid} was started with another {name}",
                       (detail_entry(("request_chunk", name), "differs from the group", "conflict"),))
     if group.status in (FINALIZING, DONE):
         return Replay() if chunk.final else Ack(keep=False)

@@ -23,29 +23,23 @@ from typing import Any
 from starlette.concurrency import run_in_threadpool
 
 from contract.errors import ErrorCode
-from fake_gs.chunk_machine import DONE, FINALIZING, OPEN
+from fake_gs.chunk_machine import DONE, FINALIZING, OPEN, GroupState
 from fake_gs.errors import ApiError
 
 __all__ = ["DONE", "FINALIZING", "OPEN", "ChunkGroup", "malformed", "new_group"]
 
 
 
-@dataclass
-class ChunkGroup:
+@dataclass(kw_only=True)
+class ChunkGroup(GroupState):
+    """A group's state (the machine's view) with its chunks' bytes and bookkeeping."""
+
     group_id: str
     job_id: str
-    route: str
-    total: int
-    frame_sha256: str
-    frame_size: int
-    operation: str | None
-    range_size: int
     #: Payload views of the chunks received, by index (None once released).
     parts: dict[int, memoryview] | None
     created_at: float
     touched_at: float
-    received: set[int] = field(default_factory=set)
-    status: str = OPEN
     request_id: str | None = None
     #: Times the group's frame was executed (at-most-once proof; see the admin state dump).
     executions: int = 0

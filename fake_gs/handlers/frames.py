@@ -151,9 +151,8 @@ def usage_before_open(ctx: Ctx, job: JobRec, groups: dict[str, ChunkGroup]) -> c
     """Open groups and reserved bytes (each open group's declared frame size) of the job,
     its account and the server, for the caps on a new group (under the store lock)."""
     account_open, account_bytes, total = ctx.store.group_usage(job.owner)
-    return cm.Usage(job_open=sum(1 for g in groups.values() if g.status != DONE),
-                    job_reserved=sum(g.reserved_bytes for g in groups.values()),
-                    account_open=account_open, account_reserved=account_bytes, total_reserved=total)
+    job_load = cm.Load(sum(1 for g in groups.values() if g.status != DONE), sum(g.reserved_bytes for g in groups.values()))
+    return cm.Usage(job_load, cm.Load(account_open, account_bytes), total)
 
 
 async def resend_differs(group: ChunkGroup | None, idx: int, payload: memoryview) -> bool:
@@ -178,15 +177,16 @@ def carry_out(job: JobRec, groups: dict[str, ChunkGroup], group: ChunkGroup | No
     if group is None:
         assert not isinstance(decision, cm.Replay) and decision.new_range_size is not None
         group = new_group(job.job_id, chunk.route, chunk.desc, decision.new_range_size, job.owner)
+    gid, idx, _ = chunk.position
     group.touched_at = time.monotonic()
     if isinstance(decision, cm.Replay):
         group.replays += 1
         return group
     if decision.keep and group.parts is not None:
-        group.keep(chunk.idx, payload)
+        group.keep(idx, payload)
         group.advance_hash()
     if decision.new_range_size is not None:
-        groups[chunk.group_id] = group
+        groups[gid] = group
     if isinstance(decision, cm.Execute):
         group.status = FINALIZING
     return group
@@ -204,13 +204,13 @@ async def accept_chunk(ctx: Ctx, job: JobRec, desc: dict[str, Any], payload: mem
     differs = await resend_differs(groups.get(desc["chunk_group_id"]), desc["chunk_idx"], payload)
     chunk = cm.Chunk(job.job_id, ctx.route.name, desc, len(payload), differs)
     with store.lock:
-        group = groups.get(chunk.group_id)
+        group = groups.get(desc["chunk_group_id"])
         usage = usage_before_open(ctx, job, groups) if group is None else cm.NO_USAGE
         decision = chunk_hooks.decide(ctx.settings.mutant, chunk, group, ctx.settings, usage)
         group = carry_out(job, groups, group, chunk, decision, payload)
     del payload
     if isinstance(decision, cm.Ack):
-        return chunk_ack(group, chunk.idx, decision)
+        return chunk_ack(group, desc["chunk_idx"], decision)
     if isinstance(decision, cm.Replay):
         return await replay_final(ctx, job, group, builder, decision)
     return await finalize(ctx, job, group, builder, decision)

@@ -6,7 +6,7 @@ Ack, Execute, Replay or Refuse. The mutants' hooks are checked by name as well.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -21,31 +21,17 @@ ROUTE = "forward_backward"
 SHA = "ab" * 32
 
 
-@dataclass(frozen=True)
-class Limits:
-    max_body_bytes: int = 1000
-    max_open_groups_per_job: int = 2
-    max_buffered_bytes_per_job: int = 10_000
-    max_open_groups_per_account: int = 3
-    max_buffered_bytes_per_account: int = 20_000
-    max_buffered_bytes_total: int = 30_000
+#: Small caps: two open groups per job, three per account.
+LIMITS = FakeSettings(max_body_bytes=1000, max_open_groups_per_job=2, max_buffered_bytes_per_job=10_000,
+                      max_open_groups_per_account=3, max_buffered_bytes_per_account=20_000,
+                      max_buffered_bytes_total=30_000)
 
 
-@dataclass
-class Group:
-    """A known group as the machine sees it (ChunkGroup's fields)."""
-
-    total: int = 4
-    frame_size: int = 350
-    range_size: int = 100
-    route: str = ROUTE
-    frame_sha256: str = SHA
-    operation: str | None = "forward-backward"
-    status: str = cm.OPEN
-    received: set[int] = field(default_factory=set)
-
-
-LIMITS = Limits()
+def Group(received: set[int] | None = None, **change: Any) -> cm.GroupState:  # noqa: N802 (reads as a type)
+    """A known group of four chunks over 350 bytes (ranges of 100) as the machine sees it."""
+    terms: dict[str, Any] = {"route": ROUTE, "total": 4, "frame_sha256": SHA, "frame_size": 350,
+                             "operation": "forward-backward", "range_size": 100, **change}
+    return cm.GroupState(**terms, received=set(received or ()))
 
 
 def desc(idx: int, total: int = 4, size: int = 350, **extra: Any) -> dict[str, Any]:
@@ -61,6 +47,7 @@ def chunk(idx: int, payload_len: int = 100, total: int = 4, size: int = 350, *, 
 
 def test_the_final_flag_is_the_last_index() -> None:
     assert [chunk(i, total=4).final for i in range(4)] == [False, False, False, True]
+    assert chunk(2).position == ("g1", 2, 4)
     assert chunk(0, 350, total=1).final
 
 
@@ -112,7 +99,7 @@ def test_an_unknown_group_must_restart_from_chunk_zero() -> None:
 
 def test_an_expired_group_is_unknown_so_its_next_chunk_restarts() -> None:
     """Expiry is the registry's (it drops idle groups); the machine then meets no group."""
-    decision = cm.decide(chunk(1), None, LIMITS, cm.Usage(job_open=0))
+    decision = cm.decide(chunk(1), None, LIMITS, cm.Usage())
     assert isinstance(decision, cm.Refuse) and decision.code == ErrorCode.CHUNK_GROUP_RESTART_REQUIRED
 
 
@@ -195,11 +182,11 @@ def test_a_finished_group_replays_its_final_chunk_and_acks_the_rest(status: str)
 
 
 @pytest.mark.parametrize(("usage", "code", "words"), [
-    (cm.Usage(job_open=2), ErrorCode.CHUNK_GROUP_LIMIT, "job job-1 already has 2 open chunk groups"),
-    (cm.Usage(job_reserved=9_700), ErrorCode.BUFFER_LIMIT, "job job-1 cannot buffer 350 more bytes"),
-    (cm.Usage(account_open=3), ErrorCode.CHUNK_GROUP_LIMIT, "this account already has 3 open"),
-    (cm.Usage(account_reserved=19_700), ErrorCode.BUFFER_LIMIT, "this account cannot buffer 350"),
-    (cm.Usage(total_reserved=29_700), ErrorCode.CHUNK_GROUP_LIMIT, "the server is buffering 29700"),
+    (cm.Usage(job=cm.Load(open_groups=2)), ErrorCode.CHUNK_GROUP_LIMIT, "job job-1 already has 2 open chunk groups"),
+    (cm.Usage(job=cm.Load(reserved=9_700)), ErrorCode.BUFFER_LIMIT, "job job-1 cannot buffer 350 more bytes"),
+    (cm.Usage(account=cm.Load(open_groups=3)), ErrorCode.CHUNK_GROUP_LIMIT, "this account already has 3 open"),
+    (cm.Usage(account=cm.Load(reserved=19_700)), ErrorCode.BUFFER_LIMIT, "this account cannot buffer 350"),
+    (cm.Usage(server_reserved=29_700), ErrorCode.CHUNK_GROUP_LIMIT, "the server is buffering 29700"),
 ])
 def test_a_new_group_over_a_cap_is_refused(usage: cm.Usage, code: ErrorCode, words: str) -> None:
     refusal = cm.decide(chunk(0), None, LIMITS, usage)
@@ -209,18 +196,21 @@ def test_a_new_group_over_a_cap_is_refused(usage: cm.Usage, code: ErrorCode, wor
 
 def test_waiving_account_caps_keeps_the_job_and_server_caps() -> None:
     waived = {cm.ACCOUNT_CAPS}
-    account_full = cm.Usage(account_open=3, account_reserved=19_700)
+    account_full = cm.Usage(account=cm.Load(open_groups=3, reserved=19_700))
     assert cm.decide(chunk(0), None, LIMITS, account_full, waived) == cm.Ack(keep=True, new_range_size=100)
-    assert isinstance(cm.decide(chunk(0), None, LIMITS, cm.Usage(job_open=2), waived), cm.Refuse)
-    assert isinstance(cm.decide(chunk(0), None, LIMITS, cm.Usage(total_reserved=29_700), waived), cm.Refuse)
+    assert isinstance(cm.decide(chunk(0), None, LIMITS, cm.Usage(job=cm.Load(open_groups=2)), waived), cm.Refuse)
+    assert isinstance(cm.decide(chunk(0), None, LIMITS, cm.Usage(server_reserved=29_700), waived), cm.Refuse)
+    roomy = replace(LIMITS, max_buffered_bytes_per_job=10**6, max_buffered_bytes_total=10**6)
+    too_big = cm.decide(chunk(0, size=25_000), None, roomy, cm.Usage(), waived)
+    assert isinstance(too_big, cm.Refuse) and "this account cannot buffer 25000" in too_big.message
 
 
 def test_caps_bind_only_new_groups() -> None:
-    full = cm.Usage(job_open=2, job_reserved=10_000, total_reserved=30_000)
+    full = cm.Usage(job=cm.Load(2, 10_000), server_reserved=30_000)
     assert cm.decide(chunk(1), Group(received={0}), LIMITS, full) == cm.Ack(keep=True)
 
 
-def test_the_fakes_settings_are_a_limits_view() -> None:
+def test_the_default_settings_let_a_first_group_open() -> None:
     assert cm.decide(chunk(0), None, FakeSettings()) == cm.Ack(keep=True, new_range_size=100)
 
 
@@ -245,9 +235,10 @@ def test_every_hook_names_a_declared_mutant_and_a_machine_rule() -> None:
     ("groups-uncapped", None, chunk(0), cm.Ack(keep=True, new_range_size=100)),
     ("account-caps-ignored", None, chunk(0), cm.Ack(keep=True, new_range_size=100)),
 ])
-def test_mutants_change_decisions_by_name(mutant: str | None, group: Group | None, the_chunk: cm.Chunk,
+def test_mutants_change_decisions_by_name(mutant: str | None, group: cm.GroupState | None, the_chunk: cm.Chunk,
                                           expected: cm.Decision) -> None:
-    full = {"groups-uncapped": cm.Usage(job_open=2), "account-caps-ignored": cm.Usage(account_open=3)}
+    full = {"groups-uncapped": cm.Usage(job=cm.Load(open_groups=2)),
+            "account-caps-ignored": cm.Usage(account=cm.Load(open_groups=3))}
     usage = full.get(mutant or "", cm.NO_USAGE)
     assert chunk_hooks.decide(mutant, the_chunk, group, LIMITS, usage) == expected
 
