@@ -16,9 +16,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Set
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from contract.errors import ErrorCode, detail_entry
+
+if TYPE_CHECKING:  # the machine reads only the chunk caps of the fake's settings
+    from fake_gs.settings import FakeSettings as Limits
 
 OPEN, FINALIZING, DONE = "open", "finalizing", "done"
 
@@ -47,17 +50,6 @@ class GroupState:
     range_size: int
     status: str = OPEN
     received: set[int] = field(default_factory=set)
-
-
-class Limits(Protocol):
-    """The limits the machine applies (``FakeSettings`` is one)."""
-
-    max_body_bytes: int
-    max_open_groups_per_job: int
-    max_buffered_bytes_per_job: int
-    max_open_groups_per_account: int
-    max_buffered_bytes_per_account: int
-    max_buffered_bytes_total: int
 
 
 class Chunk(NamedTuple):

@@ -213,6 +213,7 @@ async def accept_chunk(ctx: Ctx, job: JobRec, desc: dict[str, Any], payload: mem
         return chunk_ack(group, desc["chunk_idx"], decision)
     if isinstance(decision, cm.Replay):
         return await replay_final(ctx, job, group, builder, decision)
+    assert isinstance(decision, cm.Execute)  # carry_out raised every refusal
     return await finalize(ctx, job, group, builder, decision)
 
 
