@@ -16,33 +16,30 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from starlette.concurrency import run_in_threadpool
 
 from contract.errors import ErrorCode
+from fake_gs.chunk_machine import DONE, FINALIZING, OPEN, GroupState
 from fake_gs.errors import ApiError
 
-OPEN, FINALIZING, DONE = "open", "finalizing", "done"
+__all__ = ["DONE", "FINALIZING", "OPEN", "ChunkGroup", "malformed", "new_group"]
 
 
-@dataclass
-class ChunkGroup:
+
+@dataclass(kw_only=True)
+class ChunkGroup(GroupState):
+    """A group's state (the machine's view) with its chunks' bytes and bookkeeping."""
+
     group_id: str
     job_id: str
-    route: str
-    total: int
-    frame_sha256: str
-    frame_size: int
-    operation: str | None
-    range_size: int
     #: Payload views of the chunks received, by index (None once released).
     parts: dict[int, memoryview] | None
     created_at: float
     touched_at: float
-    received: set[int] = field(default_factory=set)
-    status: str = OPEN
     request_id: str | None = None
     #: Times the group's frame was executed (at-most-once proof; see the admin state dump).
     executions: int = 0
@@ -83,20 +80,6 @@ class ChunkGroup:
             raise ApiError(ErrorCode.CHUNK_GROUP_RESTART_REQUIRED, f"chunk group {self.group_id} was released")
         views = [parts[i] for i in range(self.total)]
         return await run_in_threadpool(b"".join, views)
-
-    def chunk_span(self, idx: int) -> tuple[int, int]:
-        start = idx * self.range_size
-        end = self.frame_size if idx == self.total - 1 else start + self.range_size
-        return start, end
-
-    def missing(self, limit: int = 20) -> list[int]:
-        out: list[int] = []
-        for idx in range(self.total):
-            if idx not in self.received:
-                out.append(idx)
-                if len(out) >= limit:
-                    break
-        return out
 
     def release(self) -> None:
         self.parts = None
@@ -146,52 +129,7 @@ def malformed(message: str) -> ApiError:
     return ApiError(ErrorCode.MALFORMED_FRAME, message)
 
 
-def check_descriptor(desc: dict[str, Any], payload_len: int, max_body: int) -> None:
-    """Descriptor facts the codec does not check: index range and sizes that add up."""
-    idx, total, size = desc["chunk_idx"], desc["total_chunks"], desc["frame_size_bytes"]
-    if idx >= total:
-        raise malformed(f"chunk_idx {idx} out of range for total_chunks {total}")
-    if size > total * max_body:
-        raise malformed(f"frame_size_bytes {size} cannot fit in {total} chunks")
-    if payload_len > size:
-        raise malformed(f"chunk payload of {payload_len} bytes exceeds frame_size_bytes {size}")
-    if total == 1 and payload_len != size:
-        raise malformed(f"single chunk carries {payload_len} bytes, frame_size_bytes is {size}")
-    if not str(desc.get("chunk_group_id", "")).strip():
-        raise malformed("request chunk descriptor has an empty chunk_group_id")
-
-
-def first_range_size(desc: dict[str, Any], payload_len: int) -> int:
-    """The equal range size a group's chunks use, judged from its first chunk."""
-    idx, total, size = desc["chunk_idx"], desc["total_chunks"], desc["frame_size_bytes"]
-    if total == 1:
-        return max(size, 1)
-    if idx < total - 1:
-        if payload_len <= 0 or not (total - 1) * payload_len < size <= total * payload_len:
-            raise malformed(f"chunk sizes do not add up: {total} chunks of {payload_len} bytes "
-                            f"cannot make {size} bytes")
-        return payload_len
-    # Only reachable when a group may start at its last chunk (a mutant): infer R.
-    return max(1, -(-(size - payload_len) // (total - 1)))
-
-
-def conflict_field(group: ChunkGroup, route: str, desc: dict[str, Any]) -> str | None:
-    """The descriptor field a chunk disagrees with its group on, if any."""
-    if group.route != route:
-        return "route"
-    checks = (
-        ("frame_sha256", group.frame_sha256),
-        ("total_chunks", group.total),
-        ("frame_size_bytes", group.frame_size),
-        ("operation", group.operation),
-    )
-    for name, value in checks:
-        if desc.get(name) != value:
-            return name
-    return None
-
-
-def new_group(job_id: str, route: str, desc: dict[str, Any], range_size: int, owner: str = "") -> ChunkGroup:
+def new_group(job_id: str, route: str, desc: Mapping[str, Any], range_size: int, owner: str = "") -> ChunkGroup:
     now = time.monotonic()
     return ChunkGroup(
         group_id=desc["chunk_group_id"],

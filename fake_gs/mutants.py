@@ -1,6 +1,7 @@
 """Named, deliberate contract violations, so the conformance suite can prove it has teeth.
 
-Each mutant is a cheap conditional at one point of the fake (``state.mutant("name")``)
+Each mutant is a cheap conditional at one point of the fake (``state.mutant("name")``;
+the chunk-protocol ones hook into the chunk machine by name, ``fake_gs/chunk_hooks.py``)
 and declares the clause ids (``contract.clauses``) it breaks: the self-test expects
 exactly those clauses to turn red when the fake runs with ``--mutant NAME``. A mutant with
 an ``engine`` lives in that engine (the semantic ones need ``--engine tiny``: the shape

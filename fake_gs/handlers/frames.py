@@ -18,17 +18,10 @@ from starlette.concurrency import run_in_threadpool
 from starlette.responses import Response
 
 from contract import wire
-from contract.errors import ErrorCode, detail_entry
-from fake_gs.chunks import (
-    DONE,
-    FINALIZING,
-    ChunkGroup,
-    check_descriptor,
-    conflict_field,
-    first_range_size,
-    malformed,
-    new_group,
-)
+from contract.errors import ErrorCode
+from fake_gs import chunk_hooks
+from fake_gs import chunk_machine as cm
+from fake_gs.chunks import DONE, FINALIZING, ChunkGroup, malformed, new_group
 from fake_gs.errors import ApiError
 from fake_gs.handlers.common import Ctx, json_containers, json_response
 from fake_gs.records import JobRec, RequestRec
@@ -92,10 +85,12 @@ def _decode(data: Any, limits: wire.WireLimits, deep_500: bool = False) -> Any:
         raise malformed("malformed DSSST1 frame: nests too deeply") from None
 
 
-async def decode_frame(ctx: Ctx, data: Any, *, chunked: bool = False) -> Any:
-    """Decode off the event loop (large frames take a while; torch loads on first use)."""
+async def decode_frame(ctx: Ctx, data: Any, *, frame_limits: bool = True) -> Any:
+    """Decode off the event loop (large frames take a while; torch loads on first use).
+
+    ``frame_limits`` False (a chunk-protocol mutant) decodes with next to no limits."""
     limits = request_limits(ctx.settings)
-    if chunked and ctx.state.mutant("chunked-limits-skipped"):
+    if not frame_limits:
         limits = _LAX_LIMITS
     else:
         refuse_legacy(data)
@@ -113,7 +108,7 @@ def dummy_submit(ctx: Ctx, job: JobRec, op: str, group: ChunkGroup | None = None
     return ctx.store.submit(job, op, work)
 
 
-def chunk_ack(ctx: Ctx, group: ChunkGroup, idx: int) -> Response:
+def chunk_ack(group: ChunkGroup, idx: int, ack: cm.Ack) -> Response:
     """A non-final chunk's answer: progress, never a request id (CG-NONFINAL-1)."""
     body: dict[str, Any] = {
         "chunk_group_id": group.group_id,
@@ -121,7 +116,7 @@ def chunk_ack(ctx: Ctx, group: ChunkGroup, idx: int) -> Response:
         "received_chunks": len(group.received),
         "total_chunks": group.total,
     }
-    if ctx.state.mutant("nonfinal-chunk-request-id"):
+    if ack.leak_request_id:
         import uuid
 
         body["request_id"] = str(uuid.uuid4())
@@ -151,144 +146,103 @@ async def submit_frame(ctx: Ctx, job: JobRec, builder: Builder) -> Response:
     return await accept_chunk(ctx, job, desc, payload, builder)
 
 
-def check_group_caps(ctx: Ctx, job: JobRec, groups: dict[str, ChunkGroup], size: int) -> None:
-    """LIMIT-GROUPS-1 and LIMIT-ACCOUNT-1: open groups and reserved bytes (each open group's
-    declared frame size) per job, per account and for the whole server.
-
-    Called under the store lock before a new group is recorded; nothing is allocated."""
-    settings = ctx.settings
-    open_groups = sum(1 for g in groups.values() if g.status != DONE)
-    if open_groups >= settings.max_open_groups_per_job:
-        raise ApiError(ErrorCode.CHUNK_GROUP_LIMIT,
-                       f"job {job.job_id} already has {open_groups} open chunk groups (the cap is "
-                       f"{settings.max_open_groups_per_job}); finish or abandon one first")
-    buffered = sum(g.reserved_bytes for g in groups.values())
-    if buffered + size > settings.max_buffered_bytes_per_job:
-        raise ApiError(ErrorCode.BUFFER_LIMIT,
-                       f"job {job.job_id} cannot buffer {size} more bytes: {buffered} are buffered and "
-                       f"the cap is {settings.max_buffered_bytes_per_job}")
+def usage_before_open(ctx: Ctx, job: JobRec, groups: dict[str, ChunkGroup]) -> cm.Usage:
+    """Open groups and reserved bytes (each open group's declared frame size) of the job,
+    its account and the server, for the caps on a new group (under the store lock)."""
     account_open, account_bytes, total = ctx.store.group_usage(job.owner)
-    if ctx.state.mutant("account-caps-ignored"):
-        account_open = account_bytes = 0
-    if account_open >= settings.max_open_groups_per_account:
-        raise ApiError(ErrorCode.CHUNK_GROUP_LIMIT,
-                       f"this account already has {account_open} open chunk groups (the cap is "
-                       f"{settings.max_open_groups_per_account}); finish or abandon one first")
-    if account_bytes + size > settings.max_buffered_bytes_per_account:
-        raise ApiError(ErrorCode.BUFFER_LIMIT,
-                       f"this account cannot buffer {size} more bytes: {account_bytes} are buffered and "
-                       f"the cap is {settings.max_buffered_bytes_per_account}")
-    if total + size > settings.max_buffered_bytes_total:
-        raise ApiError(ErrorCode.CHUNK_GROUP_LIMIT,
-                       f"the server is buffering {total} chunk bytes (the cap is "
-                       f"{settings.max_buffered_bytes_total}); retry later")
+    job_load = cm.Load(sum(1 for g in groups.values() if g.status != DONE), sum(g.reserved_bytes for g in groups.values()))
+    return cm.Usage(job_load, cm.Load(account_open, account_bytes), total)
 
 
-async def check_resent(group: ChunkGroup | None, idx: int, payload: memoryview) -> None:
-    """A chunk sent again must carry the same bytes (compared in a worker thread)."""
+async def resend_differs(group: ChunkGroup | None, idx: int, payload: memoryview) -> bool:
+    """Whether the group already holds chunk ``idx`` with other bytes (compared in a worker thread)."""
     stored = group.parts.get(idx) if group is not None and group.parts is not None else None
-    if stored is None or group is None:
-        return
-    if len(stored) != len(payload) or not await run_in_threadpool(operator.eq, stored, payload):
-        raise ApiError(ErrorCode.CHUNK_GROUP_CONFLICT,
-                       f"chunk {idx} of group {group.group_id} was sent before with another payload")
+    if stored is None:
+        return False
+    return len(stored) != len(payload) or not await run_in_threadpool(operator.eq, stored, payload)
 
 
-def open_group(ctx: Ctx, job: JobRec, groups: dict[str, ChunkGroup], desc: dict[str, Any],
-               payload: memoryview) -> tuple[ChunkGroup, bool]:
-    """The chunk's group (under the store lock): the known one if its descriptor agrees, or
-    a new one when this is chunk 0 and the caps allow it; ``(group, created)``."""
-    gid, idx = desc["chunk_group_id"], desc["chunk_idx"]
-    group = groups.get(gid)
-    if group is not None:
-        field = conflict_field(group, ctx.route.name, desc)
-        if field is not None:
-            raise ApiError(ErrorCode.CHUNK_GROUP_CONFLICT,
-                           f"chunk group {gid} was started with another {field}",
-                           [detail_entry(("request_chunk", field), "differs from the group", "conflict")])
-        return group, False
-    if idx != 0 and not ctx.state.mutant("restart-not-required"):
-        raise ApiError(ErrorCode.CHUNK_GROUP_RESTART_REQUIRED,
-                       f"chunk group {gid} is not known here; resend the whole group from chunk 0")
-    if not ctx.state.mutant("groups-uncapped"):
-        check_group_caps(ctx, job, groups, desc["frame_size_bytes"])
-    return new_group(job.job_id, ctx.route.name, desc, first_range_size(desc, len(payload)), job.owner), True
+def refuse(refusal: cm.Refuse) -> ApiError:
+    return ApiError(refusal.code, refusal.message, list(refusal.detail) if refusal.detail else None)
 
 
-def place_chunk(ctx: Ctx, group: ChunkGroup, idx: int, payload: memoryview, final: bool) -> list[int]:
-    """Keep a chunk of an open group (under the store lock); returns the chunks still missing
-    at the final one (only non-empty under the missing-chunks-accepted mutant)."""
-    start, end = group.chunk_span(idx)
-    if len(payload) != end - start:
-        raise malformed(f"chunk {idx} carries {len(payload)} bytes; this group's chunk {idx} "
-                        f"spans {end - start} bytes")
-    missing = [i for i in group.missing() if i != idx] if final else []
-    if missing and not ctx.state.mutant("missing-chunks-accepted"):
-        raise ApiError(ErrorCode.CHUNK_GROUP_MISSING_CHUNKS,
-                       f"chunk group {group.group_id} is missing chunk_idx {missing}; send them, then the final chunk",
-                       [detail_entry(("request_chunk", "chunk_idx", i), "missing", "missing") for i in missing])
-    if idx not in group.received and group.parts is not None:
+def carry_out(job: JobRec, groups: dict[str, ChunkGroup], group: ChunkGroup | None, chunk: cm.Chunk,
+              decision: cm.Decision, payload: memoryview) -> ChunkGroup:
+    """Apply the machine's decision to the group registry (under the store lock)."""
+    if isinstance(decision, cm.Refuse):
+        if decision.touches_group and group is not None:
+            group.touched_at = time.monotonic()
+        raise refuse(decision)
+    if group is None:
+        assert not isinstance(decision, cm.Replay) and decision.new_range_size is not None
+        group = new_group(job.job_id, chunk.route, chunk.desc, decision.new_range_size, job.owner)
+    gid, idx, _ = chunk.position
+    group.touched_at = time.monotonic()
+    if isinstance(decision, cm.Replay):
+        group.replays += 1
+        return group
+    if decision.keep and group.parts is not None:
         group.keep(idx, payload)
         group.advance_hash()
-    return missing
+    if decision.new_range_size is not None:
+        groups[gid] = group
+    if isinstance(decision, cm.Execute):
+        group.status = FINALIZING
+    return group
 
 
 async def accept_chunk(ctx: Ctx, job: JobRec, desc: dict[str, Any], payload: memoryview,
                        builder: Builder) -> Response:
-    store, settings = ctx.store, ctx.settings
-    check_descriptor(desc, len(payload), settings.max_body_bytes)
-    gid, idx, total = desc["chunk_group_id"], desc["chunk_idx"], desc["total_chunks"]
-    final = idx == total - 1
+    """One request chunk: gather the facts, let the chunk machine decide, carry it out."""
+    store = ctx.store
+    refusal = cm.descriptor_refusal(desc, len(payload), ctx.settings.max_body_bytes)
+    if refusal is not None:
+        raise refuse(refusal)
     store.expire_groups(job.job_id)
     groups = store.job_groups(job.job_id)
-    await check_resent(groups.get(gid), idx, payload)
+    differs = await resend_differs(groups.get(desc["chunk_group_id"]), desc["chunk_idx"], payload)
+    chunk = cm.Chunk(job.job_id, ctx.route.name, desc, len(payload), differs)
     with store.lock:
-        group, created = open_group(ctx, job, groups, desc, payload)
-        group.touched_at = time.monotonic()
-        if group.status in (FINALIZING, DONE):
-            if not final:
-                return chunk_ack(ctx, group, idx)
-            group.replays += 1
-            replay = True
-        else:
-            replay = False
-            if idx in group.received and not final:
-                return chunk_ack(ctx, group, idx)
-            missing = place_chunk(ctx, group, idx, payload, final)
-            if created:
-                groups[gid] = group
-            if not final:
-                return chunk_ack(ctx, group, idx)
-            group.status = FINALIZING
+        group = groups.get(desc["chunk_group_id"])
+        usage = usage_before_open(ctx, job, groups) if group is None else cm.NO_USAGE
+        decision = chunk_hooks.decide(ctx.settings.mutant, chunk, group, ctx.settings, usage)
+        group = carry_out(job, groups, group, chunk, decision, payload)
     del payload
-    if replay:
-        return await replay_final(ctx, job, group, builder)
-    return await finalize(ctx, job, group, builder, bool(missing))
+    if isinstance(decision, cm.Ack):
+        return chunk_ack(group, desc["chunk_idx"], decision)
+    if isinstance(decision, cm.Replay):
+        return await replay_final(ctx, job, group, builder, decision)
+    assert isinstance(decision, cm.Execute)  # carry_out raised every refusal
+    return await finalize(ctx, job, group, builder, decision)
 
 
-async def finalize(ctx: Ctx, job: JobRec, group: ChunkGroup, builder: Builder, incomplete: bool) -> Response:
-    """Verify the whole frame, decode it, release the buffer, submit: exactly once."""
+async def run_group(ctx: Ctx, job: JobRec, group: ChunkGroup, builder: Builder, run: cm.Execute) -> RequestRec:
+    """Verify the whole frame, decode it, release the buffer, submit (as ``run`` says)."""
+    if run.missing:  # only when the machine's missing-chunks rule is waived
+        if group.hash_task is not None:
+            await group.hash_task
+        return dummy_submit(ctx, job, ctx.route.name, group)
+    if not run.verify_sha:
+        if group.hash_task is not None:
+            await group.hash_task
+    elif await group.digest() != group.frame_sha256:
+        raise malformed(f"chunk group {group.group_id}: reassembled frame does not match frame_sha256")
+    frame = await group.frame()
+    if run.release_bytes:
+        group.release()
+    obj = await decode_frame(ctx, frame, frame_limits=run.frame_limits)
+    del frame
+    req = builder(ctx, job, obj, group)
+    if run.keep_decoded:
+        group.decoded = obj
+    return req
+
+
+async def finalize(ctx: Ctx, job: JobRec, group: ChunkGroup, builder: Builder, run: cm.Execute) -> Response:
+    """Run the group's frame exactly once; a failure drops the group and is what replays meet."""
     store = ctx.store
     try:
-        if incomplete:  # only under the missing-chunks-accepted mutant
-            if group.hash_task is not None:
-                await group.hash_task
-            req = dummy_submit(ctx, job, ctx.route.name, group)
-        else:
-            if ctx.state.mutant("chunk-sha-unchecked"):
-                if group.hash_task is not None:
-                    await group.hash_task
-            elif await group.digest() != group.frame_sha256:
-                raise malformed(f"chunk group {group.group_id}: reassembled frame does not match frame_sha256")
-            frame = await group.frame()
-            if not ctx.state.mutant("group-bytes-kept"):
-                group.release()
-            obj = await decode_frame(ctx, frame, chunked=True)
-            del frame
-            req = builder(ctx, job, obj, group)
-            if ctx.state.mutant("replay-double-exec"):
-                group.decoded = obj
-            del obj
+        req = await run_group(ctx, job, group, builder, run)
     except BaseException as exc:
         with store.lock:
             groups = store.groups.get(job.job_id, {})
@@ -300,7 +254,7 @@ async def finalize(ctx: Ctx, job: JobRec, group: ChunkGroup, builder: Builder, i
         group.finished.set()
         raise
     with store.lock:
-        if not ctx.state.mutant("group-bytes-kept"):
+        if run.release_bytes:
             group.release()
         group.request_id = req.request_id
         group.status = DONE
@@ -308,12 +262,12 @@ async def finalize(ctx: Ctx, job: JobRec, group: ChunkGroup, builder: Builder, i
     return ctx.submitted(job, req)
 
 
-async def replay_final(ctx: Ctx, job: JobRec, group: ChunkGroup, builder: Builder) -> Response:
+async def replay_final(ctx: Ctx, job: JobRec, group: ChunkGroup, builder: Builder, replay: cm.Replay) -> Response:
     """A repeated final chunk: the original execution's request (CG-IDEM-1)."""
     await group.finished.wait()
     if group.failure is not None:
         raise group.failure
-    if ctx.state.mutant("replay-double-exec") and group.decoded is not None:
+    if replay.execute_again and group.decoded is not None:
         return ctx.submitted(job, builder(ctx, job, group.decoded, group))
     assert group.request_id is not None
     return ctx.submitted(job, ctx.store.request_for(job, group.request_id))
