@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -129,8 +128,8 @@ def malformed(message: str) -> ApiError:
     return ApiError(ErrorCode.MALFORMED_FRAME, message)
 
 
-def new_group(job_id: str, route: str, desc: Mapping[str, Any], range_size: int, owner: str = "") -> ChunkGroup:
-    now = time.monotonic()
+def new_group(job_id: str, route: str, desc: Mapping[str, Any], range_size: int, now: float,
+              owner: str = "") -> ChunkGroup:
     return ChunkGroup(
         group_id=desc["chunk_group_id"],
         job_id=job_id,

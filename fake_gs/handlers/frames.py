@@ -10,7 +10,6 @@ from __future__ import annotations
 import functools
 import operator
 import struct
-import time
 from collections.abc import Callable
 from typing import Any, cast
 
@@ -167,17 +166,18 @@ def refuse(refusal: cm.Refuse) -> ApiError:
 
 
 def carry_out(job: JobRec, groups: dict[str, ChunkGroup], group: ChunkGroup | None, chunk: cm.Chunk,
-              decision: cm.Decision, payload: memoryview) -> ChunkGroup:
-    """Apply the machine's decision to the group registry (under the store lock)."""
+              decision: cm.Decision, payload: memoryview, now: float) -> ChunkGroup:
+    """Apply the machine's decision to the group registry (under the store lock); ``now``
+    is the store clock's monotonic time, so group expiry follows an injected clock."""
     if isinstance(decision, cm.Refuse):
         if decision.touches_group and group is not None:
-            group.touched_at = time.monotonic()
+            group.touched_at = now
         raise refuse(decision)
     if group is None:
         assert not isinstance(decision, cm.Replay) and decision.new_range_size is not None
-        group = new_group(job.job_id, chunk.route, chunk.desc, decision.new_range_size, job.owner)
+        group = new_group(job.job_id, chunk.route, chunk.desc, decision.new_range_size, now, job.owner)
     gid, idx, _ = chunk.position
-    group.touched_at = time.monotonic()
+    group.touched_at = now
     if isinstance(decision, cm.Replay):
         group.replays += 1
         return group
@@ -206,7 +206,7 @@ async def accept_chunk(ctx: Ctx, job: JobRec, desc: dict[str, Any], payload: mem
         group = groups.get(desc["chunk_group_id"])
         usage = usage_before_open(ctx, job, groups) if group is None else cm.NO_USAGE
         decision = chunk_hooks.decide(ctx.settings.mutant, chunk, group, ctx.settings, usage)
-        group = carry_out(job, groups, group, chunk, decision, payload)
+        group = carry_out(job, groups, group, chunk, decision, payload, store.clock.monotonic())
     del payload
     if isinstance(decision, cm.Ack):
         return chunk_ack(group, desc["chunk_idx"], decision)
