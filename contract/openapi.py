@@ -20,6 +20,7 @@ from contract.openapi_bodies import (
     error_body_schemas,
     json_bytes_body,
     octet_body,
+    operation_answers,
     refine_operation_envelope,
     refine_sub_job_configs,
     relax_dialects,
@@ -47,12 +48,13 @@ _DESCRIPTIONS: dict[str, str] = {
     "schema": "Schema name.",
     "endpoint": "Service endpoint, cortex-training by default.",
 }
-#: Results a poll's ``result`` may hold; listed so tools and readers see their shapes.
-RESULT_MODELS: tuple[type[BaseModel], ...] = (
-    m.RequestStatus, m.InlineFrame, m.ResultChunkEvent, m.StreamResultEvent, m.StreamErrorEvent,
-    m.StreamDoneEvent, m.ForwardBackwardResult, m.StepResult, m.SaveResult, m.LoadResult,
-    m.WeightSyncResult, m.TailLogsResult,
-)
+#: Results a poll's ``result`` may hold (each route's result model, an inline frame),
+#: listed so tools and readers see their shapes.
+RESULT_MODELS: tuple[type[BaseModel], ...] = tuple(dict.fromkeys((
+    m.RequestStatus, m.InlineFrame,
+    *(r.result_model for r in ROUTES if r.result_model is not None),
+    *m.OPERATION_RESULTS.values(),
+)))
 
 
 def _path_params(path: str) -> list[dict[str, Any]]:
@@ -132,8 +134,7 @@ def _responses(route: Route, components: dict[str, Any], error: dict[str, Any]) 
     headers = {REQUEST_ID_HEADER: request_id}
     ok: dict[str, Any] = {"description": "Success", "headers": headers}
     if route.name == "operation":
-        ok["content"] = {"application/json": {"schema": {
-            "type": "object", "description": "An inline result, or {request_id, job_id} to poll."}}}
+        ok["content"] = {"application/json": {"schema": operation_answers(components)}}
     elif route.response_model is not None:
         ok["content"] = {"application/json": {"schema": schema_ref(route.response_model, components)}}
     found = links(route)

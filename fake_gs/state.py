@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from fake_gs.answers import require_in_tests
 from fake_gs.body import InflightBudget
 from fake_gs.engines import load_engine
 from fake_gs.faults import FaultInjector
@@ -29,6 +30,7 @@ class AppState:
 
     @classmethod
     def build(cls, settings: FakeSettings) -> AppState:
+        require_in_tests(settings.validate_answers)
         store = Store(settings, lambda: load_engine(settings.engine, settings.seed, settings.mutant))
         if settings.faults:
             faults = FaultInjector.from_file(settings.faults, settings.seed)

@@ -17,6 +17,7 @@ from contract.errors import ErrorCode, detail_entry
 from contract.models import unknown_fields
 from contract.routes import OCTET, Route
 from contract.states import job_state_enum_spelling, request_state_enum_spelling
+from fake_gs import answers
 from fake_gs.body import BodyReader
 from fake_gs.errors import ApiError, validation_error
 from fake_gs.records import JobRec, RequestRec
@@ -117,6 +118,10 @@ class Ctx:
             if unknown:
                 note_unknown(self.request.scope, [".".join(str(p) for p in u) for u in unknown])
         return obj
+
+    def expect(self, **what: Any) -> None:
+        """Name the answer's model where the route table cannot (see fake_gs.answers)."""
+        answers.expect(self.request.scope, **what)
 
     def note(self, key: str, value: Any) -> None:
         """A fact for this exchange's traffic record (see :mod:`fake_gs.traffic`)."""

@@ -15,6 +15,7 @@ from starlette.responses import Response
 from contract.errors import ErrorCode, detail_entry
 from contract.jobrules import lora_config
 from contract.models import (
+    OPERATION_ANSWERS,
     OPERATION_NATURAL_TARGET,
     OPERATION_PAYLOADS,
     OPERATIONS_ALLOWED_WHILE_PLACING,
@@ -250,5 +251,6 @@ async def operation(ctx: Ctx) -> Response:
                        [detail_entry(("operation_type",), f"must be one of {sorted(OPERATIONS)}", "enum")])
     job = ctx.job(allowed=LOGS_STATES if op in OPERATIONS_ALLOWED_WHILE_PLACING else RUNNING)
     payload = ctx.validate(OPERATION_PAYLOADS[op], env.payload, ("payload",))
+    ctx.expect(model=OPERATION_ANSWERS[op])
     target = route_operation(ctx, job, env)
     return await handler(ctx, job, target, payload)
