@@ -297,6 +297,34 @@ OPERATION_RESULTS: dict[str, type[Body]] = {
 }
 
 
+# --- the SQL statement of the execution-log download (spec §12.2) -------------------------
+
+
+class StatementColumn(Body):
+    name: str
+    type: str
+    nullable: bool
+
+
+class StatementMetaData(Body):
+    num_rows: int = Field(..., alias="numRows", ge=0)
+    format: str
+    row_type: list[StatementColumn] = Field(..., alias="rowType")
+
+
+class StatementResult(Body):
+    """Snowflake's SQL API answer: the rows (one value each here) and the statement's ids."""
+
+    result_set_meta_data: StatementMetaData = Field(..., alias="resultSetMetaData")
+    data: list[list[str | None]]
+    code: str
+    sql_state: str = Field(..., alias="sqlState")
+    message: str
+    statement_handle: str = Field(..., alias="statementHandle")
+    statement_status_url: str = Field(..., alias="statementStatusUrl")
+    created_on: int = Field(..., alias="createdOn")
+
+
 # --- errors -------------------------------------------------------------------------------
 
 
@@ -333,6 +361,6 @@ __all__ = [
     "ExportFile", "ExportResponse", "ForwardBackwardResult", "ForwardResult", "GenerateResult",
     "GenerateStreamSubmitResponse", "InlineFrame", "Job", "JobList", "LoadResult", "LogProbsResult",
     "PeakMemory", "PollEvent", "RequestStatus", "ResetPrefixCacheResult", "ResultChunkEvent",
-    "RouterReplayDiscardResult", "SaveResult", "StepResult", "StreamDoneEvent", "StreamErrorEvent",
+    "RouterReplayDiscardResult", "SaveResult", "StatementColumn", "StatementMetaData", "StatementResult", "StepResult", "StreamDoneEvent", "StreamErrorEvent",
     "StreamResultEvent", "SubJob", "SubmitResponse", "TailLogsResult", "WeightSyncResult",
 ]

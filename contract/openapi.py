@@ -157,6 +157,18 @@ def _responses(route: Route, components: dict[str, Any], error: dict[str, Any]) 
     return out
 
 
+def _refine_components(components: dict[str, Any]) -> None:
+    """Add the result and payload models no route names directly, and state in JSON Schema
+    what the models say in validators (discriminated sub-jobs and operations)."""
+    for model in RESULT_MODELS:
+        schema_ref(model, components)
+    refine_sub_job_configs(components)
+    refine_operation_envelope(components)
+    for payload in m.OPERATION_PAYLOADS.values():
+        schema_ref(payload, components)
+    relax_dialects(components)
+
+
 def build_openapi(profile: Profile = "proposed") -> dict[str, Any]:
     """The OpenAPI 3.1 document for ``profile`` (proposed = every route)."""
     components: dict[str, Any] = {}
@@ -179,13 +191,7 @@ def build_openapi(profile: Profile = "proposed") -> dict[str, Any]:
         if body is not None:
             op["requestBody"] = body
         paths.setdefault(PREFIX_TEMPLATE + r.path, {})[r.method.lower()] = op
-    for model in RESULT_MODELS:
-        schema_ref(model, components)
-    refine_sub_job_configs(components)
-    refine_operation_envelope(components)
-    for payload in m.OPERATION_PAYLOADS.values():
-        schema_ref(payload, components)
-    relax_dialects(components)
+    _refine_components(components)
     return {
         "openapi": "3.1.0",
         "info": {

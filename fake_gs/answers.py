@@ -36,6 +36,13 @@ _SCOPE_KEY = "fake_gs.answer"
 _JSON = "application/json"
 
 
+def render(answer: BaseModel) -> dict[str, Any]:
+    """An answer model as the dict the fake sends: its fields in declaration order, exactly
+    those it was given (an omitted optional field stays absent, an explicit None is null);
+    values keep their Python types (a result frame's tensors stay tensors)."""
+    return answer.model_dump(by_alias=True, exclude_unset=True)
+
+
 def on_by_env() -> bool:
     """The ``validate_answers`` default: on when the environment asks for it."""
     return os.environ.get(ENV, "") == "1"
