@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from contract.models_answers import StatementResult
 from contract.routes import Route
 
 #: The Snowflake SQL API route: absolute, not under the cortex-training prefix.
@@ -26,6 +27,7 @@ STATEMENTS_PATH = "/api/v2/statements"
 STATEMENTS_ROUTE = Route(
     "sql_statements", "POST", STATEMENTS_PATH, "json", "sync", "current",
     "Run a SQL statement (the execution-log download asks it for stage credentials)",
+    response_model=StatementResult,
 )
 #: The directory of the run's stage that holds per-sub-job log files.
 LOGS_DIR = "_logs"

@@ -1,4 +1,6 @@
-"""Pydantic models for every JSON body and result of the HTTP surface.
+"""Pydantic models for every JSON request body of the HTTP surface; the answers live in
+:mod:`contract.models_answers` and the base in :mod:`contract.models_base`, both
+re-exported here so ``contract.models`` names every model.
 
 Unknown fields are kept, not refused (decided, facts section 8): real clients send extras.
 :func:`unknown_fields` lists them so a strict server can refuse them by name. Models whose
@@ -10,26 +12,19 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from contract.limits import DEFAULT_MAX_TOKENS
+from contract.models_answers import *  # noqa: F403 - the answers, named here too
+from contract.models_answers import __all__ as _answer_names
+from contract.models_base import Body, CheckpointType, JobType, WeightFormat, unknown_fields
 
-JobType = Literal["training", "sampling", "log_probability"]
-CheckpointType = Literal["resumable", "weights-only"]
-WeightFormat = Literal["vllm", "hf", "lora"]
 #: The create-time ``job_type`` -> the word used in sub-job ids.
 SUB_JOB_ID_WORD: dict[str, str] = {
     "training": "training",
     "sampling": "sampling",
     "log_probability": "log_prob",
 }
-
-
-class Body(BaseModel):
-    """Base: extras allowed (kept in ``model_extra``)."""
-
-    model_config = ConfigDict(extra="allow", populate_by_name=True)
-    open_extras: ClassVar[bool] = False
 
 
 # --- jobs -------------------------------------------------------------------------------
@@ -109,98 +104,7 @@ class CreateJobRequest(Body):
     )
 
 
-class CreateJobResponse(Body):
-    job_id: str = Field(..., json_schema_extra={"format": "uuid"})
-
-
-class SubJob(Body):
-    sub_job_id: str
-    job_type: JobType
-    status: str
-    model_name: str
-    training_config: dict[str, Any] | None = None
-    inference_config: dict[str, Any] | None = None
-
-
-class Job(Body):
-    job_id: str
-    status: str
-    reason: str = ""
-    created_at: str
-    updated_at: str
-    image_tag: str = ""
-    submitted_by: str | None = None
-    owner_role: str | None = None
-    experiment_name: str | None = None
-    sub_jobs: list[SubJob] = Field(default_factory=list)
-
-
-class JobList(Body):
-    jobs: list[Job]
-
-
-class Capacity(Body):
-    """Proto3 JSON may omit false/zero fields, hence the defaults."""
-
-    has_reservation: bool = False
-    max_total_gpus: int = 0
-    reserved_gpus: int = Field(0, description="Deprecated.")
-    in_use_gpus: int = 0
-    available_gpus: int = Field(0, ge=0)
-
-
-class ExperimentRun(Body):
-    experiment_name: str
-    experiment_run_name: str
-
-
-class Checkpoint(Body):
-    checkpoint_id: str
-    global_steps: int
-    avg_loss: float | None = None
-    created_at: str
-    checkpoint_type: CheckpointType
-
-
-class CheckpointList(Body):
-    checkpoints: list[Checkpoint]
-
-
-class ExportFile(Body):
-    filename: str
-    url: str
-    size_bytes: int = Field(..., ge=0)
-
-
-class ExportResponse(Body):
-    checkpoint_id: str
-    files: list[ExportFile]
-    expires_at: str
-
-
-class EmptyObject(Body):
-    """``{}``: cancel's answer and a successful terminal request without a result."""
-
-
-# --- data plane: submissions --------------------------------------------------------------
-
-
-class SubmitResponse(Body):
-    request_id: str
-    job_id: str
-
-
-class ChunkAccepted(Body):
-    """A non-final chunk's answer: carries no ``request_id`` (facts, section 7)."""
-
-    chunk_group_id: str | None = None
-    chunk_idx: int | None = None
-    received_chunks: int | None = None
-    total_chunks: int | None = None
-
-
-class GenerateStreamSubmitResponse(SubmitResponse):
-    count: int = Field(..., ge=0)
+# --- data plane: requests ----------------------------------------------------------------
 
 
 class StepRequest(Body):
@@ -340,12 +244,6 @@ class TailLogsPayload(Body):
     max_lines: int | None = Field(None, gt=0)
 
 
-class TailLogsResult(Body):
-    entries: list[Any]
-    next_cursor: str | int | None = None
-    eof: bool
-
-
 #: operation_type -> payload model.
 OPERATION_PAYLOADS: dict[str, type[Body]] = {
     "forward": ForwardPayload,
@@ -372,128 +270,12 @@ OPERATION_NATURAL_TARGET: dict[str, str] = {
 OPERATIONS_ALLOWED_WHILE_PLACING = frozenset({"tail-logs"})
 
 
-# --- polling ------------------------------------------------------------------------------
-
-
-class InlineFrame(Body):
-    content_type: Literal["application/octet-stream"]
-    encoding: Literal["base64"]
-    wire_format: Literal["DSSST1"]
-    payload_b64: str
-
-
-class ResultChunkEvent(Body):
-    type: Literal["result_chunk"]
-    payload_b64: str
-    payload_sha256: str
-
-
-class StreamResultEvent(Body):
-    type: Literal["result"]
-    index: int
-    result: Any
-
-
-class StreamErrorEvent(Body):
-    type: Literal["error"]
-    index: int
-    error: Any
-
-
-class StreamDoneEvent(Body):
-    type: Literal["done"]
-    completed: int
-    failed: int
-
-
-class RequestStatus(Body):
-    request_id: str
-    status: str
-    created_at: str
-    updated_at: str
-    result: Any = None
-    error: Any = None
-    events: list[dict[str, Any]] = Field(default_factory=list)
-    next_cursor: str | None = None
-
-
-# --- results ------------------------------------------------------------------------------
-
-#: Keys of the proposed profile's ``metrics`` block on training results.
-PROPOSED_METRIC_KEYS: tuple[str, ...] = (
-    "grad_norm",
-    "ppo_kl",
-    "pg_clipfrac_lower",
-    "pg_loss",
-    "kl_loss",
-    "kl_coef",
-)
-
-
-class ForwardBackwardResult(Body):
-    job_id: str
-    avg_loss: float
-    metrics: dict[str, Any] = Field(default_factory=dict)
-    post_process_outputs: dict[str, Any] = Field(default_factory=dict)
-
-
-class PeakMemory(Body):
-    gpu_peak: float
-    cpu_peak: float
-
-
-class StepResult(Body):
-    global_steps: int = Field(..., ge=0)
-    #: A number, or one per parameter group (spec §6.2).
-    last_lr: float | list[float]
-    peak_memory: PeakMemory | None = None
-    metrics: dict[str, Any] | None = None
-
-
-class SaveResult(Body):
-    checkpoint_id: str
-    checkpoint_path: str
-    checkpoint_tag: str
-
-
-class LoadResult(Body):
-    checkpoint_id: str
-    global_steps: int | None = None
-
-
-class WeightSyncResult(Body):
-    weight_version: int | None = None
-
-
-class ErrorDetail(BaseModel):
-    loc: list[str | int]
-    msg: str
-    type: str
-
-
-class ErrorEnvelope(BaseModel):
-    """An error body in any form spec §3.6 allows (see :mod:`contract.errors`): the kit's
-    ``{code: str, message, detail?}``, ``{message, code: int}`` or a bare ``detail`` list."""
-
-    model_config = ConfigDict(
-        extra="allow",
-        json_schema_extra={"anyOf": [{"required": ["code", "message"]}, {"required": ["detail"]}]},
-    )
-    code: str | int | None = None
-    message: str | None = None
-    detail: list[ErrorDetail] | None = None
-
-
-def unknown_fields(model: BaseModel, loc: tuple[str | int, ...] = ()) -> list[tuple[str | int, ...]]:
-    """Locations of fields a model did not declare, recursively (for strict servers)."""
-    found: list[tuple[str | int, ...]] = []
-    if isinstance(model, Body) and not model.open_extras:
-        found.extend(loc + (name,) for name in (model.model_extra or {}))
-    for name in type(model).model_fields:
-        value = getattr(model, name)
-        items = list(enumerate(value)) if isinstance(value, list) else [(None, value)]
-        for index, item in items:
-            if isinstance(item, BaseModel):
-                where = loc + (name,) if index is None else loc + (name, index)
-                found.extend(unknown_fields(item, where))
-    return found
+__all__ = [
+    *_answer_names, "ASYNC_OPERATIONS", "Body", "BootstrapRouterReplayPayload", "CancelRequestPayload",
+    "CheckpointType", "CreateJobRequest", "ForwardPayload", "GenerateRequest", "InferenceConfig",
+    "JobType", "LoadRequest", "LogProbsRequest", "OPERATIONS_ALLOWED_WHILE_PLACING",
+    "OPERATION_NATURAL_TARGET", "OPERATION_PAYLOADS", "OPERATION_TYPES", "OperationEnvelope",
+    "OperationType", "ResetPrefixCachePayload", "RouterReplayDiscardPayload", "SUB_JOB_ID_WORD",
+    "SamplingParams", "SaveRequest", "SourceCheckpointInfo", "StepRequest", "SubJobConfig",
+    "TailLogsPayload", "TrainingConfig", "WeightFormat", "WeightSyncPayload", "unknown_fields",
+]

@@ -20,6 +20,7 @@ from contract.openapi_bodies import (
     error_body_schemas,
     json_bytes_body,
     octet_body,
+    operation_answers,
     refine_operation_envelope,
     refine_sub_job_configs,
     relax_dialects,
@@ -54,12 +55,13 @@ _DESCRIPTIONS: dict[str, str] = {
     "schema": "Schema name.",
     "endpoint": "Service endpoint, cortex-training by default.",
 }
-#: Results a poll's ``result`` may hold; listed so tools and readers see their shapes.
-RESULT_MODELS: tuple[type[BaseModel], ...] = (
-    m.RequestStatus, m.InlineFrame, m.ResultChunkEvent, m.StreamResultEvent, m.StreamErrorEvent,
-    m.StreamDoneEvent, m.ForwardBackwardResult, m.StepResult, m.SaveResult, m.LoadResult,
-    m.WeightSyncResult, m.TailLogsResult,
-)
+#: Results a poll's ``result`` may hold (each route's result model, an inline frame),
+#: listed so tools and readers see their shapes.
+RESULT_MODELS: tuple[type[BaseModel], ...] = tuple(dict.fromkeys((
+    m.RequestStatus, m.InlineFrame,
+    *(r.result_model for r in ROUTES if r.result_model is not None),
+    *m.OPERATION_RESULTS.values(),
+)))
 
 
 def _path_params(path: str) -> list[dict[str, Any]]:
@@ -151,8 +153,7 @@ def _responses(route: Route, components: dict[str, Any], error: dict[str, Any],
     headers = {REQUEST_ID_HEADER: request_id}
     ok: dict[str, Any] = {"description": "Success", "headers": headers}
     if route.name == "operation":
-        ok["content"] = {"application/json": {"schema": {
-            "type": "object", "description": "An inline result, or {request_id, job_id} to poll."}}}
+        ok["content"] = {"application/json": {"schema": operation_answers(components)}}
     elif route.response_model is not None:
         ok["content"] = {"application/json": {"schema": schema_ref(route.response_model, components)}}
     found = links(route, profile)
@@ -186,6 +187,18 @@ _INFO = {
 }
 
 
+def _refine_components(components: dict[str, Any]) -> None:
+    """Add the result and payload models no route names directly, and state in JSON Schema
+    what the models say in validators (discriminated sub-jobs and operations)."""
+    for model in RESULT_MODELS:
+        schema_ref(model, components)
+    refine_sub_job_configs(components)
+    refine_operation_envelope(components)
+    for payload in m.OPERATION_PAYLOADS.values():
+        schema_ref(payload, components)
+    relax_dialects(components)
+
+
 def build_openapi(profile: Profile = "proposed") -> dict[str, Any]:
     """The OpenAPI 3.1 document for ``profile`` (proposed = every route)."""
     components: dict[str, Any] = {}
@@ -208,13 +221,7 @@ def build_openapi(profile: Profile = "proposed") -> dict[str, Any]:
         if body is not None:
             op["requestBody"] = body
         paths.setdefault(PREFIX_TEMPLATE + r.path, {})[r.method.lower()] = op
-    for model in RESULT_MODELS:
-        schema_ref(model, components)
-    refine_sub_job_configs(components)
-    refine_operation_envelope(components)
-    for payload in m.OPERATION_PAYLOADS.values():
-        schema_ref(payload, components)
-    relax_dialects(components)
+    _refine_components(components)
     return {
         "openapi": "3.1.0",
         "info": _INFO,

@@ -44,52 +44,66 @@ def schema_ref(model: type[BaseModel], components: dict[str, Any]) -> dict[str, 
     return _ref(model.__name__)
 
 
+#: A discriminator value -> (variant name, the property schemas it overrides, its required list).
+Variants = dict[str, tuple[str, dict[str, Any], list[str]]]
+
+
+def _discriminated(components: dict[str, Any], name: str, prop: str, description: str,
+                   variants: Variants) -> None:
+    """Replace ``components[name]`` with a ``oneOf`` of its variants, discriminated by
+    ``prop`` (see :data:`Variants`)."""
+    base = components[name]
+    mapping: dict[str, str] = {}
+    for value, (title, props, required) in variants.items():
+        variant = copy.deepcopy(base)
+        variant["properties"].update({prop: {"type": "string", "const": value}, **props})
+        variant["required"] = required
+        variant["title"] = title
+        components[title] = variant
+        mapping[value] = REF.format(model=title)
+    components[name] = {
+        "title": name,
+        "description": description,
+        "oneOf": [{"$ref": ref} for ref in mapping.values()],
+        "discriminator": {"propertyName": prop, "mapping": mapping},
+    }
+
+
 def refine_sub_job_configs(components: dict[str, Any]) -> None:
     """``SubJobConfig`` becomes a ``oneOf`` discriminated by ``job_type`` (spec §8.1):
     each variant requires its own config, forbids the other one and names the models the
     service caches for that job type (facts §14: inference-only models cannot train)."""
     base = components["SubJobConfig"]
-    mapping: dict[str, str] = {}
+    variants: Variants = {}
     for job_type, (name, own, other, models) in _SUB_JOB_VARIANTS.items():
-        variant = copy.deepcopy(base)
-        props = variant["properties"]
-        props["job_type"] = {"type": "string", "const": job_type}
-        props["model_name"] = {**props["model_name"], "enum": list(models)}
-        props[own] = _ref(_CONFIG_MODEL[own])
-        props[other] = {"type": "null", "description": f"Not taken by a {job_type} sub-job."}
-        variant["required"] = sorted({*variant.get("required", []), own})
-        variant["title"] = name
-        components[name] = variant
-        mapping[job_type] = REF.format(model=name)
-    components["SubJobConfig"] = {
-        "title": "SubJobConfig",
-        "description": "Exactly one type-specific config, chosen by job_type (spec §8.1).",
-        "oneOf": [{"$ref": ref} for ref in mapping.values()],
-        "discriminator": {"propertyName": "job_type", "mapping": mapping},
-    }
+        props = {
+            "model_name": {**base["properties"]["model_name"], "enum": list(models)},
+            own: _ref(_CONFIG_MODEL[own]),
+            other: {"type": "null", "description": f"Not taken by a {job_type} sub-job."},
+        }
+        variants[job_type] = (name, props, sorted({*base.get("required", []), own}))
+    _discriminated(components, "SubJobConfig", "job_type",
+                   "Exactly one type-specific config, chosen by job_type (spec §8.1).", variants)
 
 
 def refine_operation_envelope(components: dict[str, Any]) -> None:
     """``OperationEnvelope`` becomes a ``oneOf`` by ``operation_type`` whose ``payload``
     is that operation's payload model (spec §7)."""
-    base = components["OperationEnvelope"]
-    mapping: dict[str, str] = {}
+    variants: Variants = {}
     for op, payload in m.OPERATION_PAYLOADS.items():
         name = "".join(part.title() for part in op.split("-")) + "Operation"
-        variant = copy.deepcopy(base)
-        variant["properties"]["operation_type"] = {"type": "string", "const": op}
-        variant["properties"]["payload"] = _ref(payload.__name__)
         required = payload.model_json_schema().get("required")
-        variant["required"] = ["operation_type", "payload"] if required else ["operation_type"]
-        variant["title"] = name
-        components[name] = variant
-        mapping[op] = REF.format(model=name)
-    components["OperationEnvelope"] = {
-        "title": "OperationEnvelope",
-        "description": "One operation; payload by operation_type (spec §7).",
-        "oneOf": [{"$ref": ref} for ref in mapping.values()],
-        "discriminator": {"propertyName": "operation_type", "mapping": mapping},
-    }
+        variants[op] = (name, {"payload": _ref(payload.__name__)},
+                        ["operation_type", "payload"] if required else ["operation_type"])
+    _discriminated(components, "OperationEnvelope", "operation_type",
+                   "One operation; payload by operation_type (spec §7).", variants)
+
+
+def operation_answers(components: dict[str, Any]) -> dict[str, Any]:
+    """An operation's answer: its type's inline answer model, or a submission to poll."""
+    refs = [schema_ref(model, components) for model in dict.fromkeys(m.OPERATION_ANSWERS.values())]
+    return {"description": "The operation's inline answer (models.OPERATION_ANSWERS by "
+                           "operation_type), or {request_id, job_id} to poll.", "anyOf": refs}
 
 
 def error_body_schemas(components: dict[str, Any]) -> dict[str, str]:
@@ -191,6 +205,6 @@ def dumps_sample(name: str) -> bytes:
     return sample_bodies()[name].encode("ascii")
 
 
-__all__ = ["dumps_sample", "error_body_schemas", "json_bytes_body", "octet_body",
+__all__ = ["dumps_sample", "error_body_schemas", "json_bytes_body", "octet_body", "operation_answers",
            "refine_operation_envelope", "refine_sub_job_configs", "relax_dialects",
            "sample_bodies", "schema_ref"]

@@ -39,7 +39,11 @@ class Route:
     summary: str
     needs_states: frozenset[str] = frozenset()
     request_model: type[BaseModel] | None = None
+    #: The answer's model (an operation's comes from ``models.OPERATION_ANSWERS``).
     response_model: type[BaseModel] | None = None
+    #: The model of the result a poll of this route's request delivers (inside the result
+    #: frame for tensor results); None for a route without one (a stream's are events).
+    result_model: type[BaseModel] | None = None
     success_status: int = 200
     chunked: bool = False
     query: tuple[str, ...] = field(default=())
@@ -101,16 +105,19 @@ ROUTES: tuple[Route, ...] = (
           "current", "Delete a checkpoint", response_model=m.EmptyObject),
     Route("forward_backward", "POST", "/{job_id}/forward-backward", "octet", "async", "current",
           "Forward and backward pass over a DSSST1 batch (always request chunks)",
-          needs_states=RUNNING, response_model=m.SubmitResponse, chunked=True),
+          needs_states=RUNNING, response_model=m.SubmitResponse, result_model=m.ForwardBackwardResult, chunked=True),
     Route("step", "POST", "/{job_id}/step", "json", "async", "current", "Optimizer step",
-          needs_states=RUNNING, request_model=m.StepRequest, response_model=m.SubmitResponse),
+          needs_states=RUNNING, request_model=m.StepRequest, response_model=m.SubmitResponse,
+          result_model=m.StepResult),
     Route("save", "POST", "/{job_id}/save", "json", "async", "current", "Save a checkpoint",
-          needs_states=RUNNING, request_model=m.SaveRequest, response_model=m.SubmitResponse),
+          needs_states=RUNNING, request_model=m.SaveRequest, response_model=m.SubmitResponse,
+          result_model=m.SaveResult),
     Route("load", "POST", "/{job_id}/load", "json", "async", "current", "Load a checkpoint",
-          needs_states=RUNNING, request_model=m.LoadRequest, response_model=m.SubmitResponse),
+          needs_states=RUNNING, request_model=m.LoadRequest, response_model=m.SubmitResponse,
+          result_model=m.LoadResult),
     Route("generate", "POST", "/{job_id}/generate", "octet", "async", "current",
           "Generate from prompts (a DSSST1 frame or request chunks)",
-          needs_states=RUNNING, response_model=m.SubmitResponse, chunked=True),
+          needs_states=RUNNING, response_model=m.SubmitResponse, result_model=m.GenerateResult, chunked=True),
     Route("generate_stream", "POST", "/{job_id}/generate-stream", "octet-json", "stream",
           "current", "Generate with per-prompt streamed events (JSON bytes, not chunked)",
           needs_states=RUNNING, request_model=m.GenerateRequest,
@@ -123,14 +130,29 @@ ROUTES: tuple[Route, ...] = (
           response_model=m.RequestStatus, query=("max_events", "cursor")),
     Route("forward_no_grad", "POST", "/{job_id}/forward-no-grad", "octet", "async", "proposed",
           "Forward pass without gradients (DSSST1 request chunks)",
-          needs_states=RUNNING, response_model=m.SubmitResponse, chunked=True),
+          needs_states=RUNNING, response_model=m.SubmitResponse, result_model=m.ForwardResult, chunked=True),
     Route("log_probs", "POST", "/{job_id}/log-probs", "json", "async", "proposed",
           "Score prompts/completions, DSSST1 result", needs_states=RUNNING,
-          request_model=m.LogProbsRequest, response_model=m.SubmitResponse),
+          request_model=m.LogProbsRequest, response_model=m.SubmitResponse,
+          result_model=m.LogProbsResult),
 )
 
 ROUTES_BY_NAME: dict[str, Route] = {r.name: r for r in ROUTES}
 PROFILES: tuple[Profile, ...] = ("current", "proposed")
+
+
+def answer_model(route: Route, operation_type: str | None = None) -> type[BaseModel] | None:
+    """The model of ``route``'s success answer; an operation's depends on its type."""
+    if route.name == "operation":
+        return m.OPERATION_ANSWERS.get(operation_type or "")
+    return route.response_model
+
+
+def result_model(route: Route, operation_type: str | None = None) -> type[BaseModel] | None:
+    """The model of the result a poll of ``route``'s request delivers."""
+    if route.name == "operation":
+        return m.OPERATION_RESULTS.get(operation_type or "")
+    return route.result_model
 
 
 def route(name: str) -> Route:

@@ -18,7 +18,7 @@ from starlette.responses import PlainTextResponse, Response
 from contract.errors import ErrorCode, error_body
 from contract.ids import printable
 from contract.routes import Route
-from fake_gs import dialect
+from fake_gs import answers, dialect
 from fake_gs.auth import authenticate
 from fake_gs.errors import ApiError
 from fake_gs.faults import FaultAction
@@ -138,45 +138,57 @@ async def apply_fault(state: AppState, action: FaultAction, body: BodyReader, jo
 
 def make_endpoint(state: AppState, route: Route, handler: Handler) -> Callable[[Request], Awaitable[Response]]:
     async def endpoint(request: Request) -> Response:
-        note(request.scope, "route", route.name)  # one Starlette route serves a path's methods
-        body = BodyReader(request, state.settings, state.inflight)
-        try:
-            owner = authenticate(state.settings, request, minted=state.accounts)
-            action = await decide_fault(state, route, request, body)
-            if action is not None:
-                if action.drop or action.status is not None:
-                    note(request.scope, "fault", True)  # the answer is the fault's, not the client's doing
-                job_id = request.path_params.get("job_id")
-                injected = await apply_fault(state, action, body, job_id if isinstance(job_id, str) else None)
-                if injected is not None:
-                    return injected
-            if state.wedged and request.path_params.get("job_id") in state.wedged:
-                raise ApiError(ErrorCode.UNAVAILABLE, "job stopped serving after a malformed frame (mutant)")
-            response = await keyed(state, route, request, owner, body,
-                                   lambda: handler(Ctx(state, request, route, owner, body)))
-            if action is not None and action.lose_answer:
-                await body.drain()
-                note(request.scope, "fault", True)
-                log.info("fault: %s %s executed, answer dropped", request.method, printable(request.url.path))
-                raise DropConnection()
-            return response
-        except ApiError as exc:
-            await body.drain()
-            note(request.scope, "code", str(exc.code))
-            if exc.code in (ErrorCode.MALFORMED_FRAME, ErrorCode.LEGACY_PAYLOAD_REFUSED) \
-                    and state.mutant("refusal-wedges-job"):
-                state.wedged.add(str(request.path_params.get("job_id")))
-            return error_response(state, exc)
-        except (DropConnection, ClientDisconnect, asyncio.CancelledError):
-            raise
-        except Exception as exc:
-            log.exception("%s %s crashed", request.method, printable(request.url.path))
-            with state.store.lock:
-                state.store.internal_errors += 1
-            await body.drain()
-            return json_response(error_body(ErrorCode.INTERNAL, f"internal error: {type(exc).__name__}"), 500)
-        finally:
-            body.release()
+        response = await serve(state, route, handler, request)
+        if state.settings.validate_answers and state.settings.mutant is None:
+            checked = answers.checked(route, response, request.scope)
+            if checked is not response:
+                with state.store.lock:
+                    state.store.internal_errors += 1
+            return checked
+        return response
 
     endpoint.__name__ = route.name
     return endpoint
+
+
+async def serve(state: AppState, route: Route, handler: Handler, request: Request) -> Response:
+    """One exchange of ``route``: auth, fault hook, handler, and the refusal answers."""
+    note(request.scope, "route", route.name)  # one Starlette route serves a path's methods
+    body = BodyReader(request, state.settings, state.inflight)
+    try:
+        owner = authenticate(state.settings, request, minted=state.accounts)
+        action = await decide_fault(state, route, request, body)
+        if action is not None:
+            if action.drop or action.status is not None:
+                note(request.scope, "fault", True)  # the answer is the fault's, not the client's doing
+            job_id = request.path_params.get("job_id")
+            injected = await apply_fault(state, action, body, job_id if isinstance(job_id, str) else None)
+            if injected is not None:
+                return injected
+        if state.wedged and request.path_params.get("job_id") in state.wedged:
+            raise ApiError(ErrorCode.UNAVAILABLE, "job stopped serving after a malformed frame (mutant)")
+        response = await keyed(state, route, request, owner, body,
+                               lambda: handler(Ctx(state, request, route, owner, body)))
+        if action is not None and action.lose_answer:
+            await body.drain()
+            note(request.scope, "fault", True)
+            log.info("fault: %s %s executed, answer dropped", request.method, printable(request.url.path))
+            raise DropConnection()
+        return response
+    except ApiError as exc:
+        await body.drain()
+        note(request.scope, "code", str(exc.code))
+        if exc.code in (ErrorCode.MALFORMED_FRAME, ErrorCode.LEGACY_PAYLOAD_REFUSED) \
+                and state.mutant("refusal-wedges-job"):
+            state.wedged.add(str(request.path_params.get("job_id")))
+        return error_response(state, exc)
+    except (DropConnection, ClientDisconnect, asyncio.CancelledError):
+        raise
+    except Exception as exc:
+        log.exception("%s %s crashed", request.method, printable(request.url.path))
+        with state.store.lock:
+            state.store.internal_errors += 1
+        await body.drain()
+        return json_response(error_body(ErrorCode.INTERNAL, f"internal error: {type(exc).__name__}"), 500)
+    finally:
+        body.release()

@@ -11,6 +11,7 @@ from typing import Any, Literal
 from contract.idempotency import KEY_WINDOW_S
 from contract.limits import MAX_BODY_BYTES, MAX_EVENTS_CAP, MiB
 from contract.wire import MIN_RESULT_CHUNK_BYTES
+from fake_gs.answers import on_by_env
 
 Profile = Literal["current", "proposed"]
 StatusStyle = Literal["short", "enum"]
@@ -127,6 +128,10 @@ class FakeSettings:
     #: Exchanges kept per account for ``GET /_fake/traffic`` (0: no traffic log); with a
     #: log, unknown JSON fields are reported there rather than refused (unless ``strict``).
     traffic: int = 0
+    #: Check every JSON answer against its contract model; one that does not validate is a
+    #: 500, never sent (fake_gs.answers). On by default where ``FAKE_GS_VALIDATE_ANSWERS=1``
+    #: (the test suite).
+    validate_answers: bool = field(default_factory=on_by_env)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "startup", Timing.parse(self.startup))

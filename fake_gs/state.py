@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from fake_gs.answers import require_in_tests
 from fake_gs.body import InflightBudget
 from fake_gs.clock import SYSTEM_CLOCK, Clock
 from fake_gs.engines import load_engine
@@ -31,6 +32,7 @@ class AppState:
     @classmethod
     def build(cls, settings: FakeSettings, clock: Clock = SYSTEM_CLOCK) -> AppState:
         """``clock``: the time every timed rule reads (tests pass a ManualClock)."""
+        require_in_tests(settings.validate_answers)
         store = Store(settings, lambda: load_engine(settings.engine, settings.seed, settings.mutant), clock)
         if settings.faults:
             faults = FaultInjector.from_file(settings.faults, settings.seed)

@@ -5,32 +5,27 @@ Checkpoint ids are opaque keys: never joined into a file-system path.
 
 from __future__ import annotations
 
-from typing import Any
-
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import Response
 
+from contract import models as m
 from fake_gs.handlers.common import Ctx, json_response
 from fake_gs.records import CheckpointRec, rfc3339
 
 EXPORT_FILENAME = "model.safetensors"
 
 
-def checkpoint_view(ckpt: CheckpointRec) -> dict[str, Any]:
-    return {
-        "checkpoint_id": ckpt.checkpoint_id,
-        "global_steps": ckpt.global_steps,
-        "avg_loss": ckpt.avg_loss,
-        "created_at": rfc3339(ckpt.created_at),
-        "checkpoint_type": ckpt.checkpoint_type,
-    }
+def checkpoint_view(ckpt: CheckpointRec) -> m.Checkpoint:
+    return m.Checkpoint(checkpoint_id=ckpt.checkpoint_id, global_steps=ckpt.global_steps,
+                        avg_loss=ckpt.avg_loss, created_at=rfc3339(ckpt.created_at),
+                        checkpoint_type=ckpt.checkpoint_type)
 
 
 async def list_checkpoints(ctx: Ctx) -> Response:
     job = ctx.job()
     with ctx.store.lock:
         items = [checkpoint_view(c) for c in job.checkpoints.values()]
-    return json_response({"checkpoints": items})
+    return json_response(m.CheckpointList(checkpoints=items))
 
 
 def _safetensors_bytes(ctx: Ctx, ckpt: CheckpointRec) -> bytes:
@@ -52,11 +47,9 @@ async def export_checkpoint(ctx: Ctx) -> Response:
     filename = f"{ckpt.checkpoint_id}.safetensors" if ctx.state.mutant("traversal-accepted") else EXPORT_FILENAME
     token, rec = ctx.store.add_export(data, filename)
     base = str(ctx.request.base_url).rstrip("/")
-    return json_response({
-        "checkpoint_id": ckpt.checkpoint_id,
-        "files": [{"filename": rec.filename, "url": f"{base}/_fake/exports/{token}", "size_bytes": len(data)}],
-        "expires_at": rfc3339(rec.expires_at),
-    })
+    files = [m.ExportFile(filename=rec.filename, url=f"{base}/_fake/exports/{token}", size_bytes=len(data))]
+    return json_response(m.ExportResponse(checkpoint_id=ckpt.checkpoint_id, files=files,
+                                          expires_at=rfc3339(rec.expires_at)))
 
 
 async def delete_checkpoint(ctx: Ctx) -> Response:
@@ -65,6 +58,6 @@ async def delete_checkpoint(ctx: Ctx) -> Response:
     ctx.store.delete_checkpoint(job, ctx.param("checkpoint_id"))
     if ctx.settings.spec_dialect:
         return Response(status_code=204)
-    return json_response({})
+    return json_response(m.EmptyObject())
 
 

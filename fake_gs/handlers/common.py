@@ -14,9 +14,10 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from contract.errors import ErrorCode, detail_entry
-from contract.models import unknown_fields
+from contract.models import GenerateStreamSubmitResponse, SubmitResponse, unknown_fields
 from contract.routes import OCTET, Route
 from contract.states import job_state_enum_spelling, request_state_enum_spelling
+from fake_gs import answers
 from fake_gs.body import BodyReader
 from fake_gs.errors import ApiError, validation_error
 from fake_gs.records import JobRec, RequestRec
@@ -36,6 +37,10 @@ def dumps(obj: Any) -> bytes:
 
 
 def json_response(obj: Any, status: int = 200, headers: Mapping[str, str] | None = None) -> Response:
+    """``obj`` (an answer model, rendered by :func:`fake_gs.answers.render`, or plain JSON
+    data) as a JSON answer."""
+    if isinstance(obj, BaseModel):
+        obj = answers.render(obj)
     return Response(dumps(obj), status_code=status, headers=dict(headers or {}), media_type="application/json")
 
 
@@ -118,6 +123,10 @@ class Ctx:
                 note_unknown(self.request.scope, [".".join(str(p) for p in u) for u in unknown])
         return obj
 
+    def expect(self, **what: Any) -> None:
+        """Name the answer's model where the route table cannot (see fake_gs.answers)."""
+        answers.expect(self.request.scope, **what)
+
     def note(self, key: str, value: Any) -> None:
         """A fact for this exchange's traffic record (see :mod:`fake_gs.traffic`)."""
         if self.state.traffic.enabled:
@@ -143,11 +152,13 @@ class Ctx:
     def request_status_text(self, status: str) -> str:
         return request_state_enum_spelling(status) if self.settings.status_style == "enum" else status
 
-    def submitted(self, job: JobRec, req: RequestRec, **extra: Any) -> Response:
-        body: dict[str, Any] = {"request_id": req.request_id, "job_id": job.job_id}
+    def submitted(self, job: JobRec, req: RequestRec, count: int | None = None) -> Response:
+        """The submission answer; generate-stream's carries the prompt ``count``."""
+        answer = SubmitResponse(request_id=req.request_id, job_id=job.job_id) if count is None else \
+            GenerateStreamSubmitResponse(request_id=req.request_id, job_id=job.job_id, count=count)
+        body = answers.render(answer)
         if self.state.mutant("submit-missing-job-id"):
             del body["job_id"]
-        body.update(extra)
         return json_response(body)
 
 

@@ -18,7 +18,8 @@ from starlette.responses import Response
 
 from contract import wire
 from contract.errors import ErrorCode
-from fake_gs import chunk_hooks
+from contract.models import ChunkAccepted, ForwardBackwardResult
+from fake_gs import answers, chunk_hooks
 from fake_gs import chunk_machine as cm
 from fake_gs.chunks import DONE, FINALIZING, ChunkGroup, malformed, new_group
 from fake_gs.errors import ApiError
@@ -102,19 +103,16 @@ def dummy_submit(ctx: Ctx, job: JobRec, op: str, group: ChunkGroup | None = None
 
     def work() -> dict[str, Any]:
         ctx.store.note_execution(job, group, forward_backward=op == "forward_backward")
-        return {"job_id": job.job_id, "avg_loss": 0.0, "metrics": {}, "post_process_outputs": {}}
+        return answers.render(ForwardBackwardResult(job_id=job.job_id, avg_loss=0.0, metrics={},
+                                                    post_process_outputs={}))
 
     return ctx.store.submit(job, op, work)
 
 
 def chunk_ack(group: ChunkGroup, idx: int, ack: cm.Ack) -> Response:
     """A non-final chunk's answer: progress, never a request id (CG-NONFINAL-1)."""
-    body: dict[str, Any] = {
-        "chunk_group_id": group.group_id,
-        "chunk_idx": idx,
-        "received_chunks": len(group.received),
-        "total_chunks": group.total,
-    }
+    body = answers.render(ChunkAccepted(chunk_group_id=group.group_id, chunk_idx=idx,
+                                        received_chunks=len(group.received), total_chunks=group.total))
     if ack.leak_request_id:
         import uuid
 

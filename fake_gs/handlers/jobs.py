@@ -8,20 +8,37 @@ from typing import Any
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import Response
 
+from contract import models as m
 from contract.errors import ErrorCode, detail_entry
 from contract.models import CreateJobRequest, SubJobConfig
 from contract.models_catalog import is_known_model, is_trainable
-from fake_gs import dialect
+from fake_gs import answers, dialect
 from fake_gs.errors import ApiError
 from fake_gs.execution_logs import run_name
 from fake_gs.handlers.common import Ctx, json_response
-from fake_gs.records import CheckpointRec, JobRec, rfc3339
+from fake_gs.records import CheckpointRec, JobRec, SubJobRec, rfc3339
 from fake_gs.rules import InitFrom, check_config_rules, check_init, requested_job_id
 
 OWNER_ROLE = "FAKE_GS_ROLE"
 
 
-def job_view(ctx: Ctx, job: JobRec, *, count_poll: bool = False) -> dict[str, Any]:
+def sub_job_view(sub: SubJobRec, shown: str) -> m.SubJob:
+    """A sub-job as the job object shows it: its configs without unset fields."""
+    cfg = sub.config
+    item: dict[str, Any] = {}
+    if cfg.training_config is not None:
+        item["training_config"] = cfg.training_config.model_dump(mode="json", exclude_none=True)
+    if cfg.inference_config is not None:
+        item["inference_config"] = cfg.inference_config.model_dump(mode="json", exclude_none=True)
+    for name in ("global_batch_size", "dtype", "seed"):
+        value = getattr(cfg, name)
+        if value is not None:
+            item[name] = value
+    return m.SubJob(sub_job_id=sub.sub_job_id, job_type=sub.job_type, status=shown,
+                    model_name=cfg.model_name, **item)
+
+
+def job_view(ctx: Ctx, job: JobRec, *, count_poll: bool = False) -> m.Job:
     """The job object with every field (facts, section 4), in the configured dialect."""
     status = ctx.store.status(job, count_poll=count_poll)
     shown = ctx.job_status_text(status)
@@ -29,36 +46,18 @@ def job_view(ctx: Ctx, job: JobRec, *, count_poll: bool = False) -> dict[str, An
     if status == "failed" and ctx.state.mutant("failed-without-reason"):
         reason = ""
     tokens = ctx.settings.tokens
-    subs = []
-    for sub in job.sub_jobs:
-        cfg = sub.config
-        item: dict[str, Any] = {
-            "sub_job_id": sub.sub_job_id,
-            "job_type": sub.job_type,
-            "status": shown,
-            "model_name": cfg.model_name,
-        }
-        if cfg.training_config is not None:
-            item["training_config"] = cfg.training_config.model_dump(mode="json", exclude_none=True)
-        if cfg.inference_config is not None:
-            item["inference_config"] = cfg.inference_config.model_dump(mode="json", exclude_none=True)
-        for name in ("global_batch_size", "dtype", "seed"):
-            value = getattr(cfg, name)
-            if value is not None:
-                item[name] = value
-        subs.append(item)
-    return {
-        "job_id": job.job_id,
-        "status": shown,
-        "reason": reason,
-        "created_at": rfc3339(job.created_at),
-        "updated_at": rfc3339(job.updated_at),
-        "image_tag": "" if status == "pending" else f"fake-gs/{ctx.settings.engine}:0.1.0",
-        "submitted_by": f"user_{tokens.index(job.owner)}" if job.owner in tokens else "anonymous",
-        "owner_role": OWNER_ROLE,
-        "experiment_name": job.experiment_name,
-        "sub_jobs": subs,
-    }
+    return m.Job(
+        job_id=job.job_id,
+        status=shown,
+        reason=reason,
+        created_at=rfc3339(job.created_at),
+        updated_at=rfc3339(job.updated_at),
+        image_tag="" if status == "pending" else f"fake-gs/{ctx.settings.engine}:0.1.0",
+        submitted_by=f"user_{tokens.index(job.owner)}" if job.owner in tokens else "anonymous",
+        owner_role=OWNER_ROLE,
+        experiment_name=job.experiment_name,
+        sub_jobs=[sub_job_view(sub, shown) for sub in job.sub_jobs],
+    )
 
 
 def check_models(ctx: Ctx, body: CreateJobRequest) -> None:
@@ -134,16 +133,16 @@ async def create_job(ctx: Ctx) -> Response:
             raise ApiError(ErrorCode.INVALID_ARGUMENT, f"cannot create the job: {exc}") from None
         raise
     ctx.store.register_job(job)
-    return json_response({"job_id": job.job_id})
+    return json_response(m.CreateJobResponse(job_id=job.job_id))
 
 
 async def list_jobs(ctx: Ctx) -> Response:
     jobs = ctx.store.list_jobs(ctx.owner, ctx.request.query_params.get("status"))
-    return json_response({"jobs": [job_view(ctx, j) for j in jobs]})
+    return json_response(m.JobList(jobs=[job_view(ctx, j) for j in jobs]))
 
 
 async def get_capacity(ctx: Ctx) -> Response:
-    cap = ctx.store.capacity(ctx.owner)
+    cap = answers.render(m.Capacity(**ctx.store.capacity(ctx.owner)))
     if ctx.state.mutant("capacity-text"):
         cap = {k: str(v) if isinstance(v, int) and not isinstance(v, bool) else v for k, v in cap.items()}
     return json_response(dialect.capacity(cap) if ctx.settings.spec_dialect else cap)
@@ -158,9 +157,10 @@ async def cancel_job(ctx: Ctx) -> Response:
     job = ctx.job()
     await ctx.body.drain()
     ctx.store.cancel(job)
-    return json_response({})
+    return json_response(m.EmptyObject())
 
 
 async def get_experiment_run(ctx: Ctx) -> Response:
     job = ctx.job()
-    return json_response({"experiment_name": job.experiment_name, "experiment_run_name": run_name(job.job_id)})
+    return json_response(m.ExperimentRun(experiment_name=job.experiment_name,
+                                         experiment_run_name=run_name(job.job_id)))

@@ -12,9 +12,11 @@ from typing import Any
 
 from starlette.responses import Response
 
+from contract import models as m
 from contract.errors import ErrorCode, detail_entry
 from contract.jobrules import lora_config
 from contract.models import (
+    OPERATION_ANSWERS,
     OPERATION_NATURAL_TARGET,
     OPERATION_PAYLOADS,
     OPERATIONS_ALLOWED_WHILE_PLACING,
@@ -26,7 +28,7 @@ from contract.models import (
     TailLogsPayload,
     WeightSyncPayload,
 )
-from fake_gs import dialect
+from fake_gs import answers, dialect
 from fake_gs.errors import ApiError
 from fake_gs.handlers.common import Ctx, json_response
 from fake_gs.handlers.frames import decode_frame, refuse_legacy
@@ -149,12 +151,8 @@ async def op_weight_sync(ctx: Ctx, job: JobRec, target: SubJobRec, payload: Any)
             for sub in job.sub_jobs:
                 if sub.sub_job_id in targets:
                     sub.weight_version = version
-        return {
-            "weight_version": version,
-            "source_sub_job_id": source.sub_job_id,
-            "target_sub_job_ids": targets,
-            "weight_format": payload.weight_format,
-        }
+        return answers.render(m.WeightSyncResult(weight_version=version, source_sub_job_id=source.sub_job_id,
+                                                 target_sub_job_ids=targets, weight_format=payload.weight_format))
 
     return ctx.submitted(job, store.submit(job, "op:weight-sync", work))
 
@@ -172,13 +170,14 @@ async def op_bootstrap(ctx: Ctx, job: JobRec, target: SubJobRec, payload: Any) -
                                f"bootstrap-router-replay goes from a sampling source to a training target "
                                f"(the receiver); {sub.sub_job_id} is a {sub.job_type} sub-job",
                                [detail_entry(loc, f"must be a {want} sub-job", "wrong_sub_job_type")])
-    return json_response({"bootstrapped": True, "source_sub_job_id": src.sub_job_id,
-                          "target_sub_job_id": dst.sub_job_id, "max_cache_bytes": payload.max_cache_bytes})
+    return json_response(m.BootstrapRouterReplayResult(
+        bootstrapped=True, source_sub_job_id=src.sub_job_id, target_sub_job_id=dst.sub_job_id,
+        max_cache_bytes=payload.max_cache_bytes))
 
 
 async def op_discard(ctx: Ctx, job: JobRec, target: SubJobRec, payload: Any) -> Response:
     assert isinstance(payload, RouterReplayDiscardPayload)
-    return json_response({"discarded": len(payload.sample_ids), "sub_job_id": target.sub_job_id})
+    return json_response(m.RouterReplayDiscardResult(discarded=len(payload.sample_ids), sub_job_id=target.sub_job_id))
 
 
 async def op_reset_prefix_cache(ctx: Ctx, job: JobRec, target: SubJobRec, payload: Any) -> Response:
@@ -186,7 +185,7 @@ async def op_reset_prefix_cache(ctx: Ctx, job: JobRec, target: SubJobRec, payloa
         raise ApiError(ErrorCode.WRONG_SUB_JOB_TYPE,
                        f"reset-prefix-cache is a sampling call; {target.sub_job_id} is a {target.job_type} sub-job",
                        [detail_entry(("sub_job_id",), "must be a sampling sub-job", "wrong_sub_job_type")])
-    return json_response({"reset": True, "sub_job_id": target.sub_job_id})
+    return json_response(m.ResetPrefixCacheResult(reset=True, sub_job_id=target.sub_job_id))
 
 
 async def op_cancel_request(ctx: Ctx, job: JobRec, target: SubJobRec, payload: Any) -> Response:
@@ -194,8 +193,8 @@ async def op_cancel_request(ctx: Ctx, job: JobRec, target: SubJobRec, payload: A
     req = ctx.store.request_for(job, payload.request_id)
     cancelled, status = ctx.store.cancel_request(req)
     # No "request_id" key: an operation answer holding one is a request to poll (facts §8).
-    return json_response({"cancelled_request_id": req.request_id, "cancelled": cancelled,
-                          "status": ctx.request_status_text(status)})
+    return json_response(m.CancelRequestResult(cancelled_request_id=req.request_id, cancelled=cancelled,
+                                               status=ctx.request_status_text(status)))
 
 
 async def op_tail_logs(ctx: Ctx, job: JobRec, target: SubJobRec, payload: Any) -> Response:
@@ -219,10 +218,11 @@ async def op_tail_logs(ctx: Ctx, job: JobRec, target: SubJobRec, payload: Any) -
         eof = end >= job.log_base + len(job.logs)
     if spec:
         placing = ctx.store.status(job) == "placing"
-        return json_response(dialect.log_page(entries, end, eof, placing, payload.cursor))
+        return json_response(m.TailLogsResult(**dialect.log_page(entries, end, eof, placing, payload.cursor)))
+    page = answers.render(m.TailLogsResult(entries=entries, next_cursor=str(end), eof=eof))
     if ctx.state.mutant("tail-logs-no-eof"):
-        return json_response({"entries": entries, "next_cursor": str(end)})
-    return json_response({"entries": entries, "next_cursor": str(end), "eof": eof})
+        del page["eof"]
+    return json_response(page)
 
 
 Handler = Callable[[Ctx, JobRec, SubJobRec, Any], Awaitable[Response]]
@@ -250,5 +250,6 @@ async def operation(ctx: Ctx) -> Response:
                        [detail_entry(("operation_type",), f"must be one of {sorted(OPERATIONS)}", "enum")])
     job = ctx.job(allowed=LOGS_STATES if op in OPERATIONS_ALLOWED_WHILE_PLACING else RUNNING)
     payload = ctx.validate(OPERATION_PAYLOADS[op], env.payload, ("payload",))
+    ctx.expect(model=OPERATION_ANSWERS[op])
     target = route_operation(ctx, job, env)
     return await handler(ctx, job, target, payload)

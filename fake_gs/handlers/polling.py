@@ -13,7 +13,7 @@ from typing import Any
 from starlette.responses import Response
 
 from contract.errors import ErrorCode
-from fake_gs import dialect, results
+from fake_gs import answers, dialect, results
 from fake_gs.delivery import decode_cursor, encode_cursor, parse_max_events
 from fake_gs.errors import ApiError
 from fake_gs.handlers.common import Ctx, dumps
@@ -130,5 +130,6 @@ async def get_request(ctx: Ctx) -> Response:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(fut, ctx.settings.poll_wait_s)
     answer = view(ctx, job, req, offset, max_events)
+    ctx.expect(**answers.polled_result(req.op, req.result_form))
     ctx.note("delivery", result_form(req))
     return Response(answer, media_type="application/json")

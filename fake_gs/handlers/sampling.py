@@ -8,7 +8,15 @@ from starlette.responses import Response
 
 from contract.errors import ErrorCode, detail_entry
 from contract.limits import SAMPLING_BOUNDS
-from contract.models import GenerateRequest, LogProbsRequest
+from contract.models import (
+    GenerateRequest,
+    GenerateResult,
+    LogProbsRequest,
+    LogProbsResult,
+    StreamDoneEvent,
+    StreamResultEvent,
+)
+from fake_gs import answers
 from fake_gs.chunks import ChunkGroup
 from fake_gs.delivery import jsonable
 from fake_gs.errors import ApiError
@@ -81,7 +89,7 @@ def build_generate(ctx: Ctx, job: JobRec, obj: Any, group: ChunkGroup | None) ->
     request = generate_request(ctx, job, obj)
 
     def work() -> dict[str, Any]:
-        return {"job_id": job.job_id, "results": _results(ctx, job, request)}
+        return answers.render(GenerateResult(job_id=job.job_id, results=_results(ctx, job, request)))
 
     return ctx.store.submit(job, "generate", work, force_frame=True, group_id=group.group_id if group else None)
 
@@ -97,11 +105,9 @@ async def generate_stream(ctx: Ctx) -> Response:
 
     def work() -> list[dict[str, Any]]:
         results = _results(ctx, job, request)
-        events: list[dict[str, Any]] = [
-            {"type": "result", "index": i, "result": jsonable(r)} for i, r in enumerate(results)
-        ]
-        events.append({"type": "done", "completed": len(results), "failed": 0})
-        return events
+        events = [StreamResultEvent(type="result", index=i, result=jsonable(r)) for i, r in enumerate(results)]
+        done = StreamDoneEvent(type="done", completed=len(results), failed=0)
+        return [answers.render(event) for event in (*events, done)]
 
     req = ctx.store.submit(job, "generate_stream", work, stream=True)
     return ctx.submitted(job, req, count=len(request.prompts))
@@ -113,6 +119,6 @@ async def log_probs(ctx: Ctx) -> Response:
     check_bounds(request)
 
     def work() -> dict[str, Any]:
-        return {"job_id": job.job_id, **ctx.store.engine.log_probs(job.job_id, request)}
+        return answers.render(LogProbsResult(job_id=job.job_id, **ctx.store.engine.log_probs(job.job_id, request)))
 
     return ctx.submitted(job, ctx.store.submit(job, "log_probs", work, force_frame=True))

@@ -18,6 +18,7 @@ from starlette.routing import BaseRoute, Route
 
 from contract.errors import ErrorCode
 from contract.logs import STATEMENTS_ROUTE, parse_stage_statement, stage_credentials_statement
+from contract.models import StatementColumn, StatementMetaData, StatementResult
 from fake_gs.dispatch import make_endpoint
 from fake_gs.errors import ApiError
 from fake_gs.execution_logs import job_id_of_run
@@ -49,19 +50,17 @@ async def sql_statement(ctx: Ctx) -> Response:
     empty = ctx.state.mutant("logs-stage-empty")
     creds = await asyncio.to_thread(logs.publish, job, lines, empty=empty)
     handle = str(uuid.uuid4())
-    return json_response({
-        "resultSetMetaData": {
-            "numRows": 1, "format": "jsonv2",
-            "rowType": [{"name": "SYSTEM$GET_VSTAGE_WRITE_CREDS", "type": "text", "nullable": False}],
-        },
-        "data": [[creds.to_json()]],
-        "code": SQL_SUCCESS,
-        "sqlState": "00000",
-        "message": "Statement executed successfully.",
-        "statementHandle": handle,
-        "statementStatusUrl": f"{STATEMENTS_ROUTE.path}/{handle}",
-        "createdOn": int(time.time() * 1000),
-    })
+    column = StatementColumn(name="SYSTEM$GET_VSTAGE_WRITE_CREDS", type="text", nullable=False)
+    return json_response(StatementResult(
+        result_set_meta_data=StatementMetaData(num_rows=1, format="jsonv2", row_type=[column]),
+        data=[[creds.to_json()]],
+        code=SQL_SUCCESS,
+        sql_state="00000",
+        message="Statement executed successfully.",
+        statement_handle=handle,
+        statement_status_url=f"{STATEMENTS_ROUTE.path}/{handle}",
+        created_on=int(time.time() * 1000),
+    ))
 
 
 def statement_routes(state: AppState) -> list[BaseRoute]:

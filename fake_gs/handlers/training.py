@@ -12,11 +12,12 @@ from typing import Any
 
 from starlette.responses import Response
 
+from contract import models as m
 from contract.errors import ErrorCode, detail_entry
 from contract.ids import id_problem, printable
 from contract.models import PROPOSED_METRIC_KEYS, LoadRequest, SaveRequest, StepRequest
 from contract.shapes import ShapeError, forward_expectation
-from fake_gs import dialect
+from fake_gs import answers, dialect
 from fake_gs.chunks import ChunkGroup
 from fake_gs.errors import ApiError
 from fake_gs.handlers.common import Ctx
@@ -74,12 +75,9 @@ def build_forward_backward(ctx: Ctx, job: JobRec, obj: Any, group: ChunkGroup | 
         loss = float(out["avg_loss"])
         with store.lock:
             job.last_loss = loss
-        return {
-            "job_id": job.job_id,
-            "avg_loss": loss,
-            "metrics": full_metrics(out.get("metrics")) if proposed else {},
-            "post_process_outputs": out.get("post_process_outputs") or {},
-        }
+        return answers.render(m.ForwardBackwardResult(
+            job_id=job.job_id, avg_loss=loss, metrics=full_metrics(out.get("metrics")) if proposed else {},
+            post_process_outputs=out.get("post_process_outputs") or {}))
 
     return store.submit(job, "forward_backward", work, group_id=group.group_id if group else None)
 
@@ -143,11 +141,12 @@ async def step(ctx: Ctx) -> Response:
             if not ctx.state.mutant("steps-not-incremented"):
                 job.global_steps += 1
             steps = job.global_steps
-        result: dict[str, Any] = {"global_steps": steps, "last_lr": float(out["last_lr"])}
+        answer = m.StepResult(global_steps=steps, last_lr=float(out["last_lr"]))
         if _peak_memory_wanted(sub):
-            result["peak_memory"] = {"gpu_peak": 1.0 + 0.01 * steps, "cpu_peak": 0.5}
+            answer.peak_memory = m.PeakMemory(gpu_peak=1.0 + 0.01 * steps, cpu_peak=0.5)
         if proposed:
-            result["metrics"] = full_metrics(out.get("metrics"))
+            answer.metrics = full_metrics(out.get("metrics"))
+        result = answers.render(answer)
         if ctx.state.mutant("last-lr-text"):
             result["last_lr"] = str(result["last_lr"])
         return dialect.step_result(result) if ctx.settings.spec_dialect else result
@@ -179,13 +178,9 @@ async def save(ctx: Ctx) -> Response:
             steps = job.global_steps
         if ctx.state.mutant("saved-id-unloadable"):
             ckpt_id += "-unsaved"
-        return {
-            "checkpoint_id": ckpt_id,
-            "checkpoint_path": f"fake-gs://{job.job_id}/checkpoints/{ckpt_id}",
-            "checkpoint_tag": ckpt_id,
-            "checkpoint_type": ckpt_type,
-            "global_steps": steps,
-        }
+        return answers.render(m.SaveResult(
+            checkpoint_id=ckpt_id, checkpoint_path=f"fake-gs://{job.job_id}/checkpoints/{ckpt_id}",
+            checkpoint_tag=ckpt_id, checkpoint_type=ckpt_type, global_steps=steps))
 
     req = store.submit(job, "save", work)
     req.creates = dialect.save_may_create(wanted_id, ctx.settings.spec_dialect)
@@ -237,10 +232,10 @@ async def load(ctx: Ctx) -> Response:
             if not ctx.state.mutant("load-keeps-steps"):
                 job.global_steps = ckpt.global_steps
             steps = job.global_steps
-        result: dict[str, Any] = {"checkpoint_id": ckpt.checkpoint_id, "global_steps": steps,
-                                  "checkpoint_type": ckpt.checkpoint_type}
+        answer = m.LoadResult(checkpoint_id=ckpt.checkpoint_id, global_steps=steps,
+                              checkpoint_type=ckpt.checkpoint_type)
         if source is not job:
-            result["source_job_id"] = source.job_id
-        return result
+            answer.source_job_id = source.job_id
+        return answers.render(answer)
 
     return ctx.submitted(job, store.submit(job, "load", work))

@@ -1,0 +1,153 @@
+"""The answer check: every JSON answer a service route gives must validate against the
+contract's model for it, or it becomes a 500 and is never sent.
+
+On when ``FakeSettings.validate_answers`` is (the test suite turns it on for every fake it
+builds through :data:`ENV`, and :func:`require_in_tests` refuses a fake built there without
+it). The model comes from the route table (:func:`contract.routes.answer_model`): errors are
+``ErrorEnvelope``, a non-final chunk ``ChunkAccepted``, an operation's answer and a poll's
+result are named by the handler through :func:`expect`. A poll's JSON result is checked
+against the route's result model; an inline result frame is decoded and its object checked.
+Answers of a mutant are not checked: a mutant breaks answers on purpose.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import os
+from collections.abc import MutableMapping
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+from starlette.responses import Response
+
+from contract import models as m
+from contract.errors import ErrorCode, error_body
+from contract.models import unknown_fields
+from contract.routes import ROUTES_BY_NAME, Route, answer_model, result_model
+
+log = logging.getLogger("fake_gs.answers")
+
+#: Set to ``1`` (tests/conftest.py does) to check every fake's answers by default.
+ENV = "FAKE_GS_VALIDATE_ANSWERS"
+_SCOPE_KEY = "fake_gs.answer"
+_JSON = "application/json"
+
+
+def render(answer: BaseModel) -> dict[str, Any]:
+    """An answer model as the dict the fake sends: its fields in declaration order, exactly
+    those it was given (an omitted optional field stays absent, an explicit None is null);
+    values keep their Python types (a result frame's tensors stay tensors)."""
+    return answer.model_dump(by_alias=True, exclude_unset=True)
+
+
+def on_by_env() -> bool:
+    """The ``validate_answers`` default: on when the environment asks for it."""
+    return os.environ.get(ENV, "") == "1"
+
+
+def require_in_tests(validate_answers: bool) -> None:
+    """Refuse to build a fake without the check where the environment asks for it (tests)."""
+    if on_by_env() and not validate_answers:
+        raise ValueError(f"{ENV}=1: every fake built here must check its answers "
+                         "(validate_answers=True)")
+
+
+@dataclass
+class Expected:
+    """What a handler says its answer is, when the route table alone cannot say."""
+
+    model: type[BaseModel] | None = None
+    result: type[BaseModel] | None = None
+    inline: bool = False
+
+
+def expect(scope: MutableMapping[str, Any], **what: Any) -> None:
+    """Name this exchange's answer model (``model``), a poll's result model (``result``)
+    and whether that result is an inline frame (``inline``)."""
+    found = scope.setdefault(_SCOPE_KEY, Expected())
+    for name, value in what.items():
+        setattr(found, name, value)
+
+
+def polled_result(op: str, form: str) -> dict[str, Any]:
+    """:func:`expect` arguments for a poll of a request whose op is ``op`` (a route name,
+    or ``op:<operation_type>``) delivered in ``form`` (json, inline or chunks)."""
+    name, _, operation = op.partition(":")
+    route = ROUTES_BY_NAME.get("operation" if operation else name)
+    model = result_model(route, operation) if route is not None else None
+    return {"result": model, "inline": form == "inline"}
+
+
+def _problems(model: type[BaseModel], data: Any) -> str | None:
+    """Why ``data`` is not a ``model`` answer (invalid, or a field no model declares)."""
+    try:
+        obj = model.model_validate(data, strict=True)
+    except ValidationError as exc:
+        return f"{model.__name__}: {exc.errors(include_url=False)[:3]}"
+    unknown = unknown_fields(obj)
+    if unknown:
+        return f"{model.__name__}: undeclared field(s) {['.'.join(map(str, u)) for u in unknown]}"
+    return None
+
+
+def _result_problem(expected: Expected, result: Any) -> str | None:
+    """Check a poll's ``result``: null (chunks, streams, nothing yet), or the result."""
+    if result is None or expected.result is None:
+        return None
+    if not expected.inline:
+        return _problems(expected.result, result)
+    problem = _problems(m.InlineFrame, result)
+    if problem is not None:
+        return problem
+    from contract import wire
+
+    obj = wire.loads(base64.b64decode(result["payload_b64"]))
+    return _problems(expected.result, obj)
+
+
+def _models_for(route: Route, status: int, expected: Expected) -> list[type[BaseModel]]:
+    """The models the answer may have: one, or for an operation whose type the handler did
+    not name (an idempotent replay) any operation answer."""
+    if status >= 400:
+        return [m.ErrorEnvelope]
+    if status == 202 and route.chunked:
+        return [m.ChunkAccepted]
+    model = expected.model or answer_model(route)
+    if model is not None:
+        return [model]
+    return list(dict.fromkeys(m.OPERATION_ANSWERS.values())) if route.name == "operation" else []
+
+
+def problem(route: Route, response: Response, scope: MutableMapping[str, Any]) -> str | None:
+    """Why ``response`` is not an answer ``route`` may give; None when it is."""
+    body = bytes(response.body)
+    if response.status_code == 204:
+        return "a 204 answer carries a body" if body else None
+    if (response.media_type or "").split(";")[0] != _JSON:
+        return f"content type {response.media_type!r} is not {_JSON}"
+    expected = scope.get(_SCOPE_KEY) or Expected()
+    models = _models_for(route, response.status_code, expected)
+    if not models:
+        return f"no answer model for {route.name} (status {response.status_code})"
+    data = json.loads(body)
+    problems = [_problems(model, data) for model in models]
+    found = None if None in problems else "; ".join(str(p) for p in problems)
+    if found is None and isinstance(data, dict) and route.name == "get_request":
+        found = _result_problem(expected, data.get("result"))
+    return found
+
+
+def checked(route: Route, response: Response, scope: MutableMapping[str, Any]) -> Response:
+    """``response``, or a 500 ``internal`` envelope when it does not validate."""
+    try:
+        found = problem(route, response, scope)
+    except ValueError as exc:  # not JSON, or a result frame that does not decode
+        found = f"unreadable answer: {exc}"
+    if found is None:
+        return response
+    log.error("%s answered %d with an invalid body: %s", route.name, response.status_code, found)
+    body = json.dumps(error_body(ErrorCode.INTERNAL, f"invalid answer: {found}"[:2000])).encode()
+    return Response(body, status_code=500, media_type=_JSON)
