@@ -16,13 +16,13 @@ import socket
 import sys
 import typing
 from collections.abc import Sequence
-from dataclasses import fields
+from dataclasses import Field, fields
 from pathlib import Path
 from typing import Any
 
 from contract.routes import DEFAULT_ENDPOINT, PREFIX_TEMPLATE
-from fake_gs.options import Bound, Flag, bound_of, flag_of
-from fake_gs.settings import FLAG_GROUPS, FakeSettings, Timing, literal_choices
+from fake_gs.options import Flag, bound_of, flag_of
+from fake_gs.settings import FLAG_GROUPS, RECIPE_GROUP, FakeSettings, Timing, literal_choices
 
 
 def _timing(text: str) -> Timing:
@@ -67,17 +67,16 @@ def build_parser() -> argparse.ArgumentParser:
         flag = flag_of(f)
         if flag is not None:
             where = groups[flag.group] if flag.group else p
-            where.add_argument(flag.name, **_argument(flag, hints[f.name], bound_of(f),
-                                                       getattr(defaults, f.name)))
+            where.add_argument(flag.name, **_argument(f, flag, hints[f.name], getattr(defaults, f.name)))
     # Not a setting of the server: where this process writes the exports once serving.
-    groups["TLS and recipes"].add_argument(
+    groups[RECIPE_GROUP].add_argument(
         "--env-file", type=Path, default=None, metavar="PATH",
         help="once serving, write the exports (CORTEX_HOST or CORTEX_BASE_URL, and the CA "
              "variables with --tls) to PATH for `source`; removed when the fake stops")
     return p
 
 
-def _argument(flag: Flag, hint: Any, bound: Bound | None, default: Any) -> dict[str, Any]:
+def _argument(f: Field[Any], flag: Flag, hint: Any, default: Any) -> dict[str, Any]:
     """``add_argument`` keywords for one option: its parsing follows the field's type."""
     kw: dict[str, Any] = {"help": flag.help}
     if flag.metavar is not None:
@@ -86,10 +85,10 @@ def _argument(flag: Flag, hint: Any, bound: Bound | None, default: Any) -> dict[
         return {**kw, "action": "store_true"}
     if typing.get_origin(hint) is tuple:
         return {**kw, "action": "append", "default": []}
-    choices = flag.choices or literal_choices().get(flag.dest)
+    choices = flag.choices or literal_choices().get(f.name)
     if choices is not None:
         kw["choices"] = choices
-    parse = _positive if bound == "positive" else _PARSE.get(hint)
+    parse = _positive if bound_of(f) == "positive" else _PARSE.get(hint)
     if parse is not None:
         kw["type"] = parse
     return {**kw, "default": default // flag.unit if flag.unit != 1 else default}

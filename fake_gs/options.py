@@ -39,7 +39,7 @@ class Flag:
 def option(
     default: Any,
     flag: str | None = None,
-    help: str = "",  # noqa: A002 - argparse's word for it
+    help: str = "",
     *,
     bound: Bound | None = None,
     **how: Any,

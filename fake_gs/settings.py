@@ -70,7 +70,7 @@ FLAG_GROUPS = {
     "hardening": "bounds on what a hostile or buggy client can hold (issue 12)",
     "TLS and recipes": "what a recipe needs to reach the fake as it reaches the service",
 }
-_LIM, _HARD, _NET = FLAG_GROUPS
+_LIM, _HARD, RECIPE_GROUP = FLAG_GROUPS
 _TIMING = "instant|polls:N|seconds:T"
 
 
@@ -96,7 +96,7 @@ class FakeSettings:
     mutant: str | None = option(None, "--mutant", "run with a deliberate contract violation (for conformance self-tests): %(choices)s", metavar="NAME", choices=tuple(sorted(MUTANTS)))
     faults: str | None = option(None, "--faults", "fault rules file (JSON or YAML); also set at run time via /_fake/faults", metavar="FILE")
     log_level: str = option("info", "--log-level", "log verbosity", choices=("critical", "error", "warning", "info", "debug"))
-    tls: bool = option(False, "--tls", "serve HTTPS with a certificate from a throwaway CA made now (needs the tls extra); prints the CA bundle and the exports a client needs", group=_NET)
+    tls: bool = option(False, "--tls", "serve HTTPS with a certificate from a throwaway CA made now (needs the tls extra); prints the CA bundle and the exports a client needs", group=RECIPE_GROUP)
     #: Answer forms (fake_gs.dialect).
     dialect: Dialect = option("kit", "--dialect", "answer forms: kit (string error codes, null for empty poll fields, ...) or spec (the other forms the published spec allows: integer codes and detail lists, '' for empty poll fields, omitted zero capacity fields, last_lr lists, server-chosen checkpoint ids, 204 deletes, empty log pages while placing, a visible cancelling)")
     #: Limits (rarely changed; tests use them to stay small and fast).
