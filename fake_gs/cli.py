@@ -14,15 +14,15 @@ import shlex
 import signal
 import socket
 import sys
+import typing
 from collections.abc import Sequence
+from dataclasses import Field, fields
 from pathlib import Path
 from typing import Any
 
-from contract.limits import MiB
 from contract.routes import DEFAULT_ENDPOINT, PREFIX_TEMPLATE
-from fake_gs.engines import ENGINES
-from fake_gs.mutants import MUTANTS
-from fake_gs.settings import FakeSettings, Timing
+from fake_gs.options import Flag, bound_of, flag_of
+from fake_gs.settings import FLAG_GROUPS, RECIPE_GROUP, FakeSettings, Timing, literal_choices
 
 
 def _timing(text: str) -> Timing:
@@ -49,151 +49,60 @@ def _seconds(text: str) -> float:
     return value
 
 
+#: How a flag's text parses, by the type of its field (str needs nothing).
+_PARSE: dict[Any, Any] = {int: int, float: _seconds, Timing: _timing}
+
+
 def build_parser() -> argparse.ArgumentParser:
-    d = FakeSettings()
+    """``fake-gs``'s parser: one flag per ``FakeSettings`` option (``fake_gs.options``)."""
     p = argparse.ArgumentParser(
         prog="fake-gs",
         description="A fake Cortex Training server: every route of the contract, shape-aware results, "
                     "chunk groups, dialects, auth, mutants. Serves on loopback by default.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
-    p.add_argument("--host", default=d.host, help="interface to bind (loopback by default)")
-    p.add_argument("--port", type=int, default=d.port, help="port to listen on; 0 picks a free one (printed)")
-    p.add_argument("--profile", choices=("current", "proposed"), default=d.profile,
-                   help="current: today's documented surface (proposed routes answer 404); proposed: everything")
-    p.add_argument("--seed", type=int, default=d.seed, help="seed of every synthesised value")
-    p.add_argument("--token", action="append", default=[], metavar="TOKEN",
-                   help="accept this bearer token (repeatable); enables auth and per-token job isolation")
-    p.add_argument("--strict", action="store_true",
-                   help="refuse unknown JSON fields with 400 unknown_field naming the field")
-    p.add_argument("--dialect", choices=("kit", "spec"), default=d.dialect,
-                   help="answer forms: kit (string error codes, null for empty poll fields, ...) or spec "
-                        "(the other forms the published spec allows: integer codes and detail lists, '' "
-                        "for empty poll fields, omitted zero capacity fields, last_lr lists, server-chosen "
-                        "checkpoint ids, 204 deletes, empty log pages while placing, a visible cancelling)")
-    p.add_argument("--status-style", choices=("short", "enum"), default=d.status_style,
-                   help="spell statuses 'running'/'done' or 'JOB_STATE_RUNNING'/'REQUEST_STATE_DONE'")
-    p.add_argument("--startup", type=_timing, default=d.startup, metavar="instant|polls:N|seconds:T",
-                   help="job start-up: running at once, after N GETs of the job, or T seconds after placement")
-    p.add_argument("--latency", type=_timing, default=d.latency, metavar="instant|polls:N|seconds:T",
-                   help="async request latency: done on the first poll, on the N-th poll, or T seconds after submit")
-    p.add_argument("--result-delivery", choices=("auto", "inline", "chunks"), default=d.result_delivery,
-                   help="tensor results: inline base64 frames, result-chunk events, or auto by size")
-    p.add_argument("--result-chunk-bytes", type=int, default=d.result_chunk_bytes,
-                   help="result chunk size, and the auto-mode inline threshold (any size that holds a "
-                        "chunk header plus one payload byte)")
-    p.add_argument("--max-total-gpus", type=int, default=d.max_total_gpus,
-                   help="account GPU capacity; jobs that do not fit stay pending")
-    p.add_argument("--allow-any-model", action="store_true",
-                   help="accept any model name (default: only the models the real service caches)")
-    p.add_argument("--engine", choices=sorted(ENGINES), default=d.engine,
-                   help="shape: seeded synthetic results; tiny: a small real causal LM on CPU")
-    p.add_argument("--mutant", choices=sorted(MUTANTS), default=None, metavar="NAME",
-                   help="run with a deliberate contract violation (for conformance self-tests): "
-                        + ", ".join(sorted(MUTANTS)))
-    p.add_argument("--faults", default=None, metavar="FILE",
-                   help="fault rules file (JSON or YAML); also set at run time via /_fake/faults")
-    p.add_argument("--max-body-mib", type=_positive, default=d.max_body_bytes // MiB,
-                   help="largest accepted request body in MiB (the contract says 60)")
-    lim = p.add_argument_group("limits", "bounds so no client can exhaust the fake (LIMIT-* clauses)")
-    lim.add_argument("--max-open-groups", type=_positive, default=d.max_open_groups_per_job,
-                     help="open chunk groups per job; one more answers 429 chunk_group_limit")
-    lim.add_argument("--max-buffered-mib", type=_positive, default=d.max_buffered_bytes_per_job // MiB,
-                     help="chunk bytes buffered per job; more answers 413 buffer_limit")
-    lim.add_argument("--max-total-buffered-mib", type=_positive, default=d.max_buffered_bytes_total // MiB,
-                     help="chunk bytes buffered by all jobs together; more answers 429 chunk_group_limit")
-    lim.add_argument("--chunk-group-idle-s", type=_seconds, default=d.chunk_group_idle_s,
-                     help="an unfinished chunk group idle this long is forgotten and its bytes freed")
-    lim.add_argument("--max-frame-header-bytes", type=_positive, default=d.max_frame_header_bytes,
-                     help="largest safetensors header of a request frame (checked before parsing)")
-    lim.add_argument("--max-tree-depth", type=_positive, default=d.max_tree_depth,
-                     help="deepest d/l/u nesting of a request frame's tree")
-    lim.add_argument("--max-tensors", type=_positive, default=d.max_tensors,
-                     help="most tensors in one request frame")
-    lim.add_argument("--max-frame-json-bytes", type=_positive, default=d.max_frame_json_bytes,
-                     help="largest dss/op JSON metadata string in a request frame")
-    lim.add_argument("--max-json-containers", type=_positive, default=d.max_json_containers,
-                     help="JSON arrays/objects allowed in one JSON body or frame header")
-    lim.add_argument("--max-events-cap", type=_positive, default=d.max_events_cap,
-                     help="max_events on a poll is clamped to this (the contract says 512)")
-    hard = p.add_argument_group("hardening", "bounds on what a hostile or buggy client can hold (issue 12)")
-    hard.add_argument("--body-idle-s", type=_seconds, default=d.body_idle_s,
-                      help="a request body with no new bytes this long answers 408 and is freed (0: never)")
-    hard.add_argument("--max-inflight-mib", type=_positive, default=d.max_inflight_bytes // MiB,
-                      help="bytes of all request bodies being received at once; more answers 503 + Retry-After")
-    hard.add_argument("--max-results-mib", type=_positive, default=d.max_results_bytes // MiB,
-                      help="unread results one job keeps; beyond it the oldest are freed (polls get 410)")
-    hard.add_argument("--max-open-groups-per-account", type=_positive, default=d.max_open_groups_per_account,
-                      help="open chunk groups of one account (token) over all its jobs")
-    hard.add_argument("--max-account-buffered-mib", type=_positive,
-                      default=d.max_buffered_bytes_per_account // MiB,
-                      help="chunk bytes one account (token) may buffer over all its jobs")
-    hard.add_argument("--admin-token", default=None, metavar="TOKEN",
-                      help="the admin API's only credential when --token is set (service tokens get 403)")
-    lim.add_argument("--idempotency-window-s", type=_seconds, default=d.idempotency_window_s,
-                     help="proposed profile: how long an Idempotency-Key and its answer are kept")
-    lim.add_argument("--max-idempotency-keys", type=_positive, default=d.max_idempotency_keys,
-                     help="Idempotency-Keys kept per account (the oldest go first)")
-    net = p.add_argument_group("TLS and recipes", "what a recipe needs to reach the fake as it reaches the service")
-    net.add_argument("--tls", action="store_true",
-                     help="serve HTTPS with a certificate from a throwaway CA made now (needs the tls "
-                          "extra); prints the CA bundle and the exports a client needs")
-    net.add_argument("--env-file", type=Path, default=None, metavar="PATH",
-                     help="once serving, write the exports (CORTEX_HOST or CORTEX_BASE_URL, and the CA "
-                          "variables with --tls) to PATH for `source`; removed when the fake stops")
-    p.add_argument("--traffic", type=int, default=d.traffic, metavar="N",
-                   help="keep the last N exchanges per account for GET /_fake/traffic (0: off); "
-                        "unknown JSON fields are then reported there instead of refused (unless --strict)")
-    p.add_argument("--record", default=None, metavar="FILE",
-                   help="write a parity tape (JSON lines) of every exchange served, for gs-parity")
-    p.add_argument("--log-level", default=d.log_level,
-                   choices=("critical", "error", "warning", "info", "debug"), help="log verbosity")
+    groups = {title: p.add_argument_group(title, about) for title, about in FLAG_GROUPS.items()}
+    defaults, hints = FakeSettings(), typing.get_type_hints(FakeSettings)
+    for f in fields(FakeSettings):
+        flag = flag_of(f)
+        if flag is not None:
+            where = groups[flag.group] if flag.group else p
+            where.add_argument(flag.name, **_argument(f, flag, hints[f.name], getattr(defaults, f.name)))
+    # Not a setting of the server: where this process writes the exports once serving.
+    groups[RECIPE_GROUP].add_argument(
+        "--env-file", type=Path, default=None, metavar="PATH",
+        help="once serving, write the exports (CORTEX_HOST or CORTEX_BASE_URL, and the CA "
+             "variables with --tls) to PATH for `source`; removed when the fake stops")
     return p
 
 
+def _argument(f: Field[Any], flag: Flag, hint: Any, default: Any) -> dict[str, Any]:
+    """``add_argument`` keywords for one option: its parsing follows the field's type."""
+    kw: dict[str, Any] = {"help": flag.help}
+    if flag.metavar is not None:
+        kw["metavar"] = flag.metavar
+    if hint is bool:
+        return {**kw, "action": "store_true"}
+    if typing.get_origin(hint) is tuple:
+        return {**kw, "action": "append", "default": []}
+    choices = flag.choices or literal_choices().get(f.name)
+    if choices is not None:
+        kw["choices"] = choices
+    parse = _positive if bound_of(f) == "positive" else _PARSE.get(hint)
+    if parse is not None:
+        kw["type"] = parse
+    return {**kw, "default": default // flag.unit if flag.unit != 1 else default}
+
+
 def settings_from_args(args: argparse.Namespace) -> FakeSettings:
-    return FakeSettings(
-        host=args.host,
-        port=args.port,
-        profile=args.profile,
-        seed=args.seed,
-        tokens=tuple(args.token),
-        strict=args.strict,
-        status_style=args.status_style,
-        dialect=args.dialect,
-        startup=args.startup,
-        latency=args.latency,
-        result_delivery=args.result_delivery,
-        result_chunk_bytes=args.result_chunk_bytes,
-        max_total_gpus=args.max_total_gpus,
-        allow_any_model=args.allow_any_model,
-        engine=args.engine,
-        mutant=args.mutant,
-        faults=args.faults,
-        max_body_bytes=args.max_body_mib * MiB,
-        max_open_groups_per_job=args.max_open_groups,
-        max_buffered_bytes_per_job=args.max_buffered_mib * MiB,
-        max_buffered_bytes_total=args.max_total_buffered_mib * MiB,
-        chunk_group_idle_s=args.chunk_group_idle_s,
-        max_frame_header_bytes=args.max_frame_header_bytes,
-        max_tree_depth=args.max_tree_depth,
-        max_tensors=args.max_tensors,
-        max_frame_json_bytes=args.max_frame_json_bytes,
-        max_json_containers=args.max_json_containers,
-        max_events_cap=args.max_events_cap,
-        idempotency_window_s=args.idempotency_window_s,
-        max_idempotency_keys=args.max_idempotency_keys,
-        log_level=args.log_level,
-        body_idle_s=args.body_idle_s,
-        max_inflight_bytes=args.max_inflight_mib * MiB,
-        max_results_bytes=args.max_results_mib * MiB,
-        max_open_groups_per_account=args.max_open_groups_per_account,
-        max_buffered_bytes_per_account=args.max_account_buffered_mib * MiB,
-        admin_token=args.admin_token,
-        tls=args.tls,
-        traffic=args.traffic,
-        record=args.record,
-    )
+    """The settings the parsed flags name; a flag counted in units is scaled back."""
+    values = {}
+    for f in fields(FakeSettings):
+        flag = flag_of(f)
+        if flag is not None:
+            value = getattr(args, flag.dest)
+            values[f.name] = value * flag.unit if flag.unit != 1 else value
+    return FakeSettings(**values)
 
 
 def client_exports(base: str, host_port: str, tls: Any) -> dict[str, str]:
@@ -256,54 +165,70 @@ def _tokenizer_main(argv: Sequence[str]) -> int:
     return tokenizer_main(argv)
 
 
+class _Refused(Exception):
+    """A start-up problem: printed as ``fake-gs: ...``, exit status 2."""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["tokenizer"]:  # ``fake-gs tokenizer DIR``: same as python -m fake_gs.tokenizer
         return _tokenizer_main(argv[1:])
     args = build_parser().parse_args(argv)
     try:
-        settings = settings_from_args(args)
-    except (ValueError, OSError) as exc:
+        try:
+            settings = settings_from_args(args)
+        except (ValueError, OSError) as exc:
+            raise _Refused(str(exc)) from None
+        logging.basicConfig(level=settings.log_level.upper(), stream=sys.stderr,
+                            format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+        app, sock, tls = _open(settings)
+    except _Refused as exc:
         print(f"fake-gs: {exc}", file=sys.stderr)
         return 2
-    logging.basicConfig(level=settings.log_level.upper(), stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    _serve(settings, app, sock, tls, args.env_file)
+    return 0
+
+
+def _open(settings: FakeSettings) -> tuple[Any, socket.socket, Any]:
+    """The app, the listening socket and the TLS material (None without --tls)."""
     from fake_gs.app import create_app
-    from fake_gs.server import _Server, base_url_of, bind_socket, host_port_of, uvicorn_config
-    from fake_gs.tls import TlsUnavailable, make_material, uvicorn_ssl_options
+    from fake_gs.server import bind_socket
+    from fake_gs.tls import TlsUnavailable, make_material
 
     try:
         app = create_app(settings)
     except (ValueError, OSError) as exc:
-        print(f"fake-gs: {exc}", file=sys.stderr)
-        return 2
+        raise _Refused(str(exc)) from None
     try:
         sock = bind_socket(settings.host, settings.port)
     except OSError as exc:
-        print(f"fake-gs: cannot listen on {settings.host}:{settings.port}: {exc}", file=sys.stderr)
-        return 2
+        raise _Refused(f"cannot listen on {settings.host}:{settings.port}: {exc}") from None
     try:
         tls = make_material(settings.host) if settings.tls else None
     except TlsUnavailable as exc:
         sock.close()
-        print(f"fake-gs: {exc}", file=sys.stderr)
-        return 2
+        raise _Refused(str(exc)) from None
+    return app, sock, tls
+
+
+def _serve(settings: FakeSettings, app: Any, sock: socket.socket, tls: Any,
+           env_file: Path | None) -> None:
+    """Serve until stopped; announce once accepting, clean up (CA, env file) however it ends."""
+    from fake_gs.server import _Server, base_url_of, host_port_of, uvicorn_config
+    from fake_gs.tls import uvicorn_ssl_options
+
     port = sock.getsockname()[1]
     base = base_url_of(settings.host, port, "https" if tls else "http")
     host_port = host_port_of(settings.host, port)
     server = _Server(uvicorn_config(app, settings, **uvicorn_ssl_options(tls)))
-
-    async def announce() -> None:
-        for line in announcement(settings, base, host_port, tls, app.state.fake.admin_token):
-            print(line, flush=True)
-        if args.env_file is not None:
-            write_env_file(args.env_file, client_exports(base, host_port, tls))
-
     original = server.startup
 
     async def startup(sockets: list[socket.socket] | None = None) -> None:
         await original(sockets=sockets)
-        await announce()
+        for line in announcement(settings, base, host_port, tls, app.state.fake.admin_token):
+            print(line, flush=True)
+        if env_file is not None:
+            write_env_file(env_file, client_exports(base, host_port, tls))
 
     server.startup = startup  # type: ignore[method-assign]
     # uvicorn re-raises SIGTERM once shut down; turning it into SystemExit lets the cleanup
@@ -317,10 +242,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         sock.close()
         if tls is not None:
             tls.cleanup()
-        if args.env_file is not None:
+        if env_file is not None:
             with contextlib.suppress(OSError):
-                args.env_file.unlink()
-    return 0
+                env_file.unlink()
 
 
 if __name__ == "__main__":

@@ -102,14 +102,19 @@ class RequestContextMiddleware:
             if status == 0:
                 await internal_error(send_with_id)
         finally:
-            store = self.state.store
-            with store.lock:
-                store.http_requests += 1
-            if refusal is not None:
-                self.record(scope, status, refusal, started, request_id)
-            if access_log.isEnabledFor(logging.INFO):
-                # Paths arrive percent-decoded: escape control characters so a "%0A" cannot
-                # forge a log line (issue 12).
-                query = "?" + scope["query_string"].decode("latin-1") if scope.get("query_string") else ""
-                access_log.info('%s %s %s %.1fms', scope.get("method"), printable(str(scope.get("path")) + query),
-                                status if status >= 0 else "dropped", (time.perf_counter() - started) * 1000)
+            self.finish(scope, status, refusal, started, request_id)
+
+    def finish(self, scope: Scope, status: int, refusal: bytearray | None, started: float,
+               request_id: str) -> None:
+        """Count the exchange, log it to the traffic log (when kept) and the access log."""
+        store = self.state.store
+        with store.lock:
+            store.http_requests += 1
+        if refusal is not None:
+            self.record(scope, status, refusal, started, request_id)
+        if access_log.isEnabledFor(logging.INFO):
+            # Paths arrive percent-decoded: escape control characters so a "%0A" cannot
+            # forge a log line (issue 12).
+            query = "?" + scope["query_string"].decode("latin-1") if scope.get("query_string") else ""
+            access_log.info('%s %s %s %.1fms', scope.get("method"), printable(str(scope.get("path")) + query),
+                            status if status >= 0 else "dropped", (time.perf_counter() - started) * 1000)

@@ -1,10 +1,15 @@
 """Every knob of the fake in one dataclass, shared by the CLI, the app and the tests.
 
-Defaults suit tests: loopback, any port, instant start-up and latency, the proposed profile.
+Each field is declared once, as a row of the option table: its type, default, bound and,
+for those the command line sets, its ``fake-gs`` flag, help and group (``fake_gs.options``;
+``fake_gs.cli`` builds its parser from these rows). Defaults suit tests: loopback, any
+port, instant start-up and latency, the proposed profile.
 """
 
 from __future__ import annotations
 
+import functools
+import typing
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Literal
 
@@ -12,6 +17,9 @@ from contract.idempotency import KEY_WINDOW_S
 from contract.limits import MAX_BODY_BYTES, MAX_EVENTS_CAP, MiB
 from contract.wire import MIN_RESULT_CHUNK_BYTES
 from fake_gs.answers import on_by_env
+from fake_gs.engines import ENGINES
+from fake_gs.mutants import MUTANTS
+from fake_gs.options import bound_of, option
 
 Profile = Literal["current", "proposed"]
 StatusStyle = Literal["short", "enum"]
@@ -54,80 +62,76 @@ class Timing:
         return f"seconds:{self.amount:g}"
 
 
+#: The option groups of ``fake-gs --help`` (title: description), in the order shown.
+FLAG_GROUPS = {
+    "limits": "bounds so no client can exhaust the fake (LIMIT-* clauses)",
+    "hardening": "bounds on what a hostile or buggy client can hold (issue 12)",
+    "TLS and recipes": "what a recipe needs to reach the fake as it reaches the service",
+}
+_LIM, _HARD, RECIPE_GROUP = FLAG_GROUPS
+_TIMING = "instant|polls:N|seconds:T"
+
+
 @dataclass(frozen=True)
 class FakeSettings:
-    """Options of the fake server; see ``fake-gs --help`` for each."""
+    """Options of the fake server, one row each: type, default, then the flag, its help and how
+    it parses (fields without a flag are set by the app, the pytest plugin or the tests)."""
 
-    host: str = "127.0.0.1"
-    port: int = 8080
-    profile: Profile = "proposed"
-    seed: int = 0
-    tokens: tuple[str, ...] = ()
-    strict: bool = False
-    status_style: StatusStyle = "short"
-    startup: Timing = field(default_factory=Timing)
-    latency: Timing = field(default_factory=Timing)
-    result_delivery: Delivery = "auto"
-    result_chunk_bytes: int = 1 * MiB
-    max_total_gpus: int = 64
-    allow_any_model: bool = False
-    engine: str = "shape"
-    mutant: str | None = None
-    faults: str | None = None
-    log_level: str = "info"
-    #: Serve HTTPS with a certificate from a throwaway CA made at start-up (``tls`` extra).
-    tls: bool = False
-    #: Answer forms: kit (the kit's own) or spec (the other forms the published spec allows;
-    #: fake_gs.dialect).
-    dialect: Dialect = "kit"
+    host: str = option("127.0.0.1", "--host", "interface to bind (loopback by default)")
+    port: int = option(8080, "--port", "port to listen on; 0 picks a free one (printed)")
+    profile: Profile = option("proposed", "--profile", "current: today's documented surface (proposed routes answer 404); proposed: everything")
+    seed: int = option(0, "--seed", "seed of every synthesised value")
+    tokens: tuple[str, ...] = option((), "--token", "accept this bearer token (repeatable); enables auth and per-token job isolation", metavar="TOKEN")
+    strict: bool = option(False, "--strict", "refuse unknown JSON fields with 400 unknown_field naming the field")
+    status_style: StatusStyle = option("short", "--status-style", "spell statuses 'running'/'done' or 'JOB_STATE_RUNNING'/'REQUEST_STATE_DONE'")
+    startup: Timing = option(Timing(), "--startup", "job start-up: running at once, after N GETs of the job, or T seconds after placement", metavar=_TIMING)
+    latency: Timing = option(Timing(), "--latency", "async request latency: done on the first poll, on the N-th poll, or T seconds after submit", metavar=_TIMING)
+    result_delivery: Delivery = option("auto", "--result-delivery", "tensor results: inline base64 frames, result-chunk events, or auto by size")
+    result_chunk_bytes: int = option(1 * MiB, "--result-chunk-bytes", "result chunk size, and the auto-mode inline threshold (any size that holds a chunk header plus one payload byte)")
+    max_total_gpus: int = option(64, "--max-total-gpus", "account GPU capacity; jobs that do not fit stay pending")
+    allow_any_model: bool = option(False, "--allow-any-model", "accept any model name (default: only the models the real service caches)")
+    engine: str = option("shape", "--engine", "shape: seeded synthetic results; tiny: a small real causal LM on CPU", choices=tuple(sorted(ENGINES)))
+    mutant: str | None = option(None, "--mutant", "run with a deliberate contract violation (for conformance self-tests): %(choices)s", metavar="NAME", choices=tuple(sorted(MUTANTS)))
+    faults: str | None = option(None, "--faults", "fault rules file (JSON or YAML); also set at run time via /_fake/faults", metavar="FILE")
+    log_level: str = option("info", "--log-level", "log verbosity", choices=("critical", "error", "warning", "info", "debug"))
+    tls: bool = option(False, "--tls", "serve HTTPS with a certificate from a throwaway CA made now (needs the tls extra); prints the CA bundle and the exports a client needs", group=RECIPE_GROUP)
+    #: Answer forms (fake_gs.dialect).
+    dialect: Dialect = option("kit", "--dialect", "answer forms: kit (string error codes, null for empty poll fields, ...) or spec (the other forms the published spec allows: integer codes and detail lists, '' for empty poll fields, omitted zero capacity fields, last_lr lists, server-chosen checkpoint ids, 204 deletes, empty log pages while placing, a visible cancelling)")
     #: Limits (rarely changed; tests use them to stay small and fast).
-    max_body_bytes: int = MAX_BODY_BYTES
-    max_open_groups_per_job: int = 64
-    max_buffered_bytes_per_job: int = 2048 * MiB
-    #: Chunk bytes buffered by every job together (429 chunk_group_limit beyond it).
-    max_buffered_bytes_total: int = 8192 * MiB
-    #: An open chunk group untouched this long is forgotten and its bytes freed.
-    chunk_group_idle_s: float = 900.0
-    #: Request-frame limits (LIMIT-FRAME-1): the safetensors header length, d/l/u nesting,
-    #: tensor count, and the UTF-8 size of each JSON metadata string (dss, op).
-    max_frame_header_bytes: int = 16 * MiB
-    max_tree_depth: int = 64
-    max_tensors: int = 10_000
-    max_frame_json_bytes: int = 16 * MiB
-    #: JSON arrays and objects in one JSON body or one frame header: bounds the memory and
-    #: time a "[[],[],...]" bomb costs (json.loads makes a Python object of each).
-    max_json_containers: int = 250_000
-    #: ``max_events`` on a poll is clamped to this (the contract says 512).
-    max_events_cap: int = MAX_EVENTS_CAP
-    #: Hardening (issue 12). A request body with no new bytes for this long answers 408.
-    body_idle_s: float = 30.0
-    #: Bytes of every request body being received at once; beyond it 503 + Retry-After.
-    max_inflight_bytes: int = 1024 * MiB
-    #: Unread results one job keeps; beyond it the oldest are freed (their polls get 410).
-    max_results_bytes: int = 1024 * MiB
+    max_body_bytes: int = option(MAX_BODY_BYTES, "--max-body-mib", "largest accepted request body in MiB (the contract says 60)", bound="positive", unit=MiB)
+    max_open_groups_per_job: int = option(64, "--max-open-groups", "open chunk groups per job; one more answers 429 chunk_group_limit", bound="positive", group=_LIM)
+    max_buffered_bytes_per_job: int = option(2048 * MiB, "--max-buffered-mib", "chunk bytes buffered per job; more answers 413 buffer_limit", bound="positive", group=_LIM, unit=MiB)
+    max_buffered_bytes_total: int = option(8192 * MiB, "--max-total-buffered-mib", "chunk bytes buffered by all jobs together; more answers 429 chunk_group_limit", bound="positive", group=_LIM, unit=MiB)
+    chunk_group_idle_s: float = option(900.0, "--chunk-group-idle-s", "an unfinished chunk group idle this long is forgotten and its bytes freed", bound="non_negative", group=_LIM)
+    #: Request-frame limits (LIMIT-FRAME-1), checked before a frame is parsed.
+    max_frame_header_bytes: int = option(16 * MiB, "--max-frame-header-bytes", "largest safetensors header of a request frame (checked before parsing)", bound="positive", group=_LIM)
+    max_tree_depth: int = option(64, "--max-tree-depth", "deepest d/l/u nesting of a request frame's tree", bound="positive", group=_LIM)
+    max_tensors: int = option(10_000, "--max-tensors", "most tensors in one request frame", bound="positive", group=_LIM)
+    max_frame_json_bytes: int = option(16 * MiB, "--max-frame-json-bytes", "largest dss/op JSON metadata string in a request frame", bound="positive", group=_LIM)
+    #: Bounds the memory and time a "[[],[],...]" bomb costs (json.loads makes an object of each).
+    max_json_containers: int = option(250_000, "--max-json-containers", "JSON arrays/objects allowed in one JSON body or frame header", bound="positive", group=_LIM)
+    max_events_cap: int = option(MAX_EVENTS_CAP, "--max-events-cap", "max_events on a poll is clamped to this (the contract says 512)", bound="positive", group=_LIM)
+    #: Hardening (issue 12).
+    body_idle_s: float = option(30.0, "--body-idle-s", "a request body with no new bytes this long answers 408 and is freed (0: never)", bound="non_negative", group=_HARD)
+    max_inflight_bytes: int = option(1024 * MiB, "--max-inflight-mib", "bytes of all request bodies being received at once; more answers 503 + Retry-After", bound="positive", group=_HARD, unit=MiB)
+    max_results_bytes: int = option(1024 * MiB, "--max-results-mib", "unread results one job keeps; beyond it the oldest are freed (polls get 410)", bound="positive", group=_HARD, unit=MiB)
     #: A result read to the end stays this long (a retried last page), or until newer reads
     #: of the job push it out of the ``results_read_kept`` newest.
-    result_grace_s: float = 10.0
-    results_read_kept: int = 4
-    #: Chunk-group caps per account (bearer token) on top of those per job and per server,
-    #: so one account's abandoned uploads cannot block another's.
-    max_open_groups_per_account: int = 256
-    max_buffered_bytes_per_account: int = 2048 * MiB
-    #: With tokens set, the only credential of the admin API (/_fake/*, exports excepted).
-    admin_token: str | None = None
+    result_grace_s: float = option(10.0, bound="non_negative")
+    results_read_kept: int = option(4, bound="positive")
+    #: Per account (bearer token), on top of the caps per job and per server, so one
+    #: account's abandoned uploads cannot block another's.
+    max_open_groups_per_account: int = option(256, "--max-open-groups-per-account", "open chunk groups of one account (token) over all its jobs", bound="positive", group=_HARD)
+    max_buffered_bytes_per_account: int = option(2048 * MiB, "--max-account-buffered-mib", "chunk bytes one account (token) may buffer over all its jobs", bound="positive", group=_HARD, unit=MiB)
+    admin_token: str | None = option(None, "--admin-token", "the admin API's only credential when --token is set (service tokens get 403)", group=_HARD, metavar="TOKEN")
     #: How long a poll waits for a request that is due but still executing.
     poll_wait_s: float = 1.0
-    #: Write a parity tape of every exchange the fake serves to this file (``--record``).
-    record: str | None = None
+    record: str | None = option(None, "--record", "write a parity tape (JSON lines) of every exchange served, for gs-parity", metavar="FILE")
     export_ttl_s: float = 3600.0
-    #: Proposed profile: how long an Idempotency-Key and its answer are kept, and how many
-    #: keys one account keeps at most (the oldest go first).
-    idempotency_window_s: float = KEY_WINDOW_S
-    max_idempotency_keys: int = 10_000
+    idempotency_window_s: float = option(KEY_WINDOW_S, "--idempotency-window-s", "proposed profile: how long an Idempotency-Key and its answer are kept", group=_LIM)
+    max_idempotency_keys: int = option(10_000, "--max-idempotency-keys", "Idempotency-Keys kept per account (the oldest go first)", bound="positive", group=_LIM)
     worker_threads: int = 4
-    #: Exchanges kept per account for ``GET /_fake/traffic`` (0: no traffic log); with a
-    #: log, unknown JSON fields are reported there rather than refused (unless ``strict``).
-    traffic: int = 0
+    traffic: int = option(0, "--traffic", "keep the last N exchanges per account for GET /_fake/traffic (0: off); unknown JSON fields are then reported there instead of refused (unless --strict)", metavar="N")
     #: Check every JSON answer against its contract model; one that does not validate is a
     #: 500, never sent (fake_gs.answers). On by default where ``FAKE_GS_VALIDATE_ANSWERS=1``
     #: (the test suite).
@@ -137,44 +141,42 @@ class FakeSettings:
         object.__setattr__(self, "startup", Timing.parse(self.startup))
         object.__setattr__(self, "latency", Timing.parse(self.latency))
         object.__setattr__(self, "tokens", tuple(self.tokens))
-        if self.profile not in ("current", "proposed"):
-            raise ValueError(f"profile must be current or proposed, got {self.profile!r}")
-        if self.status_style not in ("short", "enum"):
-            raise ValueError(f"status_style must be short or enum, got {self.status_style!r}")
-        if self.result_delivery not in ("auto", "inline", "chunks"):
-            raise ValueError(f"result_delivery must be auto, inline or chunks, got {self.result_delivery!r}")
-        if self.dialect not in ("kit", "spec"):
-            raise ValueError(f"dialect must be kit or spec, got {self.dialect!r}")
+        self._check_choices()
+        self._check_bounds()
         if self.result_chunk_bytes < MIN_RESULT_CHUNK_BYTES:
             raise ValueError(f"result_chunk_bytes must be at least {MIN_RESULT_CHUNK_BYTES} "
                              "(a result chunk's own header plus one payload byte)")
         if self.max_total_gpus < 0:
             raise ValueError("max_total_gpus must be >= 0")
-        for name in ("max_body_bytes", "max_open_groups_per_job", "max_buffered_bytes_per_job",
-                     "max_buffered_bytes_total", "max_frame_header_bytes", "max_tree_depth",
-                     "max_tensors", "max_frame_json_bytes", "max_json_containers", "max_events_cap",
-                     "max_idempotency_keys", "max_inflight_bytes", "max_results_bytes",
-                     "results_read_kept", "max_open_groups_per_account",
-                     "max_buffered_bytes_per_account"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
         if isinstance(self.traffic, bool) or not isinstance(self.traffic, int) or self.traffic < 0:
             raise ValueError(f"traffic must be an integer >= 0, got {self.traffic!r}")
-        for name in ("chunk_group_idle_s", "body_idle_s", "result_grace_s"):
-            if not getattr(self, name) >= 0:
-                raise ValueError(f"{name} must be >= 0")
         if not self.idempotency_window_s > 0:
             raise ValueError("idempotency_window_s must be > 0")
         if self.admin_token is not None and (not self.admin_token or self.admin_token in self.tokens):
             raise ValueError("admin_token must be non-empty and differ from every service --token")
         if self.mutant is not None:
-            from fake_gs.mutants import MUTANTS
+            self._check_mutant(self.mutant)
 
-            if self.mutant not in MUTANTS:
-                raise ValueError(f"unknown mutant {self.mutant!r}; known: {', '.join(sorted(MUTANTS))}")
-            if MUTANTS[self.mutant].engine not in (None, self.engine):
-                raise ValueError(f"mutant {self.mutant!r} needs --engine {MUTANTS[self.mutant].engine}")
+    def _check_choices(self) -> None:
+        """Fields typed with a Literal take only its values (the CLI offers the same)."""
+        for name, values in literal_choices().items():
+            if getattr(self, name) not in values:
+                either = f"{', '.join(values[:-1])} or {values[-1]}"
+                raise ValueError(f"{name} must be {either}, got {getattr(self, name)!r}")
+
+    def _check_bounds(self) -> None:
+        for f in fields(self):
+            bound, value = bound_of(f), getattr(self, f.name)
+            if bound == "positive" and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+                raise ValueError(f"{f.name} must be a positive integer, got {value!r}")
+            if bound == "non_negative" and not value >= 0:
+                raise ValueError(f"{f.name} must be >= 0")
+
+    def _check_mutant(self, mutant: str) -> None:
+        if mutant not in MUTANTS:
+            raise ValueError(f"unknown mutant {mutant!r}; known: {', '.join(sorted(MUTANTS))}")
+        if MUTANTS[mutant].engine not in (None, self.engine):
+            raise ValueError(f"mutant {mutant!r} needs --engine {MUTANTS[mutant].engine}")
 
     def with_overrides(self, **overrides: Any) -> FakeSettings:
         known = {f.name for f in fields(self)}
@@ -190,3 +192,11 @@ class FakeSettings:
     @property
     def spec_dialect(self) -> bool:
         return self.dialect == "spec"
+
+
+@functools.cache
+def literal_choices() -> dict[str, tuple[str, ...]]:
+    """``{field: values}`` of every field typed with a Literal, read from the annotations."""
+    hints = typing.get_type_hints(FakeSettings)
+    return {name: typing.get_args(hint) for name, hint in hints.items()
+            if typing.get_origin(hint) is Literal}

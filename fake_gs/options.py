@@ -1,0 +1,59 @@
+"""The fake's option table: each ``FakeSettings`` field declares its flag where it declares
+its default, so the settings and ``fake-gs``'s parser cannot drift apart.
+
+``option(...)`` is what a field is set to; :func:`flag_of` and :func:`bound_of` read it back
+(the CLI builds its parser from them, the settings validate against them).
+"""
+
+from __future__ import annotations
+
+from dataclasses import Field, dataclass, field
+from typing import Any, Literal
+
+#: What a numeric setting must satisfy; checked by the settings and by the CLI's parsing.
+Bound = Literal["positive", "non_negative"]
+
+
+@dataclass(frozen=True)
+class Flag:
+    """How one setting is spelt on the command line.
+
+    The argparse type follows the field's type (bool: a switch, tuple: repeatable, float:
+    seconds >= 0, Literal: its values as choices); ``unit`` scales a flag counted in larger
+    units (``--max-body-mib`` sets bytes).
+    """
+
+    name: str
+    help: str
+    group: str | None = None
+    metavar: str | None = None
+    unit: int = 1
+    choices: tuple[str, ...] | None = None
+
+    @property
+    def dest(self) -> str:
+        """The argparse attribute the flag parses into (argparse's own rule)."""
+        return self.name.lstrip("-").replace("-", "_")
+
+
+def option(
+    default: Any,
+    flag: str | None = None,
+    help: str = "",
+    *,
+    bound: Bound | None = None,
+    **how: Any,
+) -> Any:
+    """A settings field with its default, its bound and (with ``flag``) its CLI spelling."""
+    metadata: dict[str, Any] = {"bound": bound}
+    if flag is not None:
+        metadata["flag"] = Flag(flag, help, **how)
+    return field(default=default, metadata=metadata)
+
+
+def flag_of(f: Field[Any]) -> Flag | None:
+    return f.metadata.get("flag")
+
+
+def bound_of(f: Field[Any]) -> Bound | None:
+    return f.metadata.get("bound")
