@@ -17,9 +17,10 @@ from conformance.driver_raw import RawDriver, Settled
 from conformance.ops import RawOps
 from conformance.strategies import tensor
 from contract.models_catalog import TRAINING_MODELS
+from contract.wire import CHUNK_HEADER_ALLOWANCE
 
 #: Small result chunks so a modest forward result spans many pages.
-CHUNK_BYTES = 8192 + 256
+CHUNK_BYTES = CHUNK_HEADER_ALLOWANCE + 256
 
 
 class JobRef:

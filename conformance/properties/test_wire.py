@@ -25,6 +25,9 @@ from conformance.strategies import (
 )
 from conformance.verdict import Soft, expect
 from contract.clauses import checks
+from contract.errors import ErrorCode
+from contract.states import RequestState
+from contract.wire import CHUNK_HEADER_ALLOWANCE
 
 FRAME_ROUTES = ["generate", "forward_backward"]
 
@@ -99,7 +102,7 @@ def test_tensorless_frames_accepted(gs_raw, gs_job):
     answers, settled = gs_raw.run_frame("generate", gs_job.job_id, frame, force_chunk=False)
     expect(
         "WIRE-EMPTY-1",
-        settled is not None and settled.status == "done",
+        settled is not None and settled.status == RequestState.DONE,
         f"tensor-less frame: {answers[-1]}",
     )
 
@@ -115,37 +118,28 @@ def _zip_payload() -> bytes:
     return buf.getvalue()
 
 
+def _refused_naming(ans, cid: str, word: str) -> None:
+    """``ans`` is a 400 refusal whose message names ``word`` (the legacy payload kind)."""
+    soft = Soft()
+    refused(ans, soft, cid, statuses=[400])
+    message = str(ans.field("message", "")).lower()
+    soft.expect(cid, word in message, f"refusal message does not mention {word}: {message!r}")
+    soft.check()
+
+
 @checks("WIRE-PICKLE-1")
 @pytest.mark.parametrize("route", FRAME_ROUTES)
 @pytest.mark.parametrize("protocol", [2, 3, 4, 5])
 def test_pickle_refused(gs_raw, gs_job, route, protocol):
     """Pickles are refused with a message naming legacy pickle payloads."""
-    ans = gs_raw.call(route, data=PICKLES[protocol - 2], job_id=gs_job.job_id)
-    soft = Soft()
-    refused(ans, soft, "WIRE-PICKLE-1", statuses=[400])
-    message = str(ans.field("message", "")).lower()
-    soft.expect(
-        "WIRE-PICKLE-1",
-        "pickle" in message,
-        f"refusal message does not mention pickle: {message!r}",
-    )
-    soft.check()
+    _refused_naming(gs_raw.call(route, data=PICKLES[protocol - 2], job_id=gs_job.job_id), "WIRE-PICKLE-1", "pickle")
 
 
 @checks("WIRE-ZIP-1")
 @pytest.mark.parametrize("route", FRAME_ROUTES)
 def test_torch_save_refused(gs_raw, gs_job, route):
     """torch.save zips are refused with a message naming torch.save payloads."""
-    ans = gs_raw.call(route, data=_zip_payload(), job_id=gs_job.job_id)
-    soft = Soft()
-    refused(ans, soft, "WIRE-ZIP-1", statuses=[400])
-    message = str(ans.field("message", "")).lower()
-    soft.expect(
-        "WIRE-ZIP-1",
-        "torch.save" in message,
-        f"refusal message does not mention torch.save: {message!r}",
-    )
-    soft.check()
+    _refused_naming(gs_raw.call(route, data=_zip_payload(), job_id=gs_job.job_id), "WIRE-ZIP-1", "torch.save")
 
 
 @checks("WIRE-VERSION-1")
@@ -202,9 +196,9 @@ def test_malformed_frames_refused(gs_raw, gs_job, data, route):
         pass
     assume(data)  # an empty body is its own family (a frame is required), judged elsewhere
     codes = (
-        ["legacy_payload_refused"]
+        [ErrorCode.LEGACY_PAYLOAD_REFUSED]
         if wire.sniff_refused_payload(data)
-        else ["malformed_frame", "frame_limit"]
+        else [ErrorCode.MALFORMED_FRAME, ErrorCode.FRAME_LIMIT]
     )
     ans = gs_raw.call(route, data=data, job_id=gs_job.job_id)
     soft = Soft()
@@ -226,7 +220,7 @@ def test_malformed_frames_in_chunks(gs_raw, gs_job, data):
     except wire.WireError:
         pass
     assume(len(data) > 0)
-    chunks = request_chunks(data, "forward_backward", chunk_bytes=8192 + max(1, len(data) // 2))
+    chunks = request_chunks(data, "forward_backward", chunk_bytes=CHUNK_HEADER_ALLOWANCE + max(1, len(data) // 2))
     answers = gs_raw.send_chunks("forward_backward", gs_job.job_id, chunks)
     final = answers[-1]
     soft = Soft()
@@ -234,7 +228,7 @@ def test_malformed_frames_in_chunks(gs_raw, gs_job, data):
         settled = gs_raw.settle(gs_job.job_id, final.field("request_id"))
         soft.expect(
             "WIRE-MALFORMED-1",
-            settled.status == "failed",
+            settled.status == RequestState.FAILED,
             f"garbage frame in chunks executed: {settled.raw_status}",
         )
     else:
@@ -249,7 +243,7 @@ def test_request_metadata(gs_raw, gs_job, gs_client_ops, gs_client):
     answers, settled = gs_raw.run_frame(
         "forward_backward", gs_job.job_id, {"args": [], "kwargs": {"input_ids": [[5, 6]]}}
     )
-    expect("WIRE-META-1", settled is not None and settled.status == "done", f"{answers[-1]}")
+    expect("WIRE-META-1", settled is not None and settled.status == RequestState.DONE, f"{answers[-1]}")
     before = len(gs_client.sent)
     gs_client_ops.fwd_bwd({"input_ids": tensor((1, 4), "int64", 1)})
     from contract import wire
