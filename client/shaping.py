@@ -18,6 +18,18 @@ BUBBLED_METRICS: tuple[str, ...] = ("grad_norm", "loss")
 LOGPROB_KEYS: tuple[str, str] = ("logprobs", "log_probs")
 
 
+def logprobs_of(answer: Mapping[str, Any]) -> Any:
+    """The per-token log-probs of a forward(-no-grad) answer, under ``model_outputs`` or its
+    ``batch`` alias, in either spelling; None when it carries none."""
+    for outer in ("model_outputs", "batch"):
+        inner = answer.get(outer)
+        if isinstance(inner, Mapping):
+            found = next((inner[k] for k in LOGPROB_KEYS if k in inner), None)
+            if found is not None:
+                return found
+    return None
+
+
 def flatten_metrics(result: Mapping[str, Any]) -> dict[str, Any]:
     """Bubble ``metrics.grad_norm``/``metrics.loss`` up; mirror ``loss`` <-> ``avg_loss``."""
     out = dict(result)

@@ -18,6 +18,7 @@ from conformance import bodies
 from conformance.cost import COST
 from conformance.recorder import RECORDER
 from conformance.target import Target
+from contract.routes import route_of
 
 
 @dataclass(frozen=True)
@@ -26,6 +27,11 @@ class Sent:
     url: str
     content_type: str
     body: bytes
+
+    def calls(self, name: str) -> bool:
+        """Whether this request is a call of the route ``name`` (contract.routes)."""
+        found = route_of(self.method, self.url)
+        return found is not None and found.name == name
 
 
 class ClientDriver:

@@ -12,148 +12,24 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import requests
-from requests.structures import CaseInsensitiveDict
 
+from conformance.answers import Answer, Settled, answer_of
 from conformance.cost import COST, gpus_of
 from conformance.recorder import RECORDER, Recorder
 from conformance.target import Target
-from contract.errors import REQUEST_ID_HEADER, error_code_of, find_error_code
 from contract.routes import JSON, OCTET, route
-from contract.states import normalize_job_state, normalize_request_state
+from contract.states import (
+    JOB_TERMINAL,
+    REQUEST_TERMINAL,
+    JobState,
+    normalize_job_state,
+    normalize_request_state,
+)
 
 _UNSET: Any = object()
-ResultForm = Literal["json", "inline", "chunks", "none"]
-
-
-@dataclass
-class Answer:
-    """One HTTP answer, as received."""
-
-    route: str
-    method: str
-    url: str
-    status: int
-    headers: CaseInsensitiveDict[str]
-    raw: bytes
-    body: Any
-    elapsed_s: float = 0.0
-
-    @property
-    def ok(self) -> bool:
-        return 200 <= self.status < 300
-
-    @property
-    def content_type(self) -> str:
-        return self.headers.get("content-type", "").split(";")[0].strip().lower()
-
-    @property
-    def is_json(self) -> bool:
-        return self.content_type == JSON or self.content_type.endswith("+json")
-
-    @property
-    def code(self) -> str | None:
-        return find_error_code(self.body if self.body is not None else self.raw)
-
-    @property
-    def any_code(self) -> str | None:
-        """The error code in any form spec §3.6 allows (string, integer, detail type)."""
-        return error_code_of(self.body if self.body is not None else self.raw)
-
-    @property
-    def request_id_header(self) -> str | None:
-        return self.headers.get(REQUEST_ID_HEADER)
-
-    def field(self, name: str, default: Any = None) -> Any:
-        return self.body.get(name, default) if isinstance(self.body, Mapping) else default
-
-    def __str__(self) -> str:
-        text = self.raw[:300].decode("utf-8", "replace")
-        return f"{self.method} {self.url} -> {self.status} {text}"
-
-
-@dataclass
-class Settled:
-    """A request polled to a terminal state, every page kept."""
-
-    job_id: str
-    request_id: str
-    pages: list[Answer] = field(default_factory=list)
-    events: list[dict[str, Any]] = field(default_factory=list)
-    statuses: list[str] = field(default_factory=list)
-
-    @property
-    def last(self) -> Answer:
-        return self.pages[-1]
-
-    @property
-    def final_body(self) -> dict[str, Any]:
-        """The last terminal page's body (cursor pages after it included)."""
-        for page in reversed(self.pages):
-            if isinstance(page.body, Mapping) and "status" in page.body:
-                return dict(page.body)
-        return {}
-
-    @property
-    def status(self) -> str:
-        return normalize_request_state(self.final_body.get("status"))
-
-    @property
-    def raw_status(self) -> str:
-        return str(self.final_body.get("status"))
-
-    @property
-    def result(self) -> Any:
-        for page in self.pages:
-            if isinstance(page.body, Mapping) and page.body.get("result") is not None:
-                return page.body["result"]
-        return None
-
-    @property
-    def error(self) -> Any:
-        return self.final_body.get("error")
-
-    @property
-    def chunk_events(self) -> list[dict[str, Any]]:
-        return [
-            e for e in self.events if isinstance(e, Mapping) and e.get("type") == "result_chunk"
-        ]
-
-    @property
-    def form(self) -> ResultForm:
-        from contract.wire import is_inline_frame
-
-        if self.chunk_events:
-            return "chunks"
-        if is_inline_frame(self.result):
-            return "inline"
-        return "json" if self.result is not None else "none"
-
-    def frame_bytes(self) -> bytes | None:
-        """The raw DSSST1 result frame (inline or reassembled), None for JSON results."""
-        from contract import wire
-
-        if self.form == "chunks":
-            return wire.decode_result_chunk_events(self.chunk_events)
-        if self.form == "inline":
-            return wire.decode_inline(self.result)
-        return None
-
-    def decoded(self) -> Any:
-        """The result object whatever the delivery form (``{}`` for none); raises WireError."""
-        from contract import wire
-
-        form = self.form
-        if form == "chunks":
-            return wire.loads(wire.decode_result_chunk_events(self.chunk_events))
-        if form == "inline":
-            return wire.loads(wire.decode_inline(self.result))
-        return self.result if self.result is not None else {}
-
-
 class RawDriver:
     """Speaks HTTP to one :class:`Target` with one token (or none)."""
 
@@ -205,7 +81,7 @@ class RawDriver:
             timeout=(10.0, timeout_s or self.timeout_s),
             allow_redirects=False,
         )
-        return _answer(name, method, resp, time.monotonic() - started)
+        return answer_of(name, method, resp, time.monotonic() - started)
 
     def call(
         self,
@@ -256,7 +132,7 @@ class RawDriver:
     def wait_job(
         self,
         job_id: str,
-        until: Sequence[str] = ("running",),
+        until: Sequence[str] = (JobState.RUNNING,),
         timeout_s: float = 1800.0,
         on_status: Callable[[str], None] | None = None,
     ) -> tuple[Answer, list[str]]:
@@ -277,7 +153,7 @@ class RawDriver:
                 if on_status is not None:
                     on_status(raw)
             state = normalize_job_state(raw)
-            if state in until or state in ("cancelled", "terminated", "failed", "done"):
+            if state in until or state in JOB_TERMINAL:
                 return ans, seen
             if time.monotonic() > deadline:
                 return ans, seen
@@ -325,7 +201,7 @@ class RawDriver:
             status = str(ans.body.get("status"))
             out.statuses.append(status)
             next_cursor = ans.body.get("next_cursor")
-            terminal = normalize_request_state(status) in ("done", "failed", "cancelled")
+            terminal = normalize_request_state(status) in REQUEST_TERMINAL
             if next_cursor:
                 cursor = str(next_cursor)
                 continue
@@ -429,27 +305,6 @@ def chunk_bytes_for(frame_size: int, n_chunks: int) -> int:
 
     per = max(1, -(-frame_size // max(1, n_chunks)))
     return per + CHUNK_HEADER_ALLOWANCE
-
-
-def _answer(name: str, method: str, resp: requests.Response, elapsed: float) -> Answer:
-    raw = resp.content or b""
-    body: Any = None
-    ctype = resp.headers.get("content-type", "")
-    if raw and ("json" in ctype or raw[:1] in (b"{", b"[")):
-        try:
-            body = json.loads(raw)
-        except ValueError:
-            body = None
-    return Answer(
-        name,
-        method,
-        resp.url,
-        resp.status_code,
-        CaseInsensitiveDict(resp.headers),
-        raw,
-        body,
-        elapsed,
-    )
 
 
 OCTET_STREAM = OCTET

@@ -6,6 +6,7 @@ against a real server with the reason saying so.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import requests
@@ -58,3 +59,12 @@ class FakeAdmin:
 
     def http_requests(self) -> Any:
         return self.state().get("http_requests")
+
+
+def faults_fake(make_variant: Callable[..., Target], name: str, seed: int) -> Iterator[tuple[Target, FakeAdmin]]:
+    """For a fixture: a fake without mutant reserved for fault rules (``gs_variant`` makes
+    it), and its admin; the rules are cleared when the test is done."""
+    target = make_variant(name, seed=seed, mutant=None)
+    admin = FakeAdmin(target)
+    yield target, admin
+    admin.clear_faults()

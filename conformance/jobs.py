@@ -18,7 +18,7 @@ import pytest
 
 from conformance.bodies import shared_job
 from conformance.driver_raw import Answer, RawDriver
-from contract.states import normalize_job_state
+from contract.states import JOB_ACTIVE, JobState, normalize_job_state
 
 
 @dataclass
@@ -136,19 +136,19 @@ def start_shared_job(
 
     def on_status(raw: str) -> None:
         state = normalize_job_state(raw)
-        if state in ("pending", "placing", "initializing") and state not in probed:
+        if state in JOB_ACTIVE and state != JobState.RUNNING and state not in probed:
             probed.add(state)
             shared.not_running_probes.append(
                 (raw, driver.call("step", json_body={}, job_id=job_id))
             )
-            if state == "placing" and shared.placing_tail_logs is None:
+            if state == JobState.PLACING and shared.placing_tail_logs is None:
                 shared.placing_tail_logs = driver.operation(
                     job_id, {"operation_type": "tail-logs", "payload": {"max_lines": 5}}
                 )
 
     ans, seen = driver.wait_job(job_id, timeout_s=timeout_s, on_status=on_status)
     shared.startup_statuses = seen
-    if ans.status != 200 or normalize_job_state(ans.field("status")) != "running":
+    if ans.status != 200 or normalize_job_state(ans.field("status")) != JobState.RUNNING:
         raise RuntimeError(f"session job {job_id} did not reach running: {ans}")
     shared.job = dict(ans.body)
     return shared

@@ -16,12 +16,7 @@ from typing import Any
 
 from conformance.driver_raw import Answer, RawDriver, encode, request_chunks
 from conformance.verdict import Soft
-from contract.states import normalize_job_state
-
-#: States in which spec §5.5 says a cancel is taken (initializing included: still active).
-ACTIVE = ("pending", "placing", "initializing", "running")
-#: States in which a repeated cancel is an idempotent success.
-CANCELLING = ("cancelling", "cancelled")
+from contract.states import JOB_CANCEL_IDEMPOTENT, JobState, RequestState, normalize_job_state
 
 
 @dataclass
@@ -62,15 +57,15 @@ def end_of_life(driver: RawDriver, job_id: str, timeout_s: float) -> EndOfLife:
     rid = driver.call("step", json_body={}, job_id=job_id).field("request_id")
     if isinstance(rid, str):
         settled = driver.settle(job_id, rid)
-        if settled.status in ("done", "failed"):
+        if settled.status in (RequestState.DONE, RequestState.FAILED):
             eol.ended_before = dict(settled.final_body)
     eol.first = driver.cancel(job_id)
     # At once, while the job is still cancelling where a server shows that state at all.
     eol.repeat = driver.cancel(job_id)
     eol.state_after = _state(driver, job_id)
-    ans, eol.statuses_seen = driver.wait_job(job_id, until=("cancelled",), timeout_s=timeout_s)
+    ans, eol.statuses_seen = driver.wait_job(job_id, until=(JobState.CANCELLED,), timeout_s=timeout_s)
     eol.final_state = normalize_job_state(ans.field("status"))
-    if eol.final_state == "cancelled":
+    if eol.final_state == JobState.CANCELLED:
         eol.on_cancelled = driver.cancel(job_id)
         eol.data_plane = data_plane_calls(driver, job_id)
         if eol.ended_before is not None:
@@ -95,12 +90,12 @@ def judge(eol: EndOfLife, soft: Soft) -> None:
     soft.expect("CANCEL-ACTIVE-1", _empty_ok(first), f"cancel answered {first.raw[:200]!r}, not {{}}")
     soft.expect(
         "CANCEL-ACTIVE-1",
-        eol.state_after in CANCELLING,
+        eol.state_after in JOB_CANCEL_IDEMPOTENT,
         f"after cancelling {when} its status is {eol.state_after!r}",
     )
     soft.expect(
         "CANCEL-ACTIVE-1",
-        eol.final_state == "cancelled",
+        eol.final_state == JobState.CANCELLED,
         f"the cancelled job ended {eol.final_state!r} (statuses {eol.statuses_seen}), "
         "not cancelled",
     )

@@ -15,6 +15,7 @@ from conformance import bodies
 from conformance.driver_raw import Answer, RawDriver, Settled, encode
 from conformance.jobs import SharedJob
 from contract.routes import OCTET
+from contract.states import RequestState
 
 
 class Refused(AssertionError):
@@ -69,7 +70,7 @@ class RawOps:
         if settled is None:
             raise Refused(answers[-1])
         self.last = settled
-        if settled.status != "done":
+        if settled.status != RequestState.DONE:
             raise Failed(settled)
         return settled.decoded()
 

@@ -20,6 +20,8 @@ from urllib.parse import parse_qsl, urlsplit
 
 import requests
 
+from contract.auth import AUTHORIZATION_HEADER, TOKEN_TYPE_HEADER
+from contract.errors import REQUEST_ID_HEADER
 from contract.tape import Exchange as TapeExchange
 from contract.tape import TapeWriter, sink_of
 
@@ -51,8 +53,8 @@ class Exchange:
         return "\n".join(lines)
 
 
-_SHOWN_REQUEST_HEADERS = ("content-type", "content-length", "x-snowflake-authorization-token-type")
-_SHOWN_RESPONSE_HEADERS = ("content-type", "x-snowflake-request-id", "retry-after")
+_SHOWN_REQUEST_HEADERS = ("content-type", "content-length", TOKEN_TYPE_HEADER.lower())
+_SHOWN_RESPONSE_HEADERS = ("content-type", REQUEST_ID_HEADER.lower(), "retry-after")
 
 
 def preview(body: bytes | str | None, content_type: str = "") -> str:
@@ -83,8 +85,8 @@ def _pick(headers: Any, names: tuple[str, ...]) -> dict[str, str]:
         value = headers.get(name)
         if value is not None:
             out[name] = value
-    if "Authorization" in headers or "authorization" in headers:
-        out["authorization"] = "Bearer <redacted>"
+    if AUTHORIZATION_HEADER in headers or AUTHORIZATION_HEADER.lower() in headers:
+        out[AUTHORIZATION_HEADER.lower()] = "Bearer <redacted>"
     return out
 
 

@@ -17,9 +17,10 @@ from urllib.parse import urlsplit
 
 import requests
 
+from contract.auth import AUTHORIZATION_HEADER
 from contract.auth import auth_headers as contract_auth_headers
 from contract.models_catalog import SMALLEST_TRAINING_MODEL
-from contract.routes import DEFAULT_ENDPOINT, prefix
+from contract.routes import DEFAULT_ENDPOINT, prefix, route
 
 SuiteProfile = Literal["current", "proposed", "semantic"]
 
@@ -153,7 +154,7 @@ class Target:
     def admin_headers(self) -> dict[str, str]:
         """The embedded fake's admin credential (its admin token; none when it has no tokens)."""
         token = getattr(self.fake_settings, "admin_token", None) if self.fake_settings is not None else None
-        return {"Authorization": f"Bearer {token}"} if token else {}
+        return {AUTHORIZATION_HEADER: f"Bearer {token}"} if token else {}
 
     def admin_url(self, path: str) -> str:
         """The embedded fake's admin API (``/_fake/...``); never used against a real server."""
@@ -192,7 +193,7 @@ def probe_service(
     url: str, service_prefix: str, headers: dict[str, str], timeout_s: float = 10.0
 ) -> None:
     """Something answers at ``url``; check it speaks the API (JSON from GET /capacity)."""
-    target = url.rstrip("/") + service_prefix + "/capacity"
+    target = url.rstrip("/") + service_prefix + route("get_capacity").render()
     try:
         resp = requests.get(target, headers=headers, timeout=(timeout_s, timeout_s))
     except requests.exceptions.RequestException as exc:

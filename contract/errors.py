@@ -121,6 +121,28 @@ STATUS_OF: dict[ErrorCode, int] = {
     ErrorCode.LIMIT_EXCEEDED: 400,
 }
 
+#: The code an answer known only by its status carries (an injected fault that names no
+#: code): the general code of that status in :data:`STATUS_OF`.
+GENERAL_CODE_OF: dict[int, ErrorCode] = {
+    STATUS_OF[code]: code
+    for code in (
+        ErrorCode.INVALID_ARGUMENT,
+        ErrorCode.UNAUTHENTICATED,
+        ErrorCode.NOT_FOUND,
+        ErrorCode.CONFLICT,
+        ErrorCode.PAYLOAD_TOO_LARGE,
+        ErrorCode.RATE_LIMITED,
+        ErrorCode.INTERNAL,
+    )
+}
+
+
+def general_code(status: int) -> ErrorCode:
+    """The code to answer ``status`` with when nothing more specific is known; a status
+    without a general code (503, and any the kit does not list) is ``unavailable``."""
+    return GENERAL_CODE_OF.get(status, ErrorCode.UNAVAILABLE)
+
+
 #: Chunk-group codes a client must act on rather than retry blindly.
 CHUNK_GROUP_CODES = frozenset(
     {

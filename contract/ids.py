@@ -1,4 +1,6 @@
-"""What a caller-chosen id (a checkpoint id) may be: a single path segment a URL carries intact.
+"""Ids: what a caller-chosen id (a checkpoint id) may be, and the sub-job id format.
+
+A caller-chosen id must be a single path segment a URL carries intact.
 
 Ids travel as path segments (``/checkpoints/{checkpoint_id}``). An id that is ``.`` or
 ``..``, holds ``/`` or control characters, or is not valid UTF-8 (a lone surrogate) is
@@ -8,8 +10,36 @@ saved once, it could never be exported or deleted again (issue 12, decided).
 
 from __future__ import annotations
 
+import re
+from collections import Counter
+from collections.abc import Iterable
+
+from contract.models import SUB_JOB_ID_WORD
+
 #: Longest id accepted (bytes of UTF-8).
 MAX_ID_BYTES = 256
+#: A complete sub-job id, ``{job_id}:{training|sampling|log_prob}:{index}`` (spec §1.2).
+SUB_JOB_ID_RE = re.compile(
+    r"^(?P<job>[^:\s]+):(?P<word>" + "|".join(SUB_JOB_ID_WORD.values()) + r"):(?P<index>0|[1-9][0-9]*)$"
+)
+
+
+def sub_job_ids(job_id: str, job_types: Iterable[str]) -> list[str]:
+    """The ids of a job's sub-jobs in create order: the index counts the earlier sub-jobs of
+    the same type from 0 (spec §1.2). An unknown type keeps its own word."""
+    counts: Counter[str] = Counter()
+    out = []
+    for job_type in job_types:
+        word = SUB_JOB_ID_WORD.get(job_type, job_type)
+        out.append(f"{job_id}:{word}:{counts[word]}")
+        counts[word] += 1
+    return out
+
+
+def job_of_sub_job(sub_job_id: object) -> str | None:
+    """The job id inside a complete sub-job id, or None for anything else."""
+    match = SUB_JOB_ID_RE.match(sub_job_id) if isinstance(sub_job_id, str) else None
+    return match["job"] if match else None
 
 
 def id_problem(value: str) -> str | None:

@@ -7,16 +7,14 @@ Each problem names the clause (``contract.clauses``) it breaks.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from contract.ids import SUB_JOB_ID_RE
 from contract.models import CreateJobRequest, SubJobConfig
 
 Loc = tuple[str | int, ...]
-#: A complete sub-job id, ``{job_id}:{training|sampling|log_prob}:{index}`` (spec §1.2).
-SUB_JOB_ID_RE = re.compile(r"^(?P<job>[^:\s]+):(?:training|sampling|log_prob):(?:0|[1-9][0-9]*)$")
 #: What the service assumes for PEFT fields a peft_config leaves out (spec §8.2).
 LORA_DEFAULTS: dict[str, Any] = {"r": 8, "lora_alpha": 8, "target_modules": None}
 

@@ -34,6 +34,12 @@ MAX_ANSWER_BYTES = 1024 * MiB
 TRANSIENT_STATUSES = frozenset({404, 409, 429, 500, 502, 503, 504})
 
 
+def capped_exponential(first_s: float, factor: float, cap_s: float, attempt: int) -> float:
+    """``first_s * factor**attempt`` capped at ``cap_s``: the one back-off curve of the kit
+    (retries and polls differ only in their numbers)."""
+    return min(cap_s, first_s * factor**attempt)
+
+
 @dataclass(frozen=True)
 class RetryPolicy:
     """Client retry policy: ten retries after the first try, exponential back-off + jitter."""
@@ -47,7 +53,7 @@ class RetryPolicy:
 
     def delay(self, attempt: int) -> float:
         """Back-off before retry number ``attempt`` (0-based), jitter excluded."""
-        return min(self.backoff_cap_s, self.backoff_first_s * self.backoff_factor**attempt)
+        return capped_exponential(self.backoff_first_s, self.backoff_factor, self.backoff_cap_s, attempt)
 
 
 @dataclass(frozen=True)
@@ -61,4 +67,4 @@ class PollPolicy:
 
     def delay(self, attempt: int) -> float:
         """Wait before poll number ``attempt`` (0-based)."""
-        return min(self.cap_s, self.first_s * self.factor**attempt)
+        return capped_exponential(self.first_s, self.factor, self.cap_s, attempt)

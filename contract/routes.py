@@ -6,9 +6,11 @@ client its calls, the OpenAPI document its paths; nothing else spells a path.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Literal
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 from pydantic import BaseModel
 
@@ -164,3 +166,21 @@ def routes_for(profile: Profile) -> tuple[Route, ...]:
     if profile == "proposed":
         return ROUTES
     return tuple(r for r in ROUTES if r.profile == "current")
+
+
+@cache
+def _url_pattern(template: str) -> re.Pattern[str]:
+    """``template`` under the service prefix as a regex: a parameter is one encoded segment
+    (no ``/``, and no ``:``, which :func:`segment` encodes)."""
+    parts = re.split(r"(\{[^}]*\})", PREFIX_TEMPLATE + template)
+    return re.compile("".join("[^/:]+" if p.startswith("{") else re.escape(p) for p in parts) + "$")
+
+
+def route_of(method: str, url: str) -> Route | None:
+    """The route a concrete call reached: ``method`` and the path of ``url`` (any host, any
+    base path before the service prefix), or None for a path no route has."""
+    path = urlsplit(url).path
+    return next(
+        (r for r in ROUTES if r.method == method.upper() and _url_pattern(r.path).search(path)),
+        None,
+    )

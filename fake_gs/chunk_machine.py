@@ -23,7 +23,9 @@ from contract.errors import ErrorCode, detail_entry
 if TYPE_CHECKING:  # the machine reads only the chunk caps of the fake's settings
     from fake_gs.settings import FakeSettings as Limits
 
-OPEN, FINALIZING, DONE = "open", "finalizing", "done"
+#: A chunk group's own states (the fake's bookkeeping, not the API's request states):
+#: FAILED is a group whose execution was refused.
+OPEN, FINALIZING, DONE, FAILED = "open", "finalizing", "done", "failed"
 
 #: Rules a mutant may waive, by name.
 RESTART = "restart"  # a first-seen group starts at chunk 0 (CG-RESTART-1)
@@ -292,7 +294,7 @@ def decide(chunk: Chunk, group: GroupState | None, limits: Limits, usage: Usage 
     name = conflict_field(group, chunk.route, chunk.desc)
     if name is not None:
         return Refuse(ErrorCode.CHUNK_GROUP_CONFLICT, f"chunk group {gid} was started with another {name}",
-                      (detail_entry(("request_chunk", name), "differs from the group", "conflict"),))
+                      (detail_entry(("request_chunk", name), "differs from the group", ErrorCode.CONFLICT),))
     if group.status in (FINALIZING, DONE):
         return Replay() if chunk.final else Ack(keep=False)
     return place(chunk, group.received, group.range_size, new=False, waived=waived)

@@ -22,10 +22,10 @@ from typing import Any
 from starlette.concurrency import run_in_threadpool
 
 from contract.errors import ErrorCode
-from fake_gs.chunk_machine import DONE, FINALIZING, OPEN, GroupState
+from fake_gs.chunk_machine import DONE, FAILED, FINALIZING, OPEN, GroupState
 from fake_gs.errors import ApiError
 
-__all__ = ["DONE", "FINALIZING", "OPEN", "ChunkGroup", "malformed", "new_group"]
+__all__ = ["DONE", "FAILED", "FINALIZING", "OPEN", "ChunkGroup", "malformed", "new_group"]
 
 
 

@@ -15,7 +15,7 @@ from typing import cast
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import PlainTextResponse, Response
 
-from contract.errors import ErrorCode, error_body
+from contract.errors import ErrorCode, error_body, general_code
 from contract.ids import printable
 from contract.routes import Route
 from fake_gs import answers, dialect
@@ -29,17 +29,6 @@ from fake_gs.state import AppState
 from fake_gs.traffic import note
 
 log = logging.getLogger("fake_gs.dispatch")
-
-_FAULT_CODES: dict[int, ErrorCode] = {
-    400: ErrorCode.INVALID_ARGUMENT,
-    401: ErrorCode.UNAUTHENTICATED,
-    404: ErrorCode.NOT_FOUND,
-    409: ErrorCode.CONFLICT,
-    413: ErrorCode.PAYLOAD_TOO_LARGE,
-    429: ErrorCode.RATE_LIMITED,
-    500: ErrorCode.INTERNAL,
-}
-
 
 class DropConnection(Exception):
     """Raised to make the middleware cut the connection without a complete answer."""
@@ -126,7 +115,7 @@ async def apply_fault(state: AppState, action: FaultAction, body: BodyReader, jo
     if action.status is None:
         return None
     await body.drain()
-    code = action.code or _FAULT_CODES.get(action.status, ErrorCode.UNAVAILABLE)
+    code = action.code or general_code(action.status)
     headers: dict[str, str] = {}
     if action.retry_after is not None:
         headers["retry-after"] = _seconds(action.retry_after)

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import threading
 
-from fake_gs.chunks import DONE, OPEN, ChunkGroup
+from fake_gs.chunks import DONE, FAILED, OPEN, ChunkGroup
 from fake_gs.clock import Clock
 from fake_gs.heap import trim_heap
 from fake_gs.settings import FakeSettings
 
-#: Group statuses that hold no open upload any more ("failed": its execution was refused).
-SETTLED = frozenset({DONE, "failed"})
+#: Group statuses that hold no open upload any more (FAILED: its execution was refused).
+SETTLED = frozenset({DONE, FAILED})
 
 
 class GroupRegistry:

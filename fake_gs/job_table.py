@@ -16,7 +16,8 @@ from collections.abc import Callable
 from typing import Any
 
 from contract.errors import ErrorCode
-from contract.models import SUB_JOB_ID_WORD, CreateJobRequest
+from contract.ids import sub_job_ids
+from contract.models import CreateJobRequest
 from contract.states import (
     JOB_CANCEL_IDEMPOTENT,
     JOB_CANCELLABLE,
@@ -74,12 +75,9 @@ class JobTable:
             self._reserved.add(job_id)
             self.ordinal += 1
             ordinal = self.ordinal
-        counts: Counter[str] = Counter()
-        subs: list[SubJobRec] = []
-        for cfg in body.sub_job_configs:
-            word = SUB_JOB_ID_WORD[cfg.job_type]
-            subs.append(SubJobRec(f"{job_id}:{word}:{counts[word]}", cfg.job_type, cfg))
-            counts[word] += 1
+        configs = body.sub_job_configs
+        ids = sub_job_ids(job_id, (cfg.job_type for cfg in configs))
+        subs = [SubJobRec(sid, cfg.job_type, cfg) for sid, cfg in zip(ids, configs, strict=True)]
         explicit_seed = next((c.seed for c in body.sub_job_configs if c.seed is not None), None)
         seed = explicit_seed if explicit_seed is not None else self.settings.seed * 1_000_003 + ordinal
         return JobRec(

@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from contract.models import SubJobConfig
+from contract.states import JobState
 
 
 def format_rfc3339(ts: float) -> str:
@@ -124,7 +125,7 @@ class JobRec:
     sub_jobs: list[SubJobRec]
     experiment_name: str
     gpus: int
-    status: str = "pending"
+    status: str = JobState.PENDING.value
     reason: str = ""
     updated_at: float = 0.0
     admitted_at: float | None = None

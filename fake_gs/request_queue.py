@@ -134,7 +134,7 @@ class RequestQueue:
             if job is not None:
                 if delivered is not None and not req.cancelled and job.status not in JOB_TERMINAL:
                     results.stored(self.settings, job, req, self.clock.monotonic())
-                job.log(f"request {req.request_id} ({req.op}) {'failed' if error else 'done'}")
+                job.log(f"request {req.request_id} ({req.op}) {RequestState.FAILED if error else RequestState.DONE}")
             self._finish(req)
 
     def _finish(self, req: RequestRec) -> None:

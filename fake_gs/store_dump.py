@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from fake_gs.chunks import DONE
 from fake_gs.records import JobRec
 
 if TYPE_CHECKING:
@@ -61,7 +62,7 @@ def dump(store: Store, labels: Callable[[str], str] | None = None) -> dict[str, 
         return {
             "jobs": jobs,
             "chunk_groups": groups,
-            "open_chunk_groups": sum(1 for g in groups if g["status"] != "done"),
+            "open_chunk_groups": sum(1 for g in groups if g["status"] != DONE),
             "buffered_bytes": sum(g["buffered_bytes"] for g in groups),
             "requests": {
                 "total": queue.requests_submitted,

@@ -28,6 +28,7 @@ from typing import Any
 
 from contract.auth import bearer_token
 from contract.routes import ROUTES_BY_NAME
+from contract.states import RequestState
 
 #: Scope key of the facts handlers add to an exchange.
 NOTES = "fake_gs.notes"
@@ -66,7 +67,7 @@ def note_unknown(scope: dict[str, Any], names: list[str]) -> None:
 def result_form(req: Any) -> str | None:
     """How a finished request's result was delivered: ``json``, ``inline``, ``chunks`` or
     ``stream``; None while it is not done (a :class:`fake_gs.records.RequestRec`)."""
-    if getattr(req, "final_status", None) != "done":
+    if getattr(req, "final_status", None) != RequestState.DONE:
         return None
     return "stream" if req.stream else str(req.result_form)
 

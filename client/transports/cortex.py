@@ -17,7 +17,8 @@ from client.jobspec import create_job_body
 from client.rest import CortexRestClient
 from client.shaping import shape_generate_result, shape_step_result, shape_train_result
 from client.transport import COLOCATION_OPS, JobIds, Request
-from contract.models import SUB_JOB_ID_WORD, GenerateRequest, ResetPrefixCachePayload, SaveRequest
+from contract.ids import job_of_sub_job
+from contract.models import GenerateRequest, ResetPrefixCachePayload, SaveRequest
 
 #: Top-level keys of a train body that are not model kwargs.
 RPC_SIDE_KEYS: frozenset[str] = frozenset(
@@ -62,14 +63,6 @@ def check_prompt_lengths(prompts: Any, max_seq_len: int | None, *, job_id: str |
             )
 
 
-def _sub_job_job_id(sub_job_id: str | None) -> str | None:
-    """``{job_id}:{type}:{index}`` -> ``job_id`` (for reconnect configs carrying sub-job ids)."""
-    if not sub_job_id:
-        return None
-    parts = sub_job_id.rsplit(":", 2)
-    return parts[0] if len(parts) == 3 and parts[1] in SUB_JOB_ID_WORD.values() else None
-
-
 class CortexTransport:
     """Runs ops against one Cortex job through :class:`CortexRestClient`."""
 
@@ -96,7 +89,7 @@ class CortexTransport:
     def open(self) -> JobIds:
         cfg = self.config
         job_id = cfg.job_id or next(
-            filter(None, map(_sub_job_job_id, (cfg.training_job_id, cfg.sampling_job_id,
+            filter(None, map(job_of_sub_job, (cfg.training_job_id, cfg.sampling_job_id,
                                                cfg.log_prob_job_id))), None)
         created = False
         if job_id is None:

@@ -21,6 +21,7 @@ import requests
 from conformance.parity.compare import Divergence, compare, is_id_key
 from conformance.parity.targets import UNKNOWN_TOKEN, ReplayTarget, Skip
 from contract import tape
+from contract.auth import AUTHORIZATION_HEADER
 from contract.states import (
     is_job_terminal,
     is_request_terminal,
@@ -371,10 +372,10 @@ def request_headers(recorded: dict[str, str], tokens: tuple[str | None, ...],
                     admin_token: str | None = None) -> dict[str, str]:
     """The recorded headers with real credentials: the N-th token for ``<token-N>``, the
     target's admin token for the recorded admin credential."""
-    headers = {k: v for k, v in recorded.items() if k != "authorization"}
-    label = recorded.get("authorization")
+    headers = {k: v for k, v in recorded.items() if k != AUTHORIZATION_HEADER.lower()}
+    label = recorded.get(AUTHORIZATION_HEADER.lower())
     if label is not None:
-        headers["Authorization"] = (f"Bearer {admin_token or UNKNOWN_TOKEN}"
+        headers[AUTHORIZATION_HEADER] = (f"Bearer {admin_token or UNKNOWN_TOKEN}"
                                     if label == tape.ADMIN_LABEL else _credential(label, tokens))
     if "content-type" not in headers:
         headers["Content-Type"] = ""  # requests would otherwise guess one

@@ -13,6 +13,7 @@ from conformance.driver_raw import RawDriver
 from conformance.runtime import prop
 from conformance.verdict import Soft
 from contract.clauses import checks
+from contract.errors import ErrorCode
 from contract.routes import routes_for
 
 names = st.text(
@@ -42,16 +43,23 @@ def test_any_prefix_is_served(gs_target, gs_raw, database, schema, endpoint):
     soft.check()
 
 
-@checks("ADDR-REQID-1")
-def test_every_answer_carries_a_request_id(gs_raw, gs_job):
-    """Successes and refusals alike carry x-snowflake-request-id."""
-    jid = gs_job.job_id
-    answers = [
+def _control_plane_reads(gs_raw, jid: str) -> list:
+    """The control-plane reads of the account and of job ``jid`` (five answers)."""
+    return [
         gs_raw.call("get_capacity"),
         gs_raw.call("list_jobs"),
         gs_raw.get_job(jid),
         gs_raw.call("list_checkpoints", job_id=jid),
         gs_raw.call("get_experiment_run", job_id=jid),
+    ]
+
+
+@checks("ADDR-REQID-1")
+def test_every_answer_carries_a_request_id(gs_raw, gs_job):
+    """Successes and refusals alike carry x-snowflake-request-id."""
+    jid = gs_job.job_id
+    answers = [
+        *_control_plane_reads(gs_raw, jid),
         gs_raw.get_job("00000000-0000-4000-8000-000000000000"),
         gs_raw.under_prefix("GET", "/zz-no-such/route/here"),
         gs_raw.create_job({"sub_job_configs": []}),
@@ -70,11 +78,7 @@ def test_json_routes_answer_json(gs_raw, gs_job):
     """Control-plane, step, save, load and operation answers are application/json."""
     jid = gs_job.job_id
     answers = [
-        gs_raw.call("get_capacity"),
-        gs_raw.call("list_jobs"),
-        gs_raw.get_job(jid),
-        gs_raw.call("get_experiment_run", job_id=jid),
-        gs_raw.call("list_checkpoints", job_id=jid),
+        *_control_plane_reads(gs_raw, jid),
         gs_raw.call("step", json_body={}, job_id=jid),
         gs_raw.call("save", json_body={}, job_id=jid),
         gs_raw.call("load", json_body={"checkpoint_id": "gs-no-such-checkpoint"}, job_id=jid),
@@ -87,6 +91,13 @@ def test_json_routes_answer_json(gs_raw, gs_job):
     rid = answers[5].field("request_id")
     if isinstance(rid, str):
         json_answer(gs_raw.poll(jid, rid), soft)
+    soft.check()
+
+
+def _refused_415(ans, cid: str) -> None:
+    """``ans`` refuses a body of the wrong content type: 415 unsupported_media_type."""
+    soft = Soft()
+    refused(ans, soft, cid, codes=[ErrorCode.UNSUPPORTED_MEDIA_TYPE], statuses=[415])
     soft.check()
 
 
@@ -113,9 +124,7 @@ def test_json_route_refuses_other_content_types(gs_raw, gs_job, name, ctype):
     }
     params = {} if name == "create_job" else {"job_id": gs_job.job_id}
     ans = gs_raw.call(name, data=json.dumps(bodies[name]).encode(), content_type=ctype, **params)
-    soft = Soft()
-    refused(ans, soft, "ADDR-CT-2", codes=["unsupported_media_type"], statuses=[415])
-    soft.check()
+    _refused_415(ans, "ADDR-CT-2")
 
 
 @checks("ADDR-CT-3")
@@ -127,9 +136,7 @@ def test_json_route_refuses_other_content_types(gs_raw, gs_job, name, ctype):
 def test_frame_routes_refuse_other_content_types(gs_raw, gs_job, name, ctype):
     """forward-backward and generate answer 415 to anything but octet-stream."""
     ans = gs_raw.call(name, data=b'{"prompts": ["x"]}', content_type=ctype, job_id=gs_job.job_id)
-    soft = Soft()
-    refused(ans, soft, "ADDR-CT-3", codes=["unsupported_media_type"], statuses=[415])
-    soft.check()
+    _refused_415(ans, "ADDR-CT-3")
 
 
 @checks("ADDR-ROUTE-1")

@@ -7,7 +7,9 @@ import pytest
 from conformance.checks import refused
 from conformance.driver_raw import RawDriver, encode
 from conformance.verdict import Soft
+from contract.auth import TOKEN_TYPE, TOKEN_TYPE_HEADER
 from contract.clauses import checks
+from contract.errors import ErrorCode
 
 
 def _needs_auth(target) -> None:
@@ -15,19 +17,24 @@ def _needs_auth(target) -> None:
         pytest.skip("no token given (--gs-token / GS_TOKEN): the auth clauses need one")
 
 
+def _all_unauthenticated(driver: RawDriver, job_id: str, cid: str) -> None:
+    """Control and data plane calls of ``driver`` answer 401 unauthenticated (``cid``)."""
+    soft = Soft()
+    for ans in (
+        driver.call("get_capacity"),
+        driver.call("list_jobs"),
+        driver.get_job(job_id),
+        driver.call("step", json_body={}, job_id=job_id),
+    ):
+        refused(ans, soft, cid, codes=[ErrorCode.UNAUTHENTICATED], statuses=[401])
+    soft.check()
+
+
 @checks("AUTH-REQUIRED-1")
 def test_missing_token_is_refused(gs_target, gs_anon, gs_job):
     """No Authorization header: 401 unauthenticated, on control and data plane."""
     _needs_auth(gs_target)
-    soft = Soft()
-    for ans in (
-        gs_anon.call("get_capacity"),
-        gs_anon.call("list_jobs"),
-        gs_anon.get_job(gs_job.job_id),
-        gs_anon.call("step", json_body={}, job_id=gs_job.job_id),
-    ):
-        refused(ans, soft, "AUTH-REQUIRED-1", codes=["unauthenticated"], statuses=[401])
-    soft.check()
+    _all_unauthenticated(gs_anon, gs_job.job_id, "AUTH-REQUIRED-1")
 
 
 @checks("AUTH-REQUIRED-2")
@@ -35,16 +42,10 @@ def test_wrong_token_is_refused(gs_target, gs_job):
     """A token the service does not know: 401 unauthenticated."""
     _needs_auth(gs_target)
     wrong = RawDriver(gs_target, token=(gs_target.token or "") + "-wrong")
-    soft = Soft()
-    for ans in (
-        wrong.call("get_capacity"),
-        wrong.call("list_jobs"),
-        wrong.get_job(gs_job.job_id),
-        wrong.call("step", json_body={}, job_id=gs_job.job_id),
-    ):
-        refused(ans, soft, "AUTH-REQUIRED-2", codes=["unauthenticated"], statuses=[401])
-    wrong.close()
-    soft.check()
+    try:
+        _all_unauthenticated(wrong, gs_job.job_id, "AUTH-REQUIRED-2")
+    finally:
+        wrong.close()
 
 
 @checks("AUTH-HEADERS-1")
@@ -55,7 +56,7 @@ def test_pat_headers_are_accepted(gs_target, gs_raw, gs_job):
     sent = gs_raw.session.headers
     soft.expect(
         "AUTH-HEADERS-1",
-        sent.get("X-Snowflake-Authorization-Token-Type") == "PROGRAMMATIC_ACCESS_TOKEN",
+        sent.get(TOKEN_TYPE_HEADER) == TOKEN_TYPE,
         "driver misconfigured: no token-type header",
     )
     for ans in (

@@ -10,7 +10,7 @@ from conformance.driver_raw import RawDriver
 from conformance.verdict import Soft, expect
 from contract.clauses import checks
 from contract.models_catalog import TRAINING_MODELS
-from contract.states import normalize_job_state
+from contract.states import JOB_CANCEL_IDEMPOTENT, JobState, normalize_job_state
 
 MODEL = TRAINING_MODELS[0]
 
@@ -27,7 +27,7 @@ def _cancel_ok(driver: RawDriver, job_id: str, soft: Soft, cid: str, when: str) 
     )
     state = normalize_job_state(driver.get_job(job_id).field("status"))
     soft.expect(
-        cid, state in ("cancelling", "cancelled"), f"after cancel the {when} job is {state}"
+        cid, state in JOB_CANCEL_IDEMPOTENT, f"after cancel the {when} job is {state}"
     )
 
 
@@ -42,17 +42,17 @@ def test_cancel_active_jobs(gs_target, gs_raw, gs_new_job, gs_variant):
         soft.check()
         return
     job_id, _ = gs_new_job()
-    _cancel_ok(gs_raw, job_id, soft, "CANCEL-ACTIVE-1", "running")
+    _cancel_ok(gs_raw, job_id, soft, "CANCEL-ACTIVE-1", JobState.RUNNING)
     full = RawDriver(gs_variant("capacity-2", max_total_gpus=2))
     blocker = full.create_job(bodies.small_job(MODEL, 2)).field("job_id")
     pending = full.create_job(bodies.small_job(MODEL, 2)).field("job_id")
-    if normalize_job_state(full.get_job(pending).field("status")) == "pending":
-        _cancel_ok(full, pending, soft, "CANCEL-ACTIVE-1", "pending")
+    if normalize_job_state(full.get_job(pending).field("status")) == JobState.PENDING:
+        _cancel_ok(full, pending, soft, "CANCEL-ACTIVE-1", JobState.PENDING)
     full.cancel(blocker)
     slow = RawDriver(gs_variant("slow-start", startup="polls:8"))
-    for wanted in ("placing", "initializing"):
+    for wanted in (JobState.PLACING, JobState.INITIALIZING):
         job_id = slow.create_job(bodies.small_job(MODEL)).field("job_id")
-        ans, seen = slow.wait_job(job_id, until=(wanted, "running"), timeout_s=30)
+        ans, seen = slow.wait_job(job_id, until=(wanted, JobState.RUNNING), timeout_s=30)
         state = normalize_job_state(ans.field("status"))
         expect("CANCEL-ACTIVE-1", state == wanted, f"could not catch a {wanted} job: {seen}")
         _cancel_ok(slow, job_id, soft, "CANCEL-ACTIVE-1", wanted)
@@ -71,7 +71,7 @@ def test_cancel_twice(gs_raw, gs_new_job):
         ans.status == 200,
         f"second cancel answered {ans.status}: {ans.raw[:200]!r}",
     )
-    gs_raw.wait_job(job_id, until=("cancelled",), timeout_s=600)
+    gs_raw.wait_job(job_id, until=(JobState.CANCELLED,), timeout_s=600)
     ans = gs_raw.cancel(job_id)
     soft.expect(
         "CANCEL-IDEM-1", ans.status == 200, f"cancel of a cancelled job answered {ans.status}"
@@ -80,7 +80,7 @@ def test_cancel_twice(gs_raw, gs_new_job):
 
 
 @checks("CANCEL-CONFLICT-1")
-@pytest.mark.parametrize("end", ["terminated", "failed"])
+@pytest.mark.parametrize("end", [JobState.TERMINATED, JobState.FAILED])
 def test_cancel_ended_job_conflicts(gs_raw, gs_new_job, gs_admin, end):
     """Cancelling a terminated or failed job answers a conflict: 409, or the precondition
     statuses spec §5.5's "precondition/conflict-style error" also covers (400, 412)."""

@@ -11,7 +11,7 @@ from conformance.driver_raw import RawDriver
 from conformance.verdict import Soft, expect
 from contract.clauses import checks
 from contract.models_catalog import TRAINING_MODELS
-from contract.states import normalize_job_state
+from contract.states import JobState, normalize_job_state
 
 MODEL = TRAINING_MODELS[0]
 
@@ -115,19 +115,19 @@ def test_jobs_queue_until_gpus_free(gs_target, gs_variant):
     first = driver.create_job(_gpus(2)).field("job_id")
     ans, _ = driver.wait_job(first, timeout_s=30)
     expect(
-        "CAP-QUEUE-1", normalize_job_state(ans.field("status")) == "running", f"first job: {ans}"
+        "CAP-QUEUE-1", normalize_job_state(ans.field("status")) == JobState.RUNNING, f"first job: {ans}"
     )
     second = driver.create_job(_gpus(2)).field("job_id")
     for _ in range(5):
         state = normalize_job_state(driver.get_job(second).field("status"))
-        expect("CAP-QUEUE-1", state == "pending", f"a job beyond capacity is {state}, not pending")
+        expect("CAP-QUEUE-1", state == JobState.PENDING, f"a job beyond capacity is {state}, not pending")
         time.sleep(0.02)
     driver.cancel(first)
     ans, seen = driver.wait_job(second, timeout_s=30)
     driver.cancel(second)
     expect(
         "CAP-QUEUE-1",
-        normalize_job_state(ans.field("status")) == "running",
+        normalize_job_state(ans.field("status")) == JobState.RUNNING,
         f"queued job did not start after GPUs were freed: {seen}",
     )
 
@@ -143,7 +143,7 @@ def test_cancel_frees_gpus(gs_target, gs_variant):
     driver.wait_job(job_id, timeout_s=30)
     during = capacity(driver)["in_use_gpus"]
     driver.cancel(job_id)
-    driver.wait_job(job_id, until=("cancelled",), timeout_s=30)
+    driver.wait_job(job_id, until=(JobState.CANCELLED,), timeout_s=30)
     after = capacity(driver)["in_use_gpus"]
     expect(
         "CANCEL-FREE-1",

@@ -20,6 +20,8 @@ from conformance.variants import JobRef
 from conformance.verdict import Soft, expect
 from contract.clauses import checks
 from contract.models_catalog import TRAINING_MODELS
+from contract.routes import ROUTES_BY_NAME
+from contract.states import RequestState
 
 VIA = ["raw", "client"]
 
@@ -236,15 +238,15 @@ def test_traversal_ids_are_opaque(gs_raw, gs_job, cid):
     jid = gs_job.job_id
     ans, settled = gs_raw.run_json("save", jid, {"checkpoint_id": cid})
     soft = Soft()
-    if not ans.ok or settled is None or settled.status != "done":
+    if not ans.ok or settled is None or settled.status != RequestState.DONE:
         soft.expect("CKPT-PATH-1", ans.status < 500, f"save of {cid!r} answered {ans.status}")
         soft.check()
         return
     got = str(settled.decoded().get("checkpoint_id"))
     entries = listed(gs_raw, jid)
     soft.expect("CKPT-PATH-1", got in entries, f"saved {cid!r} as {got!r}, which is not listed")
-    base = f"/{jid}/checkpoints/{_quote_all(got)}"
-    exp = gs_raw.under_prefix("POST", base + ":export")
+    ids = {"job_id": jid, "checkpoint_id": _quote_all(got)}
+    exp = gs_raw.under_prefix("POST", ROUTES_BY_NAME["export_checkpoint"].path.format(**ids))
     soft.expect(
         "CKPT-PATH-1",
         exp.status == 200,
@@ -257,7 +259,7 @@ def test_traversal_ids_are_opaque(gs_raw, gs_job, cid):
             "/" not in name and "\\" not in name and not name.startswith(".."),
             f"export file name {name!r} is path-like",
         )
-    dele = gs_raw.under_prefix("DELETE", base)
+    dele = gs_raw.under_prefix("DELETE", ROUTES_BY_NAME["delete_checkpoint"].path.format(**ids))
     soft.expect(
         "CKPT-PATH-1",
         dele.status in (200, 204),
@@ -313,7 +315,7 @@ def test_load_needs_a_known_checkpoint(gs_raw, gs_job):
     else:
         soft.expect(
             "SAVE-LOAD-2",
-            settled.status == "failed",
+            settled.status == RequestState.FAILED,
             f"loading unknown {missing!r} ended {settled.raw_status}",
         )
         soft.expect(

@@ -17,6 +17,8 @@ from conformance.runtime import prop
 from conformance.strategies import tensor
 from conformance.verdict import Soft, expect
 from contract.clauses import checks
+from contract.errors import ErrorCode
+from contract.states import RequestState
 
 
 def _frame(seed: int, seq: int = 48) -> bytes:
@@ -28,7 +30,7 @@ def _loss(driver: RawDriver, job_id: str, ans) -> float | None:
     if not isinstance(rid, str):
         return None
     settled = driver.settle(job_id, rid)
-    return settled.decoded().get("avg_loss") if settled.status == "done" else None
+    return settled.decoded().get("avg_loss") if settled.status == RequestState.DONE else None
 
 
 @pytest.fixture
@@ -95,7 +97,7 @@ def test_chunks_on_separate_connections(gs_raw, gs_job, n):
     expect("CG-CONNECTION-1", isinstance(rid, str), f"final answer {last.text[:200]}")
     expect(
         "CG-CONNECTION-1",
-        gs_raw.settle(gs_job.job_id, rid).status == "done",
+        gs_raw.settle(gs_job.job_id, rid).status == RequestState.DONE,
         "request did not finish",
     )
 
@@ -109,7 +111,7 @@ def test_restart_required(gs_raw, gs_job, n, data):
     start = data.draw(st.integers(1, n - 1), label="first chunk sent")
     ans = gs_raw.call("forward_backward", data=chunks[start], job_id=gs_job.job_id)
     soft = Soft()
-    refused(ans, soft, "CG-RESTART-1", codes=["chunk_group_restart_required"], statuses=[409])
+    refused(ans, soft, "CG-RESTART-1", codes=[ErrorCode.CHUNK_GROUP_RESTART_REQUIRED], statuses=[409])
     soft.check()
     answers = gs_raw.send_chunks("forward_backward", gs_job.job_id, chunks)
     expect(
@@ -136,7 +138,7 @@ def test_group_reuse_conflicts(gs_raw, gs_job, what):
     ans = gs_raw.call("forward_backward", data=other[1], job_id=gs_job.job_id)
     soft = Soft()
     cid = "CG-CONFLICT-1" if what == "frame_sha256" else "CG-CONFLICT-2"
-    refused(ans, soft, cid, codes=["chunk_group_conflict"], statuses=[409])
+    refused(ans, soft, cid, codes=[ErrorCode.CHUNK_GROUP_CONFLICT], statuses=[409])
     gs_raw.finish_group("forward_backward", gs_job.job_id, first[1:])
     soft.check()
 
@@ -151,7 +153,7 @@ def test_completed_group_reuse_conflicts(gs_raw, gs_job):
         "forward_backward", data=frames.split(_frame(4), 2, gid)[0], job_id=gs_job.job_id
     )
     soft = Soft()
-    refused(ans, soft, "CG-CONFLICT-1", codes=["chunk_group_conflict"], statuses=[409])
+    refused(ans, soft, "CG-CONFLICT-1", codes=[ErrorCode.CHUNK_GROUP_CONFLICT], statuses=[409])
     soft.check()
 
 
@@ -168,7 +170,7 @@ def test_changed_chunk_conflicts(gs_raw, gs_job, n, data):
     changed = frames.with_payload(chunks[idx], bytes([payload[0] ^ 0xFF]) + payload[1:])
     ans = gs_raw.call("forward_backward", data=changed, job_id=gs_job.job_id)
     soft = Soft()
-    refused(ans, soft, "CG-CONFLICT-3", codes=["chunk_group_conflict"], statuses=[409])
+    refused(ans, soft, "CG-CONFLICT-3", codes=[ErrorCode.CHUNK_GROUP_CONFLICT], statuses=[409])
     gs_raw.finish_group("forward_backward", gs_job.job_id, chunks[idx + 1 :])
     soft.check()
 
@@ -178,14 +180,12 @@ def test_changed_chunk_conflicts(gs_raw, gs_job, n, data):
 @given(n=st.integers(3, 6), data=st.data())
 def test_missing_chunks(gs_raw, gs_job, n, data):
     """A final chunk while some are missing answers 409 chunk_group_missing_chunks."""
-    chunks = frames.split(_frame(n * 7), n, str(uuid.uuid4()))
     skip = data.draw(st.integers(1, n - 2), label="chunk left out")
-    for i, chunk in enumerate(chunks[:-1]):
-        if i != skip:
-            gs_raw.call("forward_backward", data=chunk, job_id=gs_job.job_id)
+    chunks = frames.split(_frame(n * 7), n, str(uuid.uuid4()))
+    gs_raw.send_chunks("forward_backward", gs_job.job_id, chunks[:skip] + chunks[skip + 1 : -1])
     ans = gs_raw.call("forward_backward", data=chunks[-1], job_id=gs_job.job_id)
     soft = Soft()
-    refused(ans, soft, "CG-MISSING-1", codes=["chunk_group_missing_chunks"], statuses=[409])
+    refused(ans, soft, "CG-MISSING-1", codes=[ErrorCode.CHUNK_GROUP_MISSING_CHUNKS], statuses=[409])
     gs_raw.finish_group("forward_backward", gs_job.job_id, [chunks[skip], chunks[-1]])
     soft.check()
 

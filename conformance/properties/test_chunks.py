@@ -20,6 +20,7 @@ from conformance.variants import CHUNK_BYTES, forward_body
 from conformance.verdict import Soft, expect
 from contract.clauses import checks
 from contract.shapes import check_loss
+from contract.states import RequestState
 from contract.wire import CHUNK_HEADER_ALLOWANCE
 
 
@@ -37,6 +38,54 @@ def _fb_frame(seed: int = 1, seq: int = 40) -> bytes:
     )
 
 
+def _judge_chunk(i: int, raw: bytes, soft: Soft) -> dict | None:
+    """CHUNK-FORMAT-1 and the fields of CHUNK-DESC-1 on one result chunk; its descriptor,
+    or None when it is not a DSSST1 frame at all."""
+    view = frames.inspect_frame(raw)
+    if not soft.expect(
+        "CHUNK-FORMAT-1",
+        view is not None and not view.problems,
+        f"chunk {i} is not a DSSST1 frame: {view.problems if view else 'unparseable'}",
+    ):
+        return None
+    assert view is not None
+    tree_ok = view.tree == ["d", [["payload", ["t", "payload"]]]]
+    entry = view.entries.get("payload", {})
+    soft.expect(
+        "CHUNK-FORMAT-1",
+        tree_ok and entry.get("dtype") == "U8" and len(entry.get("shape", [])) == 1,
+        f"chunk {i} tree {view.tree!r} / payload {entry!r}",
+    )
+    op = view.op if isinstance(view.op, dict) else {}
+    soft.expect(
+        "CHUNK-FORMAT-1", list(op) == ["result_chunk"], f"chunk {i} op metadata keys {list(op)}"
+    )
+    desc = op.get("result_chunk") or {}
+    for name in ("chunk_idx", "total_chunks", "frame_sha256", "frame_size_bytes"):
+        soft.expect("CHUNK-DESC-1", name in desc, f"chunk {i} descriptor lacks {name}")
+    return desc
+
+
+def _judge_descriptors(descs: list[dict], frame: bytes, soft: Soft) -> None:
+    """CHUNK-DESC-1: indexes count from 0 and every descriptor agrees with the whole."""
+    soft.expect(
+        "CHUNK-DESC-1",
+        [d.get("chunk_idx") for d in descs] == list(range(len(descs))),
+        f"chunk_idx sequence {[d.get('chunk_idx') for d in descs]}",
+    )
+    whole = {
+        "total_chunks": len(descs),
+        "frame_sha256": hashlib.sha256(frame).hexdigest(),
+        "frame_size_bytes": len(frame),
+    }
+    for name, want in whole.items():
+        soft.expect(
+            "CHUNK-DESC-1",
+            all(d.get(name) == want for d in descs),
+            f"{name} does not match the reassembled frame ({len(descs)} chunks)",
+        )
+
+
 @checks("CHUNK-FORMAT-1", "CHUNK-DESC-1", "CHUNK-SIZE-1")
 @prop(scale=0.2)
 @given(seq=st.integers(8, 400))
@@ -50,51 +99,12 @@ def test_result_chunks_are_chunk_frames(gs_target, gs_source, gs_large, seq):
     for i, ev in enumerate(events):
         raw = base64.b64decode(ev["payload_b64"])
         sizes.append(len(raw))
-        view = frames.inspect_frame(raw)
-        if not soft.expect(
-            "CHUNK-FORMAT-1",
-            view is not None and not view.problems,
-            f"chunk {i} is not a DSSST1 frame: {view.problems if view else 'unparseable'}",
-        ):
-            continue
-        tree_ok = view.tree == ["d", [["payload", ["t", "payload"]]]]
-        entry = view.entries.get("payload", {})
-        soft.expect(
-            "CHUNK-FORMAT-1",
-            tree_ok and entry.get("dtype") == "U8" and len(entry.get("shape", [])) == 1,
-            f"chunk {i} tree {view.tree!r} / payload {entry!r}",
-        )
-        op = view.op if isinstance(view.op, dict) else {}
-        soft.expect(
-            "CHUNK-FORMAT-1", list(op) == ["result_chunk"], f"chunk {i} op metadata keys {list(op)}"
-        )
-        desc = op.get("result_chunk") or {}
-        for name in ("chunk_idx", "total_chunks", "frame_sha256", "frame_size_bytes"):
-            soft.expect("CHUNK-DESC-1", name in desc, f"chunk {i} descriptor lacks {name}")
-        descs.append(desc)
-        payloads.append(frames.chunk_parts(raw)[1])
+        desc = _judge_chunk(i, raw, soft)
+        if desc is not None:
+            descs.append(desc)
+            payloads.append(frames.chunk_parts(raw)[1])
     soft.check()
-    frame = b"".join(payloads)
-    soft.expect(
-        "CHUNK-DESC-1",
-        [d.get("chunk_idx") for d in descs] == list(range(len(descs))),
-        f"chunk_idx sequence {[d.get('chunk_idx') for d in descs]}",
-    )
-    soft.expect(
-        "CHUNK-DESC-1",
-        all(d.get("total_chunks") == len(descs) for d in descs),
-        "total_chunks does not match the number of chunks",
-    )
-    soft.expect(
-        "CHUNK-DESC-1",
-        all(d.get("frame_sha256") == hashlib.sha256(frame).hexdigest() for d in descs),
-        "frame_sha256 does not match the reassembled frame",
-    )
-    soft.expect(
-        "CHUNK-DESC-1",
-        all(d.get("frame_size_bytes") == len(frame) for d in descs),
-        "frame_size_bytes does not match the reassembled frame",
-    )
+    _judge_descriptors(descs, b"".join(payloads), soft)
     ranges = [len(p) for p in payloads]
     soft.expect(
         "CHUNK-SIZE-1",
@@ -125,7 +135,7 @@ def test_any_chunking_is_taken(gs_raw, gs_job, payload, n):
     )
     settled = gs_raw.settle(gs_job.job_id, answers[-1].field("request_id"))
     expect(
-        "CHUNK-ANY-1", settled.status == "done", f"ended {settled.raw_status}: {settled.error!r}"
+        "CHUNK-ANY-1", settled.status == RequestState.DONE, f"ended {settled.raw_status}: {settled.error!r}"
     )
     expect("CHUNK-ANY-1", not check_loss(settled.decoded().get("avg_loss")), "no finite loss")
 
@@ -216,4 +226,4 @@ def test_generate_takes_plain_frames(gs_raw, gs_job, prompts):
     answers, settled = gs_raw.run_frame(
         "generate", gs_job.job_id, {"prompts": prompts}, force_chunk=False
     )
-    expect("CHUNK-PLAIN-1", settled is not None and settled.status == "done", f"{answers[-1]}")
+    expect("CHUNK-PLAIN-1", settled is not None and settled.status == RequestState.DONE, f"{answers[-1]}")

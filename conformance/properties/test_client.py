@@ -11,12 +11,14 @@ import pytest
 
 from client.errors import CortexError
 from conformance.driver_client import ClientDriver
-from conformance.fake_admin import FakeAdmin
+from conformance.fake_admin import FakeAdmin, faults_fake
 from conformance.strategies import tensor
 from conformance.variants import CHUNK_BYTES
 from conformance.verdict import Soft, expect
 from contract.clauses import checks
+from contract.errors import ErrorCode
 from contract.shapes import check_forward_result, check_generate_result, check_loss
+from contract.wire import CHUNK_HEADER_ALLOWANCE
 
 #: Client-subject clauses judge the client, so the fakes they use never carry the mutant
 #: under test (a broken server would make a correct client look wrong).
@@ -43,10 +45,7 @@ def _client(target, gs_opts, job_id=None, **config) -> ClientDriver:
 @pytest.fixture
 def faulty(gs_variant):
     """A clean fake reserved for fault rules, faults cleared after each test."""
-    target = gs_variant("client-faults", seed=4242, **CLEAN)
-    admin = FakeAdmin(target)
-    yield target, admin
-    admin.clear_faults()
+    yield from faults_fake(gs_variant, "client-faults", 4242)
 
 
 def _fired(admin: FakeAdmin) -> list[dict]:
@@ -73,7 +72,7 @@ def test_client_retries_transient_failures(faulty, gs_opts, fault):
             "route": "get_capacity",
             "status": status,
             "times": 2,
-            "code": {404: "job_not_found", 409: "busy"}.get(status),
+            "code": {404: ErrorCode.JOB_NOT_FOUND, 409: "busy"}.get(status),
         }
     admin.set_faults([{k: v for k, v in rule.items() if v is not None}])
     try:
@@ -175,11 +174,7 @@ def test_single_chunk_envelope(gs_client, gs_client_ops):
 
     before = len(gs_client.sent)
     gs_client_ops.fwd_bwd({"input_ids": tensor((1, 3), "int64", 2)})
-    posts = [
-        s
-        for s in gs_client.sent[before:]
-        if s.method == "POST" and s.url.endswith("/forward-backward")
-    ]
+    posts = [s for s in gs_client.sent[before:] if s.calls("forward_backward")]
     expect(
         "CLIENT-CHUNK-1", len(posts) == 1, f"{len(posts)} forward-backward posts for a tiny frame"
     )
@@ -200,7 +195,7 @@ def test_restart_replays_whole_group(faulty, gs_opts):
     from contract import wire
 
     target, admin = faulty
-    client = _client(target, gs_opts, max_chunk_bytes=8192 + 512)
+    client = _client(target, gs_opts, max_chunk_bytes=CHUNK_HEADER_ALLOWANCE + 512)
     admin.set_faults(
         [
             {
@@ -208,17 +203,13 @@ def test_restart_replays_whole_group(faulty, gs_opts):
                 "nth": 2,
                 "times": 1,
                 "status": 409,
-                "code": "chunk_group_restart_required",
+                "code": ErrorCode.CHUNK_GROUP_RESTART_REQUIRED,
             }
         ]
     )
     before = len(client.sent)
     result = client.call("fwd-bwd", {"input_ids": tensor((2, 200), "int64", 9)})
-    posts = [
-        s
-        for s in client.sent[before:]
-        if s.method == "POST" and s.url.endswith("/forward-backward")
-    ]
+    posts = [s for s in client.sent[before:] if s.calls("forward_backward")]
     idx = [wire.chunk_descriptor(p.body)[1]["chunk_idx"] for p in posts]
     groups = {wire.chunk_descriptor(p.body)[1]["chunk_group_id"] for p in posts}
     total = wire.chunk_descriptor(posts[0].body)[1]["total_chunks"]
@@ -237,7 +228,7 @@ def test_nonfinal_request_id_is_protocol_error(gs_variant, gs_opts):
     from client.errors import ProtocolError
 
     target = gs_variant("client-bad-acks", mutant="nonfinal-chunk-request-id")
-    client = _client(target, gs_opts, max_chunk_bytes=8192 + 512)
+    client = _client(target, gs_opts, max_chunk_bytes=CHUNK_HEADER_ALLOWANCE + 512)
     with pytest.raises(ProtocolError):
         client.call("fwd-bwd", {"input_ids": tensor((2, 200), "int64", 9)})
     client.close()
@@ -260,7 +251,7 @@ def test_cursor_drain_without_backoff(gs_variant, gs_opts):
     body = {"args": [], "kwargs": {"input_ids": tensor((2, 300), "int64", 1)}}
     before = len(client.sent)
     result = client.call("fwd-no-grad", body)
-    polls = [s for s in client.sent[before:] if s.method == "GET" and "/requests/" in s.url]
+    polls = [s for s in client.sent[before:] if s.calls("get_request")]
     expect(
         "CLIENT-POLL-1", not check_forward_result(body, result), "chunked result decoded wrongly"
     )
@@ -304,7 +295,7 @@ def test_typed_errors(gs_client, gs_job):
             lambda: gs_client.rest.get_job("00000000-0000-4000-8000-0000000000aa"),
             "get_job",
             404,
-            "job_not_found",
+            ErrorCode.JOB_NOT_FOUND,
         ),
         (lambda: gs_client.rest.step(gs_job.job_id, learning_rate=-1.0), "step", 400, None),
     ):

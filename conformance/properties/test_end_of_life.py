@@ -13,6 +13,7 @@ from conformance.cost import COST
 from conformance.lifecycle import end_of_life, judge, may_end_shared_job
 from conformance.verdict import Soft
 from contract.clauses import checks
+from contract.states import JobState
 
 
 @checks("CANCEL-ACTIVE-1", "CANCEL-IDEM-1", "JOB-RUNNING-2", "POLL-TERMINAL-1")
@@ -28,7 +29,7 @@ def test_session_job_end_of_life(gs_raw, gs_job, gs_opts, request):
         new_job = request.getfixturevalue("gs_new_job")
         job_id, _ = new_job(why=f"a job to cancel at the end; {why_not}")
     eol = end_of_life(gs_raw, job_id, gs_opts.startup_timeout_s)
-    if eol.final_state == "cancelled":
+    if eol.final_state == JobState.CANCELLED:
         COST.job_ended(job_id)
     soft = Soft()
     judge(eol, soft)

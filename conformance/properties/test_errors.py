@@ -18,6 +18,7 @@ from conformance.runtime import prop
 from conformance.strategies import with_value
 from conformance.verdict import Soft, expect
 from contract.clauses import checks
+from contract.errors import ErrorCode
 from contract.models_catalog import TRAINING_MODELS
 from contract.routes import ROUTES, routes_for
 from contract.wire import CHUNK_HEADER_ALLOWANCE
@@ -31,33 +32,33 @@ Family = Callable[[RawDriver, str], Answer]
 FAMILIES: dict[str, tuple[Family, tuple[str, ...]]] = {
     "malformed-frame": (
         lambda d, j: d.call("generate", data=b"\x10\x00\x00\x00\x00\x00\x00\x00{garbage", job_id=j),
-        ("malformed_frame",),
+        (ErrorCode.MALFORMED_FRAME,),
     ),
     "pickle": (
         lambda d, j: d.call("generate", data=PICKLE, job_id=j),
-        ("legacy_payload_refused", "malformed_frame"),
+        (ErrorCode.LEGACY_PAYLOAD_REFUSED, ErrorCode.MALFORMED_FRAME),
     ),
     "wrong-content-type": (
         lambda d, j: d.call("step", data=b"{}", content_type="text/plain", job_id=j),
-        ("unsupported_media_type",),
+        (ErrorCode.UNSUPPORTED_MEDIA_TYPE,),
     ),
-    "unknown-job": (lambda d, j: d.get_job(NOBODY), ("job_not_found",)),
-    "unknown-request": (lambda d, j: d.poll(j, str(uuid.uuid4())), ("request_not_found",)),
+    "unknown-job": (lambda d, j: d.get_job(NOBODY), (ErrorCode.JOB_NOT_FOUND,)),
+    "unknown-request": (lambda d, j: d.poll(j, str(uuid.uuid4())), (ErrorCode.REQUEST_NOT_FOUND,)),
     "unknown-checkpoint": (
         lambda d, j: d.call("export_checkpoint", job_id=j, checkpoint_id="gs-no-such-ckpt"),
-        ("checkpoint_not_found",),
+        (ErrorCode.CHECKPOINT_NOT_FOUND,),
     ),
     "malformed-json": (
         lambda d, j: d.call("step", data=b"{", content_type="application/json", job_id=j),
-        ("malformed_json",),
+        (ErrorCode.MALFORMED_JSON,),
     ),
     "validation": (
         lambda d, j: d.create_job({"sub_job_configs": []}),
-        ("validation_failed", "invalid_argument"),
+        (ErrorCode.VALIDATION_FAILED, ErrorCode.INVALID_ARGUMENT),
     ),
     "unknown-operation": (
         lambda d, j: d.operation(j, {"operation_type": "gs-no-such-op", "payload": {}}),
-        ("unknown_operation_type",),
+        (ErrorCode.UNKNOWN_OPERATION_TYPE,),
     ),
     "restart-required": (
         lambda d, j: d.call(
@@ -69,7 +70,7 @@ FAMILIES: dict[str, tuple[Family, tuple[str, ...]]] = {
                 chunk_bytes=CHUNK_HEADER_ALLOWANCE + 64,
             )[1],
         ),
-        ("chunk_group_restart_required",),
+        (ErrorCode.CHUNK_GROUP_RESTART_REQUIRED,),
     ),
 }
 

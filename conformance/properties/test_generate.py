@@ -17,6 +17,7 @@ from conformance.strategies import prompts as prompt_strategy
 from conformance.verdict import Soft, expect
 from contract.clauses import checks
 from contract.shapes import check_generate_result
+from contract.states import RequestState
 
 VIA = ["raw", "client"]
 
@@ -128,9 +129,53 @@ def _drain(
         statuses.append(str(body.get("status")))
         if any(e.get("type") == "done" for e in events):
             break
-        if str(body.get("status")).lower() in ("failed", "cancelled"):
+        if str(body.get("status")).lower() in (RequestState.FAILED, RequestState.CANCELLED):
             break
     return pages, statuses
+
+
+#: Stream event type -> the fields it must carry and their types.
+_EVENT_FIELDS: dict[str, dict[str, type]] = {
+    "result": {"index": int, "result": object},
+    "error": {"index": int, "error": object},
+    "done": {"completed": int, "failed": int},
+}
+
+
+def _event_ok(event: dict) -> bool:
+    """A result or an error of one prompt (by index), or the closing ``done`` counts."""
+    fields = _EVENT_FIELDS.get(str(event.get("type")))
+    return fields is not None and all(k in event and isinstance(event[k], t) for k, t in fields.items())
+
+
+def _judge_events(events: list[dict], n_prompts: int, soft: Soft) -> None:
+    """GENS-EVENTS-1 and GENS-DRAIN-1 on every event the drain met: well formed, one event
+    per prompt index, then exactly one ``done`` event counting them all."""
+    for e in events:
+        soft.expect("GENS-EVENTS-1", _event_ok(e), f"bad stream event {e!r}")
+    done = [e for e in events if e.get("type") == "done"]
+    indexed = [e.get("index") for e in events if e.get("type") in ("result", "error")]
+    soft.expect(
+        "GENS-EVENTS-1",
+        len(done) >= 1 and events and events[-1].get("type") == "done",
+        f"stream did not end with a done event: {[e.get('type') for e in events][-5:]}",
+    )
+    if done:
+        soft.expect(
+            "GENS-EVENTS-1",
+            done[0].get("completed", 0) + done[0].get("failed", 0) == n_prompts,
+            f"done {done[0]!r} for {n_prompts} prompts",
+        )
+    soft.expect(
+        "GENS-DRAIN-1",
+        len(done) <= 1 and len(indexed) == len(set(indexed)),
+        f"events delivered more than once: indexes {indexed}, {len(done)} done events",
+    )
+    soft.expect(
+        "GENS-EVENTS-1",
+        sorted(set(indexed)) == list(range(n_prompts)),
+        f"event indexes {sorted(set(indexed))} for {n_prompts} prompts",
+    )
 
 
 @checks("GENS-SUBMIT-1", "GENS-EVENTS-1", "GENS-DRAIN-1")
@@ -153,42 +198,7 @@ def test_generate_stream(gs_raw, gs_job, prompts, max_events):
     )
     soft.check()
     pages, _ = _drain(gs_raw, jid, rid, max_events)
-    events = [e for page in pages for e in page]
-    for e in events:
-        kind = e.get("type")
-        ok = (
-            (kind == "result" and isinstance(e.get("index"), int) and "result" in e)
-            or (kind == "error" and isinstance(e.get("index"), int) and "error" in e)
-            or (
-                kind == "done"
-                and isinstance(e.get("completed"), int)
-                and isinstance(e.get("failed"), int)
-            )
-        )
-        soft.expect("GENS-EVENTS-1", ok, f"bad stream event {e!r}")
-    done = [e for e in events if e.get("type") == "done"]
-    indexed = [e.get("index") for e in events if e.get("type") in ("result", "error")]
-    soft.expect(
-        "GENS-EVENTS-1",
-        len(done) >= 1 and events and events[-1].get("type") == "done",
-        f"stream did not end with a done event: {[e.get('type') for e in events][-5:]}",
-    )
-    if done:
-        soft.expect(
-            "GENS-EVENTS-1",
-            done[0].get("completed", 0) + done[0].get("failed", 0) == len(prompts),
-            f"done {done[0]!r} for {len(prompts)} prompts",
-        )
-    soft.expect(
-        "GENS-DRAIN-1",
-        len(done) <= 1 and len(indexed) == len(set(indexed)),
-        f"events delivered more than once: indexes {indexed}, {len(done)} done events",
-    )
-    soft.expect(
-        "GENS-EVENTS-1",
-        sorted(set(indexed)) == list(range(len(prompts))),
-        f"event indexes {sorted(set(indexed))} for {len(prompts)} prompts",
-    )
+    _judge_events([e for page in pages for e in page], len(prompts), soft)
     after = gs_raw.poll(jid, rid).body or {}
     soft.expect(
         "GENS-DRAIN-1",

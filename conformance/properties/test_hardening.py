@@ -20,10 +20,13 @@ from conformance import bodies, frames
 from conformance.checks import refused
 from conformance.driver_raw import RawDriver
 from conformance.properties.test_limits import _open_group
+from conformance.rawhttp import read_answer, request_head
 from conformance.variants import forward_body, forward_request, variant_job
 from conformance.verdict import Soft, expect
 from contract.clauses import checks
+from contract.errors import ErrorCode
 from contract.models_catalog import TRAINING_MODELS
+from contract.routes import route
 
 KiB = 1024
 
@@ -77,34 +80,8 @@ def _open_body(target: Any, path: str, length: int, ctype: str = "application/js
     if parts.scheme != "http":
         pytest.skip("raw-socket properties speak plain HTTP only (the embedded fake)")
     sock = socket.create_connection((parts.hostname, parts.port or 80), timeout=30)
-    headers = "".join(f"{k}: {v}\r\n" for k, v in target.auth_headers().items())
-    sock.sendall(f"POST {target.prefix}{path} HTTP/1.1\r\nHost: {parts.netloc}\r\nContent-Type: {ctype}\r\n"
-                 f"Content-Length: {length}\r\n{headers}\r\n".encode())
+    sock.sendall(request_head(parts.netloc, target.prefix + path, length, ctype, target.auth_headers()))
     return sock
-
-
-def _status(sock: socket.socket, timeout_s: float) -> tuple[int, bytes]:
-    """The answer's status and raw bytes (status 0 when the server closed without one)."""
-    sock.settimeout(timeout_s)
-    data = b""
-    try:
-        while b"\r\n\r\n" not in data:
-            got = sock.recv(65536)
-            if not got:
-                break
-            data += got
-        head, _, rest = data.partition(b"\r\n\r\n")
-        length = next((int(line.split(b":", 1)[1]) for line in head.split(b"\r\n")
-                       if line.lower().startswith(b"content-length:")), 0)
-        while len(rest) < length:
-            got = sock.recv(65536)
-            if not got:
-                break
-            rest += got
-    except OSError:
-        return 0, data
-    parts = data.split(b" ", 2)
-    return (int(parts[1]) if len(parts) > 1 and parts[1].isdigit() else 0), rest
 
 
 @checks("LIMIT-IDLE-1")
@@ -113,10 +90,10 @@ def test_a_stalled_body_is_answered_and_freed(gs_variant: Any) -> None:
     server's idle time plus margin, not a connection held forever."""
     target = gs_variant("body-idle", body_idle_s=0.5)
     _, ops = variant_job(target)
-    sock = _open_body(target, f"/{ops.job_id}/step", 1024 * 1024)
+    sock = _open_body(target, route("step").render(job_id=ops.job_id), 1024 * 1024)
     sock.sendall(b"{")
     started = time.monotonic()
-    status, _ = _status(sock, 30.0)
+    status, _ = read_answer(sock, 30.0)
     took = time.monotonic() - started
     sock.close()
     soft = Soft()
@@ -135,11 +112,11 @@ def test_a_body_arriving_after_the_job_ended_leaves_nothing(gs_variant: Any) -> 
     driver, ops = variant_job(target)
     admin = FakeAdmin(target)
     before = admin.job_state(ops.job_id).get("requests")
-    sock = _open_body(target, f"/{ops.job_id}/step", 2)
+    sock = _open_body(target, route("step").render(job_id=ops.job_id), 2)
     time.sleep(0.3)  # the handler has checked the job and waits for the body
     driver.call("cancel_job", job_id=ops.job_id)
     sock.sendall(b"{}")
-    status, body = _status(sock, 30.0)
+    status, body = read_answer(sock, 30.0)
     sock.close()
     soft = Soft()
     soft.expect("LIMIT-LATE-1", status == 409, f"a step whose body came after the cancel: {status} {body[:200]!r}")
@@ -161,7 +138,7 @@ def test_a_freed_result_answers_410(gs_variant: Any) -> None:
     forward_request(ops, forward_body(2, 8))
     again = driver.poll(ops.job_id, first.request_id)
     soft = Soft()
-    refused(again, soft, "POLL-EXPIRE-1", codes=["result_expired"], statuses=[410])
+    refused(again, soft, "POLL-EXPIRE-1", codes=[ErrorCode.RESULT_EXPIRED], statuses=[410])
     soft.check()
 
 

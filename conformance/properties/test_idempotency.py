@@ -12,6 +12,7 @@ from typing import Any
 from conformance.checks import submitted
 from conformance.verdict import Soft, expect
 from contract.clauses import checks
+from contract.errors import ErrorCode
 from contract.idempotency import IDEMPOTENCY_KEY_HEADER
 
 
@@ -70,7 +71,7 @@ def test_key_with_another_body_conflicts(gs_raw, gs_job):
         gs_raw.call("save", json_body={}, headers={IDEMPOTENCY_KEY_HEADER: key}, job_id=job),
     ]
     for ans in answers:
-        soft.expect("IDEM-KEY-3", ans.status == 409 and ans.code == "idempotency_conflict",
+        soft.expect("IDEM-KEY-3", ans.status == 409 and ans.code == ErrorCode.IDEMPOTENCY_CONFLICT,
                     f"a reused key with another body/path answered {ans}")
     _, after = _run_step(gs_raw, job, None, soft, "IDEM-KEY-3")
     soft.expect("IDEM-KEY-3", None not in (before, after) and after == before + 1,

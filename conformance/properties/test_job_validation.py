@@ -15,6 +15,7 @@ from conformance.runtime import prop
 from conformance.strategies import with_value, without
 from conformance.verdict import Soft, expect
 from contract.clauses import checks
+from contract.errors import ErrorCode
 from contract.models_catalog import TRAINING_MODELS
 
 MODEL = TRAINING_MODELS[0]
@@ -205,5 +206,5 @@ def test_malformed_json(gs_raw, gs_job, data, name):
     params = {} if name == "create_job" else {"job_id": gs_job.job_id}
     ans = gs_raw.call(name, data=data, content_type="application/json", **params)
     soft = Soft()
-    refused(ans, soft, "JOBV-JSON-1", codes=["malformed_json"], statuses=[400])
+    refused(ans, soft, "JOBV-JSON-1", codes=[ErrorCode.MALFORMED_JSON], statuses=[400])
     soft.check()

@@ -13,9 +13,10 @@ from conformance.runtime import prop
 from conformance.strategies import valid_job_bodies
 from conformance.verdict import Soft, expect
 from contract.clauses import checks
-from contract.models import SUB_JOB_ID_WORD
+from contract.errors import ErrorCode
+from contract.ids import sub_job_ids
 from contract.models_catalog import INFERENCE_ONLY_MODELS, TRAINING_MODELS
-from contract.states import JOB_STARTUP_ORDER, normalize_job_state
+from contract.states import JOB_STARTUP_ORDER, JobState, normalize_job_state
 
 JOB_FIELDS = ("job_id", "status", "reason", "created_at", "updated_at", "image_tag", "sub_jobs")
 SUB_FIELDS = ("sub_job_id", "job_type", "status", "model_name")
@@ -33,7 +34,7 @@ def judge_job_object(job: dict, soft: Soft, body: dict | None = None) -> None:
             f"{name} {value!r} is not RFC 3339",
         )
     subs = job.get("sub_jobs") or []
-    counts: dict[str, int] = {}
+    wanted_ids = iter(sub_job_ids(str(job.get("job_id")), [str(s.get("job_type")) for s in subs if isinstance(s, dict)]))
     for i, sub in enumerate(subs):
         if not isinstance(sub, dict):
             soft.expect("JOB-SUBJOB-2", False, f"sub_jobs[{i}] is not an object")
@@ -47,10 +48,7 @@ def judge_job_object(job: dict, soft: Soft, body: dict | None = None) -> None:
             isinstance(sub.get(cfg), dict),
             f"sub_jobs[{i}] ({kind}) lacks its {cfg}",
         )
-        word = SUB_JOB_ID_WORD.get(kind, kind)
-        index = counts.get(kind, 0)
-        counts[kind] = index + 1
-        want = f"{job.get('job_id')}:{word}:{index}"
+        want = next(wanted_ids)
         soft.expect(
             "JOB-SUBJOB-1",
             sub.get("sub_job_id") == want,
@@ -124,7 +122,7 @@ def _monotone(statuses: list[str]) -> str | None:
         if idx < last:
             return f"went backwards: {statuses}"
         last = idx
-    if not statuses or normalize_job_state(statuses[-1]) != "running":
+    if not statuses or normalize_job_state(statuses[-1]) != JobState.RUNNING:
         return f"never reached running: {statuses}"
     return None
 
@@ -199,11 +197,11 @@ def test_one_status_dialect(gs_target, gs_raw, gs_job, gs_variant, gs_opts, styl
 def test_failed_job_has_reason(gs_target, gs_raw, gs_new_job, gs_admin):
     """A failed job carries a non-empty reason (the fake fails one on demand)."""
     job_id, _ = gs_new_job()
-    gs_admin.force(job_id, "failed", "")
+    gs_admin.force(job_id, JobState.FAILED, "")
     ans = gs_raw.get_job(job_id)
     expect(
         "JOB-STATE-3",
-        normalize_job_state(ans.field("status")) == "failed",
+        normalize_job_state(ans.field("status")) == JobState.FAILED,
         f"job not failed after forcing: {ans}",
     )
     expect(
@@ -244,7 +242,7 @@ def test_status_filter(gs_target, gs_raw, gs_job, gs_new_job):
         job_id, _ = gs_new_job()
         gs_raw.cancel(job_id)
     soft = Soft()
-    for wanted in ("running", "cancelled"):
+    for wanted in (JobState.RUNNING, JobState.CANCELLED):
         ans = gs_raw.call("list_jobs", query={"status": wanted})
         soft.expect("JOB-LIST-2", ans.status == 200, f"filtered list: {ans}")
         jobs = [j for j in ans.field("jobs", []) or [] if isinstance(j, dict)]
@@ -255,7 +253,7 @@ def test_status_filter(gs_target, gs_raw, gs_job, gs_new_job):
                 f"?status={wanted} listed a {job.get('status')} job",
             )
         ids = [j.get("job_id") for j in jobs]
-        if wanted == "running":
+        if wanted == JobState.RUNNING:
             soft.expect("JOB-LIST-2", gs_job.job_id in ids, "?status=running omits the session job")
     soft.check()
 
@@ -271,7 +269,7 @@ def test_unknown_job_is_404(gs_raw, job_id):
     """GET of a job id nobody created answers 404 job_not_found."""
     ans = gs_raw.get_job(job_id)
     soft = Soft()
-    refused(ans, soft, "JOB-GET-1", codes=["job_not_found"], statuses=[404])
+    refused(ans, soft, "JOB-GET-1", codes=[ErrorCode.JOB_NOT_FOUND], statuses=[404])
     soft.check()
 
 
@@ -306,13 +304,13 @@ def test_not_running_job_refuses_data_plane(gs_target, gs_job, gs_variant):
         ans = driver.create_job(bodies.small_job(TRAINING_MODELS[0]))
         job_id = ans.field("job_id")
         for call in _data_plane_calls(driver, job_id):
-            refused(call, soft, "JOB-RUNNING-1", codes=["job_not_running"], statuses=[409])
+            refused(call, soft, "JOB-RUNNING-1", codes=[ErrorCode.JOB_NOT_RUNNING], statuses=[409])
         driver.cancel(job_id)
     else:
         if not gs_job.not_running_probes:
             pytest.skip("the session job was running when first seen: no probe before running")
         for _state, call in gs_job.not_running_probes:
-            refused(call, soft, "JOB-RUNNING-1", codes=["job_not_running"], statuses=[409])
+            refused(call, soft, "JOB-RUNNING-1", codes=[ErrorCode.JOB_NOT_RUNNING], statuses=[409])
     soft.check()
 
 
@@ -320,12 +318,12 @@ def test_not_running_job_refuses_data_plane(gs_target, gs_job, gs_variant):
 def test_ended_jobs_refuse_data_plane(gs_target, gs_raw, gs_new_job, gs_admin_optional):
     """Cancelled, terminated and failed jobs refuse data-plane calls."""
     soft = Soft()
-    ends = ["cancelled", "terminated", "failed"] if gs_target.embedded else ["cancelled"]
+    ends = [JobState.CANCELLED, JobState.TERMINATED, JobState.FAILED] if gs_target.embedded else [JobState.CANCELLED]
     for end in ends:
         job_id, _ = gs_new_job(why="JOB-RUNNING-2")
-        if end == "cancelled":
+        if end == JobState.CANCELLED:
             gs_raw.cancel(job_id)
-            gs_raw.wait_job(job_id, until=("cancelled",), timeout_s=600)
+            gs_raw.wait_job(job_id, until=(JobState.CANCELLED,), timeout_s=600)
         else:
             gs_admin_optional.force(job_id, end, f"forced {end} by the conformance suite")
         for call in _data_plane_calls(gs_raw, job_id):
@@ -351,7 +349,7 @@ def test_inference_only_model_cannot_train(gs_raw, model):
     """An inference-only model in a training sub-job: 400 model_not_trainable, no job."""
     ans = gs_raw.create_job(bodies.small_job(model))
     soft = Soft()
-    refused(ans, soft, "JOB-MODEL-1", codes=["model_not_trainable"], statuses=[400])
+    refused(ans, soft, "JOB-MODEL-1", codes=[ErrorCode.MODEL_NOT_TRAINABLE], statuses=[400])
     if ans.ok and isinstance(ans.field("job_id"), str):
         gs_raw.cancel(ans.field("job_id"))
     soft.check()

@@ -15,7 +15,9 @@ from conformance.driver_raw import RawDriver
 from conformance.variants import variant_job
 from conformance.verdict import Soft, expect
 from contract.clauses import checks
+from contract.errors import ErrorCode
 from contract.limits import MAX_BODY_BYTES
+from contract.states import RequestState
 
 REFUSE_WITHIN_S = 15.0
 
@@ -30,7 +32,7 @@ def test_oversize_body(gs_raw, gs_job, route):
     ctype = "application/json" if route == "step" else "application/octet-stream"
     ans = gs_raw.call(route, data=data, content_type=ctype, job_id=gs_job.job_id)
     soft = Soft()
-    refused(ans, soft, "LIMIT-BODY-1", codes=["payload_too_large"], statuses=[413])
+    refused(ans, soft, "LIMIT-BODY-1", codes=[ErrorCode.PAYLOAD_TOO_LARGE], statuses=[413])
     soft.check()
 
 
@@ -93,7 +95,7 @@ def test_exactly_at_limit_accepted(gs_raw, gs_job):
     )
     settled = gs_raw.settle(gs_job.job_id, ans.field("request_id"))
     expect(
-        "LIMIT-BODY-2", settled.status == "done", f"ended {settled.raw_status}: {settled.error!r}"
+        "LIMIT-BODY-2", settled.status == RequestState.DONE, f"ended {settled.raw_status}: {settled.error!r}"
     )
 
 
@@ -223,7 +225,7 @@ def test_abandoned_groups_expire(gs_variant, gs_admin):
     open_groups = [
         g
         for g in state.get("chunk_groups", [])
-        if g.get("job_id") == ops.job_id and g.get("status") != "done"
+        if g.get("job_id") == ops.job_id and g.get("status") != RequestState.DONE
     ]
     expect(
         "LIMIT-EXPIRE-1",

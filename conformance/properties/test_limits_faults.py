@@ -16,13 +16,16 @@ from conformance import frames
 from conformance.checks import refused
 from conformance.driver_client import ClientDriver
 from conformance.driver_raw import RawDriver
-from conformance.fake_admin import FakeAdmin
+from conformance.fake_admin import FakeAdmin, faults_fake
 from conformance.variants import variant_job
 from conformance.verdict import Soft, expect
+from contract.auth import auth_headers
 from contract.clauses import checks
+from contract.errors import ErrorCode
+from contract.states import RequestState
+from contract.wire import CHUNK_HEADER_ALLOWANCE
 
 #: Client-subject properties run on a fake without the mutant under test.
-CLEAN = {"mutant": None}
 #: How long a background sweep may take to expire an idle group (polled, not slept).
 SWEEP_WITHIN_S = 5.0
 
@@ -103,7 +106,7 @@ def test_finished_groups_release_their_bytes(gs_raw, gs_job, gs_admin):
     rid = answers[-1].field("request_id")
     expect("LIMIT-RELEASE-1", answers[-1].ok and rid, f"the group was not accepted: {answers[-1]}")
     settled = gs_raw.settle(gs_job.job_id, rid)
-    expect("LIMIT-RELEASE-1", settled.status == "done", f"ended {settled.raw_status}")
+    expect("LIMIT-RELEASE-1", settled.status == RequestState.DONE, f"ended {settled.raw_status}")
     group = gs_admin.group(gid) or {}
     expect(
         "LIMIT-RELEASE-1",
@@ -170,7 +173,7 @@ def test_group_cap_refusal_carries_retry_after(gs_variant):
     expect("LIMIT-RETRYAFTER-2", first.status == 202, f"could not open a group: {first}")
     ans = _open_group(driver, ops.job_id)
     soft = Soft()
-    refused(ans, soft, "LIMIT-RETRYAFTER-2", codes=["chunk_group_limit"], statuses=[429])
+    refused(ans, soft, "LIMIT-RETRYAFTER-2", codes=[ErrorCode.CHUNK_GROUP_LIMIT], statuses=[429])
     retry_after = ans.headers.get("retry-after")
     soft.expect("LIMIT-RETRYAFTER-2", retry_after, "429 chunk_group_limit without Retry-After")
     soft.check()
@@ -226,17 +229,17 @@ def test_serves_normally_after_hostile_input(gs_raw, gs_job, gs_ops):
         "forward_backward",
         gs_job.job_id,
         {"args": [], "kwargs": {"input_ids": [[1, 2, 3]]}},
-        chunk_bytes=8192 + 64,
+        chunk_bytes=CHUNK_HEADER_ALLOWANCE + 64,
     )
     soft.expect(
         "LIMIT-RECOVER-1",
-        settled is not None and settled.status == "done",
+        settled is not None and settled.status == RequestState.DONE,
         f"forward-backward after hostile input: {answers[-1]}",
     )
     step, done = gs_raw.run_json("step", gs_job.job_id, {})
     soft.expect(
         "LIMIT-RECOVER-1",
-        done is not None and done.status == "done",
+        done is not None and done.status == RequestState.DONE,
         f"step after hostile input: {step}",
     )
     soft.check()
@@ -251,7 +254,7 @@ def test_admin_api_needs_a_token(gs_target, gs_admin, path):
     soft = Soft()
     for label, headers in (
         ("no token", {}),
-        ("wrong token", {"Authorization": "Bearer not-a-token"}),
+        ("wrong token", auth_headers("not-a-token")),
     ):
         resp = requests.get(url, headers=headers, timeout=30)
         soft.expect(
@@ -295,10 +298,8 @@ def test_service_tokens_are_not_admin_tokens(gs_target, gs_admin, path):
 
 @pytest.fixture
 def faulty_fake(gs_variant):
-    target = gs_variant("limits-faults", seed=77, **CLEAN)
-    admin = FakeAdmin(target)
-    yield target, admin
-    admin.clear_faults()
+    """A fake reserved for the fault rules of this file's client properties."""
+    yield from faults_fake(gs_variant, "limits-faults", 77)
 
 
 def _fb_body():
@@ -332,7 +333,7 @@ def test_client_forward_backward_survives_faults(faulty_fake, gs_opts, fault):
     whole from chunk 0), a lost final answer (retried, same execution), a dropped
     connection, repeated 503s or a dropped poll, and the frame executes exactly once."""
     target, admin = faulty_fake
-    client = ClientDriver(target, None, model=gs_opts.model, max_chunk_bytes=8192 + 1024)
+    client = ClientDriver(target, None, model=gs_opts.model, max_chunk_bytes=CHUNK_HEADER_ALLOWANCE + 1024)
     try:
         admin.set_faults([fault])
         out = client.call("fwd-bwd", _fb_body())
@@ -356,7 +357,7 @@ def test_exhausted_budget_is_a_typed_error(faulty_fake, gs_opts):
     target, admin = faulty_fake
     client = ClientDriver(target, None, model=gs_opts.model, retries=2)
     try:
-        admin.set_faults([{"route": "forward_backward", "status": 503, "code": "unavailable"}])
+        admin.set_faults([{"route": "forward_backward", "status": 503, "code": ErrorCode.UNAVAILABLE}])
         with pytest.raises(CortexHTTPError) as info:
             client.call("fwd-bwd", _fb_body())
         execs = admin.fb_executions(client.job_id)
@@ -367,10 +368,10 @@ def test_exhausted_budget_is_a_typed_error(faulty_fake, gs_opts):
     soft = Soft()
     soft.expect("CLIENT-ERR-1", err.route == "forward_backward", f"route {err.route!r}")
     soft.expect(
-        "CLIENT-ERR-1", err.status == 503 and err.code == "unavailable", f"{err.status} {err.code}"
+        "CLIENT-ERR-1", err.status == 503 and err.code == ErrorCode.UNAVAILABLE, f"{err.status} {err.code}"
     )
     soft.expect("CLIENT-ERR-1", bool(err.snowflake_request_id), "no x-snowflake-request-id")
-    for part in ("forward_backward", "503", "unavailable", str(err.snowflake_request_id)):
+    for part in ("forward_backward", "503", ErrorCode.UNAVAILABLE, str(err.snowflake_request_id)):
         soft.expect("CLIENT-ERR-1", part in str(err), f"{part!r} missing from {str(err)!r}")
     soft.expect("CLIENT-ERR-1", execs == 0, f"executed {execs} times although every call failed")
     soft.check()

@@ -15,6 +15,7 @@ import pytest
 
 from conformance.verdict import Soft
 from contract.clauses import checks
+from contract.errors import ErrorCode
 from contract.logs import (
     STATEMENTS_PATH,
     StageCredentials,
@@ -54,7 +55,7 @@ def test_execution_log_download(gs_raw, gs_job):
     ans = gs_raw.send("POST", gs_raw.target.base_url.rstrip("/") + STATEMENTS_PATH,
                       name="sql_statements", content_type=JSON,
                       data=json.dumps({"statement": sql}))
-    if ans.status == 501 and ans.code == "logs_extra_missing":
+    if ans.status == 501 and ans.code == ErrorCode.LOGS_EXTRA_MISSING:
         pytest.skip("the embedded fake runs without its logs extra (moto[server], boto3)")
     soft = Soft()
     rows = statement_rows(ans.body)

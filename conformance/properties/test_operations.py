@@ -13,10 +13,11 @@ from conformance.runtime import prop
 from conformance.strategies import forward_payloads
 from conformance.verdict import Soft, expect
 from contract.clauses import checks
+from contract.errors import ErrorCode
 from contract.models import OPERATION_TYPES
 from contract.models_catalog import TRAINING_MODELS
 from contract.shapes import check_forward_result
-from contract.states import normalize_job_state, normalize_request_state
+from contract.states import JobState, RequestState, normalize_job_state, normalize_request_state
 
 VIA = ["raw", "client"]
 
@@ -47,7 +48,7 @@ def test_unknown_operation(gs_raw, gs_job, kind):
         op(gs_raw, gs_job.job_id, kind),
         soft,
         "OP-UNKNOWN-1",
-        codes=["unknown_operation_type"],
+        codes=[ErrorCode.UNKNOWN_OPERATION_TYPE],
         statuses=[400],
     )
     soft.check()
@@ -59,7 +60,7 @@ def test_conflicting_hints(gs_raw, gs_job, kind):
     """sub_job_id and sub_job_type naming different sub-jobs answer 400 routing_conflict."""
     soft = Soft()
     ans = op(gs_raw, gs_job.job_id, kind, sub_job_id=gs_job.training, sub_job_type="sampling")
-    refused(ans, soft, "OP-ROUTE-1", codes=["routing_conflict"], statuses=[400])
+    refused(ans, soft, "OP-ROUTE-1", codes=[ErrorCode.ROUTING_CONFLICT], statuses=[400])
     soft.check()
 
 
@@ -156,7 +157,7 @@ def test_weight_sync(gs_raw, gs_job, gs_via, via):
         soft.check()
         settled = gs_raw.settle(gs_job.job_id, rid)
         soft.expect(
-            "OP-WSYNC-1", settled.status == "done", f"weight-sync ended {settled.raw_status}"
+            "OP-WSYNC-1", settled.status == RequestState.DONE, f"weight-sync ended {settled.raw_status}"
         )
         soft.expect("OP-WSYNC-1", isinstance(settled.decoded(), dict), f"result {settled.result!r}")
     else:
@@ -168,29 +169,14 @@ def test_weight_sync(gs_raw, gs_job, gs_via, via):
 @checks("OP-ROUTER-1")
 def test_router_replay_ops_inline(gs_raw, gs_job):
     """bootstrap-router-replay and router-replay-discard answer inline."""
+    replay = {"source_sub_job_id": gs_job.sampling, "target_sub_job_id": gs_job.training}
+    calls = (
+        ("bootstrap-router-replay", replay, gs_job.training),
+        ("router-replay-discard", {"sample_ids": ["s1", 2]}, gs_job.sampling),
+    )
     soft = Soft()
-    inline(
-        op(
-            gs_raw,
-            gs_job.job_id,
-            "bootstrap-router-replay",
-            {"source_sub_job_id": gs_job.sampling, "target_sub_job_id": gs_job.training},
-            sub_job_id=gs_job.training,
-        ),
-        soft,
-        "OP-ROUTER-1",
-    )
-    inline(
-        op(
-            gs_raw,
-            gs_job.job_id,
-            "router-replay-discard",
-            {"sample_ids": ["s1", 2]},
-            sub_job_id=gs_job.sampling,
-        ),
-        soft,
-        "OP-ROUTER-1",
-    )
+    for op_type, payload, sub_job_id in calls:
+        inline(op(gs_raw, gs_job.job_id, op_type, payload, sub_job_id=sub_job_id), soft, "OP-ROUTER-1")
     soft.check()
 
 
@@ -225,7 +211,7 @@ def test_cancel_request(gs_raw, gs_job):
     soft.check()
     final = gs_raw.settle(jid, rid).final_body
     state = normalize_request_state(final.get("status"))
-    soft.expect("OP-CANCEL-1", state in ("cancelled", "done"), f"after cancel-request: {state}; ack {ack!r}")
+    soft.expect("OP-CANCEL-1", state in (RequestState.CANCELLED, RequestState.DONE), f"after cancel-request: {state}; ack {ack!r}")
     again = gs_raw.poll(jid, rid).body or {}
     soft.expect(
         "OP-CANCEL-1",
@@ -253,10 +239,10 @@ def test_tail_logs(gs_target, gs_raw, gs_job, gs_variant):
     if gs_target.embedded:
         driver = RawDriver(gs_variant("slow-start", startup="polls:8"))
         job_id = driver.create_job(bodies.small_job(TRAINING_MODELS[0])).field("job_id")
-        ans, seen = driver.wait_job(job_id, until=("placing", "running"), timeout_s=30)
+        ans, seen = driver.wait_job(job_id, until=(JobState.PLACING, JobState.RUNNING), timeout_s=30)
         expect(
             "OP-LOGS-1",
-            normalize_job_state(ans.field("status")) == "placing",
+            normalize_job_state(ans.field("status")) == JobState.PLACING,
             f"no placing state: {seen}",
         )
         placing = op(driver, job_id, "tail-logs", {"max_lines": 5})

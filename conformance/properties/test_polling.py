@@ -20,6 +20,7 @@ from contract.clauses import checks
 from contract.limits import DEFAULT_MAX_EVENTS, MAX_EVENTS_CAP
 from contract.models_catalog import TRAINING_MODELS
 from contract.shapes import check_forward_result
+from contract.states import RequestState, request_state_enum_spelling
 
 POLL_FIELDS = (
     "request_id",
@@ -31,8 +32,8 @@ POLL_FIELDS = (
     "events",
     "next_cursor",
 )
-SHORT = {"pending", "running", "streaming", "done", "failed", "cancelled"}
-ENUM = {f"REQUEST_STATE_{s.upper()}" for s in SHORT}
+SHORT = set(RequestState)
+ENUM = {request_state_enum_spelling(s) for s in SHORT}
 
 
 @checks("POLL-FIELDS-1", "POLL-STATE-1", "POLL-EMPTY-1")
@@ -58,7 +59,7 @@ def test_poll_answers(gs_target, gs_raw, gs_job, request, latency):
                 )
         for raw in settled.statuses:
             soft.expect("POLL-STATE-1", raw in SHORT or raw in ENUM, f"request status {raw!r}")
-        if settled.status == "done":
+        if settled.status == RequestState.DONE:
             result = settled.final_body.get("result")
             soft.expect(
                 "POLL-EMPTY-1",
@@ -270,7 +271,7 @@ def _failures(attempts) -> list[Settled]:
     out = []
     for attempt in attempts:
         _, settled = attempt()
-        if settled is not None and settled.status == "failed":
+        if settled is not None and settled.status == RequestState.FAILED:
             out.append(settled)
     return out
 

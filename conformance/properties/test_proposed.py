@@ -13,6 +13,7 @@ from conformance.driver_raw import request_chunks
 from conformance.runtime import prop
 from conformance.strategies import forward_payloads, model_kwargs, verl_batches, verl_envelope
 from conformance.strategies import prompts as prompt_strategy
+from conformance.variants import CHUNK_BYTES
 from conformance.verdict import Soft, expect
 from contract.clauses import checks
 from contract.models import PROPOSED_METRIC_KEYS
@@ -27,7 +28,7 @@ VIA = ["raw", "client"]
 def test_forward_no_grad_route(gs_raw, gs_job, kwargs, n):
     """Request chunks in, {request_id, job_id} out; resolves to model_outputs + metrics as DSSST1."""
     body = {"args": [], "kwargs": kwargs, "meta": {}}
-    chunks = request_chunks(body, "forward_no_grad", chunk_bytes=None if n == 1 else 8192 + 256)
+    chunks = request_chunks(body, "forward_no_grad", chunk_bytes=None if n == 1 else CHUNK_BYTES)
     answers = gs_raw.send_chunks("forward_no_grad", gs_job.job_id, chunks)
     soft = Soft()
     rid = submitted(answers[-1], gs_job.job_id, soft, "PROP-FNG-1")
@@ -71,18 +72,18 @@ def test_forward_no_grad_verl(gs_ops, batch, reference):
     soft.check()
 
 
+def _forward_no_grad(ops, via: str, payload: dict) -> dict:
+    """forward-no-grad by its route (raw) or the client's ``forward`` op."""
+    return ops.forward_no_grad(payload) if via == "raw" else ops.forward(payload)
+
+
 @checks("PROP-SHAPE-1")
 @pytest.mark.parametrize("via", VIA)
 @prop(scale=0.5)
 @given(payload=forward_payloads())
 def test_forward_no_grad_shapes(gs_via, via, payload):
     """logprobs follow the shape rule for any batch, raw and through the client."""
-    ops = gs_via(via)
-    result = (
-        ops.forward_no_grad(payload)
-        if via == "raw"
-        else ops.forward(payload if "batch" not in payload else payload)
-    )
+    result = _forward_no_grad(gs_via(via), via, payload)
     soft = Soft()
     soft.extend("PROP-SHAPE-1", check_forward_result(payload, result))
     soft.check()

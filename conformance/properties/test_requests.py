@@ -12,6 +12,8 @@ from conformance.driver_raw import encode, request_chunks
 from conformance.runtime import prop
 from conformance.verdict import Soft, expect
 from contract.clauses import checks
+from contract.errors import ErrorCode
+from contract.states import RequestState
 
 
 @checks("REQ-SUBMIT-1")
@@ -61,7 +63,7 @@ def test_requests_run_in_submit_order(gs_raw, gs_job, before, after):
     """Steps submitted back to back, a save among them: effects happen in submit order."""
     jid = gs_job.job_id
     _, first = gs_raw.run_json("step", jid, {})
-    expect("REQ-ORDER-1", first is not None and first.status == "done", "a step failed")
+    expect("REQ-ORDER-1", first is not None and first.status == RequestState.DONE, "a step failed")
     start = int(first.decoded()["global_steps"])
     names = ["step"] * before + ["save"] + ["step"] * after
     ids = [gs_raw.call(n, json_body={}, job_id=jid).field("request_id") for n in names]
@@ -97,7 +99,7 @@ def test_unknown_request(gs_raw, gs_job, rid):
         gs_raw.poll(gs_job.job_id, rid),
         soft,
         "REQ-UNKNOWN-1",
-        codes=["request_not_found"],
+        codes=[ErrorCode.REQUEST_NOT_FOUND],
         statuses=[404],
     )
     soft.check()

@@ -31,7 +31,7 @@ from conformance.strategies import generate_requests, tensor
 from conformance.verdict import expect
 from contract.clauses import checks
 from contract.shapes import check_generate_result, check_loss
-from contract.states import normalize_request_state
+from contract.states import RequestState, normalize_request_state
 
 CLAUSES = (
     "STEP-COUNT-1",
@@ -111,7 +111,7 @@ class JobMachine(RuleBasedStateMachine):
         ans, settled = self.driver.run_json(
             "step", self.job_id, {} if lr is None else {"learning_rate": lr}
         )
-        expect("STEP-COUNT-1", settled is not None and settled.status == "done", f"step: {ans}")
+        expect("STEP-COUNT-1", settled is not None and settled.status == RequestState.DONE, f"step: {ans}")
         got = int(settled.decoded()["global_steps"])
         if self.steps is not None:
             expect(
@@ -130,7 +130,7 @@ class JobMachine(RuleBasedStateMachine):
         if kind:
             body["checkpoint_type"] = kind
         ans, settled = self.driver.run_json("save", self.job_id, body)
-        expect("CKPT-LIST-2", settled is not None and settled.status == "done", f"save: {ans}")
+        expect("CKPT-LIST-2", settled is not None and settled.status == RequestState.DONE, f"save: {ans}")
         cid = str(settled.decoded()["checkpoint_id"])
         entry = self._listed().get(cid)
         expect("CKPT-LIST-2", entry is not None, f"saved {cid} is not listed")
@@ -149,7 +149,7 @@ class JobMachine(RuleBasedStateMachine):
             return
         ans, settled = self.driver.run_json("load", self.job_id, {"checkpoint_id": cid})
         expect(
-            "SAVE-LOAD-1", settled is not None and settled.status == "done", f"load {cid}: {ans}"
+            "SAVE-LOAD-1", settled is not None and settled.status == RequestState.DONE, f"load {cid}: {ans}"
         )
         self.steps = self.saved[cid]
         self._after_load = True
@@ -168,7 +168,7 @@ class JobMachine(RuleBasedStateMachine):
         answers, settled = self.driver.run_frame("generate", self.job_id, req, force_chunk=False)
         expect(
             "POLL-TERMINAL-1",
-            settled is not None and settled.status == "done",
+            settled is not None and settled.status == RequestState.DONE,
             f"generate: {answers[-1]}",
         )
         self.terminal[settled.request_id] = (settled.status, settled.final_body.get("result"))

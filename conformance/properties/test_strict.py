@@ -24,9 +24,14 @@ from conformance.ops import RawOps
 from conformance.variants import JobRef, variant_job
 from conformance.verdict import Soft, expect
 from contract.clauses import checks
-from contract.states import normalize_job_state, normalize_request_state
+from contract.states import (
+    JOB_HOLDS_GPUS,
+    JobState,
+    RequestState,
+    normalize_job_state,
+    normalize_request_state,
+)
 
-ACTIVE = ("pending", "placing", "initializing", "running")
 LORA = {"peft_type": "Lora", "r": 8, "lora_alpha": 8, "target_modules": ["q_proj", "v_proj"]}
 
 
@@ -44,10 +49,10 @@ def create_refused(
     ans = driver.create_job(body)
     job_id = ans.field("job_id") if ans.ok else None
     if isinstance(job_id, str):
-        end, seen = driver.wait_job(job_id, until=("failed", "running"), timeout_s=60)
+        end, seen = driver.wait_job(job_id, until=(JobState.FAILED, JobState.RUNNING), timeout_s=60)
         state = normalize_job_state(end.field("status"))
         driver.cancel(job_id)
-        soft.expect(cid, state == "failed", f"create was accepted and the job is {state} ({seen})")
+        soft.expect(cid, state == JobState.FAILED, f"create was accepted and the job is {state} ({seen})")
     else:
         refused(ans, soft, cid)
         if field is not None and 400 <= ans.status < 500:
@@ -65,7 +70,7 @@ def submit_refused(
     rid = ans.field("request_id") if ans.ok else None
     if isinstance(rid, str):
         settled = driver.settle(job_id, rid)
-        soft.expect(cid, settled.status == "failed", f"the request was accepted and ended {settled.raw_status}")
+        soft.expect(cid, settled.status == RequestState.FAILED, f"the request was accepted and ended {settled.raw_status}")
     else:
         refused(ans, soft, cid)
     if own:
@@ -123,7 +128,7 @@ def test_sampler_init_needs_weights_only(gs_raw, gs_job, gs_opts, gs_new_job):
     weights = saved(gs_raw, jid, "weights-only", "CKPT-INIT-2")
     body = bodies.job(from_checkpoint(bodies.sampling(model), weights, jid))
     new_id, ans = gs_new_job(body, why="a sampler from a weights-only checkpoint", cid="CKPT-INIT-2")
-    expect("CKPT-INIT-2", normalize_job_state(ans.field("status")) == "running", f"the sampler job: {ans}")
+    expect("CKPT-INIT-2", normalize_job_state(ans.field("status")) == JobState.RUNNING, f"the sampler job: {ans}")
     gs_raw.cancel(new_id)
 
 
@@ -142,7 +147,7 @@ def test_dp_size_change_needs_fresh_optimizer(gs_raw, gs_job, gs_opts, gs_new_jo
     fresh = bodies.job(bodies.training(model, n_gpus=1, load_optimizer_states=False))
     dst, _ = gs_new_job(fresh, why="a 1-GPU target with a fresh optimizer", cid="SAVE-DP-1")
     _, settled = gs_raw.run_json("load", dst, load)
-    soft.expect("SAVE-DP-1", settled is not None and settled.status == "done",
+    soft.expect("SAVE-DP-1", settled is not None and settled.status == RequestState.DONE,
                 f"load with load_optimizer_states false: {settled and settled.final_body}")
     for job_id in (src, dst):
         gs_raw.cancel(job_id)
@@ -166,7 +171,7 @@ def test_lora_sync_needs_peft_configs(gs_raw, gs_job, gs_opts, gs_new_job):
     expect("OP-LORA-1", ans.ok and isinstance(rid, str), f"LoRA sync with matching configs: {ans}")
     settled = gs_raw.settle(lora, rid)
     gs_raw.cancel(lora)
-    expect("OP-LORA-1", settled.status == "done", f"LoRA sync ended {settled.raw_status}")
+    expect("OP-LORA-1", settled.status == RequestState.DONE, f"LoRA sync ended {settled.raw_status}")
 
 
 @checks("OP-HINT-1")
@@ -232,7 +237,7 @@ def test_training_frames_fit_max_seq_len(gs_raw, gs_job):
     if settled is None:
         refused(answers[-1], soft, "FB-SEQLEN-1")
     else:
-        soft.expect("FB-SEQLEN-1", settled.status == "failed", f"a {seq}-token frame trained ({settled.raw_status})")
+        soft.expect("FB-SEQLEN-1", settled.status == RequestState.FAILED, f"a {seq}-token frame trained ({settled.raw_status})")
     soft.check()
 
 
@@ -263,7 +268,7 @@ def _gpus(job: Mapping) -> int:
 
 def _own_gpus(driver: RawDriver) -> int:
     jobs = driver.call("list_jobs").field("jobs") or []
-    return sum(_gpus(j) for j in jobs if normalize_job_state(j.get("status")) in ACTIVE)
+    return sum(_gpus(j) for j in jobs if normalize_job_state(j.get("status")) in JOB_HOLDS_GPUS)
 
 
 @checks("CAP-ACCOUNT-1")
@@ -283,7 +288,7 @@ def test_capacity_is_per_account(gs_target, gs_raw, gs_raw2, gs_job, gs_variant)
     ans, seen = b.wait_job(theirs, timeout_s=30)
     a.cancel(first)
     b.cancel(theirs)
-    expect("CAP-ACCOUNT-1", normalize_job_state(ans.field("status")) == "running",
+    expect("CAP-ACCOUNT-1", normalize_job_state(ans.field("status")) == JobState.RUNNING,
            f"another account's 2 GPUs held this account's job back: {seen}")
 
 
@@ -315,9 +320,9 @@ def test_cancel_request_of_a_request_that_ran(gs_target, gs_raw, gs_job, gs_vari
     soft = Soft()
     if ack.get("cancelled") is True:
         soft.expect("OP-CANCEL-2", not ran, f"cancel-request said cancelled but the step ran ({base} -> {after})")
-        soft.expect("OP-CANCEL-2", end == "cancelled", f"acknowledged cancel, request ended {end}")
+        soft.expect("OP-CANCEL-2", end == RequestState.CANCELLED, f"acknowledged cancel, request ended {end}")
     else:
-        soft.expect("OP-CANCEL-2", end in ("done", "failed"), f"not cancelled, yet it ended {end}")
+        soft.expect("OP-CANCEL-2", end in (RequestState.DONE, RequestState.FAILED), f"not cancelled, yet it ended {end}")
     soft.check()
 
 
@@ -336,7 +341,7 @@ def test_cancel_request_before_it_starts(gs_target, gs_variant):
     soft.expect("OP-CANCEL-1", ack.ok and not ack.field("request_id"), f"cancel-request: {ack}")
     soft.expect("OP-CANCEL-2", ack.field("cancelled") is True, f"a queued request was not cancelled: {ack.body!r}")
     end = normalize_request_state(driver.settle(jid, queued).final_body.get("status"))
-    soft.expect("OP-CANCEL-1", end == "cancelled", f"the cancelled request ended {end}")
+    soft.expect("OP-CANCEL-1", end == RequestState.CANCELLED, f"the cancelled request ended {end}")
     soft.expect("OP-CANCEL-2", _steps(driver, jid) == base + 1, "the cancelled step ran anyway")
     soft.check()
 

@@ -14,6 +14,7 @@ from conformance.strategies import fb_payloads, verl_batches, verl_envelope
 from conformance.verdict import Soft, expect
 from contract.clauses import checks
 from contract.shapes import check_loss
+from contract.states import RequestState
 
 VIA = ["raw", "client"]
 
@@ -77,7 +78,7 @@ def test_no_input_ids(gs_raw, gs_job, kwargs):
     else:
         soft.expect(
             "FB-NOINPUT-1",
-            settled.status == "failed" and settled.error,
+            settled.status == RequestState.FAILED and settled.error,
             f"a frame without input_ids ended {settled.raw_status}",
         )
     soft.check()

@@ -25,6 +25,8 @@ from conformance.strategies import (
 )
 from conformance.verdict import Soft, expect
 from contract.clauses import checks
+from contract.errors import ErrorCode
+from contract.states import RequestState
 from contract.wire import CHUNK_HEADER_ALLOWANCE, MAX_HEADER_BYTES
 
 FRAME_ROUTES = ["generate", "forward_backward"]
@@ -100,7 +102,7 @@ def test_tensorless_frames_accepted(gs_raw, gs_job):
     answers, settled = gs_raw.run_frame("generate", gs_job.job_id, frame, force_chunk=False)
     expect(
         "WIRE-EMPTY-1",
-        settled is not None and settled.status == "done",
+        settled is not None and settled.status == RequestState.DONE,
         f"tensor-less frame: {answers[-1]}",
     )
 
@@ -196,9 +198,9 @@ def test_malformed_frames_refused(gs_raw, gs_job, data, route):
         pass
     assume(data)  # an empty body is its own family (a frame is required), judged elsewhere
     codes = (
-        ["legacy_payload_refused"]
+        [ErrorCode.LEGACY_PAYLOAD_REFUSED]
         if wire.sniff_refused_payload(data)
-        else ["malformed_frame", "frame_limit"]
+        else [ErrorCode.MALFORMED_FRAME, ErrorCode.FRAME_LIMIT]
     )
     ans = gs_raw.call(route, data=data, job_id=gs_job.job_id)
     soft = Soft()
@@ -228,7 +230,7 @@ def test_malformed_frames_in_chunks(gs_raw, gs_job, data):
         settled = gs_raw.settle(gs_job.job_id, final.field("request_id"))
         soft.expect(
             "WIRE-MALFORMED-1",
-            settled.status == "failed",
+            settled.status == RequestState.FAILED,
             f"garbage frame in chunks executed: {settled.raw_status}",
         )
     else:
@@ -243,7 +245,7 @@ def test_request_metadata(gs_raw, gs_job, gs_client_ops, gs_client):
     answers, settled = gs_raw.run_frame(
         "forward_backward", gs_job.job_id, {"args": [], "kwargs": {"input_ids": [[5, 6]]}}
     )
-    expect("WIRE-META-1", settled is not None and settled.status == "done", f"{answers[-1]}")
+    expect("WIRE-META-1", settled is not None and settled.status == RequestState.DONE, f"{answers[-1]}")
     before = len(gs_client.sent)
     gs_client_ops.fwd_bwd({"input_ids": tensor((1, 4), "int64", 1)})
     from contract import wire

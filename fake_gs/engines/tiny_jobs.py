@@ -14,6 +14,7 @@ from typing import Any
 
 import torch
 
+from contract.ids import sub_job_ids as contract_sub_job_ids
 from contract.models import SubJobConfig
 from fake_gs.engines.tiny_model import TinyConfig, TinyLM
 
@@ -21,15 +22,8 @@ DEFAULT_LR = 1e-3
 
 
 def sub_job_ids(job_id: str, sub_jobs: list[SubJobConfig]) -> list[str]:
-    """``{job_id}:{training|sampling|log_prob}:{index}`` in create order (facts, section 4)."""
-    word = {"training": "training", "sampling": "sampling", "log_probability": "log_prob"}
-    counts: dict[str, int] = {}
-    out = []
-    for cfg in sub_jobs:
-        w = word[cfg.job_type]
-        out.append(f"{job_id}:{w}:{counts.get(w, 0)}")
-        counts[w] = counts.get(w, 0) + 1
-    return out
+    """The ids the job's sub-jobs get, in create order (their one home: contract.ids)."""
+    return contract_sub_job_ids(job_id, (cfg.job_type for cfg in sub_jobs))
 
 
 @dataclass

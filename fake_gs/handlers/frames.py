@@ -21,7 +21,7 @@ from contract.errors import ErrorCode
 from contract.models import ChunkAccepted, ForwardBackwardResult
 from fake_gs import answers, chunk_hooks
 from fake_gs import chunk_machine as cm
-from fake_gs.chunks import DONE, FINALIZING, ChunkGroup, malformed, new_group
+from fake_gs.chunks import DONE, FAILED, FINALIZING, ChunkGroup, malformed, new_group
 from fake_gs.errors import ApiError
 from fake_gs.handlers.common import Ctx, json_containers, json_response
 from fake_gs.records import JobRec, RequestRec
@@ -247,7 +247,7 @@ async def finalize(ctx: Ctx, job: JobRec, group: ChunkGroup, builder: Builder, r
             if groups.get(group.group_id) is group:
                 del groups[group.group_id]
             group.release()
-            group.status = "failed"
+            group.status = FAILED
             group.failure = exc if isinstance(exc, ApiError) else ApiError(ErrorCode.INTERNAL, "chunk group failed")
         group.finished.set()
         raise

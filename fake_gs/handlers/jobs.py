@@ -12,6 +12,7 @@ from contract import models as m
 from contract.errors import ErrorCode, detail_entry
 from contract.models import CreateJobRequest, SubJobConfig
 from contract.models_catalog import is_known_model, is_trainable
+from contract.states import JobState
 from fake_gs import answers, dialect
 from fake_gs.errors import ApiError
 from fake_gs.execution_logs import run_name
@@ -43,7 +44,7 @@ def job_view(ctx: Ctx, job: JobRec, *, count_poll: bool = False) -> m.Job:
     status = ctx.store.status(job, count_poll=count_poll)
     shown = ctx.job_status_text(status)
     reason = job.reason
-    if status == "failed" and ctx.state.mutant("failed-without-reason"):
+    if status == JobState.FAILED and ctx.state.mutant("failed-without-reason"):
         reason = ""
     tokens = ctx.settings.tokens
     return m.Job(
@@ -52,7 +53,7 @@ def job_view(ctx: Ctx, job: JobRec, *, count_poll: bool = False) -> m.Job:
         reason=reason,
         created_at=rfc3339(job.created_at),
         updated_at=rfc3339(job.updated_at),
-        image_tag="" if status == "pending" else f"fake-gs/{ctx.settings.engine}:0.1.0",
+        image_tag="" if status == JobState.PENDING else f"fake-gs/{ctx.settings.engine}:0.1.0",
         submitted_by=f"user_{tokens.index(job.owner)}" if job.owner in tokens else "anonymous",
         owner_role=OWNER_ROLE,
         experiment_name=job.experiment_name,
@@ -67,10 +68,10 @@ def check_models(ctx: Ctx, body: CreateJobRequest) -> None:
         loc = ("sub_job_configs", i, "model_name")
         if not is_known_model(cfg.model_name):
             raise ApiError(ErrorCode.UNKNOWN_MODEL, f"model {cfg.model_name!r} is not served here",
-                           [detail_entry(loc, "unknown model", "unknown_model")])
+                           [detail_entry(loc, "unknown model", ErrorCode.UNKNOWN_MODEL)])
         if cfg.job_type == "training" and not is_trainable(cfg.model_name):
             raise ApiError(ErrorCode.MODEL_NOT_TRAINABLE, f"model {cfg.model_name!r} is served for inference only",
-                           [detail_entry(loc, "model is inference-only", "model_not_trainable")])
+                           [detail_entry(loc, "model is inference-only", ErrorCode.MODEL_NOT_TRAINABLE)])
 
 
 def _resolve_checkpoint(ctx: Ctx, i: int, cfg: SubJobConfig) -> CheckpointRec | None:

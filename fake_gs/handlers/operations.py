@@ -28,6 +28,7 @@ from contract.models import (
     TailLogsPayload,
     WeightSyncPayload,
 )
+from contract.states import JobState
 from fake_gs import answers, dialect
 from fake_gs.errors import ApiError
 from fake_gs.handlers.common import Ctx, json_response
@@ -35,9 +36,9 @@ from fake_gs.handlers.frames import decode_frame, refuse_legacy
 from fake_gs.handlers.training import forward_object, forward_work
 from fake_gs.records import JobRec, SubJobRec
 
-RUNNING = frozenset({"running"})
+RUNNING = frozenset({JobState.RUNNING})
 #: tail-logs also works while the job starts (placing, and initializing after it).
-LOGS_STATES = frozenset({"placing", "initializing", "running"})
+LOGS_STATES = frozenset({JobState.PLACING, JobState.INITIALIZING, JobState.RUNNING})
 #: Operations whose receiver the caller must name when the job has several sub-jobs (spec §7.4:
 #: the service does not infer it).
 HINT_REQUIRED = frozenset({"weight-sync", "bootstrap-router-replay", "router-replay-discard"})
@@ -63,7 +64,7 @@ def route_operation(ctx: Ctx, job: JobRec, env: OperationEnvelope) -> SubJobRec:
             if by_id.job_type != wanted and not ctx.state.mutant("routing-conflict-ignored"):
                 raise ApiError(ErrorCode.ROUTING_CONFLICT,
                                f"sub_job_id {by_id.sub_job_id} is a {by_id.job_type} sub-job, not {wanted}",
-                               [detail_entry(("sub_job_type",), "disagrees with sub_job_id", "routing_conflict")])
+                               [detail_entry(("sub_job_type",), "disagrees with sub_job_id", ErrorCode.ROUTING_CONFLICT)])
             return by_id
         candidates = job.of_type(wanted)
         if len(candidates) == 1:
@@ -73,7 +74,7 @@ def route_operation(ctx: Ctx, job: JobRec, env: OperationEnvelope) -> SubJobRec:
                            [detail_entry(("sub_job_type",), "no such sub-job", "value_error")])
         raise ApiError(ErrorCode.ROUTING_CONFLICT,
                        f"job {job.job_id} has {len(candidates)} {wanted} sub-jobs; name one with sub_job_id",
-                       [detail_entry(("sub_job_type",), "ambiguous", "routing_conflict")])
+                       [detail_entry(("sub_job_type",), "ambiguous", ErrorCode.ROUTING_CONFLICT)])
     if by_id is not None:
         return by_id
     if (env.operation_type in HINT_REQUIRED and len(job.sub_jobs) > 1
@@ -169,7 +170,7 @@ async def op_bootstrap(ctx: Ctx, job: JobRec, target: SubJobRec, payload: Any) -
                 raise ApiError(ErrorCode.WRONG_SUB_JOB_TYPE,
                                f"bootstrap-router-replay goes from a sampling source to a training target "
                                f"(the receiver); {sub.sub_job_id} is a {sub.job_type} sub-job",
-                               [detail_entry(loc, f"must be a {want} sub-job", "wrong_sub_job_type")])
+                               [detail_entry(loc, f"must be a {want} sub-job", ErrorCode.WRONG_SUB_JOB_TYPE)])
     return json_response(m.BootstrapRouterReplayResult(
         bootstrapped=True, source_sub_job_id=src.sub_job_id, target_sub_job_id=dst.sub_job_id,
         max_cache_bytes=payload.max_cache_bytes))
@@ -184,7 +185,7 @@ async def op_reset_prefix_cache(ctx: Ctx, job: JobRec, target: SubJobRec, payloa
     if target.job_type != "sampling" and not ctx.state.mutant("reset-any-sub-job"):
         raise ApiError(ErrorCode.WRONG_SUB_JOB_TYPE,
                        f"reset-prefix-cache is a sampling call; {target.sub_job_id} is a {target.job_type} sub-job",
-                       [detail_entry(("sub_job_id",), "must be a sampling sub-job", "wrong_sub_job_type")])
+                       [detail_entry(("sub_job_id",), "must be a sampling sub-job", ErrorCode.WRONG_SUB_JOB_TYPE)])
     return json_response(m.ResetPrefixCacheResult(reset=True, sub_job_id=target.sub_job_id))
 
 
@@ -217,7 +218,7 @@ async def op_tail_logs(ctx: Ctx, job: JobRec, target: SubJobRec, payload: Any) -
         end = start + len(entries)
         eof = end >= job.log_base + len(job.logs)
     if spec:
-        placing = ctx.store.status(job) == "placing"
+        placing = ctx.store.status(job) == JobState.PLACING
         return json_response(m.TailLogsResult(**dialect.log_page(entries, end, eof, placing, payload.cursor)))
     page = answers.render(m.TailLogsResult(entries=entries, next_cursor=str(end), eof=eof))
     if ctx.state.mutant("tail-logs-no-eof"):

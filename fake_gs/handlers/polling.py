@@ -13,6 +13,7 @@ from typing import Any
 from starlette.responses import Response
 
 from contract.errors import ErrorCode
+from contract.states import REQUEST_TERMINAL, RequestState
 from fake_gs import answers, dialect, results
 from fake_gs.delivery import decode_cursor, encode_cursor, parse_max_events
 from fake_gs.errors import ApiError
@@ -58,12 +59,12 @@ def _done(ctx: Ctx, job: JobRec, req: RequestRec, offset: int, max_events: int
         events, cursor = _page(ctx, req, offset, max_events)
         if cursor is None:
             results.read_to_end(ctx.settings, job, req, ctx.store.clock.monotonic())
-        return "done", b"null", events, cursor
+        return RequestState.DONE, b"null", events, cursor
     if req.stream:
-        return "done", b"null", _drain_stream(ctx, req, max_events), None
+        return RequestState.DONE, b"null", _drain_stream(ctx, req, max_events), None
     raw = req.result_raw if req.result_raw is not None else b"{}"
     results.read_to_end(ctx.settings, job, req, ctx.store.clock.monotonic())
-    return "done", raw, [], None
+    return RequestState.DONE, raw, [], None
 
 
 def render(head: dict[str, Any], result: bytes, events: list[bytes], tail: dict[str, Any]) -> bytes:
@@ -93,15 +94,15 @@ def view(ctx: Ctx, job: JobRec, req: RequestRec, offset: int, max_events: int) -
     with ctx.store.lock:
         status = ctx.store.request_status(req)
         result, error, events, cursor = b"null", None, [], None
-        if status == "streaming":
+        if status == RequestState.STREAMING:
             events = _drain_stream(ctx, req, max_events)
             if not req.stream_events:
-                status = "done"
-        elif status == "done":
+                status = RequestState.DONE
+        elif status == RequestState.DONE:
             status, result, events, cursor = _done(ctx, job, req, offset, max_events)
-        elif status == "failed":
+        elif status == RequestState.FAILED:
             error = "" if ctx.state.mutant("failed-error-empty") else req.error
-        if status in ("done", "failed", "cancelled") and req.final_status is None:
+        if status in REQUEST_TERMINAL and req.final_status is None:
             req.final_status = status
             req.updated_at = max(req.updated_at, req.created_at)
         head = {

@@ -164,7 +164,7 @@ async def save(ctx: Ctx) -> Response:
     problem = id_problem(wanted_id) if wanted_id is not None else None
     if problem is not None:
         raise ApiError(ErrorCode.INVALID_ID, f"checkpoint_id {printable(wanted_id or '')[:80]!r} {problem}",
-                       [detail_entry(("checkpoint_id",), problem, "invalid_id")])
+                       [detail_entry(("checkpoint_id",), problem, ErrorCode.INVALID_ID)])
 
     def work() -> dict[str, Any]:
         snapshot = store.engine.save(job.job_id, ckpt_type)

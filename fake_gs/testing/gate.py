@@ -11,6 +11,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from contract.errors import ErrorCode
+
 #: What a test may relax with ``@pytest.mark.fake_gs_gate(allow=...)``.
 CHECKS = ("errors", "unknown_fields", "open_chunk_groups")
 MODES = ("off", "warn", "fail")
@@ -72,7 +74,7 @@ def offences(exchanges: Iterable[Exchange], open_groups: Iterable[Mapping[str, A
              expected: Expectations) -> list[str]:
     """One line per problem, in the order the exchanges happened."""
     found: list[str] = []
-    unknown_declared = "unknown_field" in expected.errors or "unknown_fields" in expected.allowed
+    unknown_declared = ErrorCode.UNKNOWN_FIELD in expected.errors or "unknown_fields" in expected.allowed
     for ex in exchanges:
         if ex.refused and not ex.injected and "errors" not in expected.allowed and not expected.declares(ex):
             found.append(ex.describe())

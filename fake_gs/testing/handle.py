@@ -20,8 +20,10 @@ from typing import Any
 
 import requests
 
-from contract.auth import auth_headers
+from contract.auth import AUTHORIZATION_HEADER, auth_headers
+from contract.errors import ErrorCode
 from contract.routes import DEFAULT_ENDPOINT, prefix
+from fake_gs import chunks
 from fake_gs.settings import FakeSettings
 from fake_gs.testing.gate import Exchange, Expectations
 
@@ -37,7 +39,7 @@ class AdminApi:
         self.base_url = base_url
         self.http = requests.Session()
         if token:
-            self.http.headers["Authorization"] = f"Bearer {token}"
+            self.http.headers[AUTHORIZATION_HEADER] = f"Bearer {token}"
 
     def call(self, method: str, path: str, **kwargs: Any) -> Any:
         kwargs.setdefault("timeout", 30)
@@ -133,7 +135,7 @@ class FakeGs:
         groups = [g for g in dump.get("chunk_groups", []) if g.get("job_id") in jobs]
         dump["jobs"] = jobs
         dump["chunk_groups"] = groups
-        dump["open_chunk_groups"] = sum(1 for g in groups if g.get("status") != "done")
+        dump["open_chunk_groups"] = sum(1 for g in groups if g.get("status") != chunks.DONE)
         dump["buffered_bytes"] = sum(int(g.get("buffered_bytes", 0)) for g in groups)
         return dump
 
@@ -147,7 +149,7 @@ class FakeGs:
         before = [_rule_fields(r) for r in self.admin.call("GET", "faults")["rules"]]
         self.admin.call("POST", "faults", json={"rules": [dict(r) for r in rules]})
         if any(r.get("lose_group") for r in rules):
-            self.expected.errors.add("chunk_group_restart_required")
+            self.expected.errors.add(ErrorCode.CHUNK_GROUP_RESTART_REQUIRED)
         installed = FakeRules([dict(r) for r in rules])
         try:
             yield installed

@@ -302,3 +302,12 @@ def test_concurrent_first_calls_open_the_job_once() -> None:
     run(main())
     assert rec.opened == 1
     assert sorted(rec.ops) == ["fwd-bwd", "generate", "step"]
+
+
+def test_logprobs_are_found_under_either_alias_and_spelling() -> None:
+    from client.shaping import logprobs_of
+
+    assert logprobs_of({"model_outputs": {"log_probs": [1.0]}}) == [1.0]
+    assert logprobs_of({"model_outputs": {"other": 1}, "batch": {"logprobs": [2.0]}}) == [2.0]
+    assert logprobs_of({"batch": {"entropy": [0.1]}}) is None
+    assert logprobs_of({}) is None

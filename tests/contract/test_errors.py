@@ -64,3 +64,13 @@ def test_code_found_in_nested_and_wrapped_bodies() -> None:
 def test_find_error_code_never_raises(body: object) -> None:
     result = find_error_code(body)
     assert result is None or isinstance(result, str)
+
+
+def test_a_bare_status_gets_the_general_code_of_that_status() -> None:
+    """An injected fault that names no code answers the code whose STATUS_OF is its status."""
+    from contract.errors import GENERAL_CODE_OF, STATUS_OF, general_code
+
+    assert all(STATUS_OF[code] == status for status, code in GENERAL_CODE_OF.items())
+    assert general_code(409) is ErrorCode.CONFLICT
+    assert general_code(503) is ErrorCode.UNAVAILABLE
+    assert general_code(418) is ErrorCode.UNAVAILABLE

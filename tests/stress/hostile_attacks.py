@@ -18,6 +18,7 @@ import requests
 from stress_helpers import PeakSampler, job_body, service_prefix
 
 from conformance.frames import RawTensor, build_frame
+from conformance.rawhttp import read_answer, request_head
 from contract import wire
 
 MiB = 1024 * 1024
@@ -76,27 +77,6 @@ class Prober(threading.Thread):
         return self.latencies
 
 
-def _http_head(host: str, port: int, path: str, length: int, extra: str = "") -> bytes:
-    return (f"POST {path} HTTP/1.1\r\nHost: {host}:{port}\r\nContent-Type: {OCTET}\r\n"
-            f"Content-Length: {length}\r\n{extra}\r\n").encode()
-
-
-def _status_of(sock: socket.socket, timeout_s: float) -> int:
-    """The status of the answer on ``sock`` (0 if the connection closed without one)."""
-    sock.settimeout(timeout_s)
-    data = b""
-    try:
-        while b"\r\n" not in data:
-            got = sock.recv(4096)
-            if not got:
-                break
-            data += got
-    except OSError:
-        return 0
-    parts = data.split(b" ", 2)
-    return int(parts[1]) if len(parts) > 1 and parts[1].isdigit() else 0
-
-
 def slow_bodies(fake: Any, *, connections: int = 40, declared: int = 60 * MiB, hold_s: float = 10.0,
                 answer_within_s: float = 30.0) -> Measured:
     """``connections`` forward-backward calls that declare ``declared`` bytes and send one."""
@@ -111,12 +91,12 @@ def slow_bodies(fake: Any, *, connections: int = 40, declared: int = 60 * MiB, h
         prober.start()
         for _ in range(connections):
             s = socket.create_connection((host, int(port)))
-            s.sendall(_http_head(host, int(port), path, declared) + b"\x00")
+            s.sendall(request_head(f"{host}:{port}", path, declared, OCTET) + b"\x00")
             socks.append(s)
         time.sleep(hold_s)
         out.latencies = prober.stop()
         out.extra["probe_failures"] = prober.failures
-        out.statuses = [_status_of(s, answer_within_s) for s in socks]
+        out.statuses = [read_answer(s, answer_within_s)[0] for s in socks]
     for s in socks:
         s.close()
     out.rss_peak, out.rss_after = sampler.peak, fake.rss()
