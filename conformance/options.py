@@ -60,6 +60,7 @@ class Option:
     metavar: str | None = None
     #: The raw flag value -> the field's value (default: absent or empty means the default).
     parse: Callable[[Any], Any] | None = None
+    #: The field's type where the kind's is too loose (a Literal, a tuple of clause ids).
     annotation: Any = None
     #: A field of GsOptions (False: a CLI- or plugin-only knob read off its own parser).
     is_field: bool = True
