@@ -174,6 +174,35 @@ def _cell(v: ClauseVerdict) -> str:
 
 def html_page(res: RunResults) -> str:
     """A self-contained page: colour matrix by area, then the clause tables."""
+    e = html.escape
+    parts = [
+        "<!doctype html><html><head><meta charset='utf-8'>",
+        f"<title>Conformance: {e(res.profile)}</title><style>{_CSS}</style></head><body>",
+        f"<h1>Cortex Training conformance: profile <code>{e(res.profile)}</code></h1>",
+        *_html_summary(res),
+        "<table class='matrix'>",
+    ]
+    for area, title, items in res.by_area():
+        parts.append(
+            f"<tr><td class='area' title='{e(title)}'>{e(area)}</td><td>"
+            + "".join(_cell(v) for v in items)
+            + "</td></tr>"
+        )
+    parts.append("</table>")
+    for area, title, items in res.by_area():
+        parts.append(f"<h2 style='font-size:16px'>{e(area)}: {e(title)}</h2>")
+        parts.append(
+            "<table class='detail'><tr><th>status</th><th>level</th><th>clause</th>"
+            "<th>source</th><th>promise</th><th>note</th></tr>"
+        )
+        parts.extend(_html_row(v) for v in items)
+        parts.append("</table>")
+    parts.append("</body></html>")
+    return "\n".join(parts)
+
+
+def _html_summary(res: RunResults) -> list[str]:
+    """The page's head lines: target, verdict and legend, failing skips, settings, tally."""
     c = res.counts()
     e = html.escape
     legend = "".join(
@@ -181,9 +210,6 @@ def html_page(res: RunResults) -> str:
         for status in _COLOUR
     )
     parts = [
-        "<!doctype html><html><head><meta charset='utf-8'>",
-        f"<title>Conformance: {e(res.profile)}</title><style>{_CSS}</style></head><body>",
-        f"<h1>Cortex Training conformance: profile <code>{e(res.profile)}</code></h1>",
         f"<div class='sub'>target <code>{e(res.target)}</code> &middot; {res.duration_s:.1f}s"
         + (f" &middot; {len(res.selected)} selected clauses" if res.selected else "")
         + "</div>",
@@ -199,44 +225,27 @@ def html_page(res: RunResults) -> str:
             "the run: " + ", ".join(f"<code>{e(cid)}</code>" for cid in failing_skips) + "</div>"
         )
     if res.settings:
-        parts.append(
-            "<div class='sub'>"
-            + " &middot; ".join(
-                f"<code>{e(str(k))}={e(str(v))}</code>" for k, v in res.settings.items()
-            )
-            + "</div>"
-        )
+        shown = (f"<code>{e(str(k))}={e(str(v))}</code>" for k, v in res.settings.items())
+        parts.append("<div class='sub'>" + " &middot; ".join(shown) + "</div>")
     parts.append("<pre class='sub'>" + e("\n".join(summary_lines(res))) + "</pre>")
-    parts.append("<table class='matrix'>")
-    for area, title, items in res.by_area():
-        parts.append(
-            f"<tr><td class='area' title='{e(title)}'>{e(area)}</td><td>"
-            + "".join(_cell(v) for v in items)
-            + "</td></tr>"
-        )
-    parts.append("</table>")
-    for area, title, items in res.by_area():
-        parts.append(f"<h2 style='font-size:16px'>{e(area)}: {e(title)}</h2>")
-        parts.append(
-            "<table class='detail'><tr><th>status</th><th>level</th><th>clause</th>"
-            "<th>source</th><th>promise</th><th>note</th></tr>"
-        )
-        for v in items:
-            cell = f"<div>{e(note(v))}</div>" if note(v) else ""
-            if v.status == "red":
-                for ex in v.examples[:3]:
-                    cell += (
-                        f"<details><summary>failing example ({e(ex['test'])})</summary>"
-                        f"<pre>{e(ex['text'].strip())}</pre></details>"
-                    )
-            parts.append(
-                f"<tr id='{e(v.id)}'><td><span class='pill' style='background:{_COLOUR[v.status]}'>"
-                f"{v.status}</span></td><td>{v.level}</td><td><code>{e(v.id)}</code></td>"
-                f"<td>{e(v.source)}</td><td>{e(v.text)}</td><td>{cell}</td></tr>"
+    return parts
+
+
+def _html_row(v: ClauseVerdict) -> str:
+    """One clause's row of its area's table (a red one with up to three failing examples)."""
+    e = html.escape
+    cell = f"<div>{e(note(v))}</div>" if note(v) else ""
+    if v.status == "red":
+        for ex in v.examples[:3]:
+            cell += (
+                f"<details><summary>failing example ({e(ex['test'])})</summary>"
+                f"<pre>{e(ex['text'].strip())}</pre></details>"
             )
-        parts.append("</table>")
-    parts.append("</body></html>")
-    return "\n".join(parts)
+    return (
+        f"<tr id='{e(v.id)}'><td><span class='pill' style='background:{_COLOUR[v.status]}'>"
+        f"{v.status}</span></td><td>{v.level}</td><td><code>{e(v.id)}</code></td>"
+        f"<td>{e(v.source)}</td><td>{e(v.text)}</td><td>{cell}</td></tr>"
+    )
 
 
 def junit(res: RunResults) -> str:

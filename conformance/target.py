@@ -1,117 +1,31 @@
 """What the suite is pointed at: a URL and credentials, or an embedded fake it starts.
 
-:class:`GsOptions` is the parsed command line; :class:`Target` is one server to talk to
-(the main one, or an extra embedded fake in another dialect); :class:`EmbeddedFakes`
-starts fakes lazily and stops them at the end, so a pytest session that never asks for a
-target starts nothing.
+:class:`GsOptions` is the parsed command line (made by the option table in
+``conformance.options``, re-exported here); :class:`Target` is one server to talk to (the
+main one, or an extra embedded fake in another dialect); :class:`EmbeddedFakes` starts
+fakes lazily and stops them at the end, so a pytest session that never asks for a target
+starts nothing.
 """
 
 from __future__ import annotations
 
 import contextlib
-import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Literal, get_args
+from typing import Any, Literal
 from urllib.parse import urlsplit
 
 import requests
 
+from conformance.options import GsOptions, SuiteProfile
 from contract.auth import AUTHORIZATION_HEADER
 from contract.auth import auth_headers as contract_auth_headers
-from contract.models_catalog import SMALLEST_TRAINING_MODEL
-from contract.routes import DEFAULT_ENDPOINT, prefix, route
-
-SuiteProfile = Literal["current", "proposed", "semantic"]
-
-#: Choices of the suite's options, shared by the pytest plugin (``--gs-*``) and
-#: ``gs-conformance``; their defaults are :class:`GsOptions`' field defaults.
-PROFILES: tuple[str, ...] = get_args(SuiteProfile)
-ENGINES = ("shape", "tiny")
-STATUS_STYLES = ("short", "enum")
-DELIVERIES = ("auto", "inline", "chunks")
-#: Answer forms of the embedded fake (fake-gs --dialect): the kit's own, or the spec's others.
-DIALECTS = ("kit", "spec")
+from contract.routes import prefix, route
 
 #: Tokens the embedded fake is configured with, so auth and isolation clauses can run.
 EMBEDDED_TOKENS = ("gs-conformance-token-a", "gs-conformance-token-b")
 #: The embedded fake's admin API credential (service tokens get 403 there).
 EMBEDDED_ADMIN_TOKEN = "gs-conformance-admin"
-#: Default hypothesis examples per property: cheap against a real service, wider on the fake.
-EXAMPLES_REAL = 5
-EXAMPLES_EMBEDDED = 25
-
-
-@dataclass(frozen=True)
-class GsOptions:
-    """The suite's command-line options (``--gs-*``), parsed once per session."""
-
-    url: str | None = None
-    token: str | None = None
-    token2: str | None = None
-    database: str = "GS_CONFORMANCE_DB"
-    schema: str = "PUBLIC"
-    endpoint: str = DEFAULT_ENDPOINT
-    profile: SuiteProfile = "proposed"
-    job_id: str | None = None
-    model: str = SMALLEST_TRAINING_MODEL
-    examples: int | None = None
-    report: str | None = None
-    junit: str | None = None
-    json: str | None = None
-    clauses: tuple[str, ...] = ()
-    mutant: str | None = None
-    engine: str = "shape"
-    max_jobs: int | None = None
-    status_style: str = "short"
-    delivery: str = "auto"
-    dialect: str = "kit"
-    startup_timeout_s: float = 1800.0
-    request_timeout_s: float = 600.0
-    #: Fail the run on every skipped MUST clause too (the embedded fake's own gate).
-    require_all: bool = False
-    #: Bytes (MiB) the run's one large, chunked result may be (conformance.large).
-    max_result_mib: int = 64
-
-    @property
-    def embedded(self) -> bool:
-        return not self.url
-
-    @property
-    def n_examples(self) -> int:
-        if self.examples is not None:
-            return max(1, self.examples)
-        return EXAMPLES_EMBEDDED if self.embedded else EXAMPLES_REAL
-
-    @property
-    def job_budget(self) -> int | None:
-        """Jobs the run may create (None: unlimited, the embedded fake's default)."""
-        if self.max_jobs is not None:
-            return self.max_jobs
-        return None if self.embedded else (0 if self.job_id else 1)
-
-    def describe(self) -> dict[str, Any]:
-        """The settings worth printing in a report header."""
-        out: dict[str, Any] = {
-            "profile": self.profile,
-            "engine": self.engine,
-            "examples": self.n_examples,
-            "model": self.model,
-        }
-        if self.embedded:
-            out["status_style"] = self.status_style
-            out["delivery"] = self.delivery
-            out["dialect"] = self.dialect
-        if self.mutant:
-            out["mutant"] = self.mutant
-        if self.job_id:
-            out["job_id"] = self.job_id
-        if not self.embedded:
-            out["max_result_mib"] = self.max_result_mib
-        out["second_token"] = bool(self.token2) or self.embedded
-        if self.require_all:
-            out["require_all"] = True
-        return out
 
 
 @dataclass(frozen=True)
@@ -226,7 +140,8 @@ def _root_reason(exc: BaseException) -> str:
 
 def main_token(options: GsOptions) -> str | None:
     """``--gs-token``, else ``GS_TOKEN``; the embedded fake gets a built-in one."""
-    return options.token or os.environ.get("GS_TOKEN") or None
+    result: str | None = options.with_env("token")
+    return result
 
 
 #: The embedded fake's per-account GPU ceiling (see ``EmbeddedFakes.base_settings``).
@@ -334,7 +249,7 @@ def remote_target(options: GsOptions) -> Target:
         endpoint=options.endpoint,
         profile=options.profile,
         token=main_token(options),
-        token2=options.token2 or os.environ.get("GS_TOKEN2") or None,
+        token2=options.with_env("token2"),
         embedded=False,
         engine="remote",
         name="target",

@@ -208,7 +208,7 @@ def test_a_spec_clause_red_fails_a_url_run():
 def test_a_property_that_crashes_is_reported_as_unable_to_judge():
     """An exception other than an assertion (an answer of a type the property did not
     expect) is a red with a message saying the answer could not be judged."""
-    from conformance.plugin import _example
+    from conformance.booking import failing_example as _example
     from conformance.verdict import ClauseViolation
 
     try:

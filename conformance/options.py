@@ -1,0 +1,306 @@
+"""The suite's options, declared once: the table below makes the pytest plugin's ``--gs-*``
+options, the ``gs-conformance`` CLI's argparse, the pytest argv the CLI hands over, and
+:class:`GsOptions`, the parsed options a run reads.
+
+An option's CLI flag is ``--NAME`` and its plugin flag ``--gs-NAME`` (the README promises
+that prefix); an option only one side offers says so (``cli=False`` / ``plugin=False``), and
+one that is neither (``request_timeout_s``) is a setting of :class:`GsOptions` alone. To add
+an option: add one row here; read it as ``gs_opts.<name>`` in a fixture or property.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field, make_dataclass
+from typing import Any, Literal, get_args
+
+import pytest
+
+from conformance.results import clause_ids
+from contract.models_catalog import SMALLEST_TRAINING_MODEL
+from contract.routes import DEFAULT_ENDPOINT
+
+SuiteProfile = Literal["current", "proposed", "semantic"]
+
+#: Choices of the suite's options (plugin and CLI alike).
+PROFILES: tuple[str, ...] = get_args(SuiteProfile)
+ENGINES = ("shape", "tiny")
+STATUS_STYLES = ("short", "enum")
+DELIVERIES = ("auto", "inline", "chunks")
+#: Answer forms of the embedded fake (fake-gs --dialect): the kit's own, or the spec's others.
+DIALECTS = ("kit", "spec")
+
+#: Default hypothesis examples per property: cheap against a real service, wider on the fake.
+EXAMPLES_REAL = 5
+EXAMPLES_EMBEDDED = 25
+
+Kind = Literal["str", "int", "float", "flag"]
+_TYPES: dict[str, type] = {"str": str, "int": int, "float": float, "flag": bool}
+
+
+@dataclass(frozen=True)
+class Option:
+    """One option: its :class:`GsOptions` field (and the CLI's argparse dest), its flags, and
+    how a flag's raw value becomes the field's value."""
+
+    name: str
+    help: str
+    group: str
+    kind: Kind = "str"
+    default: Any = None
+    choices: tuple[str, ...] | None = None
+    #: gs-conformance's spellings (empty: the CLI lacks it).
+    cli: tuple[str, ...] = ()
+    #: The plugin's flag (None: the plugin lacks it).
+    pytest: str | None = None
+    #: Environment variable standing in when the option is not given (read at use time).
+    env: str | None = None
+    metavar: str | None = None
+    #: The raw flag value -> the field's value (default: absent or empty means the default).
+    parse: Callable[[Any], Any] | None = None
+    #: The field's type where the kind's is too loose (a Literal, a tuple of clause ids).
+    annotation: Any = None
+    #: A field of GsOptions (False: a CLI- or plugin-only knob read off its own parser).
+    is_field: bool = True
+
+    @property
+    def full_help(self) -> str:
+        return self.help if not self.env else f"{self.help.rstrip('.')} (default: ${self.env})."
+
+    @property
+    def field_type(self) -> Any:
+        base = self.annotation or _TYPES[self.kind]
+        return base if self.default is not None or self.kind == "flag" else base | None
+
+    def value(self, raw: Any) -> Any:
+        """The field's value for the flag's raw value."""
+        if self.parse is not None:
+            return self.parse(raw)
+        if self.kind == "flag":
+            return bool(raw)
+        return self.default if raw is None or raw == "" else raw
+
+    def parser_kwargs(self) -> dict[str, Any]:
+        """``add_argument`` / ``addoption`` keywords shared by the CLI and the plugin."""
+        if self.kind == "flag":
+            return {"action": "store_true", "help": self.full_help}
+        out: dict[str, Any] = {"help": self.full_help, "default": None}
+        if self.parse is None:
+            out["default"] = self.default
+        if self.kind != "str":
+            out["type"] = _TYPES[self.kind]
+        if self.choices:
+            out["choices"] = self.choices
+        if self.metavar:
+            out["metavar"] = self.metavar
+        return out
+
+
+def _opt(
+    name: str,
+    help: str,
+    group: str,
+    *,
+    flags: tuple[str, ...] = (),
+    cli: bool = True,
+    plugin: bool = True,
+    **more: Any,
+) -> Option:
+    """An option spelled ``--NAME`` on the CLI (or ``flags``) and ``--gs-NAME`` in the plugin
+    (NAME: the first long flag)."""
+    spelled = flags or ("--" + name.replace("_", "-"),)
+    if more.get("kind") == "flag":
+        more.setdefault("default", False)
+    return Option(
+        name,
+        help,
+        group,
+        cli=spelled if cli else (),
+        pytest="--gs-" + next(f for f in spelled if f.startswith("--"))[2:] if plugin else None,
+        **more,
+    )
+
+
+_T, _R, _F, _O = "target", "run", "embedded fake", "output"
+OPTIONS: tuple[Option, ...] = (
+    _opt("url", "Service base URL, e.g. https://ACCOUNT.snowflakecomputing.com "
+         "(absent: start the fake in-process).", _T),
+    _opt("token", "Programmatic access token.", _T, env="GS_TOKEN"),
+    _opt("token2", "A second account's token, for the isolation clauses.", _T, env="GS_TOKEN2"),
+    _opt("database", "Database of the service prefix.", _T, default="GS_CONFORMANCE_DB"),
+    _opt("schema", "Schema of the service prefix.", _T, default="PUBLIC"),
+    _opt("endpoint", "Endpoint of the service prefix.", _T, default=DEFAULT_ENDPOINT),
+    _opt("job_id", "Reuse this running job instead of creating one.", _T),
+    _opt("model", "Model for created jobs (default: the smallest training model).", _T,
+         default=SMALLEST_TRAINING_MODEL),
+    _opt("max_jobs", "Jobs the run may create (default 1 against a URL, unlimited on the "
+         "fake).", _T, kind="int"),
+    _opt("max_result_mib", "Cap (MiB) on the one large result a URL run asks for, so result "
+         "chunks are judged (default 64: a result just past the 60 MiB body bound).", _T,
+         kind="int", default=64),
+    _opt("startup_timeout_s", "Seconds to wait for the job to be running (default 1800).", _T,
+         flags=("--startup-timeout",), kind="float", default=1800.0),
+    _opt("profile", "current: today's surface; proposed: current + the seed's additions; "
+         "semantic: numeric behaviour (tiny engine or a real model).", _R,
+         default="proposed", choices=PROFILES, annotation=SuiteProfile),
+    _opt("examples", "Hypothesis examples per property (default 25 on the fake, 5 against "
+         "a URL).", _R, kind="int"),
+    _opt("clauses", "Only properties checking these clauses: ID,ID or prefixes like CG-*.", _R,
+         default=(), parse=clause_ids, annotation=tuple[str, ...]),
+    _opt("workers", "pytest-xdist workers for the embedded fake: auto or N (default: auto; a "
+         "URL always runs in one process).", _R, flags=("-n", "--workers"), plugin=False,
+         is_field=False),
+    _opt("require_all", "Fail on every skipped MUST clause too (the embedded fake's gate); "
+         "default: only red clauses fail, a skipped clause being one this target cannot be "
+         "judged on.", _R, kind="flag"),
+    _opt("randomize", "Randomise hypothesis (default: reproducible).", _R, kind="flag"),
+    _opt("no_shrink", "Skip hypothesis shrinking: faster, but failing examples are not "
+         "minimal.", _R, kind="flag"),
+    _opt("mutant", "Run the fake with this deliberate contract violation.", _F),
+    _opt("engine", "Engine of the embedded fake.", _F, default="shape", choices=ENGINES),
+    _opt("status_style", "Status spelling of the embedded fake.", _F, default="short",
+         choices=STATUS_STYLES),
+    _opt("delivery", "Result delivery form of the embedded fake.", _F, default="auto",
+         choices=DELIVERIES),
+    _opt("dialect", "Answer forms: kit (the fake's own) or spec (integer error codes, detail "
+         "lists, '' poll fields, last_lr lists, ... : the other forms the spec allows).", _F,
+         flags=("--dialect", "--gs-dialect"), default="kit", choices=DIALECTS),
+    _opt("report", "HTML (or .md/.json/.txt by suffix) report path.", _O),
+    _opt("markdown", "Markdown report path.", _O, plugin=False, is_field=False),
+    _opt("junit", "JUnit XML path (one testcase per clause).", _O),
+    _opt("json", "Per-clause results as JSON.", _O),
+    _opt("record", "Record every HTTP exchange to this parity tape (replay it with "
+         "gs-parity); a run under xdist appends each worker's stream in turn, and the CLI "
+         "records in one process unless -n is given.", _O, metavar="FILE"),
+    _opt("plan", "Run nothing: list for each clause whether this target, with these options, "
+         "can judge it, and why not (which option would let it).", _O, kind="flag",
+         plugin=False, is_field=False),
+    _opt("plan_path", "Only plan: write, as JSON, whether each clause can be judged on this "
+         "target with these options (and why not), then run nothing.", _O,
+         flags=("--plan",), cli=False, is_field=False),
+    _opt("verbose", "Show pytest's own output too.", _O, flags=("-v", "--verbose"),
+         kind="flag", plugin=False, is_field=False),
+    _opt("quiet", "No progress lines, only the report.", _O, flags=("-q", "--quiet"),
+         kind="flag", plugin=False, is_field=False),
+    _opt("request_timeout_s", "Seconds one HTTP request of the raw driver may take.", _T,
+         kind="float", default=600.0, cli=False, plugin=False),
+)
+OPTION: dict[str, Option] = {o.name: o for o in OPTIONS}
+
+
+class _Derived:
+    """What a run reads off its options beyond their values: the base of GsOptions, whose
+    fields the table makes (so they are not spelled here)."""
+
+    @property
+    def embedded(self) -> bool:
+        o: Any = self
+        return not o.url
+
+    @property
+    def n_examples(self) -> int:
+        o: Any = self
+        if o.examples is not None:
+            return max(1, int(o.examples))
+        return EXAMPLES_EMBEDDED if self.embedded else EXAMPLES_REAL
+
+    @property
+    def job_budget(self) -> int | None:
+        """Jobs the run may create (None: unlimited, the embedded fake's default)."""
+        o: Any = self
+        if o.max_jobs is not None:
+            return int(o.max_jobs)
+        return None if self.embedded else (0 if o.job_id else 1)
+
+    def with_env(self, name: str) -> Any:
+        """The option's value, else its environment variable's (``$GS_TOKEN``...)."""
+        return with_env(name, getattr(self, name))
+
+    def describe(self) -> dict[str, Any]:
+        """The settings worth printing in a report header."""
+        o: Any = self
+        out: dict[str, Any] = {
+            "profile": o.profile,
+            "engine": o.engine,
+            "examples": self.n_examples,
+            "model": o.model,
+        }
+        if self.embedded:
+            out |= {"status_style": o.status_style, "delivery": o.delivery, "dialect": o.dialect}
+        if o.mutant:
+            out["mutant"] = o.mutant
+        if o.job_id:
+            out["job_id"] = o.job_id
+        if not self.embedded:
+            out["max_result_mib"] = o.max_result_mib
+        out["second_token"] = bool(o.token2) or self.embedded
+        if o.require_all:
+            out["require_all"] = True
+        return out
+
+
+GsOptions: Any = make_dataclass(
+    "GsOptions",
+    [(o.name, o.field_type, field(default=o.default)) for o in OPTIONS if o.is_field],
+    bases=(_Derived,),
+    frozen=True,
+    namespace={"__doc__": "The suite's options (``--gs-*``), parsed once per session.",
+               "__module__": __name__},
+)
+
+
+def with_env(name: str, value: Any) -> Any:
+    """``value``, else the option's environment variable (None when neither is set)."""
+    env = OPTION[name].env
+    return value or (os.environ.get(env) if env else None) or None
+
+
+_PARSED = pytest.StashKey[Any]()
+
+
+def gs_options(config: pytest.Config) -> Any:
+    """The session's GsOptions, parsed once from its ``--gs-*`` options."""
+    cached = config.stash.get(_PARSED, None)
+    if cached is None:
+        raw = {o.name: config.getoption(o.pytest) for o in OPTIONS if o.is_field and o.pytest}
+        cached = GsOptions(**{name: OPTION[name].value(value) for name, value in raw.items()})
+        config.stash[_PARSED] = cached
+    return cached
+
+
+def add_pytest_options(parser: Any) -> None:
+    """The plugin's ``--gs-*`` options (pytest's ``pytest_addoption``)."""
+    group = parser.getgroup("gs-conformance", "Cortex Training conformance suite")
+    for opt in OPTIONS:
+        if opt.pytest:
+            group.addoption(opt.pytest, **opt.parser_kwargs())
+
+
+def add_cli_arguments(parser: argparse.ArgumentParser) -> None:
+    """gs-conformance's flags, in their help groups."""
+    groups: dict[str, Any] = {}
+    for opt in OPTIONS:
+        if not opt.cli:
+            continue
+        if opt.group not in groups:
+            groups[opt.group] = parser.add_argument_group(opt.group)
+        kwargs = opt.parser_kwargs()
+        if opt.kind != "flag" and not opt.choices and not opt.metavar:
+            kwargs["metavar"] = opt.cli[-1].lstrip("-").replace("-", "_").upper()
+        groups[opt.group].add_argument(*opt.cli, dest=opt.name, **kwargs)
+
+
+def pytest_argv(ns: argparse.Namespace) -> list[str]:
+    """The plugin flags for the CLI's parsed options: every option both offer that is set."""
+    args: list[str] = []
+    for opt in OPTIONS:
+        if not (opt.cli and opt.pytest):
+            continue
+        value = getattr(ns, opt.name)
+        if opt.kind == "flag":
+            args += [opt.pytest] if value else []
+        elif value is not None and value != "":
+            args += [opt.pytest, str(value)]
+    return args
