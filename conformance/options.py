@@ -235,7 +235,7 @@ class _Derived:
             out["job_id"] = o.job_id
         if not self.embedded:
             out["max_result_mib"] = o.max_result_mib
-        out["second_token"] = bool(o.token2) or self.embedded
+        out["second_token"] = bool(self.with_env("token2")) or self.embedded
         if o.require_all:
             out["require_all"] = True
         return out

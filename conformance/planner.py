@@ -2,7 +2,7 @@
 
 The plan is read off the collected properties: each asks for fixtures, and some fixtures
 cannot serve every target (the fake's admin API and its settings only exist on the embedded
-fake, a second account needs ``--token2``, an extra job needs room in ``--max-jobs``). A clause
+fake, a second account needs ``--token2`` or ``$GS_TOKEN2``, an extra job needs room in ``--max-jobs``). A clause
 is plannable when at least one of its properties needs nothing the target lacks. It is a
 forecast (a property may still skip at run time, e.g. a server that answers a large result
 inline); the report states what was judged, "judged N of M MUST clauses on this target",
@@ -31,7 +31,7 @@ PLAN_KEY = pytest.StashKey[dict[str, str]]()
 ADMIN = "the fake's admin API (embedded fake only)", "run without --url"
 SETTING = "a setting of the embedded fake", "run without --url"
 TOKEN = "a token (auth clauses)", "--token or $GS_TOKEN"
-TOKEN2 = "a second account", "--token2"
+TOKEN2 = "a second account", "--token2 or $GS_TOKEN2"
 MORE_JOBS = "a job beyond the session's", "--max-jobs N"
 
 
@@ -59,7 +59,7 @@ def unmet(fixtures: Iterable[str], options: GsOptions, source: str = "") -> list
         out.append(Need(*SETTING))
     if (names & {"gs_anon"} or "_needs_auth" in source) and not main_token(options):
         out.append(Need(*TOKEN))
-    if "gs_raw2" in names and not options.token2:
+    if "gs_raw2" in names and not options.with_env("token2"):
         out.append(Need(*TOKEN2))
     budget = options.job_budget
     extra = None if budget is None else budget - (0 if options.job_id else 1)

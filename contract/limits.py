@@ -26,6 +26,13 @@ SAMPLING_BOUNDS: dict[str, int] = {
     "max_tokens": 131_072,
     "n": 64,
     "prompts": 4_096,
+    # Work a call asks for, not just each field: the prompts times n times max_tokens a
+    # generate may produce, and the scored tokens times top_k of a log-probs call (a
+    # one-prompt string of 60 MiB with top_k 256 asks for 15 G top entries). Tokens of a
+    # string prompt are counted as its UTF-8 bytes, an upper bound under any tokenizer.
+    # A large GRPO step (512 prompts, n 16, max_tokens 4096: 2**25) fits twice over.
+    "generated_tokens": 1 << 26,
+    "top_k_entries": 1 << 24,
 }
 #: Largest answer the kit's client parses (a poll page of 512 one-MiB result chunks is
 #: ~700 MiB); a bigger one is a ProtocolError, not a MemoryError deep in the JSON parser.

@@ -44,24 +44,38 @@ def over_bound(name: str, value: int, loc: tuple[str | int, ...]) -> None:
                        [detail_entry(loc, f"must be <= {bound}", "less_than_equal")])
 
 
+def _tokens_at_most(item: str | list[int]) -> int:
+    """A prompt's token count, or for text its UTF-8 bytes (no tokenizer yields more)."""
+    return len(item) if isinstance(item, list) else len(item.encode("utf-8", "surrogatepass")) + 1
+
+
+def _check_log_probs(request: LogProbsRequest) -> None:
+    over_bound("top_k", request.top_k or 0, ("top_k",))
+    if request.top_k:
+        texts = [*request.prompts, *(request.completions or [])]
+        over_bound("top_k_entries", sum(map(_tokens_at_most, texts)) * request.top_k, ("top_k",))
+
+
 def check_bounds(request: GenerateRequest | LogProbsRequest) -> None:
-    """The decided sampling bounds: prompts per call, top_k, max_tokens and n."""
+    """The decided sampling bounds: prompts per call, top_k, max_tokens, n and the work
+    they multiply to."""
     over_bound("prompts", len(request.prompts), ("prompts",))
     if isinstance(request, LogProbsRequest):
-        over_bound("top_k", request.top_k or 0, ("top_k",))
+        _check_log_probs(request)
         return
-    params = request.sampling_params
-    items = params if isinstance(params, list) else [params]
-    for i, sp in enumerate(items):
-        if sp is None:
-            continue
-        loc: tuple[str | int, ...] = ("sampling_params", i) if isinstance(params, list) else ("sampling_params",)
+    listed = isinstance(request.sampling_params, list)
+    generated = 0
+    for i in range(len(request.prompts)):
+        sp = request.params_for(i)
+        loc: tuple[str | int, ...] = ("sampling_params", i) if listed else ("sampling_params",)
         over_bound("max_tokens", sp.max_tokens, (*loc, "max_tokens"))
         n = (sp.model_extra or {}).get("n")
-        if isinstance(n, int) and not isinstance(n, bool):
-            over_bound("n", n, (*loc, "n"))
+        n = n if isinstance(n, int) and not isinstance(n, bool) else 1
+        over_bound("n", n, (*loc, "n"))
         if isinstance(sp.logprobs, int) and not isinstance(sp.logprobs, bool):
             over_bound("top_k", sp.logprobs, (*loc, "logprobs"))
+        generated += sp.max_tokens * max(n, 1)
+    over_bound("generated_tokens", generated, ("sampling_params",))
 
 
 def generate_request(ctx: Ctx, job: JobRec, obj: Any) -> GenerateRequest:

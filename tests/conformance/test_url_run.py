@@ -215,10 +215,19 @@ def test_cost_counts_gpus_and_renders_a_line() -> None:
     assert "1.0 MiB sent, 2.0 MiB received" in line
 
 
-def test_planner_names_what_a_url_lacks() -> None:
+def test_planner_names_what_a_url_lacks(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("GS_TOKEN2", raising=False)
     url = GsOptions(url="http://x")
     whys = [n.why for n in unmet(["gs_admin", "gs_raw2", "gs_new_job"], url)]
     assert len(whys) == 3
     assert unmet(["gs_new_job"], GsOptions(url="http://x", max_jobs=2)) == []
     assert unmet(["gs_variant"], url, "if gs_target.embedded:") == []
     assert unmet(["gs_admin", "gs_raw2"], GsOptions()) == []
+
+
+def test_planner_reads_the_second_token_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """$GS_TOKEN2 offers a second account as --token2 does (the target reads it too)."""
+    monkeypatch.setenv("GS_TOKEN2", "second-pat")
+    url = GsOptions(url="http://x")
+    assert unmet(["gs_raw2"], url) == []
+    assert url.describe()["second_token"] is True

@@ -115,13 +115,29 @@ def test_log_probs_bounds_are_named(make_api, body: dict[str, Any], name: str) -
     assert name in r.json()["message"] and str(SAMPLING_BOUNDS[name]) in r.json()["message"]
 
 
-@pytest.mark.parametrize(("params", "name"), [
-    ({"max_tokens": 10**9}, "max_tokens"), ({"n": 10_000}, "n"), ({"logprobs": 100_000}, "top_k"),
-])
-def test_generate_bounds_are_named(make_api, params: dict[str, Any], name: str) -> None:  # type: ignore[no-untyped-def]
+def test_log_probs_top_k_work_is_bounded_by_prompt_bytes(make_api) -> None:  # type: ignore[no-untyped-def]
+    """One long text prompt with the largest top_k asks for more top entries than allowed;
+    the same prompt without top_k, or a short one with it, is accepted."""
     api = make_api()
     job = api.running_job()
-    r = api.post(f"/{job}/generate", data=wire.dumps({"prompts": ["a"], "sampling_params": params}),
+    top_k = SAMPLING_BOUNDS["top_k"]
+    long_text = "x" * (SAMPLING_BOUNDS["top_k_entries"] // top_k + 1)
+    r = api.post(f"/{job}/log-probs", json={"prompts": [long_text], "top_k": top_k})
+    assert r.status_code == 400 and r.json()["code"] == "limit_exceeded", r.text
+    assert "top_k_entries" in r.json()["message"]
+    for body in ({"prompts": [long_text[:1000]]}, {"prompts": ["a b c"], "top_k": top_k}):
+        assert api.post(f"/{job}/log-probs", json=body).status_code == 200
+
+
+@pytest.mark.parametrize(("params", "name"), [
+    ({"max_tokens": 10**9}, "max_tokens"), ({"n": 10_000}, "n"), ({"logprobs": 100_000}, "top_k"),
+    ([{"max_tokens": SAMPLING_BOUNDS["max_tokens"], "n": SAMPLING_BOUNDS["n"]}] * 9, "generated_tokens"),
+])
+def test_generate_bounds_are_named(make_api, params: Any, name: str) -> None:  # type: ignore[no-untyped-def]
+    api = make_api()
+    job = api.running_job()
+    prompts = ["a"] * (len(params) if isinstance(params, list) else 1)
+    r = api.post(f"/{job}/generate", data=wire.dumps({"prompts": prompts, "sampling_params": params}),
                  headers={"Content-Type": "application/octet-stream"})
     assert r.status_code == 400 and r.json()["code"] == "limit_exceeded", r.text
     assert str(SAMPLING_BOUNDS[name]) in r.json()["message"]
