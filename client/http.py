@@ -5,7 +5,8 @@ whose error code says retrying cannot help (chunk-group codes, ``job_not_running
 ``job_conflict``, a missing checkpoint). Create-job is retried only when the connection
 was provably never established, so an ambiguous failure never creates a second job.
 ``Retry-After`` is honoured, bounded by the back-off cap; the per-call deadline bounds
-everything, sleeps included.
+everything, sleeps included. Answers are read as they arrive, under ``max_answer_bytes``
+(``client.answers``).
 
 At most once (``contract.idempotency``): a failure that may follow execution (a read
 time-out, a cut after sending, 500/502/504, 503 without ``Retry-After``) of a call that is
