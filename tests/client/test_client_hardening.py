@@ -112,3 +112,19 @@ def test_an_answer_within_the_cap_is_read_whole() -> None:
     pieces = [encoded[i:i + 1000] for i in range(0, len(encoded), 1000)]
     with loopback(lambda s: Reply(200, pieces=pieces)) as srv:
         assert _rest(srv.url, max_answer_bytes=CAP).get_job("j1") == answer
+
+
+def test_an_error_keeps_its_own_fields_and_refuses_unknown_ones() -> None:
+    """One constructor serves every error: a subclass's fields are kept (None when not
+    given), a required one must be given, a misspelt one is a TypeError, not lost."""
+    from client.errors import AmbiguousOutcome, JobFailed, PromptTooLong
+
+    err = AmbiguousOutcome("step may have run", attempt=2, how_to_check="global_steps",
+                           route="step", status=504)
+    assert (err.attempt, err.how_to_check, err.idempotency_key, err.status) == (2, "global_steps", None, 504)
+    assert "[attempt 2; check before calling again: global_steps]" in str(err)
+    assert JobFailed("ended", state="failed").reason is None
+    with pytest.raises(TypeError, match="needs the keyword arguments"):
+        AmbiguousOutcome("x", attempt=1)
+    with pytest.raises(TypeError, match="unexpected keyword arguments"):
+        PromptTooLong("x", index=0, length=9, max_seq_len=8, lenght=9)
