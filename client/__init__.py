@@ -10,33 +10,19 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from client import errors
 from client.config import ClientConfig
-from client.errors import (
-    AmbiguousOutcome,
-    ChunkGroupConflict,
-    ChunkGroupError,
-    ChunkGroupMissingChunks,
-    ChunkGroupRestartRequired,
-    ConfigError,
-    CortexConnectionError,
-    CortexError,
-    CortexHTTPError,
-    DeadlineExceeded,
-    JobFailed,
-    PayloadTooLarge,
-    PollTimeout,
-    PromptTooLong,
-    ProtocolError,
-    RequestCancelled,
-    RequestFailed,
-)
+from client.errors import *  # noqa: F403  (the public errors: their one list is errors.__all__)
 
-if TYPE_CHECKING:
-    from client.factory import create_arctic_rl_client, create_client
-    from client.legacy import AsyncArcticRLClient
-    from client.rest import CortexRestClient
-    from client.rl import ArcticRLClient
-    from client.transport import OPS, Request
+if TYPE_CHECKING:  # the lazy names, for type checkers (``X as X``: re-exported)
+    from client.env import apply_env_override as apply_env_override
+    from client.factory import create_arctic_rl_client as create_arctic_rl_client
+    from client.factory import create_client as create_client
+    from client.legacy import AsyncArcticRLClient as AsyncArcticRLClient
+    from client.rest import CortexRestClient as CortexRestClient
+    from client.rl import ArcticRLClient as ArcticRLClient
+    from client.transport import OPS as OPS
+    from client.transport import Request as Request
 
 _LAZY: dict[str, str] = {
     "create_client": "client.factory",
@@ -59,31 +45,5 @@ def __getattr__(name: str) -> Any:
     return value
 
 
-__all__ = [
-    "AmbiguousOutcome",
-    "OPS",
-    "ArcticRLClient",
-    "AsyncArcticRLClient",
-    "ChunkGroupConflict",
-    "ChunkGroupError",
-    "ChunkGroupMissingChunks",
-    "ChunkGroupRestartRequired",
-    "ClientConfig",
-    "ConfigError",
-    "CortexConnectionError",
-    "CortexError",
-    "CortexHTTPError",
-    "CortexRestClient",
-    "DeadlineExceeded",
-    "JobFailed",
-    "PayloadTooLarge",
-    "PollTimeout",
-    "PromptTooLong",
-    "ProtocolError",
-    "Request",
-    "RequestCancelled",
-    "RequestFailed",
-    "apply_env_override",
-    "create_arctic_rl_client",
-    "create_client",
-]
+__all__ = ["ClientConfig", *_LAZY]
+__all__ += errors.__all__

@@ -24,9 +24,16 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+from pydantic.config import JsonDict
 
 from contract.auth import DEFAULT_PAT_ENV_VAR
-from contract.limits import DEFAULT_CHUNK_BYTES, MAX_BODY_BYTES, PollPolicy, RetryPolicy
+from contract.limits import (
+    DEFAULT_CHUNK_BYTES,
+    MAX_ANSWER_BYTES,
+    MAX_BODY_BYTES,
+    PollPolicy,
+    RetryPolicy,
+)
 from contract.routes import DEFAULT_ENDPOINT
 
 _RETRY = RetryPolicy()
@@ -53,20 +60,40 @@ FIELD_ALIASES: dict[str, str] = {
 DROPPED_FIELDS: frozenset[str] = frozenset(
     {"log_prob_engine", "sampling_engine", "reference_model", "job_name", "experiment_name"}
 )
-#: On-prem knobs kept on the config (dropping them once produced silently wrong runs) but
-#: never forwarded to Cortex.
-ONPREM_FIELDS: tuple[str, ...] = (
-    "ds_config",
-    "log_prob_ds_config",
-    "ds_worker_config",
-    "arctic_inference_config",
-    "full_determinism",
-    "colocate",
-    "vllm_config",
-    "training_config",
-    "checkpoint_path",
-    "port",
-)
+#: Every request chunk carries at least this many frame bytes besides its own header: a
+#: smaller ``max_chunk_bytes`` would cut a frame into absurdly many calls (1 byte per chunk).
+MIN_CHUNK_PAYLOAD_BYTES = 512
+#: ``RetryPolicy`` / ``PollPolicy`` field -> the config field that sets it.
+_RETRY_FIELDS: dict[str, str] = {
+    "retries": "retries", "backoff_first_s": "backoff_first_s", "backoff_factor": "backoff_factor",
+    "backoff_cap_s": "backoff_cap_s", "jitter": "backoff_jitter",
+}
+_POLL_FIELDS: dict[str, str] = {
+    "first_s": "poll_first_s", "factor": "poll_factor", "cap_s": "poll_cap_s",
+    "timeout_s": "poll_timeout_s",
+}
+#: Marks the on-prem knobs in the schema (``ONPREM_FIELDS`` is read off the model).
+_ONPREM_MARK: JsonDict = {"onprem": True}
+
+
+def _onprem(default: Any = None) -> Any:
+    """An on-prem knob: kept on the config (dropping them once produced silently wrong
+    runs), never forwarded to Cortex."""
+    return Field(default, description="On-prem knob: kept, never sent to Cortex.",
+                 json_schema_extra=_ONPREM_MARK)
+
+
+def check_chunk_bytes(value: int) -> int:
+    """``value`` if a chunk that size holds its header plus ``MIN_CHUNK_PAYLOAD_BYTES``."""
+    from contract.wire import CHUNK_HEADER_ALLOWANCE  # light: the codec loads torch lazily
+
+    floor = CHUNK_HEADER_ALLOWANCE + MIN_CHUNK_PAYLOAD_BYTES
+    if not isinstance(value, int) or isinstance(value, bool) or value < floor:
+        raise ValueError(
+            f"max_chunk_bytes must be an int of at least {floor} ({CHUNK_HEADER_ALLOWANCE} for "
+            f"each chunk's own header + {MIN_CHUNK_PAYLOAD_BYTES} of frame), not {value!r}"
+        )
+    return value
 
 
 class ClientConfig(BaseModel):
@@ -119,29 +146,30 @@ class ClientConfig(BaseModel):
     poll_cap_s: float = Field(_POLL.cap_s, ge=0)
     poll_timeout_s: float = Field(_POLL.timeout_s, gt=0)
     job_start_timeout_s: float = Field(_POLL.timeout_s, gt=0, description="How long to wait for `running`.")
-    max_chunk_bytes: int = Field(DEFAULT_CHUNK_BYTES, gt=0, le=MAX_BODY_BYTES)
+    max_chunk_bytes: int = Field(DEFAULT_CHUNK_BYTES, le=MAX_BODY_BYTES, description="Request chunks are cut to at most this size; at least the 8 KiB chunk header allowance plus MIN_CHUNK_PAYLOAD_BYTES.")
+    max_answer_bytes: int = Field(MAX_ANSWER_BYTES, gt=0, description="Largest answer body the client reads; a bigger one is refused (AnswerTooLarge) as soon as it is declared or crossed, before it is all in memory.")
     max_events: int | None = Field(None, gt=0, description="`max_events` per poll (server default when unset).")
     retry_ambiguous: bool = Field(False, description="Resend step, save, generate... after a time-out, a cut connection or a 5xx, as the reference client does (spec §3.5): a lost answer can then run a call twice. Off: such a failure raises AmbiguousOutcome.")
     supports_idempotency_keys: bool | None = Field(None, description="The server honours Idempotency-Key (proposed), so ambiguous failures are resent with the same key. None: learnt from the server echoing the key.")
     cancel_on_shutdown: bool = Field(True, description="shutdown() cancels a job this client created (never a reattached one).")
 
-    # --- reconnect ids ---------------------------------------------------------------------
-    job_id: str | None = None
-    training_job_id: str | None = None
-    sampling_job_id: str | None = None
-    log_prob_job_id: str | None = None
+    # --- reconnect ids: set, the client reattaches to that job instead of creating one ----
+    job_id: str | None = Field(None, description="The job to reattach to.")
+    training_job_id: str | None = Field(None, description="Its training sub-job id.")
+    sampling_job_id: str | None = Field(None, description="Its sampling sub-job id.")
+    log_prob_job_id: str | None = Field(None, description="Its log-prob sub-job id.")
 
     # --- on-prem knobs: kept, never sent to Cortex ----------------------------------------------
-    ds_config: Any = None
-    log_prob_ds_config: Any = None
-    ds_worker_config: Any = None
-    arctic_inference_config: Any = None
-    full_determinism: bool | None = None
-    colocate: bool = False
-    vllm_config: Any = None
-    training_config: Any = None
-    checkpoint_path: str | None = None
-    port: int | None = None
+    ds_config: Any = _onprem()
+    log_prob_ds_config: Any = _onprem()
+    ds_worker_config: Any = _onprem()
+    arctic_inference_config: Any = _onprem()
+    full_determinism: bool | None = _onprem()
+    colocate: bool = _onprem(False)
+    vllm_config: Any = _onprem()
+    training_config: Any = _onprem()
+    checkpoint_path: str | None = _onprem()
+    port: int | None = _onprem()
 
     @model_validator(mode="before")
     @classmethod
@@ -178,13 +206,7 @@ class ClientConfig(BaseModel):
     @field_validator("max_chunk_bytes")
     @classmethod
     def _chunk_room(cls, value: int) -> int:
-        from contract.wire import CHUNK_HEADER_ALLOWANCE  # light: the codec loads torch lazily
-
-        if value <= CHUNK_HEADER_ALLOWANCE:
-            raise ValueError(
-                f"max_chunk_bytes must exceed {CHUNK_HEADER_ALLOWANCE} (each chunk's own header)"
-            )
-        return value
+        return check_chunk_bytes(value)
 
     @model_validator(mode="after")
     def _cortex_auth(self) -> ClientConfig:
@@ -214,22 +236,15 @@ class ClientConfig(BaseModel):
             return None
         return os.environ.get(self.pat_env_var) or None
 
+    def _picked(self, fields: dict[str, str]) -> dict[str, Any]:
+        """Policy keyword arguments read off this config (policy field -> config field)."""
+        return {policy: getattr(self, own) for policy, own in fields.items()}
+
     def retry_policy(self) -> RetryPolicy:
-        return RetryPolicy(
-            retries=self.retries,
-            backoff_first_s=self.backoff_first_s,
-            backoff_factor=self.backoff_factor,
-            backoff_cap_s=self.backoff_cap_s,
-            jitter=self.backoff_jitter,
-        )
+        return RetryPolicy(**self._picked(_RETRY_FIELDS))
 
     def poll_policy(self) -> PollPolicy:
-        return PollPolicy(
-            first_s=self.poll_first_s,
-            factor=self.poll_factor,
-            cap_s=self.poll_cap_s,
-            timeout_s=self.poll_timeout_s,
-        )
+        return PollPolicy(**self._picked(_POLL_FIELDS))
 
     def job_start_policy(self) -> PollPolicy:
         """The request polls' timing, bounded by the job start-up timeout instead."""
@@ -238,3 +253,9 @@ class ClientConfig(BaseModel):
     def onprem_settings(self) -> dict[str, Any]:
         """The on-prem knobs that were set (for inspection; Cortex never sees them)."""
         return {name: getattr(self, name) for name in ONPREM_FIELDS if name in self.model_fields_set}
+
+
+#: The on-prem knobs, in declaration order.
+ONPREM_FIELDS: tuple[str, ...] = tuple(
+    name for name, info in ClientConfig.model_fields.items() if info.json_schema_extra == _ONPREM_MARK
+)

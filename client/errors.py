@@ -7,11 +7,19 @@ first when a run breaks.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 
 class CortexError(Exception):
-    """Base of every error this client raises."""
+    """Base of every error this client raises.
+
+    A subclass names the extra keyword arguments it keeps in ``extra_fields`` (and
+    annotates them): one constructor stores them, so no subclass repeats an ``__init__``.
+    Those listed in ``required_fields`` must be given.
+    """
+
+    extra_fields: ClassVar[tuple[str, ...]] = ()
+    required_fields: ClassVar[tuple[str, ...]] = ()
 
     def __init__(
         self,
@@ -25,7 +33,9 @@ class CortexError(Exception):
         snowflake_request_id: str | None = None,
         request_id: str | None = None,
         job_id: str | None = None,
+        **extra: Any,
     ) -> None:
+        self._keep_extra(extra)
         self.message = message
         self.route = route
         self.method = method
@@ -36,6 +46,18 @@ class CortexError(Exception):
         self.request_id = request_id
         self.job_id = job_id
         super().__init__(self._render())
+
+    def _keep_extra(self, extra: dict[str, Any]) -> None:
+        """Store the subclass's own fields (None when not given); refuse any other name."""
+        name = type(self).__name__
+        unknown = sorted(set(extra) - set(self.extra_fields))
+        if unknown:
+            raise TypeError(f"{name} got unexpected keyword arguments {unknown}")
+        missing = [field for field in self.required_fields if field not in extra]
+        if missing:
+            raise TypeError(f"{name} needs the keyword arguments {missing}")
+        for field in self.extra_fields:
+            setattr(self, field, extra.get(field))
 
     def _render(self) -> str:
         parts = [
@@ -57,11 +79,10 @@ class ConfigError(CortexError, ValueError):
 
 
 class CortexHTTPError(CortexError):
-    """A non-2xx answer that was not (or no longer) retried."""
+    """A non-2xx answer that was not (or no longer) retried; ``body`` is its parsed body."""
 
-    def __init__(self, message: str, *, body: Any = None, **context: Any) -> None:
-        self.body = body
-        super().__init__(message, **context)
+    extra_fields = ("body",)
+    body: Any
 
 
 class CortexConnectionError(CortexError):
@@ -88,6 +109,10 @@ class ProtocolError(CortexError):
     """The server answered something the contract rules out."""
 
 
+class AnswerTooLarge(ProtocolError):
+    """An answer declared or sent more bytes than ``max_answer_bytes``; refused unread."""
+
+
 class AmbiguousOutcome(CortexError):
     """A call that changes state failed after it may have reached the server.
 
@@ -99,12 +124,11 @@ class AmbiguousOutcome(CortexError):
     key the tries carried (repeat the call with it on a server that honours keys).
     """
 
-    def __init__(self, message: str, *, attempt: int, how_to_check: str,
-                 idempotency_key: str | None = None, **context: Any) -> None:
-        self.attempt = attempt
-        self.how_to_check = how_to_check
-        self.idempotency_key = idempotency_key
-        super().__init__(message, **context)
+    extra_fields = ("attempt", "how_to_check", "idempotency_key")
+    required_fields = ("attempt", "how_to_check")
+    attempt: int
+    how_to_check: str
+    idempotency_key: str | None
 
     def _render(self) -> str:
         key = f", idempotency-key={self.idempotency_key}" if self.idempotency_key else ""
@@ -115,9 +139,8 @@ class AmbiguousOutcome(CortexError):
 class RequestFailed(CortexError):
     """An asynchronous request ended ``failed``; ``error`` holds the server's error."""
 
-    def __init__(self, message: str, *, error: Any = None, **context: Any) -> None:
-        self.error = error
-        super().__init__(message, **context)
+    extra_fields = ("error",)
+    error: Any
 
 
 class RequestCancelled(RequestFailed):
@@ -135,22 +158,18 @@ class PollTimeout(DeadlineExceeded):
 class JobFailed(CortexError):
     """The job ended (failed, cancelled, terminated) instead of reaching ``running``."""
 
-    def __init__(self, message: str, *, state: str | None = None, reason: str | None = None,
-                 **context: Any) -> None:
-        self.state = state
-        self.reason = reason
-        super().__init__(message, **context)
+    extra_fields = ("state", "reason")
+    state: str | None
+    reason: str | None
 
 
 class PromptTooLong(CortexError, ValueError):
     """A pre-tokenised prompt is at least the sampling sub-job's ``max_seq_len`` long."""
 
-    def __init__(self, message: str, *, index: int, length: int, max_seq_len: int,
-                 **context: Any) -> None:
-        self.index = index
-        self.length = length
-        self.max_seq_len = max_seq_len
-        super().__init__(message, **context)
+    extra_fields = required_fields = ("index", "length", "max_seq_len")
+    index: int
+    length: int
+    max_seq_len: int
 
 
 class PayloadTooLarge(CortexError, ValueError):
@@ -159,6 +178,7 @@ class PayloadTooLarge(CortexError, ValueError):
 
 __all__ = [
     "AmbiguousOutcome",
+    "AnswerTooLarge",
     "ChunkGroupConflict",
     "ChunkGroupError",
     "ChunkGroupMissingChunks",

@@ -5,7 +5,8 @@ whose error code says retrying cannot help (chunk-group codes, ``job_not_running
 ``job_conflict``, a missing checkpoint). Create-job is retried only when the connection
 was provably never established, so an ambiguous failure never creates a second job.
 ``Retry-After`` is honoured, bounded by the back-off cap; the per-call deadline bounds
-everything, sleeps included.
+everything, sleeps included. Answers are read as they arrive, under ``max_answer_bytes``
+(``client.answers``).
 
 At most once (``contract.idempotency``): a failure that may follow execution (a read
 time-out, a cut after sending, 500/502/504, 503 without ``Retry-After``) of a call that is
@@ -16,39 +17,31 @@ it raises :class:`AmbiguousOutcome`. Every data-plane POST carries one key for a
 
 from __future__ import annotations
 
+import dataclasses
 import email.utils
 import json
 import random
 import time
 import uuid
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import InitVar, dataclass, field
+from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
 import requests
 from urllib3.exceptions import ConnectTimeoutError, NewConnectionError
 
+from client.answers import Answer, answer_of, error_from_answer, read_answer
 from client.backoff import Backoff
 from client.errors import (
     AmbiguousOutcome,
-    ChunkGroupConflict,
-    ChunkGroupMissingChunks,
-    ChunkGroupRestartRequired,
     CortexConnectionError,
     CortexError,
     CortexHTTPError,
     DeadlineExceeded,
     InvalidArgument,
-    ProtocolError,
 )
 from contract.auth import auth_headers
-from contract.errors import (
-    NON_RETRYABLE_CODES,
-    REQUEST_ID_HEADER,
-    ErrorCode,
-    error_code_of,
-    find_error_code,
-)
+from contract.errors import NON_RETRYABLE_CODES
 from contract.idempotency import (
     CLIENT_MUTANT_KEY_DROPPED,
     DATA_PLANE_ROUTES,
@@ -59,12 +52,11 @@ from contract.idempotency import (
 from contract.limits import MAX_ANSWER_BYTES, RetryPolicy
 from contract.routes import JSON, Route
 
-_ERROR_CLASSES: dict[str, type[CortexHTTPError]] = {
-    ErrorCode.CHUNK_GROUP_RESTART_REQUIRED: ChunkGroupRestartRequired,
-    ErrorCode.CHUNK_GROUP_CONFLICT: ChunkGroupConflict,
-    ErrorCode.CHUNK_GROUP_MISSING_CHUNKS: ChunkGroupMissingChunks,
-}
+if TYPE_CHECKING:
+    from client.config import ClientConfig
 
+__all__ = ["Answer", "HttpSession", "HttpSettings", "Seams", "connection_never_established",
+           "how_to_check", "parse_retry_after"]
 
 
 @dataclass
@@ -86,17 +78,29 @@ class HttpSettings:
     retry_ambiguous: bool = False
     #: Does the server honour ``Idempotency-Key``? None: learn it from the key's echo.
     idempotency_keys: bool | None = None
+    #: Largest answer body read; more is refused as soon as it is declared or crossed.
+    max_answer_bytes: int = MAX_ANSWER_BYTES
     #: A client mutant (``contract.idempotency``): for the conformance self-test only.
     mutant: str | None = None
 
+    @classmethod
+    def from_config(cls, config: ClientConfig, base: str, prefix: str) -> HttpSettings:
+        """The settings of ``config``: same-named fields are copied, the rest derived."""
+        own = {f.name for f in dataclasses.fields(cls)} & set(type(config).model_fields)
+        same = {name: getattr(config, name) for name in own}
+        return cls(**{**same, "base": base, "prefix": prefix, "pat": config.pat_value(),
+                      "retry": config.retry_policy(),
+                      "idempotency_keys": config.supports_idempotency_keys})
 
-@dataclass
-class Answer:
-    """A successful answer: parsed JSON (``{}`` when empty) plus the request id header."""
 
-    status: int
-    body: Any
-    snowflake_request_id: str | None
+class Seams(TypedDict, total=False):
+    """What a test (or a second session sharing them) injects: the ``requests`` session,
+    the sleep, the clock and the jitter's random source."""
+
+    session: requests.Session | None
+    sleep: Callable[[float], None]
+    clock: Callable[[], float]
+    rng: random.Random | None
 
 
 def connection_never_established(exc: BaseException) -> bool:
@@ -142,48 +146,6 @@ def parse_retry_after(value: str | None, now: float | None = None) -> float | No
     return max(0.0, when.timestamp() - (time.time() if now is None else now))
 
 
-def _error_message(body: Any, text: str) -> str:
-    if isinstance(body, Mapping):
-        message = body.get("message")
-        if isinstance(message, str) and message:
-            return message
-        detail = body.get("detail")
-        if isinstance(detail, list) and detail:
-            parts = []
-            for item in detail:
-                if isinstance(item, Mapping):
-                    loc = ".".join(str(p) for p in item.get("loc", []))
-                    parts.append(f"{loc}: {item.get('msg')}" if loc else str(item.get("msg")))
-            if parts:
-                return "; ".join(parts)
-        if isinstance(detail, str) and detail:
-            return detail
-    return text[:500] or "no error body"
-
-
-def error_from_response(route: Route, method: str, url: str, response: requests.Response) -> CortexHTTPError:
-    """Build the typed error for a non-2xx answer (code searched in nested/wrapped JSON)."""
-    text = response.text or ""
-    try:
-        body: Any = response.json()
-    except (ValueError, RecursionError):  # a deeply nested answer is text, not a crash
-        body = text
-    code = find_error_code(body)
-    cls = _ERROR_CLASSES.get(code or "", CortexHTTPError)
-    # Integer codes and bare detail lists (spec §3.6) still name a code in the error.
-    code = code or error_code_of(body)
-    return cls(
-        _error_message(body, text),
-        body=body,
-        route=route.name,
-        method=method,
-        url=url,
-        status=response.status_code,
-        code=code,
-        snowflake_request_id=response.headers.get(REQUEST_ID_HEADER),
-    )
-
-
 #: What to look at, per route (or operation), before calling again after AmbiguousOutcome.
 _HOW_TO_CHECK: dict[str, str] = {
     "step": "the next step's global_steps: one more than expected means this step ran",
@@ -205,18 +167,29 @@ def how_to_check(route_name: str, operation_type: str | None = None) -> str:
 
 @dataclass
 class _Call:
-    """One logical call across its tries: where it goes, its key, what was seen so far."""
+    """One logical call across its tries: where it goes, its key, what was seen so far.
+
+    ``kind`` is the route's idempotency unless ``idempotency`` overrides it (a chunk
+    upload is a ``group`` call); every data-plane POST gets one key for all its tries.
+    """
 
     route: Route
     url: str
     deadline: float
-    kind: Idempotency
-    operation_type: str | None = None
-    key: str | None = None
+    operation_type: str | None
+    idempotency: InitVar[Idempotency | None]
+    kind: Idempotency = field(init=False)
+    key: str | None = field(init=False)
     attempt: int = 0
     #: A try failed in a way that may have followed execution (unsafe calls only).
     ambiguous: bool = False
     last_failure: CortexError | None = None
+
+    def __post_init__(self, idempotency: Idempotency | None) -> None:
+        self.kind = idempotency or call_idempotency(self.route.name,
+                                                    operation_type=self.operation_type)
+        data_plane_post = self.route.method == "POST" and self.route.name in DATA_PLANE_ROUTES
+        self.key = str(uuid.uuid4()) if data_plane_post else None
 
 
 def _encode(route: Route, json_body: Any, data: bytes | None) -> tuple[bytes | None, dict[str, str]]:
@@ -236,20 +209,12 @@ def _encode(route: Route, json_body: Any, data: bytes | None) -> tuple[bytes | N
 class HttpSession:
     """Sends one route call with retries; raises typed errors; never retries blindly."""
 
-    def __init__(
-        self,
-        settings: HttpSettings,
-        *,
-        session: requests.Session | None = None,
-        sleep: Callable[[float], None] = time.sleep,
-        clock: Callable[[], float] = time.monotonic,
-        rng: random.Random | None = None,
-    ) -> None:
+    def __init__(self, settings: HttpSettings, **seams: Unpack[Seams]) -> None:
         self.settings = settings
-        self.session = session or requests.Session()
-        self.sleep = sleep
-        self.clock = clock
-        self.rng = rng or random.Random()
+        self.session = seams.get("session") or requests.Session()
+        self.sleep = seams.get("sleep", time.sleep)
+        self.clock = seams.get("clock", time.monotonic)
+        self.rng = seams.get("rng") or random.Random()
         #: Unsafe calls are resent after ambiguous failures (with their key) once True.
         self.keys_supported = settings.idempotency_keys is True
         self.session.headers.update({"Accept": JSON})
@@ -260,6 +225,10 @@ class HttpSession:
 
     def close(self) -> None:
         self.session.close()
+
+    def seams(self) -> Seams:
+        """This session's seams, for a second session that must share them."""
+        return Seams(session=self.session, sleep=self.sleep, clock=self.clock, rng=self.rng)
 
     @property
     def _verify(self) -> dict[str, Any]:
@@ -292,15 +261,9 @@ class HttpSession:
         ``retry_ambiguous`` restores the reference client's behaviour).
         """
         own = self.clock() + self.settings.call_timeout_s
-        call = _Call(
-            route=route, url=self.url_for(route, **dict(path_params or {})),
-            deadline=own if deadline is None else min(deadline, own),
-            kind=idempotency or call_idempotency(route.name, operation_type=operation_type),
-            operation_type=operation_type,
-        )
+        call = _Call(route, self.url_for(route, **dict(path_params or {})),
+                     own if deadline is None else min(deadline, own), operation_type, idempotency)
         payload, headers = _encode(route, json_body, data)
-        if route.method == "POST" and route.name in DATA_PLANE_ROUTES:
-            call.key = str(uuid.uuid4())
         params = {k: v for k, v in (query or {}).items() if v is not None}
         while True:
             outcome, retry_after = self._attempt(call, payload, headers, params)
@@ -324,13 +287,15 @@ class HttpSession:
             sent[IDEMPOTENCY_KEY_HEADER] = call.key
         try:
             response = self.session.request(method, call.url, data=payload, params=params or None,
-                                            headers=sent, timeout=timeout, **self._verify)
+                                            headers=sent, timeout=timeout, stream=True,
+                                            **self._verify)
+            received = read_answer(route, call.url, response, self.settings.max_answer_bytes)
         except requests.RequestException as exc:
             return self._resend_after_exception(call, exc), None
         self._learn_key_support(call, response)
         if response.status_code < 400:
-            return self._answer(route, method, call.url, response), None
-        failure = error_from_response(route, method, call.url, response)
+            return answer_of(received), None
+        failure = error_from_answer(received)
         self._resend_after_status(call, failure, response)
         return failure, parse_retry_after(response.headers.get("Retry-After"))
 
@@ -416,28 +381,3 @@ class HttpSession:
         if (call.key and self.settings.idempotency_keys is None
                 and response.headers.get(IDEMPOTENCY_KEY_HEADER) == call.key):
             self.keys_supported = True
-
-    @staticmethod
-    def _answer(route: Route, method: str, url: str, response: requests.Response) -> Answer:
-        """Every service route answers JSON: anything else (a proxy's HTML page, a cut-off
-        body) is a ProtocolError naming the route, status and request id, never a bare
-        ValueError from deep inside the caller."""
-        body: Any = {}
-        if len(response.content) > MAX_ANSWER_BYTES:
-            raise ProtocolError(
-                f"{route.name} answered {len(response.content)} bytes, over the client's "
-                f"{MAX_ANSWER_BYTES}-byte bound for one answer",
-                route=route.name, method=method, url=url, status=response.status_code,
-                snowflake_request_id=response.headers.get(REQUEST_ID_HEADER),
-            )
-        if response.content:
-            try:
-                body = response.json()
-            except (ValueError, RecursionError):  # RecursionError: a deeply nested answer
-                raise ProtocolError(
-                    f"{route.name} answered {response.status_code} with a body that is not JSON: "
-                    f"{response.text[:200]!r}",
-                    route=route.name, method=method, url=url, status=response.status_code,
-                    snowflake_request_id=response.headers.get(REQUEST_ID_HEADER),
-                ) from None
-        return Answer(response.status_code, body, response.headers.get(REQUEST_ID_HEADER))

@@ -8,11 +8,13 @@ long poll never blocks the integration's event loop. ``reconnect_config``,
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+import functools
+from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
 from client.config import ClientConfig
 from client.rl import ArcticRLClient
+from client.transport import COLOCATION_OPS
 
 T = TypeVar("T")
 
@@ -63,69 +65,24 @@ class AsyncArcticRLClient:
         await self._run(self._client.start)
         return self
 
-    async def fwd_bwd(self, payload: dict[str, Any], **legacy: Any) -> dict[str, Any]:
-        return await self._run(self._client.fwd_bwd, payload, **legacy)
 
-    async def fwd_no_grad(self, payload: dict[str, Any], reference_model: bool = False,
-                          **legacy: Any) -> dict[str, Any]:
-        return await self._run(self._client.fwd_no_grad, payload, reference_model, **legacy)
+#: The ``ArcticRLClient`` methods the legacy surface offers as coroutines, same signatures.
+ASYNC_METHODS: tuple[str, ...] = (
+    "fwd_bwd", "fwd_no_grad", "step", "save_checkpoint", "save_weights", "load_checkpoint",
+    "generate", "log_probs", "sync_weights", "reset_prefix_cache", "tail_logs",
+    "cancel_request", *sorted(COLOCATION_OPS),
+)
 
-    async def step(self, learning_rate: float | None = None) -> dict[str, Any]:
-        return await self._run(self._client.step, learning_rate)
 
-    async def save_checkpoint(self, stage_info: Any = None, path: str | None = None,
-                              **kwargs: Any) -> dict[str, Any]:
-        return await self._run(self._client.save_checkpoint, stage_info, path, **kwargs)
+def _in_worker_thread(name: str) -> Callable[..., Coroutine[Any, Any, Any]]:
+    """The coroutine for sync method ``name``: the call runs in a worker thread."""
+    @functools.wraps(getattr(ArcticRLClient, name))
+    async def run(self: AsyncArcticRLClient, *args: Any, **kwargs: Any) -> Any:
+        return await self._run(getattr(self._client, name), *args, **kwargs)
 
-    async def save_weights(self, **kwargs: Any) -> dict[str, Any]:
-        return await self._run(self._client.save_weights, **kwargs)
+    run.__qualname__ = f"AsyncArcticRLClient.{name}"
+    return run
 
-    async def load_checkpoint(self, checkpoint_id: str, source_job_id: str | None = None,
-                              target_sub_job_id: str | None = None) -> dict[str, Any]:
-        return await self._run(self._client.load_checkpoint, checkpoint_id, source_job_id,
-                               target_sub_job_id)
 
-    async def generate(self, prompts: list[Any], sampling_params: Any = None,
-                       **kwargs: Any) -> dict[str, Any]:
-        return await self._run(self._client.generate, prompts, sampling_params, **kwargs)
-
-    async def log_probs(self, prompts: Any = None, completions: list[Any] | None = None,
-                        top_k: int | None = None, **kwargs: Any) -> dict[str, Any]:
-        return await self._run(self._client.log_probs, prompts, completions, top_k, **kwargs)
-
-    async def sync_weights(self, cuda_ipc: bool = False, low_memory: bool = False,
-                           **kwargs: Any) -> dict[str, Any]:
-        return await self._run(self._client.sync_weights, cuda_ipc, low_memory, **kwargs)
-
-    async def reset_prefix_cache(self, **kwargs: Any) -> dict[str, Any]:
-        return await self._run(self._client.reset_prefix_cache, **kwargs)
-
-    async def tail_logs(self, cursor: Any = None, max_lines: int | None = None) -> dict[str, Any]:
-        return await self._run(self._client.tail_logs, cursor, max_lines)
-
-    async def cancel_request(self, request_id: str) -> dict[str, Any]:
-        return await self._run(self._client.cancel_request, request_id)
-
-    async def wake_training(self, **kwargs: Any) -> dict[str, Any]:
-        return await self._run(self._client.wake_training, **kwargs)
-
-    async def sleep_training(self, **kwargs: Any) -> dict[str, Any]:
-        return await self._run(self._client.sleep_training, **kwargs)
-
-    async def wake_inference(self, **kwargs: Any) -> dict[str, Any]:
-        return await self._run(self._client.wake_inference, **kwargs)
-
-    async def sleep_inference(self, **kwargs: Any) -> dict[str, Any]:
-        return await self._run(self._client.sleep_inference, **kwargs)
-
-    async def wake_log_prob(self, **kwargs: Any) -> dict[str, Any]:
-        return await self._run(self._client.wake_log_prob, **kwargs)
-
-    async def sleep_log_prob(self, **kwargs: Any) -> dict[str, Any]:
-        return await self._run(self._client.sleep_log_prob, **kwargs)
-
-    async def empty_training_cache(self, **kwargs: Any) -> dict[str, Any]:
-        return await self._run(self._client.empty_training_cache, **kwargs)
-
-    async def weight_norm(self, **kwargs: Any) -> dict[str, Any]:
-        return await self._run(self._client.weight_norm, **kwargs)
+for _name in ASYNC_METHODS:
+    setattr(AsyncArcticRLClient, _name, _in_worker_thread(_name))

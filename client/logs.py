@@ -38,8 +38,7 @@ def stage_credentials(rest: CortexRestClient, job_id: str) -> StageCredentials:
     if not isinstance(experiment, str) or not isinstance(name, str):
         raise ProtocolError(f"experiment-run answered without both names: {run!r}"[:300],
                             route="get_experiment_run", job_id=job_id)
-    sql = HttpSession(dataclasses.replace(rest.http.settings, prefix=""), session=rest.http.session,
-                      sleep=rest.http.sleep, clock=rest.http.clock, rng=rest.http.rng)
+    sql = HttpSession(dataclasses.replace(rest.http.settings, prefix=""), **rest.http.seams())
     body = {"statement": stage_credentials_statement(experiment, name),
             "database": rest.config.database, "schema": rest.config.schema_name}
     answer = sql.call(STATEMENTS_ROUTE, json_body=body).body

@@ -9,16 +9,12 @@ into the decoded result.
 from __future__ import annotations
 
 import base64
-import random
-import time
-from collections.abc import Callable, Iterator, Mapping
-from typing import Any
+from collections.abc import Iterator, Mapping
+from typing import Any, Unpack
 
-import requests
-
-from client.config import ClientConfig
+from client.config import ClientConfig, check_chunk_bytes
 from client.errors import ConfigError, CortexError, PayloadTooLarge, ProtocolError
-from client.http import Answer, HttpSession, HttpSettings
+from client.http import Answer, HttpSession, HttpSettings, Seams
 from client.polling import iter_stream_events, wait_job_running, wait_request
 from client.transport import given
 from client.upload import split_frame, upload
@@ -61,15 +57,8 @@ def _quote_last_answer(exc: CortexError, answer: Answer | None) -> None:
 class CortexRestClient:
     """Speaks the Cortex Training REST surface for one configured service."""
 
-    def __init__(
-        self,
-        config: ClientConfig,
-        *,
-        session: requests.Session | None = None,
-        sleep: Callable[[float], None] = time.sleep,
-        clock: Callable[[], float] = time.monotonic,
-        rng: random.Random | None = None,
-    ) -> None:
+    def __init__(self, config: ClientConfig, **seams: Unpack[Seams]) -> None:
+        """``seams`` (session, sleep, clock, rng) go to the HTTP session; tests inject them."""
         base = config.service_base()
         if base is None:
             raise ConfigError(
@@ -77,26 +66,10 @@ class CortexRestClient:
             )
         self.config = config
         self._last_answer: Answer | None = None
-        self.sleep = sleep
-        self.clock = clock
-        self.http = HttpSession(
-            HttpSettings(
-                base=base,
-                prefix=prefix(config.database, config.schema_name, config.endpoint),
-                pat=config.pat_value(),
-                retry=config.retry_policy(),
-                connect_timeout_s=config.connect_timeout_s,
-                read_timeout_s=config.read_timeout_s,
-                call_timeout_s=config.call_timeout_s,
-                ca_bundle=config.ca_bundle,
-                retry_ambiguous=config.retry_ambiguous,
-                idempotency_keys=config.supports_idempotency_keys,
-            ),
-            session=session,
-            sleep=sleep,
-            clock=clock,
-            rng=rng,
-        )
+        where = prefix(config.database, config.schema_name, config.endpoint)
+        self.http = HttpSession(HttpSettings.from_config(config, base, where), **seams)
+        self.sleep = self.http.sleep
+        self.clock = self.http.clock
 
     def close(self) -> None:
         self.http.close()
@@ -156,9 +129,14 @@ class CortexRestClient:
     def _upload(self, name: str, job_id: str, payload: Payload, *, force_chunk: bool,
                 chunk_group_id: str | None, max_chunk_bytes: int | None) -> dict[str, Any]:
         r = route(name)
+        try:
+            max_bytes = check_chunk_bytes(
+                self.config.max_chunk_bytes if max_chunk_bytes is None else max_chunk_bytes)
+        except ValueError as exc:
+            raise ConfigError(str(exc), route=name, job_id=job_id) from None
         chunks = split_frame(
             encode_frame(payload),
-            max_bytes=max_chunk_bytes or self.config.max_chunk_bytes,
+            max_bytes=max_bytes,
             operation=_operation_name(r),
             force_chunk=force_chunk,
             chunk_group_id=chunk_group_id,

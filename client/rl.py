@@ -8,13 +8,41 @@ flattens training metrics the same way for every transport.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from types import TracebackType
-from typing import Any
+from typing import Any, ClassVar, overload
 
 from client.config import ClientConfig
 from client.errors import ConfigError
 from client.shaping import flatten_metrics
-from client.transport import JobIds, Request, Transport, given
+from client.transport import COLOCATION_OPS, JobIds, Request, Transport, given
+
+
+class _JobIdOf:
+    """A job id attribute named like its config field: the open job's id (``JobIds`` field
+    ``ids_field``), else the config's reconnect id (or None)."""
+
+    #: Every attribute name given out, in declaration order (they are config fields too).
+    names: ClassVar[list[str]] = []
+
+    def __init__(self, ids_field: str) -> None:
+        self.ids_field = ids_field
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.config_field = name
+        _JobIdOf.names.append(name)
+
+    @overload
+    def __get__(self, client: None, owner: type) -> _JobIdOf: ...
+    @overload
+    def __get__(self, client: ArcticRLClient, owner: type) -> str | None: ...
+
+    def __get__(self, client: ArcticRLClient | None, owner: type) -> _JobIdOf | str | None:
+        if client is None:
+            return self
+        ids = client.job_ids
+        value: str | None = getattr(ids or client.config, self.ids_field if ids else self.config_field)
+        return value
 
 
 class ArcticRLClient:
@@ -75,10 +103,8 @@ class ArcticRLClient:
     def reconnect_config(self) -> ClientConfig:
         """A config carrying this job's ids, so another process reattaches instead of creating."""
         data = {name: getattr(self._config, name) for name in self._config.model_fields_set}
-        ids = self._ids
-        if ids is not None:
-            data.update(job_id=ids.job_id, training_job_id=ids.training,
-                        sampling_job_id=ids.sampling, log_prob_job_id=ids.log_prob)
+        if self._ids is not None:  # the open job's ids win over the config's
+            data.update({name: getattr(self, name) for name in _JobIdOf.names})
         return ClientConfig.model_validate(data)
 
     def get_server_state(self) -> Any:
@@ -94,21 +120,10 @@ class ArcticRLClient:
     def job_ids(self) -> JobIds | None:
         return self._ids
 
-    @property
-    def job_id(self) -> str | None:
-        return self._ids.job_id if self._ids else self._config.job_id
-
-    @property
-    def training_job_id(self) -> str | None:
-        return self._ids.training if self._ids else self._config.training_job_id
-
-    @property
-    def sampling_job_id(self) -> str | None:
-        return self._ids.sampling if self._ids else self._config.sampling_job_id
-
-    @property
-    def log_prob_job_id(self) -> str | None:
-        return self._ids.log_prob if self._ids else self._config.log_prob_job_id
+    job_id = _JobIdOf("job_id")
+    training_job_id = _JobIdOf("training")
+    sampling_job_id = _JobIdOf("sampling")
+    log_prob_job_id = _JobIdOf("log_prob")
 
     # --- ops ---------------------------------------------------------------------------------
     def call(self, op: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -180,27 +195,17 @@ class ArcticRLClient:
         logs: list[dict[str, str]] = rest.fetch_execution_logs(target)
         return logs
 
-    # --- colocation lifecycle: answered {} on Cortex --------------------------------------
-    def wake_training(self, **kwargs: Any) -> dict[str, Any]:
-        return self.call("wake_training", kwargs)
 
-    def sleep_training(self, **kwargs: Any) -> dict[str, Any]:
-        return self.call("sleep_training", kwargs)
+def _colocation_method(op: str) -> Callable[..., dict[str, Any]]:
+    """The method for one colocation lifecycle op: its keyword arguments are the body."""
+    def run(self: ArcticRLClient, **kwargs: Any) -> dict[str, Any]:
+        return self.call(op, kwargs)
 
-    def wake_inference(self, **kwargs: Any) -> dict[str, Any]:
-        return self.call("wake_inference", kwargs)
+    run.__name__, run.__qualname__ = op, f"ArcticRLClient.{op}"
+    run.__doc__ = f"The ``{op}`` colocation lifecycle op: answered ``{{}}`` on Cortex."
+    return run
 
-    def sleep_inference(self, **kwargs: Any) -> dict[str, Any]:
-        return self.call("sleep_inference", kwargs)
 
-    def wake_log_prob(self, **kwargs: Any) -> dict[str, Any]:
-        return self.call("wake_log_prob", kwargs)
-
-    def sleep_log_prob(self, **kwargs: Any) -> dict[str, Any]:
-        return self.call("sleep_log_prob", kwargs)
-
-    def empty_training_cache(self, **kwargs: Any) -> dict[str, Any]:
-        return self.call("empty_training_cache", kwargs)
-
-    def weight_norm(self, **kwargs: Any) -> dict[str, Any]:
-        return self.call("weight_norm", kwargs)
+# wake/sleep of each role, empty_training_cache, weight_norm: one method per op name.
+for _op in sorted(COLOCATION_OPS):
+    setattr(ArcticRLClient, _op, _colocation_method(_op))

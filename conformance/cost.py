@@ -63,7 +63,11 @@ class RunCost:
         sent = len(body) if isinstance(body, (bytes, str)) else 0
         sent += sum(len(k) + len(v) + 4 for k, v in req.headers.items())
         sent += len(req.method or "") + len(req.url or "") + 12
-        received = 0 if kwargs.get("stream") else len(response.content)
+        # A streamed body is the caller's to read (the kit's client streams every answer):
+        # count what it declares rather than reading it here.
+        declared = response.headers.get("Content-Length", "")
+        streamed = int(declared) if declared.isdigit() else 0
+        received = streamed if kwargs.get("stream") else len(response.content)
         received += sum(len(k) + len(v) + 4 for k, v in response.headers.items()) + 17
         with self._lock:
             self.sent += sent

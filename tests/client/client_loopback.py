@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -35,6 +35,10 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)
     delay_s: float = 0.0
     drop: bool = False  # close the socket without answering
+    #: Send the body as these pieces, chunked (no Content-Length), until the client hangs up.
+    pieces: Iterable[bytes] | None = None
+    #: The Content-Length to declare instead of the body's own (a lying server).
+    declared_length: int | None = None
 
 
 Script = Callable[[Seen], Reply]
@@ -82,11 +86,27 @@ class _Handler(BaseHTTPRequestHandler):
         data = reply.body if isinstance(reply.body, bytes) else json.dumps(reply.body).encode()
         self.send_response(reply.status)
         self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
+        if reply.pieces is None:
+            length = len(data) if reply.declared_length is None else reply.declared_length
+            self.send_header("Content-Length", str(length))
+        else:
+            self.send_header("Transfer-Encoding", "chunked")
         for key, value in reply.headers.items():
             self.send_header(key, value)
         self.end_headers()
-        self.wfile.write(data)
+        try:
+            self._send_body(reply, data)
+        except (BrokenPipeError, ConnectionResetError):  # the client hung up: it may
+            self.close_connection = True
+
+    def _send_body(self, reply: Reply, data: bytes) -> None:
+        if reply.pieces is None:
+            self.wfile.write(data)
+            return
+        for piece in reply.pieces:
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+            self.wfile.flush()
+        self.wfile.write(b"0\r\n\r\n")
 
     do_GET = do_POST = do_DELETE = _handle
 

@@ -7,10 +7,16 @@ import warnings
 import pytest
 from pydantic import ValidationError
 
-from client.config import DROPPED_FIELDS, ONPREM_FIELDS, ClientConfig
+from client.config import DROPPED_FIELDS, MIN_CHUNK_PAYLOAD_BYTES, ONPREM_FIELDS, ClientConfig
+from client.errors import ConfigError
 from client.jobspec import create_job_body
-from contract.limits import DEFAULT_CHUNK_BYTES, PollPolicy, RetryPolicy
+from client.rest import CortexRestClient
+from contract.limits import DEFAULT_CHUNK_BYTES, MAX_BODY_BYTES, PollPolicy, RetryPolicy
 from contract.routes import DEFAULT_ENDPOINT
+from contract.wire import CHUNK_HEADER_ALLOWANCE
+
+#: The smallest chunk size a client accepts: one chunk header plus a sane share of frame.
+FLOOR = CHUNK_HEADER_ALLOWANCE + MIN_CHUNK_PAYLOAD_BYTES
 
 
 @pytest.mark.parametrize(
@@ -134,9 +140,27 @@ def test_defaults_come_from_contract_limits() -> None:
     assert cfg.forward_no_grad_route == "proposed"
 
 
-def test_tiny_chunk_size_is_refused() -> None:
-    with pytest.raises(ValidationError, match="max_chunk_bytes must exceed"):
-        ClientConfig(max_chunk_bytes=8192)
+@pytest.mark.parametrize("size", [-1, 0, 1, CHUNK_HEADER_ALLOWANCE, FLOOR - 1])
+def test_a_chunk_size_below_the_floor_is_refused(size: int) -> None:
+    """0 or a few bytes would cut a frame into one call per byte (or never finish)."""
+    with pytest.raises(ValidationError, match=f"max_chunk_bytes must be an int of at least {FLOOR}"):
+        ClientConfig(max_chunk_bytes=size)
+
+
+def test_the_chunk_size_floor_and_the_body_cap_are_accepted() -> None:
+    assert ClientConfig(max_chunk_bytes=FLOOR).max_chunk_bytes == FLOOR
+    assert ClientConfig(max_chunk_bytes=MAX_BODY_BYTES).max_chunk_bytes == MAX_BODY_BYTES
+    with pytest.raises(ValidationError):
+        ClientConfig(max_chunk_bytes=MAX_BODY_BYTES + 1)
+
+
+@pytest.mark.parametrize("size", [0, FLOOR - 1])
+def test_a_per_call_chunk_size_below_the_floor_is_a_config_error(size: int) -> None:
+    """The per-call override meets the same floor, before anything is sent."""
+    rest = CortexRestClient(ClientConfig(base_url="http://127.0.0.1:1"))
+    with pytest.raises(ConfigError, match=f"at least {FLOOR}") as info:
+        rest.forward_backward("j1", b"frame", max_chunk_bytes=size)
+    assert info.value.route == "forward_backward"
 
 
 def test_forward_no_grad_route_choices() -> None:

@@ -17,7 +17,7 @@ from client.errors import (
     CortexHTTPError,
     DeadlineExceeded,
 )
-from client.http import connection_never_established, parse_retry_after
+from client.http import HttpSettings, connection_never_established, parse_retry_after
 from client.rest import CortexRestClient
 from contract.errors import REQUEST_ID_HEADER, error_body
 
@@ -229,3 +229,18 @@ def test_retry_after_parsing() -> None:
     assert parse_retry_after(None) is None
     assert parse_retry_after("garbage") is None
     assert parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT") == 0.0
+
+
+def test_the_session_settings_carry_every_config_knob() -> None:
+    """The settings are read off the config by field name: each knob arrives unchanged."""
+    cfg = ClientConfig(base_url="http://h", pat="tok", connect_timeout_s=1.5, read_timeout_s=2.5,
+                       call_timeout_s=3.5, ca_bundle="/ca.pem", retry_ambiguous=True,
+                       supports_idempotency_keys=False, max_answer_bytes=4096, retries=3)
+    settings = HttpSettings.from_config(cfg, "http://h", "/p")
+    assert settings == HttpSettings(
+        base="http://h", prefix="/p", pat="tok", retry=cfg.retry_policy(), connect_timeout_s=1.5,
+        read_timeout_s=2.5, call_timeout_s=3.5, ca_bundle="/ca.pem", retry_ambiguous=True,
+        idempotency_keys=False, max_answer_bytes=4096,
+    )
+    assert settings.retry.retries == 3
+

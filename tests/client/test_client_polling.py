@@ -11,14 +11,7 @@ import pytest
 import torch
 from virtual_clock import Clock
 
-from client.errors import (
-    DeadlineExceeded,
-    JobFailed,
-    PollTimeout,
-    ProtocolError,
-    RequestCancelled,
-    RequestFailed,
-)
+from client import errors
 from client.polling import iter_stream_events, wait_job_running, wait_request
 from contract import wire
 from contract.limits import PollPolicy
@@ -81,19 +74,19 @@ def test_result_chunk_sha_mismatch_is_a_protocol_error() -> None:
     raw = b"not really a chunk"
     event = {"type": "result_chunk", "payload_b64": base64.b64encode(raw).decode(),
              "payload_sha256": hashlib.sha256(b"other").hexdigest()}
-    with pytest.raises(ProtocolError, match="sha256 mismatch.*request_id=r"):
+    with pytest.raises(errors.ProtocolError, match="sha256 mismatch.*request_id=r"):
         _wait(Pages({"status": "done", "events": [event]}), Clock())
 
 
 def test_undecodable_result_is_a_protocol_error() -> None:
     bad = wire.inline_frame(b"PK\x03\x04garbage")
-    with pytest.raises(ProtocolError, match="cannot decode"):
+    with pytest.raises(errors.ProtocolError, match="cannot decode"):
         _wait(Pages({"status": "done", "result": bad}), Clock())
 
 
 def test_failed_request_carries_the_server_error() -> None:
     page = {"status": "failed", "error": {"code": "internal", "message": "boom"}}
-    with pytest.raises(RequestFailed, match="internal: boom") as info:
+    with pytest.raises(errors.RequestFailed, match="internal: boom") as info:
         _wait(Pages(page), Clock())
     assert info.value.code == "internal"
     assert (info.value.route, info.value.request_id, info.value.job_id) == ("step", "r", "j")
@@ -101,18 +94,18 @@ def test_failed_request_carries_the_server_error() -> None:
 
 @pytest.mark.parametrize("status", ["cancelled", "canceled", "REQUEST_STATE_CANCELLED"])
 def test_cancelled_request(status: str) -> None:
-    with pytest.raises(RequestCancelled):
+    with pytest.raises(errors.RequestCancelled):
         _wait(Pages({"status": status}), Clock())
 
 
 def test_unknown_status_is_a_protocol_error() -> None:
-    with pytest.raises(ProtocolError, match="unknown request status"):
+    with pytest.raises(errors.ProtocolError, match="unknown request status"):
         _wait(Pages({"status": "exploded"}), Clock())
 
 
 def test_poll_timeout() -> None:
     clock = Clock()
-    with pytest.raises(PollTimeout, match="still running after 10 s"):
+    with pytest.raises(errors.PollTimeout, match="still running after 10 s"):
         _wait(Pages({"status": "running"}), clock, PollPolicy(0.5, 2.0, 4.0, 10.0))
     assert clock.now <= 10.0
     assert max(clock.sleeps) == 4.0
@@ -135,11 +128,11 @@ def test_wait_job_running_and_job_failed() -> None:
     jobs = iter([{"status": "pending"}, {"status": "JOB_STATE_PLACING"}, {"status": "running"}])
     assert wait_job_running(lambda d: next(jobs), job_id="j", policy=POLICY, sleep=clock.sleep,
                             clock=clock)["status"] == "running"
-    with pytest.raises(JobFailed, match="failed before running: no GPUs") as info:
+    with pytest.raises(errors.JobFailed, match="failed before running: no GPUs") as info:
         wait_job_running(lambda d: {"status": "failed", "reason": "no GPUs"}, job_id="j",
                          policy=POLICY, sleep=clock.sleep, clock=clock)
     assert info.value.reason == "no GPUs" and info.value.state == "failed"
-    with pytest.raises(PollTimeout, match="job still pending"):
+    with pytest.raises(errors.PollTimeout, match="job still pending"):
         wait_job_running(lambda d: {"status": "pending"}, job_id="j",
                          policy=PollPolicy(1, 1, 1, 3), sleep=clock.sleep, clock=clock)
 
@@ -149,9 +142,9 @@ def test_deadline_inside_a_poll_call_is_the_polled_routes_timeout() -> None:
     PollTimeout of the polled route (step), never a bare deadline of get_request."""
 
     def fetch(cursor: str | None, deadline: float) -> Mapping[str, Any]:
-        raise DeadlineExceeded("deadline passed before get_request could be sent", route="get_request")
+        raise errors.DeadlineExceeded("deadline passed before get_request could be sent", route="get_request")
 
-    with pytest.raises(PollTimeout, match="route=step"):
+    with pytest.raises(errors.PollTimeout, match="route=step"):
         wait_request(fetch, route="step", job_id="j", request_id="r", policy=PollPolicy())
-    with pytest.raises(PollTimeout, match="job still pending"):
+    with pytest.raises(errors.PollTimeout, match="job still pending"):
         wait_job_running(lambda deadline: fetch(None, deadline), job_id="j", policy=PollPolicy())

@@ -4,6 +4,7 @@ status, the code and the x-snowflake-request-id."""
 
 from __future__ import annotations
 
+import io
 import json
 import time
 from collections.abc import Callable, Iterator
@@ -119,7 +120,7 @@ class Scripted(requests.adapters.BaseAdapter):
     def send(self, request: requests.PreparedRequest, **kwargs: Any) -> requests.Response:
         status, body, ctype = self.reply(request)
         resp = requests.Response()
-        resp.status_code, resp._content, resp.url, resp.request = status, body, str(request.url), request
+        resp.status_code, resp.raw, resp.url, resp.request = status, io.BytesIO(body), str(request.url), request
         resp.headers["Content-Type"] = ctype
         resp.headers[REQUEST_ID_HEADER] = "sf-req-42"
         return resp

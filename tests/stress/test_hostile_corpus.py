@@ -396,7 +396,7 @@ def test_hostile_corpus(entries: list[Entry]) -> None:
         assert final["internal_errors"] == 0
         # Still serving: a chunked forward-backward and a step on the same job.
         answer = client.forward_backward(job_id, {"args": [], "kwargs": {"input_ids": [[5, 6, 7, 8]]}},
-                                         max_chunk_bytes=8192 + 64)
+                                         max_chunk_bytes=8192 + 512)
         assert client.wait(job_id, answer["request_id"])["job_id"] == job_id
         assert client.wait(job_id, client.step(job_id)["request_id"])["global_steps"] == 1
         grown = peak.peak - idle
