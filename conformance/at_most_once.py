@@ -10,8 +10,9 @@ The tally per route is what the README's "Retries and at-most-once" table report
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 import requests
@@ -80,44 +81,51 @@ CURRENT_ROUTES = ("step", "save", "weight-sync", "generate")
 PROPOSED_ROUTES = (*CURRENT_ROUTES, "log_probs", "forward_no_grad")
 
 
+#: The figures a route's tally counts, in report order: the calls and how each ended
+#: (a result, AmbiguousOutcome, a poll error: accepted but its result not fetched, another
+#: error); the fake's executions and the runs past a call's first (duplicates); calls that
+#: ran without a success and without AmbiguousOutcome (unflagged) and calls the fake never
+#: ran although the caller holds a result or a request id (phantom): these two must stay 0.
+FIGURES = ("calls", "succeeded", "ambiguous", "other_errors", "executions", "duplicates",
+           "poll_errors", "unflagged", "phantom")
+
+
+def outcome_figure(outcome: BaseException | None) -> str:
+    """The figure a call's outcome counts in: succeeded, ambiguous, poll_errors or other_errors."""
+    if outcome is None:
+        return "succeeded"
+    if isinstance(outcome, AmbiguousOutcome):
+        return "ambiguous"
+    if isinstance(outcome, CortexError) and outcome.route == "get_request":
+        return "poll_errors"  # the submit was answered: the caller holds a request id
+    return "other_errors"
+
+
 @dataclass
 class Tally:
-    """One route's figures: what the client reported and what the fake executed."""
+    """One route's :data:`FIGURES` (read as attributes): what the client reported and what
+    the fake executed; ``errors``: the first few other errors, for the report."""
 
-    calls: int = 0
-    succeeded: int = 0
-    ambiguous: int = 0
-    other_errors: int = 0
-    executions: int = 0
-    duplicates: int = 0
-    #: Calls accepted (the submit answered) whose result could not be fetched.
-    poll_errors: int = 0
-    #: Calls that ran without a success and without AmbiguousOutcome (must stay 0).
-    unflagged: int = 0
-    #: Successes the fake did not execute (must stay 0).
-    phantom: int = 0
+    counts: Counter[str] = field(default_factory=Counter)
     errors: list[str] = field(default_factory=list)
 
+    def __getattr__(self, name: str) -> int:
+        if name in FIGURES:
+            return self.counts[name]
+        raise AttributeError(name)
+
     def record(self, ran: int, outcome: BaseException | None) -> None:
-        self.calls += 1
-        self.executions += ran
-        self.duplicates += max(0, ran - 1)
-        if outcome is None:
-            self.succeeded += 1
-            self.phantom += int(ran == 0)
-        elif isinstance(outcome, AmbiguousOutcome):
-            self.ambiguous += 1
-        elif isinstance(outcome, CortexError) and outcome.route == "get_request":
-            self.poll_errors += 1  # the submit was answered: the caller holds a request id
-            self.phantom += int(ran == 0)
-        else:
-            self.other_errors += 1
-            self.unflagged += int(ran > 0)
-            if len(self.errors) < 5:
-                self.errors.append(repr(outcome)[:300])
+        """Book one call that the fake ran ``ran`` times and that ended in ``outcome``."""
+        end = outcome_figure(outcome)
+        held = end in ("succeeded", "poll_errors")  # the caller holds a result or a request id
+        self.counts.update({"calls": 1, end: 1, "executions": ran, "duplicates": max(0, ran - 1),
+                            "phantom": int(held and ran == 0),
+                            "unflagged": int(end == "other_errors" and ran > 0)})
+        if end == "other_errors" and len(self.errors) < 5:
+            self.errors.append(repr(outcome)[:300])
 
     def public(self) -> dict[str, Any]:
-        return asdict(self)
+        return {**{name: self.counts[name] for name in FIGURES}, "errors": list(self.errors)}
 
 
 def _executions(fake_url: str, op: str, headers: dict[str, str]) -> int:

@@ -56,19 +56,14 @@ class TestOutcome:
         return self.outcome == "failed" and (not self.failed_clauses or cid in self.failed_clauses)
 
 
-@dataclass
-class ClauseVerdict:
-    id: str
-    level: str
-    profile: str
-    subject: str
-    area: str
-    text: str
+@dataclass(frozen=True)
+class ClauseVerdict(Clause):
+    """A clause, as registered, and how the run judged it."""
+
     status: Status
     reason: str = ""
     tests: list[str] = field(default_factory=list)
     examples: list[dict[str, str]] = field(default_factory=list)
-    source: str = ""
     #: Whether a red here fails the run (False: a decided clause against a URL).
     binding: bool = True
     #: For a skipped clause: the option or target that would let the run judge it.
@@ -117,17 +112,11 @@ def _verdict(
         status: Status, reason: str = "", examples: list[dict[str, str]] | None = None
     ) -> ClauseVerdict:
         return ClauseVerdict(
-            id=clause.id,
-            level=clause.level,
-            profile=clause.profile,
-            subject=clause.subject,
-            area=clause.area,
-            text=clause.text,
+            **asdict(clause),
             status=status,
             reason=reason,
             tests=sorted({o.nodeid for o in mine}),
             examples=examples or [],
-            source=clause.source,
             binding=clause.can_fail_a_url or not url,
             enable=enabler(reason) if status == "skipped" else "",
         )

@@ -48,6 +48,19 @@ def capped_exponential(first_s: float, factor: float, cap_s: float, attempt: int
 
 
 @dataclass(frozen=True)
+class WaitCurve:
+    """The kit's one back-off curve, as a value: a policy's waits before tries 1, 2, ..."""
+
+    first_s: float
+    factor: float
+    cap_s: float
+
+    def delay(self, attempt: int) -> float:
+        """Wait before try ``attempt + 1`` (``attempt`` 0-based), jitter excluded."""
+        return capped_exponential(self.first_s, self.factor, self.cap_s, attempt)
+
+
+@dataclass(frozen=True)
 class RetryPolicy:
     """Client retry policy: ten retries after the first try, exponential back-off + jitter."""
 
@@ -58,20 +71,22 @@ class RetryPolicy:
     jitter: float = 0.25
     statuses: frozenset[int] = field(default=TRANSIENT_STATUSES)
 
+    @property
+    def curve(self) -> WaitCurve:
+        """The back-off curve (its numbers are spelled ``backoff_*``, as the client config's)."""
+        return WaitCurve(self.backoff_first_s, self.backoff_factor, self.backoff_cap_s)
+
     def delay(self, attempt: int) -> float:
         """Back-off before retry number ``attempt`` (0-based), jitter excluded."""
-        return capped_exponential(self.backoff_first_s, self.backoff_factor, self.backoff_cap_s, attempt)
+        return self.curve.delay(attempt)
 
 
 @dataclass(frozen=True)
-class PollPolicy:
-    """Client poll timing: 0.5 s first, x1.25 each time, capped at 6 s, 1800 s overall."""
+class PollPolicy(WaitCurve):
+    """Client poll timing: a wait curve (0.5 s first, x1.25 each time, capped at 6 s) and
+    an overall timeout (1800 s)."""
 
     first_s: float = 0.5
     factor: float = 1.25
     cap_s: float = 6.0
     timeout_s: float = 1800.0
-
-    def delay(self, attempt: int) -> float:
-        """Wait before poll number ``attempt`` (0-based)."""
-        return capped_exponential(self.first_s, self.factor, self.cap_s, attempt)

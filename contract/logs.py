@@ -84,7 +84,8 @@ class StageCredentials:
     region: str
     access_key_id: str
     secret_access_key: str
-    session_token: str
+    #: Empty for keys that need none: the statement may leave ``AWS_TOKEN`` out.
+    session_token: str = ""
     endpoint: str | None = None
 
     def to_json(self) -> str:
@@ -116,11 +117,12 @@ def parse_stage_credentials(value: Any) -> StageCredentials:
     if not bucket or not isinstance(creds, Mapping):
         raise ValueError("stage credentials lack a bucket or creds")
     try:
-        keys = (str(creds["AWS_KEY_ID"]), str(creds["AWS_SECRET_KEY"]), str(creds.get("AWS_TOKEN") or ""))
+        keys = (str(creds["AWS_KEY_ID"]), str(creds["AWS_SECRET_KEY"]))
     except KeyError as exc:
         raise ValueError(f"stage credentials lack {exc.args[0]}") from None
     endpoint = stage.get("endPoint") or None
     return StageCredentials(bucket, prefix, str(stage.get("region") or ""), *keys,
+                            session_token=str(creds.get("AWS_TOKEN") or ""),
                             endpoint=str(endpoint) if endpoint else None)
 
 

@@ -19,6 +19,11 @@ def run(
     return subprocess.run([PY, *args], capture_output=True, text=True, timeout=timeout, cwd=cwd)
 
 
+def run_pytest(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """A pytest session in a subprocess, without the cache (the tmp dir stays as it ran)."""
+    return run("-m", "pytest", "-q", "-p", "no:cacheprovider", *args, cwd=cwd)
+
+
 def test_plugin_is_inert_for_other_sessions(tmp_path):
     (tmp_path / "test_plain.py").write_text(
         textwrap.dedent("""
@@ -28,15 +33,7 @@ def test_plugin_is_inert_for_other_sessions(tmp_path):
             assert not [t for t in threading.enumerate() if t.name.startswith("fake-gs")]
     """)
     )
-    proc = run(
-        "-m",
-        "pytest",
-        "-q",
-        "-p",
-        "no:cacheprovider",
-        str(tmp_path / "test_plain.py"),
-        cwd=tmp_path,
-    )
+    proc = run_pytest(str(tmp_path / "test_plain.py"), cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "gs-conformance" not in proc.stdout
     assert not list(tmp_path.glob("*.json"))
@@ -47,23 +44,8 @@ CHEAP = "ADDR-REQID-1,ADDR-ROUTE-1,JOB-GET-1,CANCEL-UNKNOWN-1,JOBV-EMPTY-1"
 
 def _suite(tmp_path: Path, name: str, *extra: str, clauses: str = CHEAP) -> dict:
     out = tmp_path / f"{name}.json"
-    proc = run(
-        "-m",
-        "pytest",
-        "-q",
-        "-p",
-        "no:cacheprovider",
-        "--pyargs",
-        "conformance.properties",
-        "--gs-clauses",
-        clauses,
-        "--gs-examples",
-        "2",
-        "--gs-json",
-        str(out),
-        *extra,
-        cwd=tmp_path,
-    )
+    proc = run_pytest("--pyargs", "conformance.properties", "--gs-clauses", clauses,
+                      "--gs-examples", "2", "--gs-json", str(out), *extra, cwd=tmp_path)
     assert out.exists(), proc.stdout[-3000:] + proc.stderr[-3000:]
     return json.loads(out.read_text())
 

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
+from dataclasses import asdict, fields
 
 import pytest
 
 from conformance import report
 from conformance.results import ClauseBook, RunResults, TestOutcome, clause_ids
-from contract.clauses import CLAUSES, for_profile
+from contract.clauses import CLAUSES, Clause, for_profile
 
 
 def book(*outcomes: TestOutcome) -> ClauseBook:
@@ -90,6 +91,12 @@ def test_selection_and_json_round_trip():
     assert [v.id for v in res.verdicts] == ["STEP-LR-1"]
     again = RunResults.from_json(res.to_json())
     assert again.to_json() == res.to_json()
+
+
+def test_a_verdict_carries_its_clause_as_registered():
+    for v in book().results("proposed", "t").verdicts:
+        card = {f.name: getattr(v, f.name) for f in fields(Clause)}
+        assert isinstance(v, Clause) and card == asdict(CLAUSES[v.id])
 
 
 def test_clause_id_parsing():

@@ -19,9 +19,8 @@ UNKNOWN_JOB = "/00000000-0000-4000-8000-000000000000"
 
 @pytest.fixture(scope="module")
 def spec_server() -> Iterator[FakeServer]:
-    srv = start_in_background(dialect="spec")
-    yield srv
-    srv.stop()
+    with start_in_background(dialect="spec") as srv:
+        yield srv
 
 
 @pytest.fixture

@@ -28,9 +28,8 @@ from fake_gs import FakeServer, start_in_background
 
 @pytest.fixture(scope="module")
 def fake() -> Iterator[FakeServer]:
-    server = start_in_background(log_level="critical")
-    yield server
-    server.stop()
+    with start_in_background(log_level="critical") as server:
+        yield server
 
 
 @pytest.fixture
