@@ -22,6 +22,7 @@ import requests
 
 from contract.auth import AUTHORIZATION_HEADER, TOKEN_TYPE_HEADER
 from contract.errors import REQUEST_ID_HEADER
+from contract.limits import MAX_ANSWER_BYTES
 from contract.tape import Exchange as TapeExchange
 from contract.tape import TapeWriter, sink_of
 
@@ -91,8 +92,9 @@ def _pick(headers: Any, names: tuple[str, ...]) -> dict[str, str]:
 
 
 #: A streamed JSON answer up to this declared size is read for the tape all the same:
-#: schemathesis streams every call, and a replay needs the ids such answers carry.
-_SMALL_JSON = 64 * 1024
+#: schemathesis and the kit's client stream every call (the client to hold its own cap),
+#: and a replay compares their bodies; the client's cap is the natural bound.
+_SMALL_JSON = MAX_ANSWER_BYTES
 
 
 def _small_json(response: requests.Response) -> bool:
