@@ -39,7 +39,7 @@ def walkthrough() -> str:
 
 def test_readme_walkthrough_runs_as_written(tmp_path: Path) -> None:
     shutil.copytree(ROOT / "examples", tmp_path / "examples")
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONDONTWRITEBYTECODE": "1"}
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
     for name in ("CORTEX_HOST", "CORTEX_BASE_URL", "CORTEX_PAT", "REQUESTS_CA_BUNDLE", "SSL_CERT_FILE"):
         env.pop(name, None)
     proc = subprocess.run(["bash", "-euo", "pipefail", "-c", walkthrough()], cwd=tmp_path, env=env,
