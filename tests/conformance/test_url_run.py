@@ -5,7 +5,8 @@ a fresh interpreter, default options: one job). The clauses one job can judge (t
 clauses on the run's own job, the delivery clauses on its one large result) must come back
 judged; the mutants whose repeated cancel answers 409 and whose chunked delivery breaks a
 cursor must be caught; the report carries the judged fraction and the cost line. The full
-default run takes a minute or two and is marked ``slow``; the focused runs are CI-fast.
+default run takes a minute or two and is marked ``slow``, as is the cursor mutant's run (its
+default run shrinks over the large result); the other focused runs are in ``tox -e tests``.
 """
 
 from __future__ import annotations
@@ -147,7 +148,8 @@ def test_a_slow_start_is_probed_before_running(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     "mutant,clause", [("cancel-cancelling-409", "CANCEL-IDEM-1"),
-                      ("cursor-page-consumed", "POLL-CURSOR-1")]
+                      # the large result, polled again as the default run shrinks: ``slow``
+                      pytest.param("cursor-page-consumed", "POLL-CURSOR-1", marks=pytest.mark.slow)]
 )
 @pytest.mark.heavy
 def test_a_default_url_run_catches_the_mutant(mutant: str, clause: str, tmp_path: Path) -> None:

@@ -24,7 +24,10 @@ for _module in ("torch", "trustme", "tokenizers", "moto", "boto3"):
 ROOT = Path(__file__).resolve().parents[2]
 SECTION = "## Run a recipe against the fake"
 
-pytestmark = pytest.mark.xdist_group("grpo_example")
+#: Twenty GRPO steps over TLS with the tiny engine: ``slow`` (``tox -e slow``, in CI too);
+#: ``tox -e tests`` keeps the same example's learning and TLS checks (test_grpo_example.py,
+#: test_tls_recipe.py).
+pytestmark = [pytest.mark.xdist_group("grpo_example"), pytest.mark.slow, pytest.mark.heavy]
 
 
 def walkthrough() -> str:
