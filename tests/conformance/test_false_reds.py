@@ -41,7 +41,7 @@ def proxied_fake(request: pytest.FixtureRequest) -> Iterator[str]:
 def gs_conformance(url: str, out: Path, *args: str) -> tuple[int, dict[str, Any], str, float]:
     """Run ``gs-conformance --url URL`` in a fresh interpreter; (exit, results, output, s)."""
     json_path = out / "results.json"
-    env = {**os.environ, "GS_TOKEN": TOKEN, "PYTHONDONTWRITEBYTECODE": "1", "NO_COLOR": "1"}
+    env = {**os.environ, "GS_TOKEN": TOKEN, "NO_COLOR": "1"}
     cmd = [sys.executable, "-m", "conformance.cli", "--url", url, "--profile", "current",
            "--json", str(json_path), "--quiet", *args]
     started = time.monotonic()
@@ -52,6 +52,7 @@ def gs_conformance(url: str, out: Path, *args: str) -> tuple[int, dict[str, Any]
 
 
 @pytest.mark.slow
+@pytest.mark.heavy
 def test_a_conformant_server_exits_0_with_no_red(proxied_fake: str, tmp_path: Path) -> None:
     code, results, output, took = gs_conformance(proxied_fake, tmp_path)
     red = [v["id"] for v in results.get("verdicts", []) if v["status"] == "red"]
@@ -63,6 +64,7 @@ def test_a_conformant_server_exits_0_with_no_red(proxied_fake: str, tmp_path: Pa
     print(f"\nproxy run ({proxied_fake}): {took:.1f}s, {counts}")
 
 
+@pytest.mark.heavy
 def test_require_all_fails_on_the_skipped_musts_and_names_them(
     proxied_fake: str, tmp_path: Path
 ) -> None:

@@ -82,6 +82,7 @@ def test_fake_tape_never_holds_a_token(tmp_path: Path) -> None:
     assert "withheld" in lines[4]["request"]["body"]
 
 
+@pytest.mark.heavy
 def test_conformance_tape_never_holds_a_token(tmp_path: Path) -> None:
     tape = tmp_path / "run.gsrec"
     cmd = [sys.executable, "-m", "conformance.cli", "--clauses", "AUTH-REQUIRED-1,AUTH-ISOLATION-1",
@@ -94,6 +95,7 @@ def test_conformance_tape_never_holds_a_token(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("tape", corpus_tapes(), ids=lambda p: p.name)
+@pytest.mark.heavy
 def test_corpus_replays_to_zero_divergences(tape: Path) -> None:
     """CI holds the fake to its committed recordings: a change of behaviour is a
     divergence here until the corpus is re-recorded (python -m conformance.parity.corpus)."""

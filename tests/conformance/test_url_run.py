@@ -5,7 +5,8 @@ a fresh interpreter, default options: one job). The clauses one job can judge (t
 clauses on the run's own job, the delivery clauses on its one large result) must come back
 judged; the mutants whose repeated cancel answers 409 and whose chunked delivery breaks a
 cursor must be caught; the report carries the judged fraction and the cost line. The full
-default run takes a minute or two and is marked ``slow``; the focused runs are CI-fast.
+default run takes a minute or two and is marked ``slow``, as is the cursor mutant's run (its
+default run shrinks over the large result); the other focused runs are in ``tox -e tests``.
 """
 
 from __future__ import annotations
@@ -78,7 +79,7 @@ def fake_url(mutant: str | None = None, **settings: Any) -> Iterator[str]:
 
 def start(url: str, out: Path, *args: str) -> tuple[subprocess.Popen[str], Path]:
     json_path = out / "results.json"
-    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "NO_COLOR": "1"}
+    env = {**os.environ, "NO_COLOR": "1"}
     env.pop("GS_TOKEN", None)
     cmd = [sys.executable, "-m", "conformance.cli", "--url", url, "--json", str(json_path), *args]
     return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
@@ -95,6 +96,7 @@ def verdicts(results: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {v["id"]: v for v in results.get("verdicts", [])}
 
 
+@pytest.mark.heavy
 def test_one_job_judges_its_end_and_a_chunked_result(tmp_path: Path) -> None:
     """Default options, one job: the cancel clauses on the run's own job and the delivery
     clauses on its large result are judged green; the report has the judged fraction and
@@ -115,6 +117,7 @@ def test_one_job_judges_its_end_and_a_chunked_result(tmp_path: Path) -> None:
     assert "cost: 1 job created" in output
 
 
+@pytest.mark.heavy
 def test_an_inline_answer_skips_naming_the_size_tried(tmp_path: Path) -> None:
     """A server that answers even the large result inline: the delivery clauses are skipped,
     and the reason names the size the run tried (here capped at 2 MiB)."""
@@ -128,6 +131,7 @@ def test_an_inline_answer_skips_naming_the_size_tried(tmp_path: Path) -> None:
     assert code == 0
 
 
+@pytest.mark.heavy
 def test_a_slow_start_is_probed_before_running(tmp_path: Path) -> None:
     """Where the server shows pending/placing/initializing long enough to be polled (the
     fake with ``--startup polls:6``), the run's own job is probed there: JOB-RUNNING-1 and
@@ -144,8 +148,10 @@ def test_a_slow_start_is_probed_before_running(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     "mutant,clause", [("cancel-cancelling-409", "CANCEL-IDEM-1"),
-                      ("cursor-page-consumed", "POLL-CURSOR-1")]
+                      # the large result, polled again as the default run shrinks: ``slow``
+                      pytest.param("cursor-page-consumed", "POLL-CURSOR-1", marks=pytest.mark.slow)]
 )
+@pytest.mark.heavy
 def test_a_default_url_run_catches_the_mutant(mutant: str, clause: str, tmp_path: Path) -> None:
     """The fake with the mutant, judged as a URL with default options: the clause is red."""
     with fake_url(mutant) as url:
@@ -155,6 +161,7 @@ def test_a_default_url_run_catches_the_mutant(mutant: str, clause: str, tmp_path
     assert code == 1, output[-2000:]
 
 
+@pytest.mark.heavy
 def test_the_plan_leaves_out_only_what_one_job_cannot_judge(tmp_path: Path) -> None:
     """``--plan`` against the fake as a URL: every MUST clause it forecasts unjudgeable is
     one that needs the fake's admin API or settings, a second account or more jobs."""
@@ -173,6 +180,7 @@ def test_the_plan_leaves_out_only_what_one_job_cannot_judge(tmp_path: Path) -> N
 
 
 @pytest.mark.slow
+@pytest.mark.heavy
 def test_default_url_run_skips_only_what_one_job_cannot_judge(tmp_path: Path) -> None:
     """The whole suite, default options, against the fake as a URL: every skipped MUST
     clause is listed above with its category, and its reason says so; nothing is red."""

@@ -5,6 +5,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 HEAVY = ("torch", "safetensors", "starlette", "uvicorn", "requests", "hypothesis", "schemathesis", "numpy")
 
 
@@ -22,6 +24,7 @@ def test_import_contract_pulls_nothing_heavy() -> None:
     assert not loaded & set(HEAVY), sorted(loaded & set(HEAVY))
 
 
+@pytest.mark.heavy
 def test_codec_loads_torch_on_first_tensor() -> None:
     import torch
 

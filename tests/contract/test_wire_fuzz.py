@@ -242,6 +242,7 @@ def test_deep_nesting_is_a_wire_error_not_a_recursion_error() -> None:
         wire.dumps(deep)
 
 
+@pytest.mark.heavy
 def test_hundred_thousand_tiny_tensors_within_limits() -> None:
     count = 100_000
     tree = ["l", [["t", str(i)] for i in range(count)]]

@@ -13,6 +13,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "ci_gate"
 
@@ -25,6 +27,7 @@ def run_example(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(cmd, cwd=EXAMPLE, env=env, capture_output=True, text=True, timeout=600)
 
 
+@pytest.mark.heavy
 def test_example_project_gate_and_coverage_under_xdist():
     proc = run_example("-n", "4", "--fake-gs-coverage")
     out = proc.stdout

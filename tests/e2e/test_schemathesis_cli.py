@@ -10,7 +10,8 @@ README's ``--max-examples 100`` with every operation reached.
 
 Dialects: the document accepts both forms of the spec (integer error codes, ``detail``
 lists, ``""`` poll fields, delete 204, ``last_lr`` lists); each run repeats against a fake
-started with ``dialect="spec"``.
+started with ``dialect="spec"``. The CI-sized run in the spec dialect is ``slow`` (``tox -e
+slow``; the kit dialect's stays in ``tox -e tests``).
 """
 
 from __future__ import annotations
@@ -124,7 +125,10 @@ def run_and_judge(fake: FakeServer, tmp_path: Path, dialect: str, examples: int,
         assert not missing_data, out[-8000:]
 
 
-@pytest.mark.parametrize("dialect", DIALECTS)
+@pytest.mark.heavy
+@pytest.mark.parametrize("dialect", [
+    pytest.param(d, marks=[] if d == "kit" else [pytest.mark.slow]) for d in DIALECTS
+])
 def test_schemathesis_cli_finds_nothing_and_reaches_the_api(fake: FakeServer, tmp_path: Path,
                                                              dialect: str) -> None:
     run_and_judge(fake, tmp_path, dialect, EXAMPLES, SCENARIOS, MUST_REACH)

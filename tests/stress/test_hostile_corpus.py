@@ -335,6 +335,10 @@ def send(session: requests.Session, base: str, job_id: str, call: Call) -> tuple
     return r, time.monotonic() - started
 
 
+#: Both tests share the module's corpus (tens of seconds to build): one xdist worker builds it once.
+pytestmark = pytest.mark.xdist_group("hostile_corpus")
+
+
 @pytest.fixture(scope="module")
 def entries() -> list[Entry]:
     return corpus()

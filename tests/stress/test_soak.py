@@ -28,6 +28,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+import pytest
 import requests
 import torch
 from stress_helpers import MODEL, Admin, PeakSampler, fake_process, rest_client, service_prefix
@@ -181,6 +182,7 @@ def settle_rss(proc: Any, admin: Admin, rounds: int = 6) -> int:
     return min(lows)
 
 
+@pytest.mark.heavy
 def test_soak(soak_size: str) -> None:
     n_ops = OPS_PER_CLIENT[soak_size]
     args = [a for t in TOKENS for a in ("--token", t)] + ["--admin-token", ADMIN_TOKEN]
