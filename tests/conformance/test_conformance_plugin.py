@@ -50,6 +50,7 @@ def _suite(tmp_path: Path, name: str, *extra: str, clauses: str = CHEAP) -> dict
     return json.loads(out.read_text())
 
 
+@pytest.mark.heavy
 def test_xdist_aggregates_like_a_single_process(tmp_path):
     serial = _suite(tmp_path, "serial")
     parallel = _suite(tmp_path, "parallel", "-n", "2")
@@ -59,6 +60,7 @@ def test_xdist_aggregates_like_a_single_process(tmp_path):
     assert set(status(serial).values()) == {"green"}
 
 
+@pytest.mark.heavy
 def test_red_clause_report_carries_the_exchange(tmp_path):
     html, xml = tmp_path / "r.html", tmp_path / "r.xml"
     res = _suite(
@@ -88,6 +90,7 @@ def test_cli_fails_fast_when_nothing_answers():
     assert time.monotonic() - started < 20
 
 
+@pytest.mark.heavy
 def test_cli_writes_every_report_form(tmp_path):
     outs = {
         "--report": "out.html",
