@@ -7,8 +7,9 @@ import json
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
+
+import pytest
 
 PY = sys.executable
 
@@ -83,11 +84,12 @@ def test_red_clause_report_carries_the_exchange(tmp_path):
 
 
 def test_cli_fails_fast_when_nothing_answers():
-    started = time.monotonic()
+    """Exit 3 with a plain message (no traceback); a CLI that kept waiting fails on the
+    subprocess time-out rather than on a timed assertion."""
     proc = run("-m", "conformance.cli", "--url", "http://127.0.0.1:9", timeout=60)
     assert proc.returncode == 3
     assert "no server answering at http://127.0.0.1:9" in proc.stderr
-    assert time.monotonic() - started < 20
+    assert "Traceback" not in proc.stderr
 
 
 @pytest.mark.heavy
