@@ -132,6 +132,7 @@ def bench_poll_page() -> bool:
     import json
     import tracemalloc
 
+    from contract.models import RequestStatus
     from fake_gs.delivery import chunk_event
     from fake_gs.handlers.polling import render
 
@@ -148,7 +149,7 @@ def bench_poll_page() -> bool:
         tracemalloc.stop()
         return size, top
 
-    size, now = peak(lambda: render(head, b"null", None, events, None))
+    size, now = peak(lambda: render(RequestStatus(**head, error=None, next_cursor=None), b"null", events))
     _, before = peak(lambda: json.dumps({**head, "result": None, "error": None, "events": dicts,
                                          "next_cursor": None}, separators=(",", ":")).encode())
     ok = now <= 1.2 * size

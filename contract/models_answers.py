@@ -354,12 +354,28 @@ class ErrorEnvelope(BaseModel):
         return self
 
 
+class MessageCodeError(BaseModel):
+    """Spec §3.6's ``{message, code}`` form, keys in that order: an integer code (the HTTP
+    status), or the one string code the spec documents (spec §9.3). An ErrorEnvelope too."""
+
+    message: str
+    code: int | str
+
+
+class DetailListError(BaseModel):
+    """Spec §3.6's bare ``detail`` list: a validation failure naming its fields. An
+    ErrorEnvelope too."""
+
+    detail: list[ErrorDetail]
+
+
 __all__ = [
     "OPERATION_ANSWERS", "OPERATION_RESULTS", "PROPOSED_METRIC_KEYS", "BootstrapRouterReplayResult",
     "CancelRequestResult", "Capacity", "Checkpoint", "CheckpointList", "ChunkAccepted",
-    "CreateJobResponse", "EmptyObject", "ErrorDetail", "ErrorEnvelope", "ExperimentRun",
+    "CreateJobResponse", "DetailListError", "EmptyObject", "ErrorDetail", "ErrorEnvelope", "ExperimentRun",
     "ExportFile", "ExportResponse", "ForwardBackwardResult", "ForwardResult", "GenerateResult",
     "GenerateStreamSubmitResponse", "InlineFrame", "Job", "JobList", "LoadResult", "LogProbsResult",
+    "MessageCodeError",
     "PeakMemory", "PollEvent", "RequestStatus", "ResetPrefixCacheResult", "ResultChunkEvent",
     "RouterReplayDiscardResult", "SaveResult", "StatementColumn", "StatementMetaData", "StatementResult", "StepResult", "StreamDoneEvent", "StreamErrorEvent",
     "StreamResultEvent", "SubJob", "SubmitResponse", "TailLogsResult", "WeightSyncResult",

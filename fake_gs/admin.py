@@ -7,6 +7,10 @@ per-account traffic log. Export downloads need no bearer token: their random URL
 the credential (like a presigned URL). With tokens configured, only the admin token
 (``--admin-token``, or a random one printed at start-up) opens the rest: service tokens,
 configured or minted, get 403.
+
+The admin API is the fake's own, not part of the contract: no contract model describes its
+answers, so they stay outside the answer check (``fake_gs.answers``); its refusals still
+use the contract's error envelope.
 """
 
 from __future__ import annotations
@@ -40,7 +44,7 @@ def _wrap(state: AppState, handler: AdminHandler, *, auth: bool = True) -> Calla
             return await handler(state, request, body)
         except ApiError as exc:
             await body.drain()
-            return json_response(exc.body(), exc.status, exc.headers)
+            return json_response(exc.envelope(), exc.status, exc.headers)
         finally:
             body.release()
 

@@ -8,6 +8,16 @@ it). The model comes from the route table (:func:`contract.routes.answer_model`)
 result are named by the handler through :func:`expect`. A poll's JSON result is checked
 against the route's result model; an inline result frame is decoded and its object checked.
 Answers of a mutant are not checked: a mutant breaks answers on purpose.
+
+Every answer the fake gives on the contract's paths goes through the check: the route
+wrapper's (``fake_gs.dispatch.guarded``), the router's own 404/405 (``fake_gs.app``) and
+the last-resort 500 (``fake_gs.middleware``); :func:`checked` takes ``route=None`` for the
+answers no contract route gives. The admin API under ``/_fake/`` is the fake's own, not
+part of the contract, and is not checked (``fake_gs.admin``). A dropped connection
+(an injected fault) is no answer at all.
+
+Answers are built from the contract's models: :func:`render` gives an answer model as the
+dict the fake sends, :func:`encode` as its JSON bytes, splicing in pre-encoded results.
 """
 
 from __future__ import annotations
@@ -16,7 +26,7 @@ import base64
 import json
 import logging
 import os
-from collections.abc import MutableMapping
+from collections.abc import Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,16 +34,18 @@ from pydantic import BaseModel, ValidationError
 from starlette.responses import Response
 
 from contract import models as m
-from contract.errors import ErrorCode, error_body
+from contract.errors import ErrorCode
 from contract.models import unknown_fields
 from contract.routes import ROUTES_BY_NAME, Route, answer_model, result_model
 
 log = logging.getLogger("fake_gs.answers")
+_ABSENT = object()
 
 #: Set to ``1`` (tests/conftest.py does) to check every fake's answers by default.
 ENV = "FAKE_GS_VALIDATE_ANSWERS"
 _SCOPE_KEY = "fake_gs.answer"
 _JSON = "application/json"
+_ENCODER = json.JSONEncoder(separators=(",", ":"), allow_nan=False)
 
 
 def render(answer: BaseModel) -> dict[str, Any]:
@@ -41,6 +53,46 @@ def render(answer: BaseModel) -> dict[str, Any]:
     those it was given (an omitted optional field stays absent, an explicit None is null);
     values keep their Python types (a result frame's tensors stay tensors)."""
     return answer.model_dump(by_alias=True, exclude_unset=True)
+
+
+def dumps(obj: Any) -> bytes:
+    """Compact JSON bytes, as every answer is sent (NaN and infinities refused)."""
+    return _ENCODER.encode(obj).encode("utf-8")
+
+
+def encode(answer: BaseModel, spliced: Mapping[str, Sequence[bytes]] | None = None) -> bytes:
+    """``answer`` as the JSON bytes the fake sends: :func:`render`'s fields in the model's
+    declaration order. A field named in ``spliced`` is written as the given pieces of
+    pre-encoded JSON instead: a stored result, or its events, was encoded once when the
+    request finished and is copied once here, never decoded and re-serialised (a page of
+    512 ``result_chunk`` events is tens of MiB)."""
+    spliced = spliced or {}
+    fields = type(answer).model_fields
+    if not set(spliced) <= set(fields):
+        raise ValueError(f"{type(answer).__name__} has no field(s) {sorted(set(spliced) - set(fields))}")
+    body = render(answer)
+    parts: list[bytes] = []
+    for name, info in fields.items():
+        key = info.alias or name
+        value = body.pop(key, _ABSENT)
+        pieces = spliced[name] if name in spliced else [] if value is _ABSENT else [dumps(value)]
+        if pieces:
+            parts += (b"," if parts else b"{", dumps(key), b":", *pieces)
+    for key, value in body.items():  # extras, after the declared fields as in render()
+        parts += (b"," if parts else b"{", dumps(key), b":", dumps(value))
+    parts.append(b"}" if parts else b"{}")
+    return b"".join(parts)
+
+
+def array(items: Sequence[bytes]) -> list[bytes]:
+    """The pieces of a JSON array whose items are pre-encoded JSON (for :func:`encode`)."""
+    pieces = [b"["]
+    for index, item in enumerate(items):
+        if index:
+            pieces.append(b",")
+        pieces.append(item)
+    pieces.append(b"]")
+    return pieces
 
 
 def on_by_env() -> bool:
@@ -108,11 +160,13 @@ def _result_problem(expected: Expected, result: Any) -> str | None:
     return _problems(expected.result, obj)
 
 
-def _models_for(route: Route, status: int, expected: Expected) -> list[type[BaseModel]]:
+def _models_for(route: Route | None, status: int, expected: Expected) -> list[type[BaseModel]]:
     """The models the answer may have: one, or for an operation whose type the handler did
-    not name (an idempotent replay) any operation answer."""
+    not name (an idempotent replay) any operation answer; without a route, errors only."""
     if status >= 400:
         return [m.ErrorEnvelope]
+    if route is None:
+        return []
     if status == 202 and route.chunked:
         return [m.ChunkAccepted]
     model = expected.model or answer_model(route)
@@ -121,8 +175,9 @@ def _models_for(route: Route, status: int, expected: Expected) -> list[type[Base
     return list(dict.fromkeys(m.OPERATION_ANSWERS.values())) if route.name == "operation" else []
 
 
-def problem(route: Route, response: Response, scope: MutableMapping[str, Any]) -> str | None:
-    """Why ``response`` is not an answer ``route`` may give; None when it is."""
+def problem(route: Route | None, response: Response, scope: MutableMapping[str, Any]) -> str | None:
+    """Why ``response`` is not an answer ``route`` may give (``None``: an answer outside
+    every route, which can only be an error); None when it is."""
     body = bytes(response.body)
     if response.status_code == 204:
         return "a 204 answer carries a body" if body else None
@@ -131,16 +186,27 @@ def problem(route: Route, response: Response, scope: MutableMapping[str, Any]) -
     expected = scope.get(_SCOPE_KEY) or Expected()
     models = _models_for(route, response.status_code, expected)
     if not models:
-        return f"no answer model for {route.name} (status {response.status_code})"
+        return f"no answer model for {_name(route)} (status {response.status_code})"
     data = json.loads(body)
     problems = [_problems(model, data) for model in models]
     found = None if None in problems else "; ".join(str(p) for p in problems)
-    if found is None and isinstance(data, dict) and route.name == "get_request":
+    if found is None and isinstance(data, dict) and route is not None and route.name == "get_request":
         found = _result_problem(expected, data.get("result"))
     return found
 
 
-def checked(route: Route, response: Response, scope: MutableMapping[str, Any]) -> Response:
+def _name(route: Route | None) -> str:
+    return route.name if route is not None else "the router"
+
+
+def internal(message: str) -> Response:
+    """A 500 ``internal`` answer built from the contract's error envelope (in json.dumps'
+    default spacing, as these last-resort answers have always been sent)."""
+    body = json.dumps(render(m.ErrorEnvelope(code=ErrorCode.INTERNAL.value, message=message))).encode()
+    return Response(body, status_code=500, media_type=_JSON)
+
+
+def checked(route: Route | None, response: Response, scope: MutableMapping[str, Any]) -> Response:
     """``response``, or a 500 ``internal`` envelope when it does not validate."""
     try:
         found = problem(route, response, scope)
@@ -148,6 +214,5 @@ def checked(route: Route, response: Response, scope: MutableMapping[str, Any]) -
         found = f"unreadable answer: {exc}"
     if found is None:
         return response
-    log.error("%s answered %d with an invalid body: %s", route.name, response.status_code, found)
-    body = json.dumps(error_body(ErrorCode.INTERNAL, f"invalid answer: {found}"[:2000])).encode()
-    return Response(body, status_code=500, media_type=_JSON)
+    log.error("%s answered %d with an invalid body: %s", _name(route), response.status_code, found)
+    return internal(f"invalid answer: {found}"[:2000])

@@ -20,14 +20,13 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute
 
-from contract.errors import ErrorCode, error_body
+from contract.errors import ErrorCode
 from contract.routes import routes_for
-from fake_gs import dialect
 from fake_gs.admin import admin_routes
 from fake_gs.clock import SYSTEM_CLOCK, Clock
-from fake_gs.dispatch import make_endpoint
+from fake_gs.dispatch import error_answer, guarded, make_endpoint
+from fake_gs.errors import envelope
 from fake_gs.handlers import HANDLERS
-from fake_gs.handlers.common import json_response
 from fake_gs.handlers.statements import statement_routes
 from fake_gs.middleware import RequestContextMiddleware
 from fake_gs.routing import path_routes
@@ -48,17 +47,17 @@ def service_routes(state: AppState) -> list[BaseRoute]:
 
 
 async def http_error(request: Request, exc: Exception) -> Response:
+    """The router's own answers (no route matched the path, or not the method) and any
+    other HTTP exception, as the contract's error envelope, through the answer check."""
     assert isinstance(exc, HTTPException)
     if exc.status_code == 405:
-        body = error_body(ErrorCode.METHOD_NOT_ALLOWED, f"{request.method} is not allowed on {request.url.path}")
+        found = envelope(ErrorCode.METHOD_NOT_ALLOWED, f"{request.method} is not allowed on {request.url.path}")
     elif exc.status_code == 404:
-        body = error_body(ErrorCode.ROUTE_NOT_FOUND, f"no route {request.method} {request.url.path}")
+        found = envelope(ErrorCode.ROUTE_NOT_FOUND, f"no route {request.method} {request.url.path}")
     else:
-        body = error_body(ErrorCode.INVALID_ARGUMENT, str(exc.detail) or "bad request")
-    fake = getattr(request.app.state, "fake", None)
-    if fake is not None and fake.settings.spec_dialect:
-        body = dialect.error(body, exc.status_code)
-    return json_response(body, exc.status_code, exc.headers)
+        found = envelope(ErrorCode.INVALID_ARGUMENT, str(exc.detail) or "bad request")
+    state: AppState = request.app.state.fake
+    return guarded(state, None, error_answer(state, found, exc.status_code, exc.headers), request.scope)
 
 
 async def sweep_groups(state: AppState) -> None:

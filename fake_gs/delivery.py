@@ -10,13 +10,14 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
-import json
 import math
 from dataclasses import dataclass
 from typing import Any
 
 from contract.errors import ErrorCode
 from contract.limits import DEFAULT_MAX_EVENTS, MAX_EVENTS_CAP
+from contract.models import ResultChunkEvent
+from fake_gs.answers import dumps, encode
 from fake_gs.errors import ApiError
 
 
@@ -74,26 +75,22 @@ class Delivered:
         return len(self.raw or b"") + sum(len(e) for e in self.events or ())
 
 
-def _dumps(obj: Any) -> bytes:
-    return json.dumps(obj, separators=(",", ":"), allow_nan=False).encode("utf-8")
-
-
 def chunk_event(chunk: bytes) -> bytes:
-    """One ``result_chunk`` event as JSON bytes (the base64 text is copied once, here)."""
-    sha = hashlib.sha256(chunk).hexdigest().encode("ascii")
-    return b"".join((b'{"type":"result_chunk","payload_b64":"', base64.b64encode(chunk),
-                     b'","payload_sha256":"', sha, b'"}'))
+    """One ``result_chunk`` event as JSON bytes, built from the contract's model; the base64
+    text (which needs no JSON escaping) is spliced in, copied once, here."""
+    event = ResultChunkEvent.model_construct(type="result_chunk", payload_sha256=hashlib.sha256(chunk).hexdigest())
+    return encode(event, {"payload_b64": (b'"', base64.b64encode(chunk), b'"')})
 
 
 def prepare(result: Any, *, force_frame: bool, mode: str, chunk_bytes: int) -> Delivered:
     """Encode a result once, in the form ``mode`` (auto | inline | chunks) asks for."""
     if not force_frame and not has_tensor(result):
-        return Delivered(raw=_dumps(jsonable(result if result is not None else {})))
+        return Delivered(raw=dumps(jsonable(result if result is not None else {})))
     from contract import wire
 
     frame = wire.dumps(result)
     if mode == "inline" or (mode == "auto" and len(frame) <= chunk_bytes):
-        return Delivered(raw=_dumps(wire.inline_frame(frame)), form="inline")
+        return Delivered(raw=dumps(wire.inline_frame(frame)), form="inline")
     chunks = wire.encode_byte_chunks(frame, "result", max_bytes=chunk_bytes, force_chunk=True)
     del frame
     return Delivered(events=[chunk_event(c) for c in chunks], form="chunks")

@@ -21,22 +21,22 @@ from collections.abc import Callable
 from typing import Any, Literal
 
 from contract.errors import ErrorCode
+from contract.models import DetailListError, ErrorEnvelope, MessageCodeError
 
 Dialect = Literal["kit", "spec"]
 DIALECTS: tuple[str, ...] = ("kit", "spec")
 
 
-def error(body: dict[str, Any], status: int) -> dict[str, Any]:
-    """A kit error envelope in the spec's forms: the documented string code stays; a
-    validation failure (a 400 naming fields) becomes a ``detail`` list (``loc`` from
-    ``body``); anything else ``{"message", "code": <status>}``."""
-    code, message = body.get("code"), str(body.get("message") or "error")
-    if code == ErrorCode.CHUNK_GROUP_RESTART_REQUIRED:
-        return {"message": message, "code": str(code)}
-    detail = body.get("detail")
-    if detail and status in (400, 422):
-        return {"detail": [{**d, "loc": ["body", *d.get("loc", [])]} for d in detail]}
-    return {"message": message, "code": status}
+def error(envelope: ErrorEnvelope, status: int) -> ErrorEnvelope | MessageCodeError | DetailListError:
+    """A kit error envelope in the spec's forms (contract models): the documented string
+    code stays; a validation failure (a 400 naming fields) becomes a ``detail`` list
+    (``loc`` from ``body``); anything else ``{"message", "code": <status>}``."""
+    message = envelope.message or "error"
+    if envelope.code == ErrorCode.CHUNK_GROUP_RESTART_REQUIRED:
+        return MessageCodeError(message=message, code=str(envelope.code))
+    if envelope.detail and status in (400, 422):
+        return DetailListError(detail=[d.model_copy(update={"loc": ["body", *d.loc]}) for d in envelope.detail])
+    return MessageCodeError(message=message, code=status)
 
 
 def poll(view: dict[str, Any]) -> dict[str, Any]:

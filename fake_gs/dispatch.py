@@ -9,18 +9,20 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
-from typing import cast
+from collections.abc import Awaitable, Callable, Mapping, MutableMapping
+from typing import Any, cast
 
+from pydantic import BaseModel
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import PlainTextResponse, Response
 
-from contract.errors import ErrorCode, error_body, general_code
+from contract.errors import ErrorCode, general_code
 from contract.ids import printable
+from contract.models import ErrorEnvelope
 from contract.routes import Route
 from fake_gs import answers, dialect
 from fake_gs.auth import authenticate
-from fake_gs.errors import ApiError
+from fake_gs.errors import ApiError, envelope
 from fake_gs.faults import FaultAction
 from fake_gs.handlers import Handler
 from fake_gs.handlers.common import BodyReader, Ctx, json_response
@@ -40,19 +42,24 @@ def _headers(state: AppState, headers: dict[str, str]) -> dict[str, str]:
     return headers
 
 
+def error_answer(state: AppState, found: ErrorEnvelope, status: int,
+                 headers: Mapping[str, str] | None = None) -> Response:
+    """An error envelope as the answer, in the fake's dialect."""
+    answer: BaseModel = dialect.error(found, status) if state.settings.spec_dialect else found
+    return json_response(answer, status, headers)
+
+
 def error_response(state: AppState, exc: ApiError) -> Response:
     if exc.code == ErrorCode.MALFORMED_FRAME and state.mutant("frame-500"):
-        return json_response(error_body(ErrorCode.INTERNAL, exc.message), 500)
+        return json_response(envelope(ErrorCode.INTERNAL, exc.message), 500)
     if exc.status == 400 and state.mutant("bare-400"):
         return PlainTextResponse("Bad Request", 400)
-    body = exc.body()
+    found = exc.envelope()
     if exc.code == ErrorCode.JOB_NOT_FOUND and state.mutant("job-not-found-miscoded"):
-        body["code"] = ErrorCode.JOB_CONFLICT.value
+        found = envelope(ErrorCode.JOB_CONFLICT, exc.message, exc.detail)
     if exc.code == ErrorCode.VALIDATION_FAILED and state.mutant("validation-unnamed"):
-        body = error_body(exc.code, "invalid request body")
-    if state.settings.spec_dialect:
-        body = dialect.error(body, exc.status)
-    return json_response(body, exc.status, _headers(state, exc.headers))
+        found = envelope(exc.code, "invalid request body")
+    return error_answer(state, found, exc.status, _headers(state, exc.headers))
 
 
 def _seconds(value: float) -> str:
@@ -121,20 +128,27 @@ async def apply_fault(state: AppState, action: FaultAction, body: BodyReader, jo
         headers["retry-after"] = _seconds(action.retry_after)
     elif action.status in (429, 503):
         headers["retry-after"] = "1"
-    return json_response(error_body(code, action.message or "injected fault"), action.status,
+    return json_response(envelope(code, action.message or "injected fault"), action.status,
                          _headers(state, headers))
+
+
+def guarded(state: AppState, route: Route | None, response: Response, scope: MutableMapping[str, Any]
+            ) -> Response:
+    """The answer check (:mod:`fake_gs.answers`) where it is on: ``response``, or the 500
+    that replaces an answer that does not validate (counted as an internal error).
+    ``route`` is None for the answers no contract route gives (the router's 404/405)."""
+    if not state.settings.validate_answers or state.settings.mutant is not None:
+        return response
+    checked = answers.checked(route, response, scope)
+    if checked is not response:
+        with state.store.lock:
+            state.store.internal_errors += 1
+    return checked
 
 
 def make_endpoint(state: AppState, route: Route, handler: Handler) -> Callable[[Request], Awaitable[Response]]:
     async def endpoint(request: Request) -> Response:
-        response = await serve(state, route, handler, request)
-        if state.settings.validate_answers and state.settings.mutant is None:
-            checked = answers.checked(route, response, request.scope)
-            if checked is not response:
-                with state.store.lock:
-                    state.store.internal_errors += 1
-            return checked
-        return response
+        return guarded(state, route, await serve(state, route, handler, request), request.scope)
 
     endpoint.__name__ = route.name
     return endpoint
@@ -178,6 +192,6 @@ async def serve(state: AppState, route: Route, handler: Handler, request: Reques
         with state.store.lock:
             state.store.internal_errors += 1
         await body.drain()
-        return json_response(error_body(ErrorCode.INTERNAL, f"internal error: {type(exc).__name__}"), 500)
+        return json_response(envelope(ErrorCode.INTERNAL, f"internal error: {type(exc).__name__}"), 500)
     finally:
         body.release()

@@ -1,6 +1,8 @@
 """One exception type for every refusal, turned into the contract's error envelope.
 
-Handlers raise :class:`ApiError`; the dispatcher answers it. Anything else that escapes is
+Handlers raise :class:`ApiError`; the dispatcher answers it with :meth:`ApiError.envelope`,
+built from the contract's ``ErrorEnvelope`` (``fake_gs.dialect.error`` turns it into the
+spec's forms). Anything else that escapes is
 a bug and becomes a 500 ``internal`` envelope (counted, so tests can prove none happen).
 """
 
@@ -11,7 +13,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from contract.errors import STATUS_OF, ErrorCode, detail_entry, error_body
+from contract.errors import STATUS_OF, ErrorCode, detail_entry
+from contract.models import ErrorEnvelope
+from fake_gs.answers import render
 
 
 class ApiError(Exception):
@@ -35,8 +39,21 @@ class ApiError(Exception):
         if self.status in (429, 503):
             self.headers.setdefault("retry-after", "1")
 
+    def envelope(self) -> ErrorEnvelope:
+        return envelope(self.code, self.message, self.detail)
+
     def body(self) -> dict[str, Any]:
-        return error_body(self.code, self.message, self.detail)
+        """The envelope as a dict (a failed request keeps it as its poll ``error``)."""
+        return render(self.envelope())
+
+
+def envelope(code: ErrorCode | str, message: str, detail: Iterable[Mapping[str, Any]] | None = None
+             ) -> ErrorEnvelope:
+    """The kit's error envelope (``contract.errors``), built from the contract's model: a
+    string code, the message, and ``detail`` only when given."""
+    if detail is None:
+        return ErrorEnvelope(code=str(code), message=message)
+    return ErrorEnvelope(code=str(code), message=message, detail=[dict(d) for d in detail])
 
 
 def validation_error(exc: ValidationError, prefix: tuple[str | int, ...] = ()) -> ApiError:

@@ -1,9 +1,11 @@
 """Outermost ASGI layer: the request-id header on every answer, one log line per request,
-and a last-resort 500 envelope (also carrying the header) for anything that escapes."""
+and a last-resort 500 envelope (also carrying the header) for anything that escapes.
+
+A dropped connection (an injected fault, :class:`DropConnection`) promises a body and
+sends none: it is no answer, so the answer check has nothing to judge."""
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 import uuid
@@ -12,9 +14,10 @@ from urllib.parse import unquote
 
 from starlette.requests import ClientDisconnect
 
-from contract.errors import REQUEST_ID_HEADER, ErrorCode, error_body
+from contract.errors import REQUEST_ID_HEADER
 from contract.ids import printable
-from fake_gs.dispatch import DropConnection
+from fake_gs import answers
+from fake_gs.dispatch import DropConnection, guarded
 from fake_gs.handlers.common import ENCODED_SLASH
 from fake_gs.state import AppState
 from fake_gs.traffic import ERROR_BODY_CAP, bearer_of, exchange
@@ -39,9 +42,10 @@ def keep_encoded_slashes(scope: Scope) -> Scope:
     return {**scope, "path": unquote(text).replace("\x00", ENCODED_SLASH)}
 
 
-async def internal_error(send: Any) -> None:
-    """The last-resort 500 envelope, for an exception nothing else answered."""
-    body = json.dumps(error_body(ErrorCode.INTERNAL, "internal error")).encode()
+async def internal_error(state: AppState, scope: Scope, send: Any) -> None:
+    """The last-resort 500 envelope, for an exception nothing else answered (built from the
+    contract's model, through the answer check like every other answer)."""
+    body = bytes(guarded(state, None, answers.internal("internal error"), scope).body)
     await send({"type": "http.response.start", "status": 500,
                 "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
     await send({"type": "http.response.body", "body": body})
@@ -100,7 +104,7 @@ class RequestContextMiddleware:
             with self.state.store.lock:
                 self.state.store.internal_errors += 1
             if status == 0:
-                await internal_error(send_with_id)
+                await internal_error(self.state, scope, send_with_id)
         finally:
             self.finish(scope, status, refusal, started, request_id)
 

@@ -18,6 +18,7 @@ from contract.models import GenerateStreamSubmitResponse, SubmitResponse, unknow
 from contract.routes import OCTET, Route
 from contract.states import job_state_enum_spelling, request_state_enum_spelling
 from fake_gs import answers
+from fake_gs.answers import dumps
 from fake_gs.body import BodyReader
 from fake_gs.errors import ApiError, validation_error
 from fake_gs.records import JobRec, RequestRec
@@ -30,10 +31,6 @@ M = TypeVar("M", bound=BaseModel)
 
 #: Stands for a percent-encoded slash in a path parameter (see middleware.keep_encoded_slashes).
 ENCODED_SLASH = "\x00"
-
-
-def dumps(obj: Any) -> bytes:
-    return json.dumps(obj, separators=(",", ":"), allow_nan=False).encode("utf-8")
 
 
 def json_response(obj: Any, status: int = 200, headers: Mapping[str, str] | None = None) -> Response:

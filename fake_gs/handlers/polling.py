@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Sequence
 from typing import Any
 
 from starlette.responses import Response
 
 from contract.errors import ErrorCode
+from contract.models import RequestStatus
 from contract.states import REQUEST_TERMINAL, RequestState
 from fake_gs import answers, dialect, results
 from fake_gs.delivery import decode_cursor, encode_cursor, parse_max_events
@@ -67,19 +69,11 @@ def _done(ctx: Ctx, job: JobRec, req: RequestRec, offset: int, max_events: int
     return RequestState.DONE, raw, [], None
 
 
-def render(head: dict[str, Any], result: bytes, events: list[bytes], tail: dict[str, Any]) -> bytes:
-    """The poll answer as bytes: the stored result and events are spliced in, copied once;
-    ``tail`` holds ``error`` and (unless a mutant dropped it) ``next_cursor``."""
-    parts = [dumps(head)[:-1], b',"result":', result, b',"error":', dumps(tail["error"]), b',"events":[']
-    for i, event in enumerate(events):
-        if i:
-            parts.append(b",")
-        parts.append(event)
-    parts.append(b"]")
-    if "next_cursor" in tail:
-        parts += [b',"next_cursor":', dumps(tail["next_cursor"])]
-    parts.append(b"}")
-    return b"".join(parts)
+def render(status: RequestStatus, result: bytes, events: Sequence[bytes]) -> bytes:
+    """The poll answer as bytes, built from the contract's ``RequestStatus``: its fields in
+    the model's order, the stored result and events (encoded once when the request
+    finished) spliced in at theirs, copied once (:func:`fake_gs.answers.encode`)."""
+    return answers.encode(status, {"result": [result], "events": answers.array(events)})
 
 
 def _tail(ctx: Ctx, error: Any, cursor: str | None) -> dict[str, Any]:
@@ -105,13 +99,9 @@ def view(ctx: Ctx, job: JobRec, req: RequestRec, offset: int, max_events: int) -
         if status in REQUEST_TERMINAL and req.final_status is None:
             req.final_status = status
             req.updated_at = max(req.updated_at, req.created_at)
-        head = {
-            "request_id": req.request_id,
-            "status": ctx.request_status_text(status),
-            "created_at": rfc3339(req.created_at),
-            "updated_at": rfc3339(req.updated_at),
-        }
-    return render(head, result, events, _tail(ctx, error, cursor))
+        head = {"request_id": req.request_id, "status": ctx.request_status_text(status),
+                "created_at": rfc3339(req.created_at), "updated_at": rfc3339(req.updated_at)}
+    return render(RequestStatus(**head, **_tail(ctx, error, cursor)), result, events)
 
 
 async def get_request(ctx: Ctx) -> Response:
