@@ -11,6 +11,7 @@
 * ``x-gs-refusals``: the statuses those rules give a schema-valid request. The generated
   schemathesis config (``contract/schemathesis.toml``) tells schemathesis' positive-data
   check to expect exactly these, operation by operation, and nothing more.
+* The document's examples, and the resources they name, live in ``contract.openapi_examples``.
 """
 
 from __future__ import annotations
@@ -236,8 +237,10 @@ def extensions(route: Route) -> dict[str, Any]:
 
 
 def schemathesis_config() -> str:
-    """``contract/schemathesis.toml``: per operation, the positive-data statuses to expect
-    (schemathesis' defaults plus the operation's ``x-gs-refusals``), nothing else."""
+    """``contract/schemathesis.toml``: an examples phase that sends the document's examples
+    as they are, in its order (``contract.openapi_examples``); a stateful phase on the links
+    only; per operation, the positive-data statuses to expect (schemathesis' defaults plus
+    the operation's ``x-gs-refusals``)."""
     lines = [
         "# Generated from contract/openapi_rules.py by `python -m contract schemathesis-config`;",
         "# a test fails when it drifts. For each operation: the statuses a schema-valid request",
