@@ -39,6 +39,17 @@ def hold_example_data(store: Store) -> None:
     for checkpoint_id in (EXAMPLE_CHECKPOINT_ID, EXAMPLE_DELETE_CHECKPOINT_ID):
         _save(store, job, checkpoint_id)
     store.submit(job, "save", lambda: _save(store, job, EXAMPLE_CHECKPOINT_ID), request_id=EXAMPLE_REQUEST_ID)
+    _import_the_exporter()
+
+
+def _import_the_exporter() -> None:
+    """Import the export's serialiser (safetensors over torch: seconds on a busy machine)
+    now, not inside the example export, which a tool gives a request timeout (schemathesis:
+    10 s; a run on a loaded machine once hit it)."""
+    try:
+        import safetensors.torch  # noqa: F401
+    except ImportError:  # a fake without torch: its exports fail either way
+        pass
 
 
 def _register(store: Store, owner: str, job_id: str) -> JobRec:
