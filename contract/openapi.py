@@ -24,16 +24,11 @@ from contract.openapi_bodies import (
     refine_operation_envelope,
     refine_sub_job_configs,
     relax_dialects,
+    sample_bodies,
     schema_ref,
 )
-from contract.openapi_rules import (
-    PARAM_EXAMPLES,
-    body_required,
-    extensions,
-    links,
-    omitted_operations,
-    request_examples,
-)
+from contract.openapi_examples import param_examples, request_examples
+from contract.openapi_rules import body_required, extensions, links, omitted_operations
 from contract.routes import PREFIX_TEMPLATE, ROUTES, Profile, Route, routes_for
 
 ERROR_STATUSES: dict[str, str] = {
@@ -64,17 +59,16 @@ RESULT_MODELS: tuple[type[BaseModel], ...] = tuple(dict.fromkeys((
 )))
 
 
-def _path_params(path: str) -> list[dict[str, Any]]:
+def _path_params(route: Route) -> list[dict[str, Any]]:
     return [
         {
             "name": name,
             "in": "path",
             "required": True,
             "description": _DESCRIPTIONS.get(name, name),
-            "schema": {"type": "string", "minLength": 1,
-                       **({"examples": PARAM_EXAMPLES[name]} if name in PARAM_EXAMPLES else {})},
+            "schema": {"type": "string", "minLength": 1, "examples": param_examples(route, name)},
         }
-        for name in _PARAM.findall(PREFIX_TEMPLATE + path)
+        for name in _PARAM.findall(PREFIX_TEMPLATE + route.path)
     ]
 
 
@@ -107,9 +101,13 @@ def _header_params(route: Route, profile: Profile) -> list[dict[str, Any]]:
 
 
 def _request_body(route: Route, components: dict[str, Any]) -> dict[str, Any] | None:
-    """The operation's request body, with the examples ``openapi_rules`` gives it."""
+    """The operation's request body, with the examples ``openapi_examples`` gives it (an
+    octet body's: its sample frame)."""
     body = _body_schema(route, components)
     examples = request_examples(route)
+    sample = sample_bodies().get(route.name)
+    if sample is not None:
+        examples["sample"] = {"summary": "A sample body built by the kit's codec", "value": sample}
     if body is not None and examples:
         next(iter(body["content"].values()))["examples"] = examples
     return body
@@ -209,7 +207,7 @@ def build_openapi(profile: Profile = "proposed") -> dict[str, Any]:
             "operationId": r.name,
             "summary": r.summary,
             "tags": [r.profile],
-            "parameters": _path_params(r.path) + _query_params(r) + _header_params(r, profile),
+            "parameters": _path_params(r) + _query_params(r) + _header_params(r, profile),
             "responses": _responses(r, components, error, profile),
             "x-call-kind": r.kind,
             "x-profile": r.profile,

@@ -11,6 +11,7 @@
 * ``x-gs-refusals``: the statuses those rules give a schema-valid request. The generated
   schemathesis config (``contract/schemathesis.toml``) tells schemathesis' positive-data
   check to expect exactly these, operation by operation, and nothing more.
+* The document's examples, and the resources they name, live in ``contract.openapi_examples``.
 """
 
 from __future__ import annotations
@@ -21,7 +22,12 @@ from pydantic import BaseModel
 
 from contract.idempotency import DATA_PLANE_ROUTES, IDEMPOTENCY_KEY_HEADER
 from contract.logs import STATEMENTS_ROUTE, stage_credentials_statement
-from contract.models_catalog import SMALLEST_TRAINING_MODEL
+from contract.openapi_examples import (
+    EXECUTED_BODIES,
+    REQUEST_EXAMPLES,
+    SAMPLE_JOB,
+    request_examples,
+)
 from contract.routes import ROUTES, Route
 
 #: operation -> clause ids judging what the operation's schemas cannot express.
@@ -95,59 +101,16 @@ _NOT_FROM_CREATE = frozenset({"load", "operation", "get_request", "export_checkp
                               "delete_checkpoint", "cancel_job"})
 
 
-#: The job the get-capacity -> create-job link proposes: one training and one sampling
-#: sub-job of the smallest model, so a walk from it can reach every data-plane operation
-#: (a generated job often lacks the sub-job a call needs, and is refused with 400).
-SAMPLE_JOB: dict[str, Any] = {"sub_job_configs": [
-    {"job_type": "training", "model_name": SMALLEST_TRAINING_MODEL,
-     "training_config": {"optimizer": {"name": "AdamW", "lr": 1e-4}, "max_seq_len": 4096,
-                         "train_batch_size": 2, "n_gpus": 1}},
-    {"job_type": "sampling", "model_name": SMALLEST_TRAINING_MODEL,
-     "inference_config": {"max_seq_len": 4096, "n_gpus": 1}},
-]}
-
-
-#: path parameter -> example values: the ids a job's first save gets when the request names
-#: none (the kit's ``global_step{N}``, the spec dialect's ``ckpt-step{N}``, N = 0 before any
-#: step), so a tool that draws an example for a job it saved in reaches the checkpoint.
-PARAM_EXAMPLES: dict[str, list[str]] = {"checkpoint_id": ["global_step0", "ckpt-step0"]}
-_ONE_PROMPT = {"prompts": ["Hello"], "sampling_params": {"max_tokens": 4}}
-
-#: operation -> {name: (summary, value)}: the request body examples the document gives.
-#: Tools send them in their examples phase and mix them into generated bodies (schemathesis:
-#: one draw in five), so jobs with every sub-job kind exist beside the generated ones, and a
-#: load names the checkpoint a first save made.
-REQUEST_EXAMPLES: dict[str, dict[str, tuple[str, Any]]] = {
-    "create_job": {"sample_job": ("One training and one sampling sub-job of the smallest model",
-                                  SAMPLE_JOB)},
-    "generate_stream": {"one_prompt": ("One text prompt, four tokens", _ONE_PROMPT)},
-    "load": {f"first_save_{dialect}": (f"The checkpoint a first save names ({dialect} dialect)",
-                                       {"checkpoint_id": ckpt})
-             for dialect, ckpt in zip(("kit", "spec"), PARAM_EXAMPLES["checkpoint_id"], strict=True)},
-}
-
-
 def body_required(model: type[BaseModel]) -> bool:
     """Whether a JSON body must be sent: the service reads an absent one as ``{}``, so only a
     model with a required field (create-job, load, ...) needs one (step and save do not)."""
     return bool(model.model_json_schema().get("required"))
 
 
-def request_examples(route: Route) -> dict[str, Any]:
-    """The media type's ``examples`` of ``route``'s request body (empty when it has none)."""
-    return {name: {"summary": summary, "value": value}
-            for name, (summary, value) in REQUEST_EXAMPLES.get(route.name, {}).items()}
-
-
 #: JSON data-plane routes create-job hands a body the service executes (merge_body false:
 #: sent whole), so a walk reaches their success answer instead of spending the step on a
 #: generated body; the fuzzing phases still send generated ones.
-LINK_BODIES: dict[str, dict[str, Any]] = {
-    "step": {},
-    "save": {},
-    "log_probs": {"prompts": ["Hello"]},
-    "generate_stream": _ONE_PROMPT,
-}
+LINK_BODIES = EXECUTED_BODIES
 
 
 def _same_prefix() -> dict[str, str]:
@@ -274,12 +237,25 @@ def extensions(route: Route) -> dict[str, Any]:
 
 
 def schemathesis_config() -> str:
-    """``contract/schemathesis.toml``: per operation, the positive-data statuses to expect
-    (schemathesis' defaults plus the operation's ``x-gs-refusals``), nothing else."""
+    """``contract/schemathesis.toml``: an examples phase that sends the document's examples
+    as they are, in its order (``contract.openapi_examples``); a stateful phase on the links
+    only; per operation, the positive-data statuses to expect (schemathesis' defaults plus
+    the operation's ``x-gs-refusals``)."""
     lines = [
         "# Generated from contract/openapi_rules.py by `python -m contract schemathesis-config`;",
         "# a test fails when it drifts. For each operation: the statuses a schema-valid request",
         "# may still get, for a rule the document lists in x-gs-refusals / x-gs-clauses.",
+        "",
+    ]
+    lines += [
+        "# The examples phase sends the document's examples as they are (no id captured from an",
+        "# answer), in the document's order: a server holding the resources they name (fake-gs",
+        "# --example-data) answers every operation 2xx there; cancel and delete name their own.",
+        "[phases.examples]",
+        'operation-ordering = "none"',
+        "",
+        "[phases.examples.extra-data-sources]",
+        "responses = false",
         "",
     ]
     lines += [
@@ -304,6 +280,5 @@ def schemathesis_config() -> str:
     return "\n".join(lines)
 
 
-__all__ = ["GS_CLAUSES", "LINK_BODIES", "PARAM_EXAMPLES", "REFUSALS", "REQUEST_EXAMPLES", "body_required", "extensions", "links",
-           "omitted_operations", "request_examples",
-           "schemathesis_config"]
+__all__ = ["GS_CLAUSES", "LINK_BODIES", "REFUSALS", "REQUEST_EXAMPLES", "SAMPLE_JOB", "body_required",
+           "extensions", "links", "omitted_operations", "request_examples", "schemathesis_config"]

@@ -57,9 +57,10 @@ class RequestQueue:
     # --- submission -----------------------------------------------------------------------
 
     def submit(self, job: JobRec, op: str, work: Callable[[], Any], *, force_frame: bool = False,
-               stream: bool = False, group_id: str | None = None) -> RequestRec:
-        """Queue ``work`` on the job's serial executor and return its request record."""
-        req = RequestRec(request_id=str(uuid.uuid4()), job_id=job.job_id, op=op, created_at=self.clock.time(),
+               stream: bool = False, group_id: str | None = None, request_id: str | None = None) -> RequestRec:
+        """Queue ``work`` on the job's serial executor and return its request record (a
+        ``request_id`` chosen by the caller: the document's example request, fake_gs.example_data)."""
+        req = RequestRec(request_id=request_id or str(uuid.uuid4()), job_id=job.job_id, op=op, created_at=self.clock.time(),
                          work=work, force_frame=force_frame, stream=stream, group_id=group_id)
         with self.lock:
             # Checked again here, under the lock: the job may have ended while the call's

@@ -20,6 +20,7 @@ from contract.states import JOB_HOLDS_GPUS, JOB_TERMINAL
 from fake_gs import store_dump
 from fake_gs.chunks import ChunkGroup
 from fake_gs.clock import SYSTEM_CLOCK, Clock
+from fake_gs.example_data import hold_example_data
 from fake_gs.execution_logs import ExecutionLogs
 from fake_gs.executor import Executors
 from fake_gs.group_registry import GroupRegistry
@@ -60,6 +61,8 @@ class Store:
         self.chunk_groups = GroupRegistry(self.settings, self.clock, self.lock)
         self.http_requests = 0
         self.idempotency = KeyStore(self.settings.idempotency_window_s, self.settings.max_idempotency_keys)
+        if self.settings.example_data:
+            hold_example_data(self)
 
     # --- plumbing -------------------------------------------------------------------------
 
@@ -174,8 +177,9 @@ class Store:
     # --- requests (the request queue) -----------------------------------------------------
 
     def submit(self, job: JobRec, op: str, work: Callable[[], Any], *, force_frame: bool = False,
-               stream: bool = False, group_id: str | None = None) -> RequestRec:
-        return self.queue.submit(job, op, work, force_frame=force_frame, stream=stream, group_id=group_id)
+               stream: bool = False, group_id: str | None = None, request_id: str | None = None) -> RequestRec:
+        return self.queue.submit(job, op, work, force_frame=force_frame, stream=stream, group_id=group_id,
+                                 request_id=request_id)
 
     def request_for(self, job: JobRec, request_id: str) -> RequestRec:
         return self.queue.request_for(job, request_id)

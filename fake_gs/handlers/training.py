@@ -154,6 +154,13 @@ async def step(ctx: Ctx) -> Response:
     return ctx.submitted(job, store.submit(job, "step", work))
 
 
+def save_result(job_id: str, checkpoint_id: str, checkpoint_type: str, global_steps: int) -> dict[str, Any]:
+    """A save's result as a poll shows it (the path: the checkpoint's fake-gs:// storage URI)."""
+    return answers.render(m.SaveResult(
+        checkpoint_id=checkpoint_id, checkpoint_path=f"fake-gs://{job_id}/checkpoints/{checkpoint_id}",
+        checkpoint_tag=checkpoint_id, checkpoint_type=checkpoint_type, global_steps=global_steps))
+
+
 async def save(ctx: Ctx) -> Response:
     job = ctx.job()
     body = await ctx.json_model(SaveRequest)
@@ -178,9 +185,7 @@ async def save(ctx: Ctx) -> Response:
             steps = job.global_steps
         if ctx.state.mutant("saved-id-unloadable"):
             ckpt_id += "-unsaved"
-        return answers.render(m.SaveResult(
-            checkpoint_id=ckpt_id, checkpoint_path=f"fake-gs://{job.job_id}/checkpoints/{ckpt_id}",
-            checkpoint_tag=ckpt_id, checkpoint_type=ckpt_type, global_steps=steps))
+        return save_result(job.job_id, ckpt_id, ckpt_type, steps)
 
     req = store.submit(job, "save", work)
     req.creates = dialect.save_may_create(wanted_id, ctx.settings.spec_dialect)

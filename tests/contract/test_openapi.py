@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import tomllib
 from pathlib import Path
+from typing import Any
 
 import pytest
 from jsonschema import Draft202012Validator
@@ -15,6 +16,14 @@ from contract.clauses import CLAUSES
 from contract.limits import MAX_BODY_BYTES
 from contract.openapi import build_openapi, render
 from contract.openapi_bodies import dumps_sample
+from contract.openapi_examples import (
+    EXAMPLE_CANCEL_JOB_ID,
+    EXAMPLE_CHECKPOINT_ID,
+    EXAMPLE_DELETE_CHECKPOINT_ID,
+    EXAMPLE_JOB_ID,
+    EXAMPLE_REQUEST_ID,
+    FIRST_SAVE_IDS,
+)
 from contract.openapi_rules import REFUSALS, schemathesis_config
 from contract.routes import PREFIX_TEMPLATE, ROUTES, route, routes_for
 
@@ -213,9 +222,34 @@ def test_bodies_without_a_required_field_are_optional_and_examples_validate() ->
             for example in media.get("examples", {}).values():
                 assert Draft202012Validator(schema).is_valid(example["value"]), (r.name, example)
     assert route("step").request_model is not None
-    export = doc["paths"][PREFIX_TEMPLATE + route("export_checkpoint").path]["post"]
-    ckpt = next(p for p in export["parameters"] if p["name"] == "checkpoint_id")
-    assert ckpt["schema"]["examples"] == ["global_step0", "ckpt-step0"]
+
+
+def _path_examples(doc: dict[str, Any], name: str, parameter: str) -> list[str]:
+    r = route(name)
+    op = doc["paths"][PREFIX_TEMPLATE + r.path][r.method.lower()]
+    return next(p for p in op["parameters"] if p["name"] == parameter)["schema"]["examples"]
+
+
+def test_every_operation_has_examples_naming_the_example_resources() -> None:
+    """Each path parameter has examples, the first naming an example resource; cancel and
+    delete name resources no other example uses, so the examples phase's order does not
+    matter; checkpoint ids also list the ids a first save names. Every JSON body with a
+    required field, and every DSSST1 body, has an example."""
+    doc = build_openapi()
+    for r in ROUTES:
+        op = doc["paths"][PREFIX_TEMPLATE + r.path][r.method.lower()]
+        assert all(p["schema"].get("examples") for p in op["parameters"] if p["in"] == "path"), r.name
+        if op.get("requestBody", {}).get("required"):
+            assert all(media.get("examples") for media in op["requestBody"]["content"].values()), r.name
+        if r.name != "cancel_job" and "{job_id}" in r.path:
+            assert _path_examples(doc, r.name, "job_id") == [EXAMPLE_JOB_ID]
+    assert _path_examples(doc, "cancel_job", "job_id") == [EXAMPLE_CANCEL_JOB_ID]
+    assert _path_examples(doc, "export_checkpoint", "checkpoint_id") == [EXAMPLE_CHECKPOINT_ID, *FIRST_SAVE_IDS]
+    assert _path_examples(doc, "delete_checkpoint", "checkpoint_id")[0] == EXAMPLE_DELETE_CHECKPOINT_ID
+    assert _path_examples(doc, "get_request", "request_id") == [EXAMPLE_REQUEST_ID]
+    config = tomllib.loads(ST_CONFIG.read_text(encoding="utf-8"))
+    # The examples phase sends exactly the document's examples: no id captured from an answer.
+    assert config["phases"]["examples"]["extra-data-sources"]["responses"] is False
 
 
 def test_the_statement_route_is_named_as_left_out_with_its_reason() -> None:
