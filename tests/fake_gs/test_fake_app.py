@@ -6,7 +6,6 @@ import os
 import re
 import subprocess
 import sys
-import time
 import uuid
 
 import pytest
@@ -102,13 +101,11 @@ def test_admin_mutants_listing(api: Api) -> None:
     assert body["active"] is None and len(body["known"]) >= 25
 
 
-def test_serve_in_background_starts_fast_and_stops() -> None:
-    t0 = time.perf_counter()
+def test_serve_in_background_starts_and_stops() -> None:
+    """Answers once the context is entered, and the port is closed once it is left."""
     with serve_in_background(seed=3) as url:
-        started = time.perf_counter() - t0
         assert re.fullmatch(r"http://127\.0\.0\.1:\d+", url)
         assert requests.get(url + "/_fake/health", timeout=5).status_code == 200
-    assert started < 2.0
     with pytest.raises(requests.ConnectionError):
         requests.get(url + "/_fake/health", timeout=2)
 
@@ -126,8 +123,9 @@ def _cli(*args: str) -> subprocess.Popen[str]:
                             stderr=subprocess.PIPE, text=True, env=env)
 
 
-def test_cli_port_0_answers_health_within_3_seconds() -> None:
-    t0 = time.perf_counter()
+def test_cli_port_0_prints_its_url_and_answers() -> None:
+    """``--port 0``: the first line names the OS-chosen port and the fake answers there
+    (how fast it starts is the benchmarks' business, not a timed assertion's)."""
     proc = _cli("--port", "0", "--seed", "1", "--log-level", "warning")
     try:
         assert proc.stdout is not None
@@ -136,7 +134,6 @@ def test_cli_port_0_answers_health_within_3_seconds() -> None:
         assert match, line
         base = match.group(1)
         assert requests.get(base + "/_fake/health", timeout=3).json()["status"] == "ok"
-        assert time.perf_counter() - t0 < 3.0
         rest = "".join(proc.stdout.readline() for _ in range(2))
         assert "/api/v2/databases/" in rest
         job = requests.post(base + "/api/v2/databases/D/schemas/S/cortex-training/",
