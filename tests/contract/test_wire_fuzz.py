@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import struct
-import time
 import tracemalloc
 from typing import Any
 
@@ -182,7 +181,6 @@ def test_huge_header_length_does_not_allocate() -> None:
         data = struct.pack("<Q", length) + b'{"__metadata__": {}}'
         tracemalloc.start()
         try:
-            start = time.perf_counter()
             for call in (wire.loads, wire.chunk_descriptor):
                 with pytest.raises(WireError, match="header length"):
                     call(data)
@@ -190,7 +188,7 @@ def test_huge_header_length_does_not_allocate() -> None:
             _, peak = tracemalloc.get_traced_memory()
         finally:
             tracemalloc.stop()
-        assert peak < 1024 * 1024 and time.perf_counter() - start < 1.0
+        assert peak < 1024 * 1024
 
 
 def test_huge_chunk_claims_do_not_allocate() -> None:
