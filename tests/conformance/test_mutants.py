@@ -135,9 +135,10 @@ PLAIN = {
 }
 
 
-#: Plain runs in the answer forms other than the main fake's: ``slow`` (the spec dialect is
-#: judged there twice more, through a proxy, by test_false_reds.py).
-SLOW_PLAIN = {"enum-chunks", "spec-dialect"}
+#: Plain runs in ``slow`` (CI runs it too): the answer forms other than the main fake's
+#: (the spec dialect is judged there twice more, through a proxy, by test_false_reds.py),
+#: and the proposed profile (the enum-chunks run and the kill score judge it there too).
+SLOW_PLAIN = {"enum-chunks", "spec-dialect", "proposed"}
 
 
 @pytest.mark.parametrize("run", [
