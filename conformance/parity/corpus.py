@@ -50,10 +50,10 @@ def dialects() -> dict[str, list[str]]:
     return out
 
 
-def record_conformance(dialect: str, args: list[str], out: Path) -> None:
+def record_conformance(dialect: str, args: list[str], out: Path, profile: str = "current") -> None:
     with tempfile.TemporaryDirectory(prefix="gs-parity-") as tmp:
         raw = str(Path(tmp) / "run.gsrec")
-        cmd = [sys.executable, "-m", "conformance.cli", "--profile", "current", "--examples",
+        cmd = [sys.executable, "-m", "conformance.cli", "--profile", profile, "--examples",
                str(EXAMPLES), "-n", "0", "--quiet", "--record", raw, *args]
         proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
         print(proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else proc.stderr[-2000:])
@@ -104,6 +104,11 @@ def entries(out: Path) -> dict[str, tuple[Path, Callable[[], None]]]:
     for dialect, args in dialects().items():
         path = out / f"conformance-current-{dialect}.gsrec.gz"
         found[f"conformance-{dialect}"] = (path, lambda d=dialect, a=args, p=path: record_conformance(d, a, p))
+    # The proposed profile's properties (idempotency keys, freed results, 405's Allow) run
+    # only there: without this tape no replay reaches the mutants of those clauses.
+    proposed = out / "conformance-proposed-kit.gsrec.gz"
+    kit = dialects()["kit"]
+    found["conformance-proposed-kit"] = (proposed, lambda: record_conformance("kit", kit, proposed, "proposed"))
     rl = out / "rl-loop-grpo.gsrec.gz"
     found["rl"] = (rl, lambda: record_rl_loop(rl))
     return found
