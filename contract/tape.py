@@ -49,7 +49,7 @@ TAPE_VERSION = 1
 KEEP_BYTES = 96 * 1024
 #: Request headers kept besides Authorization (whose value becomes a token label).
 REQUEST_HEADERS = ("content-type", "x-snowflake-authorization-token-type", "idempotency-key")
-RESPONSE_HEADERS = ("content-type", REQUEST_ID_HEADER.lower(), "retry-after", "location")
+RESPONSE_HEADERS = ("content-type", REQUEST_ID_HEADER.lower(), "retry-after", "location", "allow")
 #: The label of the fake's admin credential in a tape (a replay sends its own there).
 ADMIN_LABEL = "Bearer <admin-token>"
 

@@ -33,6 +33,8 @@ FLOAT_ZERO = 1e-6
 FLOAT_REL = 1e-3
 #: Headers whose presence is part of the contract (compared as present/absent).
 PRESENCE_HEADERS = (REQUEST_ID_HEADER.lower(), "retry-after")
+#: The header of a 405 naming the path's methods (RFC 9110): compared as a set of methods.
+ALLOW_HEADER = "allow"
 
 
 @dataclass
@@ -202,6 +204,11 @@ def _media(value: str | None) -> str | None:
     return value.split(";", 1)[0].strip().lower() if value else None
 
 
+def _methods(value: str | None) -> set[str]:
+    """An Allow header's methods, whatever their order and spacing."""
+    return {m.strip().upper() for m in (value or "").split(",") if m.strip()}
+
+
 def body_form(body: Mapping[str, Any] | None) -> str:
     if not body:
         return "empty"
@@ -227,6 +234,8 @@ def compare(recorded: Mapping[str, Any], new: Mapping[str, Any], ids: Mapping[st
     rh, nh = recorded.get("headers", {}), new.get("headers", {})
     if _media(rh.get("content-type")) != _media(nh.get("content-type")):
         c.add("header content-type", "value", _media(rh.get("content-type")), _media(nh.get("content-type")))
+    if _methods(rh.get(ALLOW_HEADER)) != _methods(nh.get(ALLOW_HEADER)):
+        c.add(f"header {ALLOW_HEADER}", "value", rh.get(ALLOW_HEADER), nh.get(ALLOW_HEADER))
     for name in PRESENCE_HEADERS:
         if (name in rh) != (name in nh):
             c.add(f"header {name}", "presence", name in rh, name in nh)

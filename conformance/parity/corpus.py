@@ -5,7 +5,8 @@
 
 Entries: the conformance run, profile current, against the embedded fake in each dialect
 the installed ``gs-conformance`` offers (``kit`` always; ``spec`` as soon as the CLI has
-``--dialect``), and a recipe-style RL loop (examples/grpo_toy.py, a few short GRPO steps
+``--dialect``), the properties of the proposed server clauses (profile proposed, kit
+dialect: their mutants are reachable from no other traffic), and a recipe-style RL loop (examples/grpo_toy.py, a few short GRPO steps
 through the client) recorded by ``fake-gs --record``. Runs are kept short so each tape
 stays a few hundred KB (gzip). Re-record whenever the fake's behaviour changes on
 purpose; the CI parity test fails until you do.
@@ -50,10 +51,17 @@ def dialects() -> dict[str, list[str]]:
     return out
 
 
-def record_conformance(dialect: str, args: list[str], out: Path) -> None:
+def proposed_server_clauses() -> list[str]:
+    """The server clauses only the proposed profile checks."""
+    from contract.clauses import CLAUSES
+
+    return [c.id for c in CLAUSES.values() if c.profile == "proposed" and c.subject == "server"]
+
+
+def record_conformance(dialect: str, args: list[str], out: Path, profile: str = "current") -> None:
     with tempfile.TemporaryDirectory(prefix="gs-parity-") as tmp:
         raw = str(Path(tmp) / "run.gsrec")
-        cmd = [sys.executable, "-m", "conformance.cli", "--profile", "current", "--examples",
+        cmd = [sys.executable, "-m", "conformance.cli", "--profile", profile, "--examples",
                str(EXAMPLES), "-n", "0", "--quiet", "--record", raw, *args]
         proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
         print(proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else proc.stderr[-2000:])
@@ -104,6 +112,12 @@ def entries(out: Path) -> dict[str, tuple[Path, Callable[[], None]]]:
     for dialect, args in dialects().items():
         path = out / f"conformance-current-{dialect}.gsrec.gz"
         found[f"conformance-{dialect}"] = (path, lambda d=dialect, a=args, p=path: record_conformance(d, a, p))
+    # The properties of the proposed server clauses (idempotency keys, freed results, a
+    # 405's Allow) run only in that profile: without this tape no replay reaches their
+    # mutants. Only those: the rest is the current tapes' traffic again.
+    proposed = out / "conformance-proposed-kit.gsrec.gz"
+    only = ["--clauses", ",".join(proposed_server_clauses()), *dialects()["kit"]]
+    found["conformance-proposed-kit"] = (proposed, lambda: record_conformance("kit", only, proposed, "proposed"))
     rl = out / "rl-loop-grpo.gsrec.gz"
     found["rl"] = (rl, lambda: record_rl_loop(rl))
     return found

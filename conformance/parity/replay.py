@@ -19,6 +19,7 @@ from urllib.parse import quote, unquote, urlencode
 import requests
 
 from conformance.parity.compare import Divergence, compare, is_id_key
+from conformance.parity.loops import poll_runs
 from conformance.parity.targets import UNKNOWN_TOKEN, ReplayTarget, Skip
 from contract import tape
 from contract.auth import AUTHORIZATION_HEADER
@@ -157,7 +158,8 @@ class Replayer:
             return result
         self.pace(result.server, ex)
         started = time.monotonic()
-        new = self.send(target, req, body, _read_timeout(ex["response"], ex.get("ms", 0)))
+        new = self.send(target, req, body, _read_timeout(ex["response"], ex.get("ms", 0)),
+                        streamed=bool(ex["response"].get("streamed")))
         new = self.poll_until(target, req, body, ex["response"], new, result)
         result.new = new
         result.ms = (time.monotonic() - started) * 1000
@@ -209,7 +211,10 @@ class Replayer:
         return found
 
     def send(self, target: ReplayTarget, req: dict[str, Any], body: bytes | None,
-             read_timeout_s: float | None = None) -> dict[str, Any]:
+             read_timeout_s: float | None = None, streamed: bool = False) -> dict[str, Any]:
+        """The new answer, outlined. ``streamed``: the recording client streamed this answer
+        and the tape does not know whether its body arrived, so a body cut after the
+        headers is no transport failure here either (the status and headers still count)."""
         url = target.base_url + rewrite_path(req, target.prefix, self.ids)
         query = [(k, self.ids.get(v, v)) for k, v in req.get("query", [])]
         headers = request_headers(req.get("headers", {}), target.tokens, target.admin_token)
@@ -219,14 +224,20 @@ class Replayer:
         prepared.url = url + ("?" + urlencode(query) if query else "")
         try:
             timeout = (10.0, read_timeout_s or self.timeout_s)
-            resp = self.session.send(prepared, timeout=timeout, allow_redirects=False)
-            content = resp.content
+            resp = self.session.send(prepared, timeout=timeout, allow_redirects=False, stream=True)
         except requests.RequestException as exc:
             return {"status": 0, "headers": {}, "body": None, "error": f"{type(exc).__name__}: {exc}"[:300]}
-        ctype = resp.headers.get("content-type", "")
         picked = {k.lower(): v for k, v in resp.headers.items() if k.lower() in tape.RESPONSE_HEADERS}
+        try:
+            content = resp.content
+        except requests.RequestException as exc:
+            if streamed:
+                return {"status": resp.status_code, "headers": picked, "body": None, "streamed": True}
+            return {"status": 0, "headers": {}, "body": None, "error": f"{type(exc).__name__}: {exc}"[:300]}
+        finally:
+            resp.close()
         return {"status": resp.status_code, "headers": picked,
-                "body": tape.sink_of(content).describe(ctype)}
+                "body": tape.sink_of(content).describe(resp.headers.get("content-type", ""))}
 
     def pace(self, server: str, ex: dict[str, Any]) -> None:
         """Wait, for a server whose answers depend on time, until as much time has passed
@@ -271,43 +282,6 @@ class Replayer:
                 break
             new = _carry_events(earlier, new)
         return new
-
-
-def poll_runs(exchanges: list[dict[str, Any]]) -> dict[int, dict[str, Any]]:
-    """For each exchange inside a loop, the loop's last exchange: a faster (or slower)
-    target may reach the loop's final answer at another iteration.
-
-    A loop is a run of consecutive exchanges on one server and path that either repeat the
-    very same request (polling), or were all refused alike until the last one (a client
-    retrying a refused call with a fresh body)."""
-    out: dict[int, dict[str, Any]] = {}
-    run: list[dict[str, Any]] = []
-
-    def place(x: dict[str, Any]) -> Any:
-        r = x["request"]
-        return (x.get("server"), r["method"], r["path"], json.dumps(r.get("query")))
-
-    def same(x: dict[str, Any]) -> str:
-        return json.dumps(x["request"].get("body"), sort_keys=True)
-
-    def is_loop(xs: list[dict[str, Any]]) -> bool:
-        if len(xs) < 2:
-            return False
-        if len({same(x) for x in xs}) == 1:
-            return True
-        refused = {x["response"]["status"] for x in xs[:-1]}
-        return len(refused) == 1 and min(refused) >= 400
-
-    for x in [*exchanges, None]:
-        if run and (x is None or place(x) != place(run[-1])):
-            if is_loop(run):
-                out.update({y["seq"]: run[-1] for y in run[:-1]})
-            elif len(run) > 2 and is_loop(run[1:]):  # a first call, then retries of it
-                out.update({y["seq"]: run[-1] for y in run[1:-1]})
-            run = []
-        if x is not None:
-            run.append(x)
-    return out
 
 
 def _carry_events(earlier: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:

@@ -151,7 +151,20 @@ def test_mutants_diverge_naming_exchange_and_field(mutant: str) -> None:
 BEYOND_NORMALISATION = {
     "tiny-advantages-flipped", "tiny-fwd-ignores-temperature", "tiny-load-partial",
     "tiny-logprobs-shifted", "tiny-sampler-drifts", "tiny-stale-sampler", "tiny-step-ascends",
+    # Like tiny-stale-sampler: only the tokens a sampler generates (tensor contents) change.
+    "tiny-sampler-fresh",
     "traversal-accepted",
+}
+#: Mutants of the fake that no replay can reach, each with the reason. (Mutants of the
+#: kit's client are never the replay's business: a replay sends the recorded requests
+#: itself, the client is not in the loop.)
+BEYOND_REPLAY = {
+    "late-body-accepted": "acts only on a request whose body is still arriving when a cancel "
+                          "ends its job (a raw socket held open across the cancel); a replay sends "
+                          "each request whole and in order, so the body never straddles the cancel",
+    "logs-stage-empty": "changes only what the stage (an S3 endpoint, listed through boto3) holds; "
+                        "the tape records the service's HTTP calls, and the stage-credentials "
+                        "answer is the same with or without the mutant",
 }
 
 
@@ -160,10 +173,13 @@ def test_every_answer_changing_mutant_diverges(capsys: pytest.CaptureFixture[str
     """The full parity self-test (tox -e parity-selftest): every mutant, every tape."""
     from fake_gs.mutants import MUTANTS
 
-    kills = [hunt(name, corpus_tapes(), RULES) for name in sorted(MUTANTS)]
+    fakes = sorted(name for name, m in MUTANTS.items() if not m.client and name not in BEYOND_REPLAY)
+    kills = [hunt(name, corpus_tapes(), RULES) for name in fakes]
     with capsys.disabled():
         for k in kills:
             print(f"{'KILLED ' if k.killed else 'SURVIVED'} {k.mutant:<30} {k.evidence}")
+        for name, why in sorted(BEYOND_REPLAY.items()):
+            print(f"{'UNREACH':<8} {name:<30} {why}")
         answer_changing = [k for k in kills if k.mutant not in BEYOND_NORMALISATION]
         print(f"parity kill score: {sum(k.killed for k in kills)}/{len(kills)} mutants; answer-changing: "
               f"{sum(k.killed for k in answer_changing)}/{len(answer_changing)}")
