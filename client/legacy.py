@@ -86,3 +86,4 @@ def _in_worker_thread(name: str) -> Callable[..., Coroutine[Any, Any, Any]]:
 
 for _name in ASYNC_METHODS:
     setattr(AsyncArcticRLClient, _name, _in_worker_thread(_name))
+del _name

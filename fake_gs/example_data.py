@@ -35,7 +35,8 @@ def hold_example_data(store: Store) -> None:
     and its example request: a save of the checkpoint the load and export examples name
     (made here too, so those find it however soon they come)."""
     owner = store.settings.tokens[0] if store.settings.tokens else ANONYMOUS
-    job, _ = (_register(store, owner, job_id) for job_id in (EXAMPLE_JOB_ID, EXAMPLE_CANCEL_JOB_ID))
+    job = _register(store, owner, EXAMPLE_JOB_ID)
+    _register(store, owner, EXAMPLE_CANCEL_JOB_ID)
     for checkpoint_id in (EXAMPLE_CHECKPOINT_ID, EXAMPLE_DELETE_CHECKPOINT_ID):
         _save(store, job, checkpoint_id)
     store.submit(job, "save", lambda: _save(store, job, EXAMPLE_CHECKPOINT_ID), request_id=EXAMPLE_REQUEST_ID)
