@@ -13,7 +13,7 @@ from typing import Any
 
 from client.config import ClientConfig
 from client.errors import ConfigError, CortexError, PollTimeout, PromptTooLong, ProtocolError
-from client.jobspec import create_job_body
+from client.jobspec import plan_job
 from client.rest import CortexRestClient
 from client.shaping import shape_generate_result, shape_step_result, shape_train_result
 from client.transport import COLOCATION_OPS, JobIds, Request
@@ -93,7 +93,9 @@ class CortexTransport:
                                                cfg.log_prob_job_id))), None)
         created = False
         if job_id is None:
-            answer = self.rest.create_job(create_job_body(cfg))
+            plan = plan_job(cfg)
+            plan.warn()
+            answer = self.rest.create_job(plan.body)
             job_id = answer.get("job_id")
             if not job_id:
                 raise ProtocolError(f"create-job answer has no job_id: {answer!r}", route="create_job")
@@ -213,7 +215,10 @@ class CortexTransport:
         return self._operation(job_id, "weight-sync", payload, sub_job_type="training")
 
     def _reset_prefix_cache(self, job_id: str, body: dict[str, Any]) -> dict[str, Any]:
-        payload = ResetPrefixCachePayload.model_validate(body).model_dump()
+        # Only the payload's own fields: SkyRL's Harbor bridge passes reset_running_requests=,
+        # which the operation does not know and a strict server would refuse.
+        known = {k: v for k, v in body.items() if k in ResetPrefixCachePayload.model_fields}
+        payload = ResetPrefixCachePayload.model_validate(known).model_dump()
         return self._operation(job_id, "reset-prefix-cache", payload, sub_job_type="sampling")
 
     def _tail_logs(self, job_id: str, body: dict[str, Any]) -> dict[str, Any]:

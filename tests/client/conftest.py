@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 
 
@@ -13,3 +15,13 @@ def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in list(os.environ):
         if name.startswith("CORTEX_") or name == "ARCTIC_RL_BACKEND":
             monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture(autouse=True)
+def _no_guarded_jobs_leak() -> Iterator[None]:
+    """A client a test leaves open would be cancelled at interpreter exit: cancel it when
+    the test ends instead, so the exit guard's registry never carries over."""
+    yield
+    from client import exit_guard
+
+    exit_guard.cancel_guarded()

@@ -37,9 +37,9 @@ def test_building_a_client_imports_nothing_heavy() -> None:
     loaded = _modules_after(
         "import os\nos.environ['ARCTIC_RL_BACKEND'] = 'cortex'\n"
         "os.environ['CORTEX_BASE_URL'] = 'http://127.0.0.1:1'\n"
-        "from client import create_arctic_rl_client\n"
-        "c = create_arctic_rl_client({'backend': 'local'}, None)\n"
-        "c.sync.transport"
+        "from client import create_arctic_rl_client, create_client\n"
+        "c = create_client({'backend': 'local'}, None)\n"
+        "c.transport"
     )
     assert not loaded & HEAVY, sorted(loaded & HEAVY)
 
