@@ -76,3 +76,11 @@ def create_arctic_rl_client(config: Any = None, server_state: Any = None, *,
         client.shutdown()
         raise
     return client if blocking_calls else AsyncArcticRLClient(client)
+
+
+def make_transport(config: Any = None, server_state: Any = None) -> Transport:
+    """The transport a config resolves to (as upstream's unified client offers): Cortex,
+    after the environment override; ``server_state`` only exists on-prem and is ignored."""
+    from client.transports.cortex import CortexTransport
+
+    return CortexTransport(resolve_config(config))

@@ -14,7 +14,6 @@ service's create-time rules (``contract.jobrules``) before it is sent.
 
 from __future__ import annotations
 
-import logging
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -27,8 +26,6 @@ from client.errors import ConfigError
 from client.lifting import ds_optimizer
 from contract.jobrules import config_problems
 from contract.models import CreateJobRequest
-
-log = logging.getLogger(__name__)
 
 #: ``ds_config`` keys lifted into typed ``training_config`` fields (not sent twice).
 DS_LIFTED: tuple[str, ...] = ("optimizer", "train_batch_size", "gradient_clipping",
@@ -72,11 +69,10 @@ class JobPlan:
         return "; ".join(parts) + "." if parts else None
 
     def warn(self) -> None:
-        """Say once (a warning and a log line) what the job will not get."""
+        """Say once, in one warning, what the job will not get."""
         text = self.message()
         if text:
-            log.warning(text)
-            warnings.warn(text, CortexConfigWarning, stacklevel=3)
+            warnings.warn(text, CortexConfigWarning, stacklevel=4)
 
 
 def _dict(value: Any) -> dict[str, Any]:

@@ -223,3 +223,7 @@ def _colocation_method(op: str) -> Callable[..., dict[str, Any]]:
 # wake/sleep of each role, empty_training_cache, weight_norm: one method per op name.
 for _op in sorted(COLOCATION_OPS):
     setattr(ArcticRLClient, _op, _colocation_method(_op))
+
+
+#: Upstream's unified client calls its blocking class this; here it is the same class.
+SyncArcticRLClient = ArcticRLClient
