@@ -56,9 +56,8 @@ def __getattr__(name: str) -> Any:
     return value
 
 
-#: The config names of the integrations' imports (``arctic_platform.rl`` /
-#: ``arctic_platform.client``): eager, they cost pydantic only.
-CONFIG_NAMES = ["ArcticRLClientConfig", "ClientConfig", "CortexConfig", "OnPremConfig",
-                "SamplingConfig", "TrainingConfig"]
-__all__ = [*CONFIG_NAMES, *_LAZY]
+# The config names (the integrations import them from ``arctic_platform.rl`` /
+# ``arctic_platform.client``) are eager: they cost pydantic only.
+__all__ = ["ArcticRLClientConfig", "ClientConfig", "CortexConfig", "OnPremConfig",
+           "SamplingConfig", "TrainingConfig", *_LAZY]
 __all__ += errors.__all__
