@@ -164,10 +164,11 @@ def _not_sent(config: ClientConfig) -> list[str]:
     if "full_determinism" in given and config.full_determinism:
         out.append("full_determinism")
     worker = _dict(config.ds_worker_config)
-    out += [f"ds_worker_config.{k}" for k in worker
-            if k not in WORKER_LIFTED and k != "use_liger"]
+    out += [f"ds_worker_config.{k}" for k, v in worker.items()
+            if k not in WORKER_LIFTED and k != "use_liger" and v is not None]
     legacy = _dict(config.training_config)
-    out += [f"training_config.{k}" for k in legacy if k not in LEGACY_TRAINING_USED]
+    out += [f"training_config.{k}" for k, v in legacy.items()
+            if k not in LEGACY_TRAINING_USED and v is not None]
     if config.training_gpus == 0:
         out += [f"{name}" for name in ("ds_config", "ds_worker_config", "training_config")
                 if name in given and getattr(config, name)]
