@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -25,3 +26,15 @@ def _no_guarded_jobs_leak() -> Iterator[None]:
     from client import exit_guard
 
     exit_guard.cancel_guarded()
+
+
+@pytest.fixture(scope="module")
+def fakes() -> Iterator[Any]:
+    """The integration replays' fakes (``integration_support.Fakes``), one module's worth."""
+    pytest.importorskip("torch")
+    from contextlib import ExitStack
+
+    from integration_support import Fakes
+
+    with ExitStack() as stack:
+        yield Fakes(stack)

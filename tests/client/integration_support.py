@@ -4,7 +4,6 @@ run under (they set no client knob, so the knobs come in as ``CORTEX_*`` variabl
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from contextlib import ExitStack
 from typing import Any
 
@@ -50,13 +49,6 @@ class Fakes:
 
     def job(self, url: str, job_id: str) -> dict[str, Any]:
         return dict(self.jobs(url)[job_id])
-
-
-@pytest.fixture(scope="module")
-def fakes() -> Iterator[Fakes]:
-    pytest.importorskip("torch")
-    with ExitStack() as stack:
-        yield Fakes(stack)
 
 
 def launch_on(monkeypatch: pytest.MonkeyPatch, url: str) -> None:

@@ -29,10 +29,9 @@ from typing import Any
 
 import numpy as np
 import pytest
-from integration_support import (  # noqa: F401  (fakes: the module-scoped fixture)
+from integration_support import (
     SETUPS,
     Fakes,
-    fakes,
     launch_on,
     rollout_batch,
     rollout_meta,
