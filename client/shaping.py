@@ -36,7 +36,7 @@ def flatten_metrics(result: Mapping[str, Any]) -> dict[str, Any]:
     metrics = out.get("metrics")
     if isinstance(metrics, Mapping):
         for key in BUBBLED_METRICS:
-            if key in metrics and key not in out:
+            if key in metrics and out.get(key) is None:
                 out[key] = metrics[key]
     if "loss" in out and "avg_loss" not in out:
         out["avg_loss"] = out["loss"]
