@@ -90,7 +90,11 @@ def _backend_model(value: Any) -> _Part | None:
     if isinstance(value, (OnPremConfig, CortexConfig)):
         return value
     if isinstance(value, Mapping):
-        kind = value.get("type", "onprem")
+        # A dump of the upstream models may leave the type tag out (exclude_unset): a
+        # Cortex-only key or protocol still says which backend it is.
+        cortex_only = set(CortexConfig.model_fields) - set(OnPremConfig.model_fields) | {"schema"}
+        kind = value.get("type") or ("remote" if value.get("protocol") == "cortex"
+                                     or cortex_only & set(value) else "onprem")
         model: type[_Part] = CortexConfig if kind in ("remote", "cortex") else OnPremConfig
         return model.model_validate(dict(value))
     return None

@@ -50,6 +50,13 @@ class Fakes:
     def job(self, url: str, job_id: str) -> dict[str, Any]:
         return dict(self.jobs(url)[job_id])
 
+    def launch(self, monkeypatch: pytest.MonkeyPatch, engine: str,
+               profile: str) -> tuple[str, set[str]]:
+        """Point the launcher variables at that fake: its URL and the jobs it held before."""
+        url = self.url(engine, profile)
+        launch_on(monkeypatch, url)
+        return url, set(self.jobs(url))
+
 
 def launch_on(monkeypatch: pytest.MonkeyPatch, url: str) -> None:
     """Export the launcher variables pointing the integration at ``url``."""

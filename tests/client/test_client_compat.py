@@ -295,7 +295,7 @@ def test_concurrent_first_calls_open_the_job_once() -> None:
             return super().open()
 
     rec = SlowOpen()
-    client = create_arctic_rl_client(_config(), None, transport=rec)
+    client = AsyncArcticRLClient(create_client(_config(), transport=rec))  # lazy, unlike the factory
 
     async def main() -> None:
         pending = asyncio.gather(client.step(), client.generate([[1]]), client.fwd_bwd({}))

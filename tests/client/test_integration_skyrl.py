@@ -172,9 +172,7 @@ def _sync_colocated(worker: Any) -> None:
 @pytest.mark.parametrize(("engine", "profile"), SETUPS)
 def test_skyrl_driver_and_worker_loop(fakes: Fakes, monkeypatch: pytest.MonkeyPatch,
                                       engine: str, profile: str) -> None:
-    url = fakes.url(engine, profile)
-    launch_on(monkeypatch, url)
-    before = set(fakes.jobs(url))
+    url, before = fakes.launch(monkeypatch, engine, profile)
     rl_config = skyrl_config(training_gpus=1, sampling_gpus=1)
     with pytest.warns(CortexConfigWarning):
         pre_client = create_arctic_rl_client(rl_config)  # the driver's pre-init

@@ -159,9 +159,7 @@ def _update(client: Any, batch: dict[str, Any], meta: dict[str, Any]) -> tuple[f
 @pytest.mark.parametrize(("engine", "profile"), SETUPS)
 def test_verl_driver_worker_loop(fakes: Fakes, monkeypatch: pytest.MonkeyPatch,
                                  engine: str, profile: str) -> None:
-    url = fakes.url(engine, profile)
-    launch_on(monkeypatch, url)
-    before = set(fakes.jobs(url))
+    url, before = fakes.launch(monkeypatch, engine, profile)
     with pytest.warns(CortexConfigWarning):
         driver = create_arctic_rl_client(verl_config())
     get_state = getattr(driver.transport, "get_server_state", None)
@@ -228,3 +226,14 @@ def test_shutdown_is_awaitable_and_plain(fakes: Fakes, monkeypatch: pytest.Monke
 
 async def _await(awaitable: Any) -> Any:
     return await awaitable
+
+
+def test_a_dump_of_the_upstream_nested_config_is_understood() -> None:
+    """A foreign config's set fields (what ``coerce_config`` takes) may carry a nested
+    backend without its type tag: its keys still tell the backend."""
+    upstream = {"model_name": "Qwen/Qwen3-0.6B", "training_gpus": 1,
+                "training": {"ds_config": {"train_batch_size": 8}}, "sampling": {"vllm": {}}}
+    cortex = ArcticRLClientConfig.model_validate({**upstream, "backend": {"base_url": "http://127.0.0.1:9"}})
+    assert (cortex.backend, cortex.base_url, cortex.train_batch_size) == ("cortex", "http://127.0.0.1:9", 8)
+    onprem = ArcticRLClientConfig.model_validate({**upstream, "backend": {"protocol": "ray"}})
+    assert (onprem.backend, onprem.comm_protocol) == ("onprem", "ray")
