@@ -26,6 +26,8 @@ from pydantic import (
 )
 from pydantic.config import JsonDict
 
+from client.lifting import lifted
+from client.nested import flatten_nested
 from contract.auth import DEFAULT_PAT_ENV_VAR
 from contract.limits import (
     DEFAULT_CHUNK_BYTES,
@@ -40,6 +42,7 @@ _RETRY = RetryPolicy()
 _POLL = PollPolicy()
 
 Backend = Literal["cortex", "onprem"]
+RouteChoice = Literal["auto", "proposed", "operation"]
 
 #: Legacy backend spellings -> the backend they mean (each use warns).
 BACKEND_ALIASES: dict[str, str] = {"local": "onprem", "dss-platform": "onprem", "neutrino": "cortex"}
@@ -58,8 +61,13 @@ FIELD_ALIASES: dict[str, str] = {
 }
 #: Legacy fields with no meaning any more: dropped without a word.
 DROPPED_FIELDS: frozenset[str] = frozenset(
-    {"log_prob_engine", "sampling_engine", "reference_model", "job_name", "experiment_name"}
+    {"sampling_engine", "reference_model", "job_name", "experiment_name"}
 )
+#: Top-level names of the unified upstream config -> the canonical field they set.
+UNIFIED_ALIASES: dict[str, str] = {
+    "job_ready_timeout": "job_start_timeout_s",
+    "request_timeout": "read_timeout_s",
+}
 #: Every request chunk carries at least this many frame bytes besides its own header: a
 #: smaller ``max_chunk_bytes`` would cut a frame into absurdly many calls (1 byte per chunk).
 MIN_CHUNK_PAYLOAD_BYTES = 512
@@ -72,14 +80,23 @@ _POLL_FIELDS: dict[str, str] = {
     "first_s": "poll_first_s", "factor": "poll_factor", "cap_s": "poll_cap_s",
     "timeout_s": "poll_timeout_s",
 }
-#: Marks the on-prem knobs in the schema (``ONPREM_FIELDS`` is read off the model).
+#: Marks the legacy engine knobs (``LEGACY_FIELDS``) and the on-prem deployment knobs
+#: (``ONPREM_FIELDS``) in the schema; both lists are read off the model.
+_LEGACY_MARK: JsonDict = {"legacy": True}
 _ONPREM_MARK: JsonDict = {"onprem": True}
+JobIdValue = str | int
+
+
+def _legacy_knob(default: Any = None) -> Any:
+    """An engine knob of the on-prem client: kept on the config; ``client.jobspec`` sends
+    what Cortex has a field for and names the rest in one warning."""
+    return Field(default, description="Legacy engine knob: mapped into the create-job body where Cortex has a field, else reported.",
+                 json_schema_extra=_LEGACY_MARK)
 
 
 def _onprem(default: Any = None) -> Any:
-    """An on-prem knob: kept on the config (dropping them once produced silently wrong
-    runs), never forwarded to Cortex."""
-    return Field(default, description="On-prem knob: kept, never sent to Cortex.",
+    """An on-prem deployment knob: kept on the config, reported as not applicable to Cortex."""
+    return Field(default, description="On-prem knob: kept, not applicable to Cortex.",
                  json_schema_extra=_ONPREM_MARK)
 
 
@@ -127,9 +144,13 @@ class ClientConfig(BaseModel):
     training_extra: dict[str, Any] = Field(default_factory=dict, description="Open keys added to the Cortex training_config.")
     sampling_extra: dict[str, Any] = Field(default_factory=dict, description="Open keys added to the sampling inference_config.")
     log_prob_extra: dict[str, Any] = Field(default_factory=dict, description="Open keys added to the log-prob inference_config.")
-    forward_no_grad_route: Literal["proposed", "operation"] = Field(
-        "proposed",
-        description="`proposed`: POST /forward-no-grad; `operation`: the `forward` operation envelope (current-profile servers).",
+    forward_no_grad_route: RouteChoice = Field(
+        "auto",
+        description="`auto`: POST /forward-no-grad, falling back to the `forward` operation (spec §7.1) for good when the server has no such route; `proposed`/`operation`: that route only.",
+    )
+    log_probs_route: RouteChoice = Field(
+        "auto",
+        description="`auto`: POST /log-probs, falling back to scoring token prompts with the `forward` operation when the server has no such route; `proposed`/`operation`: that route only.",
     )
 
     # --- timing (defaults from contract.limits) --------------------------------------------
@@ -152,6 +173,7 @@ class ClientConfig(BaseModel):
     retry_ambiguous: bool = Field(False, description="Resend step, save, generate... after a time-out, a cut connection or a 5xx, as the reference client does (spec §3.5): a lost answer can then run a call twice. Off: such a failure raises AmbiguousOutcome.")
     supports_idempotency_keys: bool | None = Field(None, description="The server honours Idempotency-Key (proposed), so ambiguous failures are resent with the same key. None: learnt from the server echoing the key.")
     cancel_on_shutdown: bool = Field(True, description="shutdown() cancels a job this client created (never a reattached one).")
+    cancel_on_exit: bool = Field(True, description="A process that created a job and exits without shutdown() cancels it (never a reattached one); false keeps it running for another process to reattach.")
 
     # --- reconnect ids: set, the client reattaches to that job instead of creating one ----
     job_id: str | None = Field(None, description="The job to reattach to.")
@@ -159,30 +181,43 @@ class ClientConfig(BaseModel):
     sampling_job_id: str | None = Field(None, description="Its sampling sub-job id.")
     log_prob_job_id: str | None = Field(None, description="Its log-prob sub-job id.")
 
-    # --- on-prem knobs: kept, never sent to Cortex ----------------------------------------------
-    ds_config: Any = _onprem()
-    log_prob_ds_config: Any = _onprem()
-    ds_worker_config: Any = _onprem()
-    arctic_inference_config: Any = _onprem()
-    full_determinism: bool | None = _onprem()
+    # --- legacy engine knobs: mapped where Cortex has a field (client.jobspec) ---------------
+    ds_config: Any = _legacy_knob()
+    log_prob_ds_config: Any = _legacy_knob()
+    ds_worker_config: Any = _legacy_knob()
+    arctic_inference_config: Any = _legacy_knob()
+    full_determinism: bool | None = _legacy_knob()
+    vllm_config: Any = _legacy_knob()
+    training_config: Any = _legacy_knob()
+    checkpoint_path: str | None = _legacy_knob()
+
+    # --- on-prem deployment knobs: kept, not applicable to Cortex ----------------------------
+    comm_protocol: Literal["http", "ray"] = _onprem("http")
     colocate: bool = _onprem(False)
-    vllm_config: Any = _onprem()
-    training_config: Any = _onprem()
-    checkpoint_path: str | None = _onprem()
     port: int | None = _onprem()
+    launch_local_server: bool | None = _onprem()
+    server_cuda_visible_devices: str | None = _onprem()
+    startup_timeout: float | None = _onprem()
+    server_logs: bool | None = _onprem()
+    ray_auto_attach: bool | None = _onprem()
+    health_check_interval: float | None = _onprem()
+    cuda_ipc: bool | None = _onprem()
+    low_memory: bool | None = _onprem()
+    log_prob_engine: str | None = _onprem()
 
     @model_validator(mode="before")
     @classmethod
     def _legacy(cls, data: Any) -> Any:
         if not isinstance(data, dict):
             return data
-        data = dict(data)
+        data = flatten_nested(dict(data))
         for name in DROPPED_FIELDS:
             data.pop(name, None)
-        for alias, canonical in FIELD_ALIASES.items():
+        for alias, canonical in {**FIELD_ALIASES, **UNIFIED_ALIASES}.items():
             if alias in data:
                 value = data.pop(alias)
                 data.setdefault(canonical, value)
+        data.update(lifted(data))
         backend = data.get("backend")
         if isinstance(backend, str):
             key = backend.strip().lower()
@@ -202,6 +237,13 @@ class ClientConfig(BaseModel):
         """JSON would carry the masked ``**********`` and a worker would send it as a token;
         dropping it makes the worker read ``pat_env_var`` (or fail validation clearly)."""
         return None
+
+    @field_validator("job_id", "training_job_id", "sampling_job_id", "log_prob_job_id",
+                     mode="before")
+    @classmethod
+    def _id_text(cls, value: JobIdValue | None) -> str | None:
+        """On-prem job ids are ints; a Cortex id is text either way."""
+        return None if value is None else str(value)
 
     @field_validator("max_chunk_bytes")
     @classmethod
@@ -251,11 +293,19 @@ class ClientConfig(BaseModel):
         return dataclasses.replace(self.poll_policy(), timeout_s=self.job_start_timeout_s)
 
     def onprem_settings(self) -> dict[str, Any]:
-        """The on-prem knobs that were set (for inspection; Cortex never sees them)."""
-        return {name: getattr(self, name) for name in ONPREM_FIELDS if name in self.model_fields_set}
+        """The legacy and on-prem knobs that were set (for inspection)."""
+        return {name: getattr(self, name) for name in (*LEGACY_FIELDS, *ONPREM_FIELDS)
+                if name in self.model_fields_set}
 
 
-#: The on-prem knobs, in declaration order.
-ONPREM_FIELDS: tuple[str, ...] = tuple(
-    name for name, info in ClientConfig.model_fields.items() if info.json_schema_extra == _ONPREM_MARK
-)
+def _marked(mark: JsonDict) -> tuple[str, ...]:
+    return tuple(name for name, info in ClientConfig.model_fields.items()
+                 if info.json_schema_extra == mark)
+
+
+#: The legacy engine knobs and the on-prem deployment knobs, in declaration order.
+LEGACY_FIELDS: tuple[str, ...] = _marked(_LEGACY_MARK)
+ONPREM_FIELDS: tuple[str, ...] = _marked(_ONPREM_MARK)
+#: The name the integrations import the config under (``arctic_platform.rl`` /
+#: ``arctic_platform.client``): one model, both the flat and the nested form.
+ArcticRLClientConfig = ClientConfig

@@ -1,8 +1,9 @@
 """Factories: apply the environment override, then build the Cortex client.
 
 ``create_arctic_rl_client(config, server_state)`` keeps the two-argument call both
-integrations make verbatim and returns the legacy async surface; ``create_client`` returns
-the synchronous client. Neither imports anything on-prem.
+integrations make verbatim, creates (or reattaches to) the jobs at once and returns the
+legacy async surface; ``create_client`` returns the synchronous client, which obtains its
+job on first use. Neither imports anything on-prem.
 """
 
 from __future__ import annotations
@@ -59,6 +60,27 @@ def create_client(config: Any = None, server_state: Any = None, *,
 
 
 def create_arctic_rl_client(config: Any = None, server_state: Any = None, *,
-                            transport: Transport | None = None) -> AsyncArcticRLClient:
-    """Legacy entry point: the async surface the integrations call."""
-    return AsyncArcticRLClient(create_client(config, server_state, transport=transport))
+                            blocking_calls: bool = False,
+                            transport: Transport | None = None) -> AsyncArcticRLClient | ArcticRLClient:
+    """Legacy entry point: the async surface the integrations call (``blocking_calls=True``:
+    the synchronous client, as upstream's unified client offers).
+
+    The jobs are created here, or reattached when the config names them, and ``running``
+    before it returns: the integrations read ``reconnect_config()`` at once to hand the ids
+    to their workers (the driver pre-init pattern).
+    """
+    client = create_client(config, server_state, transport=transport)
+    try:
+        client.start()
+    except BaseException:
+        client.shutdown()
+        raise
+    return client if blocking_calls else AsyncArcticRLClient(client)
+
+
+def make_transport(config: Any = None, server_state: Any = None) -> Transport:
+    """The transport a config resolves to (as upstream's unified client offers): Cortex,
+    after the environment override; ``server_state`` only exists on-prem and is ignored."""
+    from client.transports.cortex import CortexTransport
+
+    return CortexTransport(resolve_config(config))

@@ -2,21 +2,33 @@
 
 Each coroutine runs the synchronous call in a worker thread (``asyncio.to_thread``) so a
 long poll never blocks the integration's event loop. ``reconnect_config``,
-``get_server_state`` and ``shutdown`` stay synchronous, as the integrations call them.
+``get_server_state`` and ``shutdown`` run synchronously, as the seed's callers call them;
+``shutdown``'s answer may also be awaited, as verl does.
 """
 
 from __future__ import annotations
 
 import asyncio
 import functools
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Generator
 from typing import Any, TypeVar
 
 from client.config import ClientConfig
 from client.rl import ArcticRLClient
-from client.transport import COLOCATION_OPS
+from client.transport import COLOCATION_OPS, Transport
 
 T = TypeVar("T")
+
+
+class _Done:
+    """An already finished awaitable: what the synchronous ``shutdown`` hands back."""
+
+    def __await__(self) -> Generator[Any, None, None]:
+        return
+        yield  # makes this a generator, finished at once
+
+    def __repr__(self) -> str:
+        return "<shutdown done>"
 
 
 class AsyncArcticRLClient:
@@ -57,8 +69,25 @@ class AsyncArcticRLClient:
     def get_server_state(self) -> Any:
         return self._client.get_server_state()
 
-    def shutdown(self) -> None:
+    def shutdown(self) -> _Done:
+        """Shut down now; the answer may be awaited too (verl does ``await
+        client.shutdown()``, the seed's callers call it plainly: both work)."""
         self._client.shutdown()
+        return _Done()
+
+    async def aclose(self) -> None:
+        await self._run(self._client.shutdown)
+
+    async def __aenter__(self) -> AsyncArcticRLClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    @property
+    def transport(self) -> Transport:
+        """The transport (verl looks for ``get_server_state`` on it; Cortex's has none)."""
+        return self._client.transport
 
     # --- async ops ---------------------------------------------------------------------------
     async def start(self) -> AsyncArcticRLClient:

@@ -12,9 +12,10 @@ from collections.abc import Callable
 from types import TracebackType
 from typing import Any, ClassVar, overload
 
+from client import exit_guard
 from client.config import ClientConfig
 from client.errors import ConfigError
-from client.shaping import flatten_metrics
+from client.shaping import flatten_metrics, with_step_metrics, with_train_metrics
 from client.transport import COLOCATION_OPS, JobIds, Request, Transport, given
 
 
@@ -75,12 +76,17 @@ class ArcticRLClient:
         return self._transport
 
     def start(self) -> ArcticRLClient:
-        """Create (or reattach to) the job and wait for ``running``; idempotent."""
+        """Create (or reattach to) the job and wait for ``running``; idempotent. A job this
+        client created is cancelled at exit if ``shutdown()`` never comes (``exit_guard``)."""
         with self._start_lock:
             if self._closed:
                 raise ConfigError("client was shut down")
             if self._ids is None:
                 self._ids = self.transport.open()
+                if self._ids.created and self._config.cancel_on_exit:
+                    transport = self.transport
+                    exit_guard.guard(self, self._ids.job_id,
+                                     lambda: transport.close(cancel=True))
         return self
 
     def __enter__(self) -> ArcticRLClient:
@@ -95,6 +101,7 @@ class ArcticRLClient:
         if self._closed:
             return
         self._closed = True
+        exit_guard.release(self)
         if self._transport is None:
             return
         cancel = bool(self._ids and self._ids.created and self._config.cancel_on_shutdown)
@@ -131,10 +138,13 @@ class ArcticRLClient:
         self.start()
         return self.transport.call(Request(op, self.job_id, dict(body or {})))
 
-    def fwd_bwd(self, payload: dict[str, Any], **legacy: Any) -> dict[str, Any]:
-        """Forward+backward; legacy kwargs (post_processors=, reference_model=, context=,
-        router_replay=) are folded into the body."""
-        return flatten_metrics(self.call("fwd-bwd", {**payload, **given(**legacy)}))
+    def fwd_bwd(self, payload: dict[str, Any], processing: dict[str, Any] | None = None,
+                **legacy: Any) -> dict[str, Any]:
+        """Forward+backward; ``processing`` and the legacy kwargs (post_processors=,
+        reference_model=, context=, router_replay=) are folded into the body. The answer's
+        ``metrics`` always hold ``loss`` and ``grad_norm`` (``with_train_metrics``)."""
+        body = {**payload, **given(processing=processing, **legacy)}
+        return flatten_metrics(with_train_metrics(self.call("fwd-bwd", body)))
 
     def fwd_no_grad(self, payload: dict[str, Any], reference_model: bool = False,
                     **legacy: Any) -> dict[str, Any]:
@@ -142,7 +152,8 @@ class ArcticRLClient:
         return flatten_metrics(self.call("fwd-no-grad", body))
 
     def step(self, learning_rate: float | None = None) -> dict[str, Any]:
-        return flatten_metrics(self.call("step", given(learning_rate=learning_rate)))
+        """The optimizer step; its answer always has a ``metrics`` block (``with_step_metrics``)."""
+        return flatten_metrics(with_step_metrics(self.call("step", given(learning_rate=learning_rate))))
 
     def save_checkpoint(self, stage_info: Any = None, path: str | None = None,
                         **kwargs: Any) -> dict[str, Any]:
@@ -158,9 +169,12 @@ class ArcticRLClient:
                                                   target_sub_job_id=target_sub_job_id))
 
     def generate(self, prompts: list[Any], sampling_params: Any = None,
-                 **kwargs: Any) -> dict[str, Any]:
-        return self.call("generate", given(prompts=prompts, sampling_params=sampling_params,
-                                           **kwargs))
+                 **kwargs: Any) -> list[dict[str, Any]]:
+        """One output per prompt, in order: the list the integrations iterate (the whole
+        answer, with its ``job_id``, is ``call("generate", ...)``)."""
+        answer = self.call("generate", given(prompts=prompts, sampling_params=sampling_params,
+                                             **kwargs))
+        return list(answer.get("results") or [])
 
     def log_probs(self, prompts: Any = None, completions: list[Any] | None = None,
                   top_k: int | None = None, **kwargs: Any) -> dict[str, Any]:
@@ -209,3 +223,7 @@ def _colocation_method(op: str) -> Callable[..., dict[str, Any]]:
 # wake/sleep of each role, empty_training_cache, weight_norm: one method per op name.
 for _op in sorted(COLOCATION_OPS):
     setattr(ArcticRLClient, _op, _colocation_method(_op))
+
+
+#: Upstream's unified client calls its blocking class this; here it is the same class.
+SyncArcticRLClient = ArcticRLClient

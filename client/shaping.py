@@ -36,12 +36,45 @@ def flatten_metrics(result: Mapping[str, Any]) -> dict[str, Any]:
     metrics = out.get("metrics")
     if isinstance(metrics, Mapping):
         for key in BUBBLED_METRICS:
-            if key in metrics and key not in out:
+            if key in metrics and out.get(key) is None:
                 out[key] = metrics[key]
     if "loss" in out and "avg_loss" not in out:
         out["avg_loss"] = out["loss"]
     elif "avg_loss" in out and "loss" not in out:
         out["loss"] = out["avg_loss"]
+    return out
+
+
+#: The value of a metric the service did not report (a float, so means and logs work).
+NOT_REPORTED = float("nan")
+
+
+def with_train_metrics(result: Mapping[str, Any]) -> dict[str, Any]:
+    """A forward-backward answer whose ``metrics`` hold ``loss`` (the service's, else its
+    ``avg_loss``) and ``grad_norm`` (the service's, else NaN: today's surface reports none,
+    and verl averages these values, which a None would break)."""
+    out = dict(result)
+    metrics = dict(out.get("metrics") or {})
+    loss = next((v for v in (metrics.get("loss"), out.get("loss"), out.get("avg_loss"))
+                 if v is not None), None)
+    if loss is not None:
+        metrics["loss"] = loss
+    if metrics.get("grad_norm") is None:
+        metrics["grad_norm"] = NOT_REPORTED
+    out["metrics"] = metrics
+    return out
+
+
+def with_step_metrics(result: Mapping[str, Any]) -> dict[str, Any]:
+    """A step answer with a ``metrics`` block: the service's, plus ``last_lr`` (verl reads
+    the learning rate there) and ``grad_norm`` (NaN when not reported)."""
+    out = dict(result)
+    metrics = dict(out.get("metrics") or {})
+    if out.get("last_lr") is not None:
+        metrics.setdefault("last_lr", out["last_lr"])
+    if metrics.get("grad_norm") is None:
+        metrics["grad_norm"] = NOT_REPORTED
+    out["metrics"] = metrics
     return out
 
 

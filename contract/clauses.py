@@ -72,6 +72,7 @@ AREAS: dict[str, str] = {
     "CLIENT": "Client behaviour",
     "SEM": "Semantics",
     "IDEM": "Idempotency keys",
+    "INTEG": "Integration surface (SkyRL, verl)",
 }
 
 _M: Level = "MUST"
@@ -337,6 +338,13 @@ _TABLE: tuple[_Row, ...] = (
     # -- recipes, logs, TLS (issue 17) --
     ("JOB-LOGS-1", _M, "current", "server", "spec §12.2", "POST /api/v2/statements (outside the service prefix) answers the stage-credentials statement for a run named by GET /{job_id}/experiment-run with one row: S3 credentials (locationType S3, location bucket/prefix, creds AWS_KEY_ID/AWS_SECRET_KEY/AWS_TOKEN) that list that run's stage."),
     ("JOB-LOGS-2", _S, "current", "server", "spec §12.2", "A running job's stage holds its logs below _logs/{sub_job_id}/ for sub-jobs of that job, and only for them."),
+    # -- integrations (issue 22): the surface SkyRL's and verl's Arctic code calls --
+    ("INTEG-JOB-1", _M, "current", "client", "client", "create_arctic_rl_client(config) returns with its job running; reconnect_config() carries the job and sub-job ids, and a client built from that config reattaches to the same job instead of creating one."),
+    ("INTEG-JOB-2", _M, "current", "client", "client", "shutdown(), called plainly or awaited, never cancels a job the client reattached to: the job keeps running for its owner."),
+    ("INTEG-GEN-1", _M, "current", "client", "client", "generate(prompts=, sampling_params=) answers the list of outputs, one per prompt in order, each with its token_ids and finish_reason."),
+    ("INTEG-FB-1", _M, "current", "client", "client", "A fwd_bwd answer carries metrics with a float loss (the service's, else its avg_loss) and a float grad_norm (NaN when the service reports none)."),
+    ("INTEG-STEP-1", _M, "current", "client", "client", "A step answer carries a metrics block with a float grad_norm (NaN when the service reports none) and the step's last_lr."),
+    ("INTEG-FWD-1", _M, "proposed", "client", "client", "fwd_no_grad(payload, reference_model=) answers per-token log-probs shaped like input_ids under batch.logprobs and batch.log_probs."),
 )
 
 

@@ -56,7 +56,7 @@ def main() -> None:
             print("step", client.step(learning_rate=1e-5))
             print("sync", client.sync_weights())
             gen = client.generate([[1, 2, 3]], {"max_tokens": 8})
-            print("tokens", gen["results"][0]["token_ids"])
+            print("tokens", gen[0]["token_ids"])  # one output per prompt
             print("saved", client.save_checkpoint()["checkpoint_id"])
         # leaving the block cancels the job this client created
 

@@ -8,17 +8,34 @@ like the on-prem server's; colocation ops answer ``{}`` because Cortex manages p
 from __future__ import annotations
 
 import contextlib
+import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from client import scoring
 from client.config import ClientConfig
-from client.errors import ConfigError, CortexError, PollTimeout, PromptTooLong, ProtocolError
-from client.jobspec import create_job_body
+from client.errors import (
+    ConfigError,
+    CortexError,
+    CortexHTTPError,
+    PollTimeout,
+    PromptTooLong,
+    ProtocolError,
+)
+from client.jobspec import plan_job
 from client.rest import CortexRestClient
-from client.shaping import shape_generate_result, shape_step_result, shape_train_result
+from client.shaping import (
+    logprobs_of,
+    shape_generate_result,
+    shape_step_result,
+    shape_train_result,
+)
 from client.transport import COLOCATION_OPS, JobIds, Request
+from contract.errors import ErrorCode
 from contract.ids import job_of_sub_job
 from contract.models import GenerateRequest, ResetPrefixCachePayload, SaveRequest
+
+log = logging.getLogger(__name__)
 
 #: Top-level keys of a train body that are not model kwargs.
 RPC_SIDE_KEYS: frozenset[str] = frozenset(
@@ -63,6 +80,16 @@ def check_prompt_lengths(prompts: Any, max_seq_len: int | None, *, job_id: str |
             )
 
 
+def route_is_absent(exc: CortexHTTPError) -> bool:
+    """The answer says the path or method is not served (not that a job or request is
+    missing): 405, or a 404 naming no job, request or checkpoint."""
+    if exc.status == 405:
+        return True
+    missing_thing = {ErrorCode.JOB_NOT_FOUND, ErrorCode.REQUEST_NOT_FOUND,
+                     ErrorCode.CHECKPOINT_NOT_FOUND, ErrorCode.SUB_JOB_NOT_FOUND}
+    return exc.status == 404 and exc.code not in missing_thing
+
+
 class CortexTransport:
     """Runs ops against one Cortex job through :class:`CortexRestClient`."""
 
@@ -70,6 +97,8 @@ class CortexTransport:
         self.config = config
         self.rest = rest or CortexRestClient(config)
         self.ids: JobIds | None = None
+        #: Proposed routes this server turned out not to serve (``auto`` route choices).
+        self.absent_routes: set[str] = set()
         self._handlers: dict[str, Callable[[str, dict[str, Any]], dict[str, Any]]] = {
             "fwd-bwd": self._fwd_bwd,
             "fwd-no-grad": self._fwd_no_grad,
@@ -93,7 +122,9 @@ class CortexTransport:
                                                cfg.log_prob_job_id))), None)
         created = False
         if job_id is None:
-            answer = self.rest.create_job(create_job_body(cfg))
+            plan = plan_job(cfg)
+            plan.warn()
+            answer = self.rest.create_job(plan.body)
             job_id = answer.get("job_id")
             if not job_id:
                 raise ProtocolError(f"create-job answer has no job_id: {answer!r}", route="create_job")
@@ -153,13 +184,34 @@ class CortexTransport:
         answer = self.rest.forward_backward(job_id, rpc_body(body))
         return shape_train_result(self._wait(job_id, answer, "forward_backward"))
 
+    # --- proposed routes, or today's forward operation (spec §7.1) -----------------------
+    def _proposed(self, route_name: str, choice: str, send: Callable[[], Any]) -> Any | None:
+        """``send()`` on the proposed route and its result, or None when the forward
+        operation is to be used instead: configured so, or (``auto``) the server has no
+        such route, learnt once from a 404/405 and kept for this transport."""
+        if choice == "operation" or route_name in self.absent_routes:
+            return None
+        try:
+            return send()
+        except CortexHTTPError as exc:
+            if choice != "auto" or not route_is_absent(exc):
+                raise
+            log.info("%s: no such route on this server (%s); using the forward operation",
+                     route_name, exc.status)
+            self.absent_routes.add(route_name)
+            return None
+
+    def _forward(self, job_id: str, frame: Any, sub_job_id: str | None) -> Any:
+        answer = self.rest.forward_operation(job_id, frame, sub_job_id=sub_job_id)
+        return self.rest.operation_result(job_id, "forward", answer)
+
     def _fwd_no_grad(self, job_id: str, body: dict[str, Any]) -> dict[str, Any]:
         rpc = rpc_body(body)
-        if self.config.forward_no_grad_route == "operation":
-            answer = self.rest.forward_operation(job_id, rpc)
-            return shape_train_result(self.rest.operation_result(job_id, "forward", answer))
-        answer = self.rest.forward_no_grad(job_id, rpc)
-        return shape_train_result(self._wait(job_id, answer, "forward_no_grad"))
+        result = self._proposed("forward_no_grad", self.config.forward_no_grad_route, lambda: self._wait(
+            job_id, self.rest.forward_no_grad(job_id, rpc), "forward_no_grad"))
+        if result is None:
+            result = self._forward(job_id, rpc, self.ids.training if self.ids else None)
+        return shape_train_result(result)
 
     def _step(self, job_id: str, body: dict[str, Any]) -> dict[str, Any]:
         answer = self.rest.step(job_id, body.get("learning_rate"))
@@ -190,9 +242,18 @@ class CortexTransport:
         return shape_generate_result(self._wait(job_id, answer, "generate"))
 
     def _log_probs(self, job_id: str, body: dict[str, Any]) -> dict[str, Any]:
-        answer = self.rest.log_probs(job_id, list(body.get("prompts") or []),
-                                     body.get("completions"), body.get("top_k"))
-        result = self._wait(job_id, answer, "log_probs")
+        result = self._proposed("log_probs", self.config.log_probs_route, lambda: self._wait(
+            job_id, self.rest.log_probs(job_id, list(body.get("prompts") or []),
+                                        body.get("completions"), body.get("top_k")), "log_probs"))
+        if result is None:
+            rows = scoring.score_rows(body)
+            target = (self.ids.log_prob or self.ids.training) if self.ids else None
+            scored = self._forward(job_id, scoring.forward_frame(rows), target)
+            logprobs = logprobs_of(scored) if isinstance(scored, Mapping) else None
+            if logprobs is None:
+                raise ProtocolError(f"the forward operation answered no logprobs: {scored!r}"[:300],
+                                    route="operation", job_id=job_id)
+            return {"job_id": job_id, "results": scoring.results_of(rows, logprobs)}
         return dict(result) if isinstance(result, Mapping) else {"result": result}
 
     def _sync_weights(self, job_id: str, body: dict[str, Any]) -> dict[str, Any]:
@@ -213,7 +274,10 @@ class CortexTransport:
         return self._operation(job_id, "weight-sync", payload, sub_job_type="training")
 
     def _reset_prefix_cache(self, job_id: str, body: dict[str, Any]) -> dict[str, Any]:
-        payload = ResetPrefixCachePayload.model_validate(body).model_dump()
+        # Only the payload's own fields: SkyRL's Harbor bridge passes reset_running_requests=,
+        # which the operation does not know and a strict server would refuse.
+        known = {k: v for k, v in body.items() if k in ResetPrefixCachePayload.model_fields}
+        payload = ResetPrefixCachePayload.model_validate(known).model_dump()
         return self._operation(job_id, "reset-prefix-cache", payload, sub_job_type="sampling")
 
     def _tail_logs(self, job_id: str, body: dict[str, Any]) -> dict[str, Any]:

@@ -7,9 +7,15 @@ import warnings
 import pytest
 from pydantic import ValidationError
 
-from client.config import DROPPED_FIELDS, MIN_CHUNK_PAYLOAD_BYTES, ONPREM_FIELDS, ClientConfig
+from client.config import (
+    DROPPED_FIELDS,
+    LEGACY_FIELDS,
+    MIN_CHUNK_PAYLOAD_BYTES,
+    ONPREM_FIELDS,
+    ClientConfig,
+)
 from client.errors import ConfigError
-from client.jobspec import create_job_body
+from client.jobspec import create_job_body, plan_job
 from client.rest import CortexRestClient
 from contract.limits import DEFAULT_CHUNK_BYTES, MAX_BODY_BYTES, PollPolicy, RetryPolicy
 from contract.routes import DEFAULT_ENDPOINT
@@ -65,29 +71,38 @@ def test_legacy_fields_are_dropped_silently(name: str) -> None:
     assert name not in cfg.model_dump()
 
 
-def test_onprem_knobs_survive_but_never_reach_cortex() -> None:
+def test_legacy_and_onprem_knobs_survive_and_are_mapped_or_reported() -> None:
+    """Nothing set is dropped silently: engine knobs reach the create body where Cortex has a
+    field and are named otherwise; deployment knobs are named as not applicable."""
     knobs = {
         "ds_config": {"zero_optimization": {"stage": 3}},
         "log_prob_ds_config": {"zero": 1},
-        "ds_worker_config": {"use_liger": True},
+        "ds_worker_config": {"use_liger": True, "zorro_train_enable": True},
         "arctic_inference_config": {"speculative": True},
         "full_determinism": True,
-        "colocate": True,
         "vllm_config": {"enforce_eager": True},
         "training_config": {"micro_batch": 2},
         "checkpoint_path": "/ckpt",
-        "port": 9000,
     }
-    assert set(knobs) == set(ONPREM_FIELDS)
-    cfg = ClientConfig(base_url="http://h", **knobs)
-    for name, value in knobs.items():
+    deployment = {"colocate": True, "port": 9000, "comm_protocol": "ray"}
+    assert set(knobs) == set(LEGACY_FIELDS)
+    assert set(deployment) <= set(ONPREM_FIELDS)
+    cfg = ClientConfig(base_url="http://h", **knobs, **deployment)
+    for name, value in {**knobs, **deployment}.items():
         assert getattr(cfg, name) == value
-    assert cfg.onprem_settings() == knobs
-    body = create_job_body(cfg)
-    flat = repr(body)
-    for value in ("zero_optimization", "use_liger", "speculative", "enforce_eager",
-                  "micro_batch", "/ckpt", "full_determinism", "colocate"):
-        assert value not in flat
+    assert cfg.onprem_settings() == {**knobs, **deployment}
+    plan = plan_job(cfg)
+    training, sampling = plan.body["sub_job_configs"]
+    assert training["training_config"]["ds_config"] == {"zero_optimization": {"stage": 3}}
+    assert training["training_config"]["model_provider"] == "liger"
+    assert sampling["inference_config"]["vllm_config"] == {"enforce_eager": True}
+    assert set(plan.not_sent) == {"log_prob_ds_config", "arctic_inference_config", "checkpoint_path",
+                                  "full_determinism", "ds_worker_config.zorro_train_enable",
+                                  "training_config.micro_batch"}
+    assert set(plan.not_applicable) == set(deployment)
+    text = plan.message() or ""
+    for name in (*plan.not_sent, *deployment):
+        assert name in text
 
 
 def test_cortex_addressing_aliases_from_the_legacy_rl_config() -> None:
@@ -137,7 +152,7 @@ def test_defaults_come_from_contract_limits() -> None:
     assert cfg.poll_policy() == PollPolicy()
     assert cfg.max_chunk_bytes == DEFAULT_CHUNK_BYTES
     assert cfg.endpoint == DEFAULT_ENDPOINT
-    assert cfg.forward_no_grad_route == "proposed"
+    assert cfg.forward_no_grad_route == cfg.log_probs_route == "auto"
 
 
 @pytest.mark.parametrize("size", [-1, 0, 1, CHUNK_HEADER_ALLOWANCE, FLOOR - 1])

@@ -111,8 +111,11 @@ def test_factory_applies_the_override(monkeypatch: pytest.MonkeyPatch) -> None:
     client = create_client(_legacy_local())
     assert client.config.backend == "cortex"
     assert client.config.base_url == "http://127.0.0.1:9"
-    legacy = create_arctic_rl_client(_legacy_local(), None)
+    from client.transports.recording import RecordingTransport
+
+    legacy = create_arctic_rl_client(_legacy_local(), None, transport=RecordingTransport())
     assert legacy.config.backend == "cortex"
+    legacy.shutdown()
 
 
 def test_non_cortex_backend_gets_a_clear_error() -> None:

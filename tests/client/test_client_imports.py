@@ -37,9 +37,9 @@ def test_building_a_client_imports_nothing_heavy() -> None:
     loaded = _modules_after(
         "import os\nos.environ['ARCTIC_RL_BACKEND'] = 'cortex'\n"
         "os.environ['CORTEX_BASE_URL'] = 'http://127.0.0.1:1'\n"
-        "from client import create_arctic_rl_client\n"
-        "c = create_arctic_rl_client({'backend': 'local'}, None)\n"
-        "c.sync.transport"
+        "from client import create_arctic_rl_client, create_client\n"
+        "c = create_client({'backend': 'local'}, None)\n"
+        "c.transport"
     )
     assert not loaded & HEAVY, sorted(loaded & HEAVY)
 
@@ -94,10 +94,12 @@ def test_one_rest_method_per_route_of_both_profiles() -> None:
 
 def test_readme_documents_every_config_field_and_env_var() -> None:
     from client.config import ClientConfig
-    from client.env import ENV_FIELDS
+    from client.env import ENV_FIELDS, KNOB_FIELDS
 
     text = (ROOT / "README.md").read_text()
     for name in ClientConfig.model_fields:
         assert f"`{name}`" in text, name
     for var in ENV_FIELDS:
         assert f"`{var}`" in text, var
+    for knob in KNOB_FIELDS:  # documented as CORTEX_ + the field in capitals
+        assert f"`{knob}`" in text, knob

@@ -42,6 +42,7 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("fake_gs/dialect.py", "failed"): "the fallback message of a failed request's error",
     ("fake_gs/handlers/training.py", "/checkpoints/"): "a checkpoint's fake-gs:// storage URI",
     ("fake_gs/traffic.py", "unauthenticated"): "the account label of traffic with an unknown token",
+    ("client/config.py", "request_timeout"): "a field name of upstream's unified client config",
 }
 
 @dataclass(frozen=True)

@@ -71,8 +71,8 @@ def test_generate_results_in_chunks_become_lists(make_fake: Any) -> None:
     with make_fake(result_delivery="chunks", result_chunk_bytes=9000) as fake, \
             create_client(fake.config(max_events=1)) as client:
         out = client.generate([[1, 2, 3]] * 8, {"max_tokens": 16, "logprobs": 1})
-    assert len(out["results"]) == 8
-    assert all(isinstance(r["token_ids"], list) for r in out["results"])
+    assert len(out) == 8  # the list of outputs
+    assert all(isinstance(r["token_ids"], list) for r in out)
 
 
 def test_chunk_group_restart_is_replayed_once_from_chunk_zero(make_fake: Any) -> None:
@@ -202,7 +202,7 @@ def test_prompt_too_long_is_refused_before_sending(shared_fake: Fake) -> None:
         with pytest.raises(PromptTooLong, match="max_seq_len=32"):
             client.generate([[1] * 31, [1] * 32])
         assert shared_fake.state()["requests"]["total"] == before
-        assert client.generate([[1] * 31])["results"]
+        assert client.generate([[1] * 31])
 
 
 def test_generate_stream(shared_fake: Fake) -> None:

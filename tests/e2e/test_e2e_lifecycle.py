@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import pytest
 import torch
 from e2e_fake import Fake
 
-from client import CortexHTTPError, create_client
+from client import ConfigError, CortexHTTPError, create_client
 from client.transport import COLOCATION_OPS
 
 B, S = 2, 3000  # big enough that 16 KiB chunks cut forward-backward into several pieces
@@ -36,7 +37,7 @@ def _every_op(fake: Fake, *, profile: str) -> dict[str, Any]:
 
         fb = client.fwd_bwd(_batch(), reference_model=False, router_replay=None)
         assert fb["loss"] == fb["avg_loss"] and isinstance(fb["avg_loss"], float)
-        assert "grad_norm" in fb["metrics"] and fb["grad_norm"] == fb["metrics"]["grad_norm"]
+        assert "grad_norm" in fb["metrics"] and fb["grad_norm"] is fb["metrics"]["grad_norm"]
         assert fb["post_process_outputs"] == {}
         seen["fb"] = fb
 
@@ -61,8 +62,8 @@ def _every_op(fake: Fake, *, profile: str) -> dict[str, Any]:
         assert loaded["checkpoint_id"] == saved["checkpoint_id"]
 
         gen = client.generate([[1, 2, 3], "hello"], {"max_tokens": 5, "logprobs": 1})
-        assert len(gen["results"]) == 2
-        for result in gen["results"]:
+        assert len(gen) == 2  # the list of outputs, one per prompt
+        for result in gen:
             assert isinstance(result["token_ids"], list) and 1 <= len(result["token_ids"]) <= 5
             assert isinstance(result["logprobs"], list)
             assert len(result["logprobs"]) == len(result["token_ids"])
@@ -71,10 +72,12 @@ def _every_op(fake: Fake, *, profile: str) -> dict[str, Any]:
         if profile == "proposed":
             lp = client.log_probs(["a b"], completions=[" c"])
             assert lp["results"]
-        else:
-            with pytest.raises(CortexHTTPError) as info:
+        else:  # no log-probs route today: token prompts are scored by the forward operation
+            lp = client.log_probs([[1, 2, 3], [4, 5]], completions=[[6, 7], [8]])
+            assert [len(r["logprobs"]) for r in lp["results"]] == [2, 1]
+            assert [r["token_ids"] for r in lp["results"]] == [[6, 7], [8]]
+            with pytest.raises(ConfigError, match="token ids"):
                 client.log_probs(["a b"])
-            assert info.value.status == 404 and info.value.route == "log_probs"
 
         synced = client.sync_weights(cuda_ipc=True, low_memory=True)
         assert synced["target_sub_job_ids"] == [client.sampling_job_id]
@@ -125,16 +128,22 @@ def test_every_op_current_profile(make_fake: Any, dialect: str) -> None:
     with make_fake(profile="current", strict=True, startup="polls:2", dialect=dialect) as fake:
         seen = _every_op(fake, profile="current")
     # today's server has no metrics block: the loss-only answer is shaped for the integrations
-    assert seen["fb"]["metrics"] == {"grad_norm": None}
-    assert seen["fb"]["grad_norm"] is None
+    assert set(seen["fb"]["metrics"]) == {"loss", "grad_norm"}
+    assert seen["fb"]["metrics"]["loss"] == seen["fb"]["avg_loss"]
+    assert math.isnan(seen["fb"]["grad_norm"])  # reported by no one: NaN, never a guess
 
 
 def test_proposed_route_against_a_current_server_is_a_clear_404(make_fake: Any) -> None:
-    with make_fake(profile="current") as fake, create_client(fake.config(retries=1)) as client:
+    cfg_of = lambda fake, route: fake.config(retries=1, forward_no_grad_route=route)  # noqa: E731
+    with make_fake(profile="current") as fake, create_client(cfg_of(fake, "proposed")) as client:
         with pytest.raises(CortexHTTPError) as info:
             client.fwd_no_grad(_batch())
         assert info.value.status == 404 and info.value.route == "forward_no_grad"
         assert "route=forward_no_grad" in str(info.value)
+    with make_fake(profile="current") as fake, create_client(cfg_of(fake, "auto")) as client:
+        for _ in range(2):  # the first call learns the route is absent, the second goes straight
+            assert client.fwd_no_grad(_batch())["batch"]["logprobs"].shape == (B, S)
+        assert client.transport.absent_routes == {"forward_no_grad"}  # type: ignore[attr-defined]
 
 
 @pytest.mark.parametrize("dialect", DIALECTS)

@@ -77,7 +77,7 @@ def test_full_rl_step_with_host_and_pat_over_tls(
 def run_rl_step(client: Any) -> None:
     prompt = [257, *b"Say a:"]
     params = {"max_tokens": 8, "temperature": 1.0, "seed": 5, "logprobs": 0}
-    before = client.generate([prompt] * 4, [params] * 4)["results"]
+    before = client.generate([prompt] * 4, [params] * 4)
     responses = [[int(t) for t in r["token_ids"]] for r in before]
     width = max(len(r) for r in responses)
     ids = torch.full((4, len(prompt) + width), 256)
@@ -98,7 +98,7 @@ def run_rl_step(client: Any) -> None:
     assert answer["grad_norm"] > 0
     assert client.step()["global_steps"] == 1
     client.sync_weights(cuda_ipc=False, low_memory=False)
-    after = client.generate([prompt] * 4, [params] * 4)["results"]
+    after = client.generate([prompt] * 4, [params] * 4)
     assert [r["logprobs"][0] for r in after] != [r["logprobs"][0] for r in before]
 
 
