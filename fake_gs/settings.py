@@ -123,6 +123,10 @@ class FakeSettings:
     #: account's abandoned uploads cannot block another's.
     max_open_groups_per_account: int = option(256, "--max-open-groups-per-account", "open chunk groups of one account (token) over all its jobs", bound="positive", group=_HARD)
     max_buffered_bytes_per_account: int = option(2048 * MiB, "--max-account-buffered-mib", "chunk bytes one account (token) may buffer over all its jobs", bound="positive", group=_HARD, unit=MiB)
+    #: The execution-log stage (spec §12.2) holds the fake's own log files: a cache, so past
+    #: a cap the least recently written runs' files are dropped (rewritten when asked for).
+    max_stage_bytes_per_account: int = option(64 * MiB, "--max-stage-mib-per-account", "execution-log stage bytes one account (token) holds; its least recently fetched runs' files go first", bound="positive", group=_HARD, unit=MiB)
+    max_stage_bytes_total: int = option(512 * MiB, "--max-stage-mib", "execution-log stage bytes of all accounts together (the stage process refuses more)", bound="positive", group=_HARD, unit=MiB)
     admin_token: str | None = option(None, "--admin-token", "the admin API's only credential when --token is set (service tokens get 403)", group=_HARD, metavar="TOKEN")
     #: How long a poll waits for a request that is due but still executing.
     poll_wait_s: float = 1.0
