@@ -14,6 +14,7 @@ import os
 import secrets
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -24,12 +25,13 @@ boto3 = pytest.importorskip("boto3")
 
 from botocore.config import Config  # noqa: E402
 from botocore.exceptions import ClientError  # noqa: E402
+from example_loader import load_example  # noqa: E402
 from stage_attacks import new_run, push_unsigned_put, tree_bytes  # noqa: E402
 from stress_helpers import rest_client, rss_bytes  # noqa: E402
 
-from contract.logs import (  # noqa: E402
-    StageCredentials,
-)
+from client.errors import UnsafeLogKey  # noqa: E402
+from client.logs import write_log_files  # noqa: E402
+from contract.logs import StageCredentials, log_key  # noqa: E402
 from fake_gs import FakeSettings  # noqa: E402
 from fake_gs.execution_logs import StageProcess  # noqa: E402
 from fake_gs.server import FakeServer, start_in_background  # noqa: E402
@@ -147,3 +149,67 @@ def test_stage_bytes_are_capped_per_account_and_refilled_when_asked() -> None:
     finally:
         server.stop()
     assert stage.proc.poll() is not None and not os.path.exists(stage.tmp)  # stopped, temp files gone
+
+
+# --- family 2: keys that leave their directory ---------------------------------------------
+
+ESCAPES = [
+    ("job:training:0", "../../escaped.txt"),
+    ("..", "escaped.txt"),
+    ("job:training:0", "/abs/escaped.txt"),
+    ("", "escaped.txt"),
+    ("job:training:0", "..\\..\\escaped.txt"),
+    ("job:training:0", "ok/\x00escaped.txt"),
+]
+
+
+@pytest.mark.parametrize(("sub_job_id", "filename"), ESCAPES)
+def test_keys_that_leave_the_directory_are_refused_typed(tmp_path: Path, sub_job_id: str, filename: str) -> None:
+    target = tmp_path / "logs"
+    entry = {"sub_job_id": sub_job_id, "filename": filename, "s3_uri": "s3://b/k", "content": "planted\n"}
+    with pytest.raises(UnsafeLogKey) as err:
+        write_log_files([entry], target)
+    assert err.value.key and not [p for p in tmp_path.rglob("*") if p.is_file()]
+    with pytest.raises(ValueError, match="unsafe log key"):
+        log_key("experiments/e/versions/run-x", sub_job_id, filename)
+
+
+def test_planted_symlinks_are_not_followed(tmp_path: Path) -> None:
+    outside, target = tmp_path / "outside", tmp_path / "logs"
+    outside.mkdir()
+    target.mkdir()
+    (target / "job_training_0").symlink_to(outside, target_is_directory=True)
+    (target / "job_sampling_0").mkdir()
+    (target / "job_sampling_0" / "execution.jsonl").symlink_to(outside / "victim.txt")
+    for sub in ("job:training:0", "job:sampling:0"):
+        entry = {"sub_job_id": sub, "filename": "execution.jsonl", "s3_uri": "s3://b/k", "content": "planted\n"}
+        with pytest.raises(UnsafeLogKey, match="not a plain"):
+            write_log_files([entry], target)
+    assert list(outside.iterdir()) == []
+    good = {"sub_job_id": "job:log_prob:0", "filename": "nested/execution.jsonl", "s3_uri": "s3://b/k",
+            "content": "fine\n"}
+    assert write_log_files([good], target) == [target / "job_log_prob_0" / "nested" / "execution.jsonl"]
+
+
+def test_client_and_example_refuse_a_planted_key_from_the_stage(fake: FakeServer, tmp_path: Path) -> None:
+    """A stage that lists a key leaving its directory (planted here through the fake's own
+    command pipe, as a hostile server would): the download raises UnsafeLogKey, and the
+    README walk-through's ``--logs`` (the example's save_execution_logs) writes nothing."""
+    job_id, creds = new_run(fake.base_url, A)
+    stage: StageProcess = fake.state.store.execution_logs.stage()
+    planted = creds.prefix.rstrip("/") + f"/_logs/{job_id}:training:0/../../../../escaped.txt"
+    stage.call("put", bucket=creds.bucket, key=planted, data64="cGxhbnRlZAo=")
+    rest = rest_client(fake.base_url, A)
+    with pytest.raises(UnsafeLogKey) as err:
+        rest.fetch_execution_logs(job_id)
+    assert err.value.key == planted
+    example = load_example("grpo_toy")
+
+    class Client:
+        def fetch_execution_logs(self) -> list[dict[str, str]]:
+            return rest.fetch_execution_logs(job_id)
+
+    with pytest.raises(UnsafeLogKey):
+        example.save_execution_logs(Client(), tmp_path / "logs")
+    assert not [p for p in tmp_path.rglob("*") if p.is_file()]
+    stage.call("delete", bucket=creds.bucket, keys=[planted])
