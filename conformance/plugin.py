@@ -25,7 +25,9 @@ from conformance.options import add_pytest_options, gs_options
 from conformance.recorder import RECORDER, finish_run_tape, start_run_tape
 from conformance.results import ClauseBook, RunResults
 from conformance.runtime import RUNTIME
+from conformance.target import run_secrets
 from contract.clauses import CLAUSES, clauses_of, for_profile
+from contract.redact import scrub_text
 
 pytest_plugins = ("conformance.fixtures",)
 PROPERTIES_DIR = Path(__file__).resolve().parent / "properties"
@@ -52,6 +54,7 @@ def pytest_configure(config: pytest.Config) -> None:
     RUNTIME.embedded = options.embedded
     RUNTIME.randomize = options.randomize
     RUNTIME.shrink = not options.no_shrink
+    RUNTIME.secrets = run_secrets(options)
     config.stash[booking.BOOK] = ClauseBook()
     config.stash[booking.STARTED] = time.monotonic()
     start_run_tape(config, options)
@@ -118,9 +121,15 @@ def pytest_runtest_makereport(
     outcome: Any = yield
     if not is_property(item):
         return
+    rep = outcome.get_result()
+    if rep.longrepr is not None:  # pytest's own failure text: the terminal, --junitxml
+        text = str(rep.longrepr)
+        scrubbed = scrub_text(text, RUNTIME.secrets)
+        if scrubbed != text:
+            rep.longrepr = scrubbed
     ids = item_clauses(item)
     if ids:
-        booking.tag(outcome.get_result(), ids, call)
+        booking.tag(rep, ids, call)
 
 
 @pytest.hookimpl(tryfirst=True)
