@@ -31,7 +31,9 @@ import base64
 import contextlib
 import json
 import logging
+import os
 import secrets
+import shutil
 import socket
 import sys
 import threading
@@ -238,6 +240,10 @@ def main(argv: list[str] | None = None) -> int:
             answer = {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
         print(json.dumps(answer), flush=True)
     server.shutdown()
+    # The parent removes this directory too; a parent killed outright cannot.
+    tmp = os.environ.get("TMPDIR", "")
+    if os.path.basename(tmp).startswith("fake-gs-stage-"):
+        shutil.rmtree(tmp, ignore_errors=True)
     return 0
 
 

@@ -30,6 +30,7 @@ from loopback_proxy import loopback_proxy
 from client.config import ClientConfig
 from client.http import HttpSettings
 from client.rest import CortexRestClient
+from contract.auth import unrelated_token
 from contract.logs import STATEMENTS_PATH, parse_stage_credentials, stage_credentials_statement
 from contract.tape import open_text, read_tape
 from fake_gs import FakeSettings, serve_in_background
@@ -101,6 +102,12 @@ def test_fake_recorder_and_access_log_hold_no_credential(tmp_path: Path) -> None
     found = (pat, pat2, admin, token, creds.access_key_id, creds.secret_access_key, creds.session_token)
     assert "exports/" in log_file.read_text()  # the download was logged, without its token
     assert_absent([tape, log_file], found, also=reprs)
+
+
+def test_the_wrong_token_probe_shares_nothing_with_the_real_one() -> None:
+    for real in ("gs-conformance-token-a", secrets.token_hex(32), "0123456789abcdef" * 8):
+        probe = unrelated_token(real)
+        assert not any(probe[i:i + 4] in real for i in range(len(probe) - 3)), (real, probe)
 
 
 def echo_authorization(status: int, headers: dict[str, str], data: bytes) -> bytes:
