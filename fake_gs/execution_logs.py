@@ -156,6 +156,7 @@ class ExecutionLogs:
         self.total = settings.max_stage_bytes_total
         self._lock = threading.Lock()
         self._publish = threading.Lock()
+        self._starting = threading.Lock()
         self._archive: OrderedDict[str, bytes] = OrderedDict()
         self._stage: StageProcess | None = None
         self._buckets: dict[str, str] = {}
@@ -189,7 +190,9 @@ class ExecutionLogs:
         return archived
 
     def stage(self) -> StageProcess:
-        with self._lock:
+        """The stage process, started on first use (under a lock of its own: the archive's
+        is taken under the store lock and must never wait for a process to start)."""
+        with self._starting:
             if self._stage is None:
                 self._stage = StageProcess(self.total)
             return self._stage
@@ -268,7 +271,7 @@ class ExecutionLogs:
             self._stage.call("revoke", run=job_id)
 
     def close(self) -> None:
-        with self._lock:
+        with self._starting:
             stage, self._stage = self._stage, None
         if stage is not None:
             stage.close()
