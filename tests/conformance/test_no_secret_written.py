@@ -32,6 +32,7 @@ from client.http import HttpSettings
 from client.rest import CortexRestClient
 from contract.auth import unrelated_token
 from contract.logs import STATEMENTS_PATH, parse_stage_credentials, stage_credentials_statement
+from contract.redact import REDACTED, mask, scrub_text
 from contract.tape import open_text, read_tape
 from fake_gs import FakeSettings, serve_in_background
 
@@ -102,6 +103,21 @@ def test_fake_recorder_and_access_log_hold_no_credential(tmp_path: Path) -> None
     found = (pat, pat2, admin, token, creds.access_key_id, creds.secret_access_key, creds.session_token)
     assert "exports/" in log_file.read_text()  # the download was logged, without its token
     assert_absent([tape, log_file], found, also=reprs)
+
+
+def test_credentials_are_scrubbed_wherever_they_sit() -> None:
+    """Known tokens, and by their look: in nested JSON, reprs, presigned URLs, export paths."""
+    key_id, secret_key, session = "ASIA" + "Q" * 16, "s3cr3t/KEY+" + "x" * 29, "FQoG" + "z" * 60
+    creds = json.dumps({"creds": {"AWS_KEY_ID": key_id, "AWS_SECRET_KEY": secret_key, "AWS_TOKEN": session}})
+    presigned = f"https://b.s3.amazonaws.com/m?X-Amz-Credential={key_id}%2F&X-Amz-Signature=ab12&X-Amz-Security-Token={session}"
+    texts = [json.dumps({"data": [[creds]]}), repr({"SecretAccessKey": secret_key, "SessionToken": session}),
+             presigned, "GET /_fake/exports/Zm9vYmFyYmF6cXV1eDEy 200", "Bearer pat-abc in a message", "tok-1 echoed"]
+    out = scrub_text("\n".join(texts), ["tok-1"])
+    for secret in (key_id, secret_key, session, "ab12", "Zm9vYmFyYmF6cXV1eDEy", "pat-abc", "tok-1"):
+        assert secret not in out, secret
+    assert "<url-token-" in out and out.count(REDACTED) >= 9
+    masked = mask({"data": [[creds]]})
+    assert secret_key not in json.dumps(masked) and key_id not in json.dumps(masked)
 
 
 def test_the_wrong_token_probe_shares_nothing_with_the_real_one() -> None:
