@@ -171,17 +171,18 @@ def bench_log_stage(total: int) -> bool:
         _, creds = new_run(fake.base_url, "stage-a")
         stage = psutil.Process(fake.pid).children()[0]
         tmp = stage.cwd()
+        push_unsigned_put(str(creds.endpoint), 1 << 30, MiB)  # warm the server's code paths
         before = (fake.rss(), rss_bytes(stage.pid), tree_bytes(tmp))
-        pushed, statuses = 0, set()
+        pushed, statuses, connections = 0, set(), 0
         started = time.monotonic()
         while pushed < total:
             answer, sent = push_unsigned_put(str(creds.endpoint), 1 << 30, 1 << 30)
-            pushed += sent
+            pushed, connections = pushed + sent, connections + 1
             statuses.add(answer.split(b"\r\n", 1)[0].decode())
         after = (fake.rss(), rss_bytes(stage.pid), tree_bytes(tmp))
     growth = [(b - a) / MiB for a, b in zip(before, after, strict=True)]
     ok = growth[0] < 16 and growth[1] < 16 and after[2] == before[2]
-    print(f"log stage: unauthenticated PUTs declaring 1 GiB pushed {pushed / 1e9:.2f} GB in "
+    print(f"log stage: {connections} unauthenticated PUTs declaring 1 GiB pushed {pushed / 1e9:.2f} GB in "
           f"{time.monotonic() - started:.1f} s, answered {sorted(statuses)}: fake RSS "
           f"{before[0] / MiB:.0f} -> {after[0] / MiB:.0f} MiB, stage RSS {before[1] / MiB:.0f} -> "
           f"{after[1] / MiB:.0f} MiB, stage temp disk {before[2]} -> {after[2]} bytes: "
