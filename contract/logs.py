@@ -34,10 +34,11 @@ LOGS_DIR = "_logs"
 #: The file the fake writes for each sub-job (the service may write others beside it).
 EXECUTION_LOG = "execution.jsonl"
 _STATEMENT_RE = re.compile(
-    r"^\s*SELECT\s+SYSTEM\$GET_VSTAGE_WRITE_CREDS\(\s*'snow://experiment/(?P<experiment>[^']+?)"
-    r"/versions/(?P<run>[^'/]+)/?'\s*\)\s*;?\s*$",
-    re.IGNORECASE,
+    r"^\s*SELECT\s+SYSTEM\$GET_VSTAGE_WRITE_CREDS\(\s*'(?P<uri>(?:[^'\\]|''|\\.)*)'\s*\)\s*;?\s*$",
+    re.IGNORECASE | re.DOTALL,
 )
+_URI_RE = re.compile(r"^snow://experiment/(?P<experiment>.+?)/versions/(?P<run>[^/]+)/?$", re.DOTALL)
+_UNESCAPE = re.compile(r"''|\\(.)", re.DOTALL)
 
 
 def run_stage_uri(experiment_name: str, run_name: str) -> str:
@@ -45,15 +46,25 @@ def run_stage_uri(experiment_name: str, run_name: str) -> str:
     return f"snow://experiment/{experiment_name}/versions/{run_name}/"
 
 
+def sql_string(text: str) -> str:
+    """``text`` as a SQL string literal: names come from the server's answers, so a quote
+    or a backslash in them must not end the literal (and run the rest as SQL)."""
+    return "'" + text.replace("\\", "\\\\").replace("'", "''") + "'"
+
+
 def stage_credentials_statement(experiment_name: str, run_name: str) -> str:
     """The statement that asks for the run stage's S3 credentials."""
-    return f"SELECT SYSTEM$GET_VSTAGE_WRITE_CREDS('{run_stage_uri(experiment_name, run_name)}')"
+    return f"SELECT SYSTEM$GET_VSTAGE_WRITE_CREDS({sql_string(run_stage_uri(experiment_name, run_name))})"
 
 
 def parse_stage_statement(statement: str) -> tuple[str, str] | None:
     """``(experiment_name, run_name)`` of a stage-credentials statement, else None."""
     match = _STATEMENT_RE.match(statement)
-    return (match["experiment"], match["run"]) if match else None
+    if match is None:
+        return None
+    uri = _UNESCAPE.sub(lambda m: m.group(1) if m.group(1) is not None else "'", match["uri"])
+    found = _URI_RE.match(uri)
+    return (found["experiment"], found["run"]) if found else None
 
 
 def unsafe_part(part: str) -> str | None:

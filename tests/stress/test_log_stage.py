@@ -215,3 +215,16 @@ def test_client_and_example_refuse_a_planted_key_from_the_stage(fake: FakeServer
         example.save_execution_logs(Client(), tmp_path / "logs")
     assert not [p for p in tmp_path.rglob("*") if p.is_file()]
     stage.call("delete", bucket=creds.bucket, keys=[planted])
+
+
+def test_a_hostile_experiment_name_neither_leaves_the_prefix_nor_the_sql_string(fake: FakeServer) -> None:
+    """The name is the caller's text: quoted in the statement, one escaped key segment."""
+    from client.jobspec import create_job_body
+
+    rest = rest_client(fake.base_url, A)
+    name = "x'); DROP TABLE t; --/../_logs/evil/..\\"
+    job_id = str(rest.create_job({**create_job_body(rest.config), "experiment_name": name})["job_id"])
+    assert rest.get_experiment_run(job_id)["experiment_name"] == name
+    logs = rest.fetch_execution_logs(job_id)
+    assert sorted(e["sub_job_id"] for e in logs) == [f"{job_id}:sampling:0", f"{job_id}:training:0"]
+    assert all("/_logs/evil/" not in e["s3_uri"] and "/../" not in e["s3_uri"] for e in logs)
