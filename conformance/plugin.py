@@ -122,14 +122,23 @@ def pytest_runtest_makereport(
     if not is_property(item):
         return
     rep = outcome.get_result()
-    if rep.longrepr is not None:  # pytest's own failure text: the terminal, --junitxml
-        text = str(rep.longrepr)
-        scrubbed = scrub_text(text, RUNTIME.secrets)
-        if scrubbed != text:
-            rep.longrepr = scrubbed
+    _scrub_longrepr(rep)
     ids = item_clauses(item)
     if ids:
         booking.tag(rep, ids, call)
+
+
+def _scrub_longrepr(rep: pytest.TestReport) -> None:
+    """pytest's own text of a failure or skip (the terminal, --junitxml) without the run's
+    tokens: a server may have put them in the answer an assertion shows."""
+    longrepr = rep.longrepr
+    if isinstance(longrepr, tuple) and len(longrepr) == 3:  # a skip: (path, line, reason)
+        rep.longrepr = (longrepr[0], longrepr[1], scrub_text(str(longrepr[2]), RUNTIME.secrets))
+    elif longrepr is not None:
+        text = str(longrepr)
+        scrubbed = scrub_text(text, RUNTIME.secrets)
+        if scrubbed != text:
+            rep.longrepr = scrubbed
 
 
 @pytest.hookimpl(tryfirst=True)
