@@ -14,6 +14,9 @@
    route and Z gets 200.
 6. Poll pages: the transient memory of building one 512-event page, as a multiple of the
    page (spliced from pre-encoded events; bound 1.2x), beside re-serialising event dicts.
+7. Log stage (issue 23): unauthenticated PUTs declaring 1 GiB each push 1.2 GB at the
+   execution-log stage: the RSS of the fake and of its stage process, and the stage's temp
+   disk, before and after. Bound: < 16 MiB each, temp disk +0.
 
 Run: ``python benchmarks/bench_hardening.py [--quick]`` (``--quick``: 200 result calls and
 a 3 s hold). Exits 1 when a bound is missed. Figures are printed, one line each.
@@ -159,6 +162,34 @@ def bench_poll_page() -> bool:
     return ok
 
 
+def bench_log_stage(total: int) -> bool:
+    import psutil
+    from stage_attacks import new_run, push_unsigned_put, tree_bytes
+    from stress_helpers import rss_bytes
+
+    with fake_process("--token", "stage-a") as fake:
+        _, creds = new_run(fake.base_url, "stage-a")
+        stage = psutil.Process(fake.pid).children()[0]
+        tmp = stage.cwd()
+        push_unsigned_put(str(creds.endpoint), 1 << 30, MiB)  # warm the server's code paths
+        before = (fake.rss(), rss_bytes(stage.pid), tree_bytes(tmp))
+        pushed, statuses, connections = 0, set(), 0
+        started = time.monotonic()
+        while pushed < total:
+            answer, sent = push_unsigned_put(str(creds.endpoint), 1 << 30, 1 << 30)
+            pushed, connections = pushed + sent, connections + 1
+            statuses.add(answer.split(b"\r\n", 1)[0].decode())
+        after = (fake.rss(), rss_bytes(stage.pid), tree_bytes(tmp))
+    growth = [(b - a) / MiB for a, b in zip(before, after, strict=True)]
+    ok = growth[0] < 16 and growth[1] < 16 and after[2] == before[2]
+    print(f"log stage: {connections} unauthenticated PUTs declaring 1 GiB pushed {pushed / 1e9:.2f} GB in "
+          f"{time.monotonic() - started:.1f} s, answered {sorted(statuses)}: fake RSS "
+          f"{before[0] / MiB:.0f} -> {after[0] / MiB:.0f} MiB, stage RSS {before[1] / MiB:.0f} -> "
+          f"{after[1] / MiB:.0f} MiB, stage temp disk {before[2]} -> {after[2]} bytes: "
+          f"{'OK' if ok else 'MISSED'}")
+    return ok
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="200 result calls and a 3 s hold (a smoke run)")
@@ -170,6 +201,7 @@ def main() -> int:
         bench_accounts(),
         bench_admin(),
         bench_results(200 if args.quick else 2000),
+        bench_log_stage(120 * MiB if args.quick else 1200 * 1000 * 1000),
     ]
     return 0 if all(results) else 1
 

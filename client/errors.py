@@ -113,6 +113,15 @@ class AnswerTooLarge(ProtocolError):
     """An answer declared or sent more bytes than ``max_answer_bytes``; refused unread."""
 
 
+class UnsafeLogKey(ProtocolError):
+    """An execution-log key (spec §12.2) would name a file outside its download directory
+    (``..``, an absolute path, a backslash, a control character) or a download would
+    follow a symlink planted there; nothing of it was written."""
+
+    extra_fields = ("key",)
+    key: str | None
+
+
 class AmbiguousOutcome(CortexError):
     """A call that changes state failed after it may have reached the server.
 
@@ -195,6 +204,7 @@ __all__ = [
     "ProtocolError",
     "RequestCancelled",
     "RequestFailed",
+    "UnsafeLogKey",
 ]
 
 

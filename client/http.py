@@ -65,7 +65,7 @@ class HttpSettings:
 
     base: str
     prefix: str
-    pat: str | None = None
+    pat: str | None = field(default=None, repr=False)
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     connect_timeout_s: float = 10.0
     read_timeout_s: float = 300.0

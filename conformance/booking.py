@@ -26,7 +26,9 @@ from conformance.results import (
     RunResults,
     TestOutcome,
 )
+from conformance.runtime import RUNTIME
 from conformance.verdict import ClauseViolation
+from contract.redact import scrub_text
 
 BOOK = pytest.StashKey[ClauseBook]()
 RESULTS = pytest.StashKey[RunResults]()
@@ -49,7 +51,7 @@ def failing_example(excinfo: Any) -> str:
     exchanges = render_last()
     if exchanges:
         parts.append("last HTTP exchanges:\n" + exchanges)
-    return "\n\n".join(parts)[:12000]
+    return scrub_text("\n\n".join(parts), RUNTIME.secrets)[:12000]
 
 
 def tag(rep: pytest.TestReport, ids: tuple[str, ...], call: pytest.CallInfo[None]) -> None:
@@ -77,7 +79,7 @@ def _skip_reason(report: pytest.TestReport) -> str:
         text = str(longrepr[2])
     else:
         text = str(longrepr or "")
-    return text.removeprefix("Skipped: ").strip()
+    return scrub_text(text.removeprefix("Skipped: ").strip(), RUNTIME.secrets)
 
 
 class Booker:

@@ -190,6 +190,10 @@ OPTIONS: tuple[Option, ...] = (
 OPTION: dict[str, Option] = {o.name: o for o in OPTIONS}
 
 
+#: Options that hold a credential: kept out of the options' repr.
+SECRET_OPTIONS = frozenset({"token", "token2"})
+
+
 class _Derived:
     """What a run reads off its options beyond their values: the base of GsOptions, whose
     fields the table makes (so they are not spelled here)."""
@@ -243,7 +247,8 @@ class _Derived:
 
 GsOptions: Any = make_dataclass(
     "GsOptions",
-    [(o.name, o.field_type, field(default=o.default)) for o in OPTIONS if o.is_field],
+    [(o.name, o.field_type, field(default=o.default, repr=o.name not in SECRET_OPTIONS))
+     for o in OPTIONS if o.is_field],
     bases=(_Derived,),
     frozen=True,
     namespace={"__doc__": "The suite's options (``--gs-*``), parsed once per session.",

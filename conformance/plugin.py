@@ -25,7 +25,9 @@ from conformance.options import add_pytest_options, gs_options
 from conformance.recorder import RECORDER, finish_run_tape, start_run_tape
 from conformance.results import ClauseBook, RunResults
 from conformance.runtime import RUNTIME
+from conformance.target import run_secrets
 from contract.clauses import CLAUSES, clauses_of, for_profile
+from contract.redact import scrub_text
 
 pytest_plugins = ("conformance.fixtures",)
 PROPERTIES_DIR = Path(__file__).resolve().parent / "properties"
@@ -52,6 +54,7 @@ def pytest_configure(config: pytest.Config) -> None:
     RUNTIME.embedded = options.embedded
     RUNTIME.randomize = options.randomize
     RUNTIME.shrink = not options.no_shrink
+    RUNTIME.secrets = run_secrets(options)
     config.stash[booking.BOOK] = ClauseBook()
     config.stash[booking.STARTED] = time.monotonic()
     start_run_tape(config, options)
@@ -118,9 +121,24 @@ def pytest_runtest_makereport(
     outcome: Any = yield
     if not is_property(item):
         return
+    rep = outcome.get_result()
+    _scrub_longrepr(rep)
     ids = item_clauses(item)
     if ids:
-        booking.tag(outcome.get_result(), ids, call)
+        booking.tag(rep, ids, call)
+
+
+def _scrub_longrepr(rep: pytest.TestReport) -> None:
+    """pytest's own text of a failure or skip (the terminal, --junitxml) without the run's
+    tokens: a server may have put them in the answer an assertion shows."""
+    longrepr = rep.longrepr
+    if isinstance(longrepr, tuple) and len(longrepr) == 3:  # a skip: (path, line, reason)
+        rep.longrepr = (longrepr[0], longrepr[1], scrub_text(str(longrepr[2]), RUNTIME.secrets))
+    elif longrepr is not None:
+        text = str(longrepr)
+        scrubbed = scrub_text(text, RUNTIME.secrets)
+        if scrubbed != text:
+            rep.longrepr = scrubbed
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -19,6 +19,9 @@ class Runtime:
     embedded: bool = True
     randomize: bool = False
     shrink: bool = True
+    #: The run's credentials (its tokens, the embedded fake's admin token): scrubbed from
+    #: every failing example, skip reason and failure text the reports show.
+    secrets: tuple[str, ...] = ()
 
 
 RUNTIME = Runtime()

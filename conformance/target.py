@@ -37,8 +37,8 @@ class Target:
     schema: str
     endpoint: str
     profile: SuiteProfile
-    token: str | None = None
-    token2: str | None = None
+    token: str | None = field(default=None, repr=False)
+    token2: str | None = field(default=None, repr=False)
     embedded: bool = False
     engine: str = "shape"
     fake_settings: Any = None
@@ -136,6 +136,12 @@ def _root_reason(exc: BaseException) -> str:
         if marker in str(exc):
             return marker
     return text.split(": ", 1)[-1][:200]
+
+
+def run_secrets(options: GsOptions) -> tuple[str, ...]:
+    """Every credential this run sends: its tokens and the embedded fake's."""
+    found = (options.with_env("token"), options.with_env("token2"), *EMBEDDED_TOKENS, EMBEDDED_ADMIN_TOKEN)
+    return tuple(t for t in found if t)
 
 
 def main_token(options: GsOptions) -> str | None:

@@ -20,3 +20,17 @@ def bearer_token(header_value: str | None) -> str | None:
         return None
     scheme, _, token = header_value.strip().partition(" ")
     return token.strip() or None if scheme.lower() == "bearer" else None
+
+
+def unrelated_token(real: str, *, overlap: int = 4) -> str:
+    """A random bearer token that shares no run of ``overlap`` characters with ``real``:
+    a wrong-token probe that carries no part of the real credential (a server that logs or
+    echoes what it refuses learns nothing from it)."""
+    import secrets
+
+    candidate = ""
+    for _ in range(100):  # a real token holding most 4-grams of hex could exhaust it
+        candidate = secrets.token_hex(16)
+        if not any(candidate[i:i + overlap] in real for i in range(len(candidate) - overlap + 1)):
+            break
+    return candidate

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from contract.models_answers import StatementResult
@@ -34,10 +34,11 @@ LOGS_DIR = "_logs"
 #: The file the fake writes for each sub-job (the service may write others beside it).
 EXECUTION_LOG = "execution.jsonl"
 _STATEMENT_RE = re.compile(
-    r"^\s*SELECT\s+SYSTEM\$GET_VSTAGE_WRITE_CREDS\(\s*'snow://experiment/(?P<experiment>[^']+?)"
-    r"/versions/(?P<run>[^'/]+)/?'\s*\)\s*;?\s*$",
-    re.IGNORECASE,
+    r"^\s*SELECT\s+SYSTEM\$GET_VSTAGE_WRITE_CREDS\(\s*'(?P<uri>(?:[^'\\]|''|\\.)*)'\s*\)\s*;?\s*$",
+    re.IGNORECASE | re.DOTALL,
 )
+_URI_RE = re.compile(r"^snow://experiment/(?P<experiment>.+?)/versions/(?P<run>[^/]+)/?$", re.DOTALL)
+_UNESCAPE = re.compile(r"''|\\(.)", re.DOTALL)
 
 
 def run_stage_uri(experiment_name: str, run_name: str) -> str:
@@ -45,19 +46,59 @@ def run_stage_uri(experiment_name: str, run_name: str) -> str:
     return f"snow://experiment/{experiment_name}/versions/{run_name}/"
 
 
+def sql_string(text: str) -> str:
+    """``text`` as a SQL string literal: names come from the server's answers, so a quote
+    or a backslash in them must not end the literal (and run the rest as SQL)."""
+    return "'" + text.replace("\\", "\\\\").replace("'", "''") + "'"
+
+
 def stage_credentials_statement(experiment_name: str, run_name: str) -> str:
     """The statement that asks for the run stage's S3 credentials."""
-    return f"SELECT SYSTEM$GET_VSTAGE_WRITE_CREDS('{run_stage_uri(experiment_name, run_name)}')"
+    return f"SELECT SYSTEM$GET_VSTAGE_WRITE_CREDS({sql_string(run_stage_uri(experiment_name, run_name))})"
 
 
 def parse_stage_statement(statement: str) -> tuple[str, str] | None:
     """``(experiment_name, run_name)`` of a stage-credentials statement, else None."""
     match = _STATEMENT_RE.match(statement)
-    return (match["experiment"], match["run"]) if match else None
+    if match is None:
+        return None
+    uri = _UNESCAPE.sub(lambda m: m.group(1) if m.group(1) is not None else "'", match["uri"])
+    found = _URI_RE.match(uri)
+    return (found["experiment"], found["run"]) if found else None
+
+
+def unsafe_part(part: str) -> str | None:
+    """Why ``part`` cannot name a file or directory below a download directory, else None.
+
+    A log key comes from the stage, which a hostile or buggy server controls: a ``..``, an
+    empty component (an absolute path), a backslash (a separator on Windows) or a control
+    character would let it name a file outside the directory it is saved to.
+    """
+    if part in ("", ".", ".."):
+        return f"the component {part!r} leaves its directory"
+    if "\\" in part:
+        return f"the component {part!r} holds a backslash"
+    if any(ord(c) < 32 or ord(c) == 127 for c in part):
+        return f"the component {part!r} holds a control character"
+    return None
+
+
+def unsafe_log_entry(sub_job_id: str, filename: str) -> str | None:
+    """Why a log file's ``(sub_job_id, filename)`` cannot be saved below a directory as
+    ``<sub_job_id>/<filename>`` (the filename may hold subdirectories), else None."""
+    for part in (sub_job_id, *filename.split("/")):
+        reason = unsafe_part(part)
+        if reason is not None:
+            return reason
+    return None
 
 
 def log_key(stage_prefix: str, sub_job_id: str, filename: str = EXECUTION_LOG) -> str:
-    """The object key of one sub-job's log file under a stage prefix."""
+    """The object key of one sub-job's log file under a stage prefix; ValueError for a
+    sub-job id or file name that would leave its directory once downloaded."""
+    reason = unsafe_log_entry(sub_job_id, filename)
+    if reason is not None:
+        raise ValueError(f"unsafe log key: {reason}")
     head = stage_prefix.strip("/")
     return f"{head}/{LOGS_DIR}/{sub_job_id}/{filename}" if head else f"{LOGS_DIR}/{sub_job_id}/{filename}"
 
@@ -82,10 +123,10 @@ class StageCredentials:
     bucket: str
     prefix: str
     region: str
-    access_key_id: str
-    secret_access_key: str
+    access_key_id: str = field(repr=False)
+    secret_access_key: str = field(repr=False)
     #: Empty for keys that need none: the statement may leave ``AWS_TOKEN`` out.
-    session_token: str = ""
+    session_token: str = field(default="", repr=False)
     endpoint: str | None = None
 
     def to_json(self) -> str:

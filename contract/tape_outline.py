@@ -3,7 +3,7 @@
 A body becomes its outline: JSON as JSON (inline base64 frames decoded to their outline,
 long lists shortened to their ends), a DSSST1 frame as its tree with tensor dtypes, shapes
 and a short content digest, a chunk as its descriptor and payload size. Credential-looking
-JSON keys are masked, and bearer or JWT-looking text is scrubbed.
+JSON keys are masked and credential-looking text is scrubbed (``contract.redact``).
 """
 
 from __future__ import annotations
@@ -11,12 +11,11 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-import re
 import zlib
-from collections.abc import Iterable
 from typing import Any
 
 from contract import wire
+from contract.redact import REDACTED, mask, scrub_text, secret_key  # noqa: F401  (the tape's vocabulary)
 from contract.wire.frame import parse_frame
 
 #: Bodies up to this size are parsed for their outline (JSON or frame).
@@ -25,34 +24,6 @@ OUTLINE_BYTES = 4 * 1024 * 1024
 TENSOR_DIGEST = 12
 #: A list longer than this is kept as its length, first and last items (``$list``).
 LIST_HEAD, LIST_TAIL = 4, 2
-REDACTED = "<redacted>"
-_SECRET_KEY = re.compile(
-    r"(^|[_-])(access[_-]?token|token|secret|password|passwd|credentials?|authori[sz]ation|"
-    r"api[_-]?key|private[_-]?key|cookie|pat)$", re.I)
-_SECRET_TEXT = re.compile(r"(Bearer\s+)(?!<)[^\s\"',]+|eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*")
-
-
-def secret_key(name: str) -> bool:
-    """A JSON key or header whose value is a credential."""
-    return bool(_SECRET_KEY.search(name)) and name.lower() != "x-snowflake-authorization-token-type"
-
-
-def scrub_text(text: str, secrets: Iterable[str] = ()) -> str:
-    """Mask bearer values, JWT-like strings and every known secret in ``text``."""
-    for secret in sorted((s for s in secrets if s), key=len, reverse=True):
-        text = text.replace(secret, REDACTED)
-    return _SECRET_TEXT.sub(lambda m: (m.group(1) or "") + REDACTED, text)
-
-
-def mask(value: Any) -> Any:
-    """A JSON value with credential-looking keys masked."""
-    if isinstance(value, dict):
-        return {k: (REDACTED if secret_key(str(k)) and isinstance(v, str) and v else mask(v))
-                for k, v in value.items()}
-    if isinstance(value, list):
-        return [mask(v) for v in value]
-    return value
-
 
 
 class BodySink:

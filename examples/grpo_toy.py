@@ -324,18 +324,23 @@ def save_png(records: Sequence[StepRecord], path: Path) -> bool:
     return True
 
 
-def save_execution_logs(client: Any, directory: Path) -> None:
-    """Write each log file of the run to ``directory/<sub_job_id>/<filename>``."""
+def save_execution_logs(client: Any, directory: Path) -> list[Path]:
+    """Write each log file of the run to ``directory/<sub_job_id>/<filename>``; a key that
+    would leave ``directory`` (or a symlink planted in it) raises ``UnsafeLogKey``."""
+    from client.errors import UnsafeLogKey
+    from client.logs import write_log_files
+
     try:
         files = client.fetch_execution_logs()
+        written = write_log_files(files, directory)
+    except UnsafeLogKey:
+        raise  # a hostile stage: refused, never carried on from
     except Exception as exc:  # an example: report and carry on, the curve is still written
         print(f"execution logs not downloaded: {exc}")
-        return
-    for item in files:
-        path = directory / item["sub_job_id"].replace(":", "_") / item["filename"]
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(item["content"])
+        return []
+    for item, path in zip(files, written, strict=True):
         print(f"execution log: {path} ({len(item['content'].splitlines())} lines)")
+    return written
 
 
 def _parser() -> argparse.ArgumentParser:

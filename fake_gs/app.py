@@ -96,7 +96,7 @@ def create_app(settings: FakeSettings | None = None, *, clock: Clock = SYSTEM_CL
     if settings.record:
         from fake_gs.recording import TapeMiddleware, open_tape
 
-        tape = open_tape(settings)
+        tape = open_tape(settings, state.admin_token)
         middleware.insert(0, Middleware(TapeMiddleware, writer=tape))
     app = Starlette(
         routes=[*service_routes(state), *statement_routes(state), *admin_routes(state)],

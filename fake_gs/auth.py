@@ -25,6 +25,12 @@ def bearer(request: Request) -> str | None:
     return bearer_token(request.headers.get(AUTHORIZATION_HEADER))
 
 
+def _same(token: str, expected: str) -> bool:
+    """Constant-time equality for any header text: ``compare_digest`` refuses non-ASCII
+    str (a TypeError, once a 500), so both sides are compared as UTF-8 bytes."""
+    return secrets.compare_digest(token.encode("utf-8", "surrogateescape"), expected.encode("utf-8"))
+
+
 def authenticate_admin(settings: FakeSettings, request: Request, admin_token: str | None,
                        minted: Container[str] = ()) -> None:
     """The admin API (issue 12): with tokens set, only ``admin_token`` opens it; a service
@@ -33,7 +39,7 @@ def authenticate_admin(settings: FakeSettings, request: Request, admin_token: st
     if not settings.tokens:
         return
     token = bearer(request)
-    if token is not None and admin_token is not None and secrets.compare_digest(token, admin_token):
+    if token is not None and admin_token is not None and _same(token, admin_token):
         return
     if token is not None and (token in settings.tokens or token in minted):
         if settings.mutant == "service-token-admin":

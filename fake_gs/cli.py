@@ -14,6 +14,7 @@ import shlex
 import signal
 import socket
 import sys
+import tempfile
 import typing
 from collections.abc import Sequence
 from dataclasses import Field, fields
@@ -117,10 +118,19 @@ def export_line(env: dict[str, str]) -> str:
 
 
 def write_env_file(path: Path, env: dict[str, str]) -> None:
-    """Written whole or not at all (a script may poll for it while the fake starts)."""
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text("".join(f"export {k}={shlex.quote(v)}\n" for k, v in env.items()))
-    os.replace(tmp, path)
+    """Written whole or not at all (a script may poll for it while the fake starts): into a
+    fresh file of a random name beside it, created exclusively and never through a link
+    (``mkstemp``: a planted ``PATH.tmp`` or symlink is not followed), then renamed over
+    ``path`` (a symlink there is replaced, not written through)."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as fh:
+            fh.write("".join(f"export {k}={shlex.quote(v)}\n" for k, v in env.items()))
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
 
 
 def tls_lines(base: str, host_port: str, tls: Any) -> list[str]:

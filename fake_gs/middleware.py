@@ -6,6 +6,7 @@ sends none: it is no answer, so the answer check has nothing to judge."""
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 import uuid
@@ -14,10 +15,13 @@ from urllib.parse import unquote
 
 from starlette.requests import ClientDisconnect
 
-from contract.errors import REQUEST_ID_HEADER
+from contract.errors import REQUEST_ID_HEADER, ErrorCode
 from contract.ids import printable
+from contract.redact import scrub_text
 from fake_gs import answers
+from fake_gs.answers import render
 from fake_gs.dispatch import DropConnection, guarded
+from fake_gs.errors import envelope
 from fake_gs.handlers.common import ENCODED_SLASH
 from fake_gs.state import AppState
 from fake_gs.traffic import ERROR_BODY_CAP, bearer_of, exchange
@@ -51,6 +55,24 @@ async def internal_error(state: AppState, scope: Scope, send: Any) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
+def smuggling(scope: Scope) -> bool:
+    """Both ``Content-Length`` and ``Transfer-Encoding``: two framings a proxy and this
+    server may read differently (request smuggling, RFC 9112 §6.1)."""
+    names = {name.lower() for name, _ in scope.get("headers", [])}
+    return b"content-length" in names and b"transfer-encoding" in names
+
+
+async def refuse_framing(send: Any, request_id: tuple[bytes, bytes]) -> None:
+    """400 and the connection closed (RFC 9112 §6.1): nothing after this request's head is
+    read as another request."""
+    body = json.dumps(render(envelope(ErrorCode.INVALID_ARGUMENT, "a request may not carry both "
+                                      "Content-Length and Transfer-Encoding"))).encode()
+    await send({"type": "http.response.start", "status": 400,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+                            (b"connection", b"close"), request_id]})
+    await send({"type": "http.response.body", "body": body})
+
+
 class RequestContextMiddleware:
     def __init__(self, app: Any, state: AppState) -> None:
         self.app = app
@@ -69,8 +91,11 @@ class RequestContextMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        scope = keep_encoded_slashes(scope)
         request_id = str(uuid.uuid4())
+        if smuggling(scope):
+            await refuse_framing(send, (self.header, request_id.encode("latin-1")))
+            return
+        scope = keep_encoded_slashes(scope)
         started = time.perf_counter()
         status = 0
         add_header = not self.state.mutant("no-request-id-header")
@@ -100,7 +125,7 @@ class RequestContextMiddleware:
         except ClientDisconnect:
             status = -1
         except Exception:
-            log.exception("unhandled error for %s %s", scope.get("method"), printable(str(scope.get("path"))))
+            log.exception("unhandled error for %s %s", scope.get("method"), self.shown_path(scope, with_query=False))
             with self.state.store.lock:
                 self.state.store.internal_errors += 1
             if status == 0:
@@ -117,8 +142,12 @@ class RequestContextMiddleware:
         if refusal is not None:
             self.record(scope, status, refusal, started, request_id)
         if access_log.isEnabledFor(logging.INFO):
-            # Paths arrive percent-decoded: escape control characters so a "%0A" cannot
-            # forge a log line (issue 12).
-            query = "?" + scope["query_string"].decode("latin-1") if scope.get("query_string") else ""
-            access_log.info('%s %s %s %.1fms', scope.get("method"), printable(str(scope.get("path")) + query),
+            access_log.info('%s %s %s %.1fms', scope.get("method"), self.shown_path(scope),
                             status if status >= 0 else "dropped", (time.perf_counter() - started) * 1000)
+
+    def shown_path(self, scope: Scope, *, with_query: bool = True) -> str:
+        """The path as a log line shows it. Paths arrive percent-decoded: control characters
+        are escaped so a "%0A" cannot forge a line (issue 12); an export's download token
+        and credential-looking query values are scrubbed (issue 23)."""
+        query = "?" + scope["query_string"].decode("latin-1") if with_query and scope.get("query_string") else ""
+        return printable(scrub_text(str(scope.get("path")) + query, self.state.settings.tokens))

@@ -42,13 +42,15 @@ def option(
     help: str = "",
     *,
     bound: Bound | None = None,
+    secret: bool = False,
     **how: Any,
 ) -> Any:
-    """A settings field with its default, its bound and (with ``flag``) its CLI spelling."""
+    """A settings field with its default, its bound and (with ``flag``) its CLI spelling;
+    a ``secret`` one (a token) stays out of the settings' repr."""
     metadata: dict[str, Any] = {"bound": bound}
     if flag is not None:
         metadata["flag"] = Flag(flag, help, **how)
-    return field(default=default, metadata=metadata)
+    return field(default=default, metadata=metadata, repr=not secret)
 
 
 def flag_of(f: Field[Any]) -> Flag | None:

@@ -25,7 +25,7 @@ def tape_settings(settings: FakeSettings) -> dict[str, Any]:
     fake (tokens only counted, host/port and the tape path left out)."""
     from dataclasses import asdict
 
-    skip = {"tokens", "host", "port", "record", "log_level", "faults"}
+    skip = {"tokens", "admin_token", "host", "port", "record", "log_level", "faults"}
     out = {k: v if isinstance(v, (str, int, float, bool, type(None))) else str(v)
            for k, v in asdict(settings).items() if k not in skip}
     out["startup"], out["latency"] = str(settings.startup), str(settings.latency)
@@ -93,9 +93,10 @@ class TapeMiddleware:
         ))
 
 
-def open_tape(settings: FakeSettings) -> TapeWriter:
+def open_tape(settings: FakeSettings, admin_token: str | None = None) -> TapeWriter:
+    """``admin_token``: the admin credential in force (a random one when none was set)."""
     writer = TapeWriter(str(settings.record), "fake-gs", tokens=settings.tokens,
                         meta={"run": "fake-gs"})
-    writer.add_admin(settings.admin_token)
+    writer.add_admin(admin_token or settings.admin_token)
     writer.server("target", {"embedded": True, "settings": tape_settings(settings)})
     return writer

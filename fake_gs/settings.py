@@ -81,7 +81,7 @@ class FakeSettings:
     port: int = option(8080, "--port", "port to listen on; 0 picks a free one (printed)")
     profile: Profile = option("proposed", "--profile", "current: today's documented surface (proposed routes answer 404); proposed: everything")
     seed: int = option(0, "--seed", "seed of every synthesised value")
-    tokens: tuple[str, ...] = option((), "--token", "accept this bearer token (repeatable); enables auth and per-token job isolation", metavar="TOKEN")
+    tokens: tuple[str, ...] = option((), "--token", "accept this bearer token (repeatable); enables auth and per-token job isolation", metavar="TOKEN", secret=True)
     strict: bool = option(False, "--strict", "refuse unknown JSON fields with 400 unknown_field naming the field")
     status_style: StatusStyle = option("short", "--status-style", "spell statuses 'running'/'done' or 'JOB_STATE_RUNNING'/'REQUEST_STATE_DONE'")
     startup: Timing = option(Timing(), "--startup", "job start-up: running at once, after N GETs of the job, or T seconds after placement", metavar=_TIMING)
@@ -123,7 +123,11 @@ class FakeSettings:
     #: account's abandoned uploads cannot block another's.
     max_open_groups_per_account: int = option(256, "--max-open-groups-per-account", "open chunk groups of one account (token) over all its jobs", bound="positive", group=_HARD)
     max_buffered_bytes_per_account: int = option(2048 * MiB, "--max-account-buffered-mib", "chunk bytes one account (token) may buffer over all its jobs", bound="positive", group=_HARD, unit=MiB)
-    admin_token: str | None = option(None, "--admin-token", "the admin API's only credential when --token is set (service tokens get 403)", group=_HARD, metavar="TOKEN")
+    #: The execution-log stage (spec §12.2) holds the fake's own log files: a cache, so past
+    #: a cap the least recently written runs' files are dropped (rewritten when asked for).
+    max_stage_bytes_per_account: int = option(64 * MiB, "--max-stage-mib-per-account", "execution-log stage bytes one account (token) holds; its least recently fetched runs' files go first", bound="positive", group=_HARD, unit=MiB)
+    max_stage_bytes_total: int = option(512 * MiB, "--max-stage-mib", "execution-log stage bytes of all accounts together (the stage process refuses more)", bound="positive", group=_HARD, unit=MiB)
+    admin_token: str | None = option(None, "--admin-token", "the admin API's only credential when --token is set (service tokens get 403)", group=_HARD, metavar="TOKEN", secret=True)
     #: How long a poll waits for a request that is due but still executing.
     poll_wait_s: float = 1.0
     record: str | None = option(None, "--record", "write a parity tape (JSON lines) of every exchange served, for gs-parity", metavar="FILE")

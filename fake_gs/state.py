@@ -27,7 +27,7 @@ class AppState:
     #: Bytes of the request bodies being received right now (``max_inflight_bytes``).
     inflight: InflightBudget = field(default_factory=lambda: InflightBudget(0))
     #: The admin API's credential when tokens are set: ``--admin-token`` or a random one.
-    admin_token: str | None = None
+    admin_token: str | None = field(default=None, repr=False)
 
     @classmethod
     def build(cls, settings: FakeSettings, clock: Clock = SYSTEM_CLOCK) -> AppState:

@@ -51,7 +51,7 @@ class Store:
         self._engine_lock = threading.Lock()
         self.executors = Executors(settings.worker_threads)
         #: Ended jobs' log lines and the S3 stage of the execution-log download (spec §12.2).
-        self.execution_logs = ExecutionLogs()
+        self.execution_logs = ExecutionLogs(settings)
         self._reset_state()
 
     def _reset_state(self) -> None:

@@ -23,6 +23,7 @@ from conformance.parity.loops import poll_runs
 from conformance.parity.targets import UNKNOWN_TOKEN, ReplayTarget, Skip
 from contract import tape
 from contract.auth import AUTHORIZATION_HEADER
+from contract.redact import scrub_value
 from contract.states import (
     is_job_terminal,
     is_request_terminal,
@@ -236,8 +237,12 @@ class Replayer:
             return {"status": 0, "headers": {}, "body": None, "error": f"{type(exc).__name__}: {exc}"[:300]}
         finally:
             resp.close()
+        body = tape.sink_of(content).describe(resp.headers.get("content-type", ""))
+        # A server may echo what it was sent (the token) into its answer: never into a report
+        # (credential-looking values are scrubbed when the report is written: ids learnt
+        # from this answer, export URLs included, must stay real for the later calls).
         return {"status": resp.status_code, "headers": picked,
-                "body": tape.sink_of(content).describe(resp.headers.get("content-type", ""))}
+                "body": scrub_value(body, (*target.tokens, target.admin_token), patterns=False)}
 
     def pace(self, server: str, ex: dict[str, Any]) -> None:
         """Wait, for a server whose answers depend on time, until as much time has passed

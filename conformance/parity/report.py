@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from conformance.parity.replay import ExchangeResult, Replay
+from contract.redact import scrub_text
 
 _SIDE_CHARS = 6000
 
@@ -57,7 +58,7 @@ def text(reps: list[Replay], colour: bool = False, limit: int = 50) -> str:
             for reason, count in _count(r.skipped or "" for r in skipped):
                 lines.append(f"   {count} x {reason}")
         lines.append((green if rep.ok else red) + headline(rep) + reset)
-    return "\n".join(lines)
+    return scrub_text("\n".join(lines))
 
 
 def _count(items: Any) -> list[tuple[str, int]]:
@@ -211,7 +212,7 @@ def write(reps: list[Replay], path: str) -> None:
         content = json.dumps([as_json(rep) for rep in reps], indent=1, default=str)
     else:
         content = text(reps)
-    p.write_text(content, encoding="utf-8")
+    p.write_text(scrub_text(content), encoding="utf-8")
 
 
 def as_json(rep: Replay) -> dict[str, Any]:

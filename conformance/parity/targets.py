@@ -10,7 +10,7 @@ options given on the command line (a mutant, an engine) laid over them.
 from __future__ import annotations
 
 import contextlib
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 #: Tokens an embedded replay fake is configured with (the tape only says how many).
@@ -25,9 +25,9 @@ REPLAY_ADMIN_TOKEN = "gs-parity-admin-token"
 @dataclass(frozen=True)
 class ReplayTarget:
     base_url: str
-    tokens: tuple[str | None, ...]
+    tokens: tuple[str | None, ...] = field(repr=False)
     prefix: str | None = None
-    admin_token: str | None = None
+    admin_token: str | None = field(default=None, repr=False)
 
 
 class Skip(Exception):

@@ -7,7 +7,7 @@ import pytest
 from conformance.checks import refused
 from conformance.driver_raw import RawDriver, encode
 from conformance.verdict import Soft
-from contract.auth import TOKEN_TYPE, TOKEN_TYPE_HEADER
+from contract.auth import TOKEN_TYPE, TOKEN_TYPE_HEADER, unrelated_token
 from contract.clauses import checks
 from contract.errors import ErrorCode
 
@@ -41,7 +41,7 @@ def test_missing_token_is_refused(gs_target, gs_anon, gs_job):
 def test_wrong_token_is_refused(gs_target, gs_job):
     """A token the service does not know: 401 unauthenticated."""
     _needs_auth(gs_target)
-    wrong = RawDriver(gs_target, token=(gs_target.token or "") + "-wrong")
+    wrong = RawDriver(gs_target, token=unrelated_token(gs_target.token or ""))
     try:
         _all_unauthenticated(wrong, gs_job.job_id, "AUTH-REQUIRED-2")
     finally:

@@ -70,7 +70,7 @@ class FakeGs:
     declarations."""
 
     base_url: str
-    token: str
+    token: str = field(repr=False)
     account: str
     settings: FakeSettings = field(repr=False)
     admin: AdminApi = field(repr=False)

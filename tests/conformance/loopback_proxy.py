@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import http.client
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlsplit
@@ -23,7 +23,11 @@ HOP_BY_HOP = frozenset(
 SERVICE_PREFIX = "/api/v2/"
 
 
-def _handler(upstream: str) -> type[BaseHTTPRequestHandler]:
+#: Turns an answer's body into what the proxy sends: (status, request headers, body) -> body.
+Rewrite = Callable[[int, dict[str, str], bytes], bytes]
+
+
+def _handler(upstream: str, rewrite: Rewrite | None = None) -> type[BaseHTTPRequestHandler]:
     parts = urlsplit(upstream)
     host, port = parts.hostname or "127.0.0.1", parts.port or 80
 
@@ -48,6 +52,8 @@ def _handler(upstream: str) -> type[BaseHTTPRequestHandler]:
                 conn.request(self.command, self.path, body=body, headers=headers)
                 resp = conn.getresponse()
                 data = resp.read()
+                if rewrite is not None:
+                    data = rewrite(resp.status, dict(self.headers.items()), data)
                 kept = {k: v for k, v in resp.getheaders() if k.lower() not in HOP_BY_HOP}
                 self._answer(resp.status, kept, data)
             except (OSError, http.client.HTTPException):
@@ -71,9 +77,10 @@ def _handler(upstream: str) -> type[BaseHTTPRequestHandler]:
 
 
 @contextmanager
-def loopback_proxy(upstream: str) -> Iterator[str]:
-    """Serve a proxy to ``upstream`` on a free loopback port; yields its base URL."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(upstream))
+def loopback_proxy(upstream: str, rewrite: Rewrite | None = None) -> Iterator[str]:
+    """Serve a proxy to ``upstream`` on a free loopback port; yields its base URL.
+    ``rewrite``: change each answer's body on the way (a hostile server's habits)."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(upstream, rewrite))
     server.daemon_threads = True
     thread = threading.Thread(target=server.serve_forever, name="loopback-proxy", daemon=True)
     thread.start()

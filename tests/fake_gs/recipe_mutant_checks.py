@@ -26,7 +26,8 @@ def logs_stage_empty(api: Api) -> None:
     creds = parse_stage_credentials(answer.json()["data"][0][0])
     s3 = boto3.client("s3", endpoint_url=creds.endpoint, region_name=creds.region,
                       aws_access_key_id=creds.access_key_id,
-                      aws_secret_access_key=creds.secret_access_key)
+                      aws_secret_access_key=creds.secret_access_key,
+                      aws_session_token=creds.session_token)  # the sealed stage checks it
     assert s3.list_objects_v2(Bucket=creds.bucket, Prefix=creds.prefix).get("KeyCount") == 0
 
 
