@@ -123,6 +123,10 @@ class FakeSettings:
     #: account's abandoned uploads cannot block another's.
     max_open_groups_per_account: int = option(256, "--max-open-groups-per-account", "open chunk groups of one account (token) over all its jobs", bound="positive", group=_HARD)
     max_buffered_bytes_per_account: int = option(2048 * MiB, "--max-account-buffered-mib", "chunk bytes one account (token) may buffer over all its jobs", bound="positive", group=_HARD, unit=MiB)
+    #: Connection deadlines and cap (issue 23; fake_gs.connections).
+    head_timeout_s: float = option(10.0, "--head-timeout-s", "a request head not complete this long after the connection opened (or its first byte after an answer) is answered 408 and closed (0: never)", bound="non_negative", group=_HARD)
+    body_timeout_s: float = option(120.0, "--body-timeout-s", "a request body not complete this long after its head is answered 408 and closed, however steadily it trickles (0: never)", bound="non_negative", group=_HARD)
+    max_connections: int = option(1000, "--max-connections", "open connections; one more closes the one waiting longest for a request head (503 when all are busy); lowered to fit the descriptor limit", bound="positive", group=_HARD)
     admin_token: str | None = option(None, "--admin-token", "the admin API's only credential when --token is set (service tokens get 403)", group=_HARD, metavar="TOKEN")
     #: How long a poll waits for a request that is due but still executing.
     poll_wait_s: float = 1.0
