@@ -25,6 +25,7 @@ keep-alive timeout.
 
 from __future__ import annotations
 
+import array
 import asyncio
 import contextlib
 import functools
@@ -47,6 +48,8 @@ log = logging.getLogger("fake_gs.connections")
 BODY_DEADLINE_KEY = "fake_gs.body_deadline"
 #: File descriptors kept free beside the connections (engine, tapes, logs, the listener).
 FD_RESERVE = 64
+#: Connections looked at for one eviction (a flood of requests about to start is refused).
+EVICTION_LOOKS = 256
 #: Real seconds a handler gets to answer 408 after its body deadline before the cut.
 ANSWER_GRACE_S = 2.0
 
@@ -99,13 +102,24 @@ class ConnectionGuard:
         self.waiting[conn] = None
         if len(self.open) <= self.cap:
             return
-        oldest = next(iter(self.waiting))
-        if oldest is conn:  # every other connection is busy with a request
+        victim = self._victim()
+        if victim is None:  # every other connection is busy with a request
             self.counts["refused"] += 1
             conn.refuse(503, "Service Unavailable", "the server has too many connections open; retry later")
         else:
             self.counts["evicted"] += 1
-            oldest.refuse(503, "Service Unavailable", "closed to make room for a newer connection")
+            victim.refuse(503, "Service Unavailable", "closed to make room for a newer connection")
+
+    def _victim(self) -> GuardedH11Protocol | None:
+        """The connection waiting longest for a head, passing over those whose bytes are
+        already in the socket (a request about to start: health in a flood of idle
+        sockets); None when only the newest connection waits."""
+        for looked, conn in enumerate(self.waiting):
+            if looked >= EVICTION_LOOKS or conn is next(reversed(self.waiting)):
+                return None
+            if conn.head_bytes or not unread_bytes(conn.transport):
+                return conn
+        return None
 
     def forget(self, conn: GuardedH11Protocol) -> None:
         self.open.discard(conn)
@@ -146,6 +160,22 @@ class ConnectionGuard:
     def stop(self) -> None:
         if self._sweeper is not None:
             self._sweeper.cancel()
+
+
+def unread_bytes(transport: asyncio.BaseTransport) -> int:
+    """Bytes waiting in a connection's socket that the server has not read yet."""
+    sock = transport.get_extra_info("socket")
+    if sock is None:
+        return 0
+    try:
+        import fcntl
+        import termios
+
+        found = array.array("i", [0])
+        fcntl.ioctl(sock.fileno(), termios.FIONREAD, found)
+        return int(found[0])
+    except (ImportError, OSError, ValueError):
+        return 0
 
 
 def effective_cap(wanted: int) -> int:
