@@ -34,6 +34,21 @@ SAMPLING_BOUNDS: dict[str, int] = {
     "generated_tokens": 1 << 26,
     "top_k_entries": 1 << 24,
 }
+#: Decided bounds on what a server keeps for one account (issue 23): one free-text string
+#: of a create body (``experiment_name``, model names, open config keys and values) in
+#: UTF-8 bytes, the create bodies of all its jobs (their JSON bytes; ``list_jobs`` answers
+#: them all), its checkpoints over all its jobs, and its live exports (oldest freed first).
+#: 12 creates with a 50 MiB ``experiment_name`` kept +602 MiB and 400 saves/exports
+#: +210 MiB each in the fake before. A server refuses more with 400 naming the bound.
+RETENTION_BOUNDS: dict[str, int] = {
+    "text_bytes": 4096,
+    "job_config_bytes": 64 * MiB,
+    "checkpoints": 256,
+    "exports": 16,
+}
+#: Most JSON values (numbers, strings, arrays, objects) one JSON request body may hold, a
+#: bound on the cost of parsing it (issue 23): a 60 MiB float array is 15 M Python floats.
+MAX_JSON_VALUES = 1 << 22
 #: Largest answer the kit's client parses (a poll page of 512 one-MiB result chunks is
 #: ~700 MiB); a bigger one is a ProtocolError, not a MemoryError deep in the JSON parser.
 MAX_ANSWER_BYTES = 1024 * MiB
