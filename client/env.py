@@ -29,6 +29,12 @@ ENV_FIELDS: dict[str, str] = {
     "CORTEX_ENDPOINT": "endpoint",
     "CORTEX_PAT_ENV_VAR": "pat_env_var",
 }
+#: Reader bounds (issue 23): numbers; one that does not parse is warned about and ignored.
+BOUND_FIELDS: dict[str, str] = {
+    "CORTEX_MAX_ANSWER_INFLATION": "max_answer_inflation",
+    "CORTEX_MAX_RESULT_BYTES": "max_result_bytes",
+    "CORTEX_MAX_RESULT_PAGES": "max_result_pages",
+}
 #: Fields that, on a non-Cortex config, addressed the on-prem server; they must not leak
 #: into Cortex addressing when the toggle flips the backend.
 _ONPREM_ADDRESSING = ("host", "port")
@@ -51,6 +57,11 @@ def apply_env_override(config: ClientConfig, environ: Mapping[str, str] | None =
         value = env.get(var)
         if value and field not in explicit:
             data[field] = value
+    for var, field in BOUND_FIELDS.items():
+        if var in env and field not in explicit:
+            number = _parse_number(var, env[var], int if field != "max_answer_inflation" else float)
+            if number is not None:
+                data[field] = number
     if MAX_SEQ_LEN_VAR in env and "max_seq_len" not in explicit:
         parsed = _parse_max_seq_len(env[MAX_SEQ_LEN_VAR])
         if parsed is not None:
@@ -67,6 +78,20 @@ def _parse_max_seq_len(raw: str) -> int | None:
     if value > 0:
         return value
     message = f"ignoring {MAX_SEQ_LEN_VAR}={raw!r}: not a positive integer"
+    log.warning(message)
+    warnings.warn(message, RuntimeWarning, stacklevel=3)
+    return None
+
+
+def _parse_number(var: str, raw: str, kind: type[int] | type[float]) -> int | float | None:
+    """A positive number, or None with a warning (as for CORTEX_MAX_SEQ_LEN)."""
+    try:
+        value = kind(raw.strip())
+    except ValueError:
+        value = 0
+    if value > 0:
+        return value
+    message = f"ignoring {var}={raw!r}: not a positive {kind.__name__}"
     log.warning(message)
     warnings.warn(message, RuntimeWarning, stacklevel=3)
     return None

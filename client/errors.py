@@ -113,6 +113,11 @@ class AnswerTooLarge(ProtocolError):
     """An answer declared or sent more bytes than ``max_answer_bytes``; refused unread."""
 
 
+class ResultTooLarge(ProtocolError):
+    """A request's result pages (or a stream's event pages) went past the poll policy's
+    budget: ``max_result_bytes`` of result chunks or ``max_result_pages`` pages."""
+
+
 class AmbiguousOutcome(CortexError):
     """A call that changes state failed after it may have reached the server.
 
@@ -195,6 +200,7 @@ __all__ = [
     "ProtocolError",
     "RequestCancelled",
     "RequestFailed",
+    "ResultTooLarge",
 ]
 
 

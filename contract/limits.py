@@ -52,6 +52,15 @@ MAX_JSON_VALUES = 1 << 22
 #: Largest answer the kit's client parses (a poll page of 512 one-MiB result chunks is
 #: ~700 MiB); a bigger one is a ProtocolError, not a MemoryError deep in the JSON parser.
 MAX_ANSWER_BYTES = 1024 * MiB
+#: Bounds on what one answer may make a reader hold (issue 23): a compressed answer may
+#: decode to at most ``MAX_ANSWER_INFLATION`` times its bytes on the wire once past
+#: ``INFLATION_FREE_BYTES`` (a 0.6 MB gzip of JSON floats decoded to 600 MiB and took the
+#: client past 4 GiB); one request's result pages carry at most ``MAX_RESULT_BYTES`` of
+#: result chunks in at most ``MAX_RESULT_PAGES`` pages (endless valid pages took 2.4 GiB).
+MAX_ANSWER_INFLATION = 64.0
+INFLATION_FREE_BYTES = 64 * MiB
+MAX_RESULT_BYTES = 1024 * MiB
+MAX_RESULT_PAGES = 65_536
 #: HTTP statuses a client retries (besides connection errors and time-outs).
 TRANSIENT_STATUSES = frozenset({404, 409, 429, 500, 502, 503, 504})
 
@@ -99,9 +108,12 @@ class RetryPolicy:
 @dataclass(frozen=True)
 class PollPolicy(WaitCurve):
     """Client poll timing: a wait curve (0.5 s first, x1.25 each time, capped at 6 s) and
-    an overall timeout (1800 s)."""
+    an overall timeout (1800 s); and the budget of one request's result pages (bytes of
+    result chunks, pages that brought them)."""
 
     first_s: float = 0.5
     factor: float = 1.25
     cap_s: float = 6.0
     timeout_s: float = 1800.0
+    max_result_bytes: int = MAX_RESULT_BYTES
+    max_result_pages: int = MAX_RESULT_PAGES

@@ -39,6 +39,7 @@ from typing import Any
 import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from contract.errors import ErrorCode
 from fake_gs.clock import Clock
 from fake_gs.settings import FakeSettings
 
@@ -64,8 +65,8 @@ class BodyDeadline:
 
 def _raw_answer(status: int, reason: str, message: str) -> bytes:
     """A complete ``Connection: close`` answer written past h11 (no request to answer)."""
-    code = "request_timeout" if status == 408 else "unavailable"
-    body = json.dumps({"code": code, "message": message}).encode()
+    code = ErrorCode.REQUEST_TIMEOUT if status == 408 else ErrorCode.UNAVAILABLE
+    body = json.dumps({"code": str(code), "message": message}).encode()
     retry = b"Retry-After: 1\r\n" if status == 503 else b""
     return (b"HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nConnection: close\r\n%s"
             b"Content-Length: %d\r\n\r\n" % (status, reason.encode(), retry, len(body))) + body

@@ -41,8 +41,8 @@ def _sockets(server: FakeServer, n: int, first: bytes = b"") -> Iterator[list[so
 
 
 def _connections(server: FakeServer) -> dict[str, int]:
-    r = requests.get(server.base_url + "/_fake/state", timeout=LIVENESS_TIMEOUT_S)
-    return dict(r.json()["connections"])
+    r = requests.get(server.base_url + "/_fake/connections", timeout=LIVENESS_TIMEOUT_S)
+    return dict(r.json())
 
 
 def _arrived(server: FakeServer, heads: int = 0, bodies: int = 0) -> bool:

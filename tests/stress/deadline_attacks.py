@@ -142,8 +142,8 @@ def idle_sockets(fake: Any, *, sockets: int = 20_000, per_process: int = 5_000, 
         time.sleep(hold_s)
         out.latencies = prober.stop()
         out.extra["probe_failures"] = prober.failures
-        out.extra["fake_connections"] = requests.get(fake.base_url + "/_fake/state",
-                                                     timeout=PROBE_TIMEOUT_S).json()["connections"]
+        out.extra["fake_connections"] = requests.get(fake.base_url + "/_fake/connections",
+                                                     timeout=PROBE_TIMEOUT_S).json()
     for child in children:
         child.communicate("")
     out.extra["opened"] = sum(o[0] for o in opened)
