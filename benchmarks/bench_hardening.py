@@ -15,8 +15,10 @@
 6. Poll pages: the transient memory of building one 512-event page, as a multiple of the
    page (spliced from pre-encoded events; bound 1.2x), beside re-serialising event dicts.
 
-Run: ``python benchmarks/bench_hardening.py [--quick]`` (``--quick``: 200 result calls and
-a 3 s hold). Exits 1 when a bound is missed. Figures are printed, one line each.
+Run: ``python benchmarks/bench_hardening.py [--quick] [--issue 12|23|all]`` (``--quick``:
+200 result calls and a 3 s hold; ``--issue 23``: only the figures of issue 23, families
+5-7, in ``bench_hardening_bounds.py``). Exits 1 when a bound is missed. Figures are
+printed, one line each.
 """
 
 from __future__ import annotations
@@ -162,15 +164,23 @@ def bench_poll_page() -> bool:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="200 result calls and a 3 s hold (a smoke run)")
+    parser.add_argument("--issue", choices=("12", "23", "all"), default="all",
+                        help="only issue 12's figures, only issue 23's (bench_hardening_bounds.py), or both")
     args = parser.parse_args()
-    results = [
-        bench_poll_page(),
-        bench_slow_bodies(3.0 if args.quick else 10.0),
-        bench_chunk0(),
-        bench_accounts(),
-        bench_admin(),
-        bench_results(200 if args.quick else 2000),
-    ]
+    results = []
+    if args.issue in ("12", "all"):
+        results += [
+            bench_poll_page(),
+            bench_slow_bodies(3.0 if args.quick else 10.0),
+            bench_chunk0(),
+            bench_accounts(),
+            bench_admin(),
+            bench_results(200 if args.quick else 2000),
+        ]
+    if args.issue in ("23", "all"):
+        from bench_hardening_bounds import run
+
+        results += run(args.quick)
     return 0 if all(results) else 1
 
 

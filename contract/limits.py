@@ -43,7 +43,7 @@ SAMPLING_BOUNDS: dict[str, int] = {
 RETENTION_BOUNDS: dict[str, int] = {
     "text_bytes": 4096,
     "job_config_bytes": 64 * MiB,
-    "checkpoints": 256,
+    "checkpoints": 64,
     "exports": 16,
 }
 #: Most JSON values (numbers, strings, arrays, objects) one JSON request body may hold, a
