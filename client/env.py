@@ -71,27 +71,19 @@ def apply_env_override(config: ClientConfig, environ: Mapping[str, str] | None =
 
 def _parse_max_seq_len(raw: str) -> int | None:
     """A positive int, or None with a warning: a typo in a launcher must not crash a run."""
-    try:
-        value = int(raw.strip())
-    except ValueError:
-        value = 0
-    if value > 0:
-        return value
-    message = f"ignoring {MAX_SEQ_LEN_VAR}={raw!r}: not a positive integer"
-    log.warning(message)
-    warnings.warn(message, RuntimeWarning, stacklevel=3)
-    return None
+    found = _parse_number(MAX_SEQ_LEN_VAR, raw, int)
+    return None if found is None else int(found)
 
 
 def _parse_number(var: str, raw: str, kind: type[int] | type[float]) -> int | float | None:
-    """A positive number, or None with a warning (as for CORTEX_MAX_SEQ_LEN)."""
+    """A positive ``kind``, or None with a warning: a typo in a launcher must not crash a run."""
     try:
         value = kind(raw.strip())
     except ValueError:
         value = 0
     if value > 0:
         return value
-    message = f"ignoring {var}={raw!r}: not a positive {kind.__name__}"
+    message = f"ignoring {var}={raw!r}: not a positive {'integer' if kind is int else 'number'}"
     log.warning(message)
     warnings.warn(message, RuntimeWarning, stacklevel=3)
     return None
