@@ -81,6 +81,30 @@ def test_the_suites_driver_hangs_up_on_a_drip_at_its_request_timeout() -> None:
     assert end.cut, end
 
 
+def test_the_raw_socket_reader_keeps_a_total_time_and_byte_bound() -> None:
+    """conformance.rawhttp.read_answer (the suite's hand-made calls): its time-out bounds
+    the whole read, and an endless answer is kept only up to its cap."""
+    import socket
+
+    from conformance.rawhttp import read_answer
+
+    def ask(srv: Any, timeout_s: float, **kw: Any) -> tuple[int, bytes]:
+        host, port = srv.url.split("//", 1)[1].rsplit(":", 1)
+        with socket.create_connection((host, int(port))) as sock:
+            sock.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+            return read_answer(sock, timeout_s, **kw)
+
+    whole = json_answer({"pad": "x" * 300})
+    with hostile(_always(lambda: drip(whole, 0.1))) as srv:
+        assert ask(srv, 1.0)[0] == 0
+        (end,) = srv.settled()
+    assert end.cut, end
+    big = json_answer({"pad": "x" * (4 * MiB)})
+    with hostile(_always(lambda: Answer(iter([big])))) as srv:
+        status, body = ask(srv, 30.0, max_bytes=64 * 1024)
+    assert status == 200 and len(body) == 64 * 1024
+
+
 # --- bytes ----------------------------------------------------------------------------------
 
 
