@@ -15,6 +15,7 @@ from typing import Any
 
 import requests
 
+from client.bounded import AnswerTooBig
 from client.errors import (
     AnswerTooLarge,
     ChunkGroupConflict,
@@ -89,23 +90,26 @@ def read_answer(route: Route, url: str, response: requests.Response, cap: int) -
     with response:  # a refused answer's connection is closed, not left half-read
         declared = _declared_length(response)
         if declared is not None and declared > cap:
-            raise _too_large(route, url, response, cap, f"declares {declared} bytes")
+            raise _too_large(route, url, response, _over_cap(route, cap, f"declares {declared} bytes"))
         body = bytearray()
-        for piece in response.iter_content(min(READ_PIECE_BYTES, cap + 1)):
-            body += piece
-            if len(body) > cap:
-                raise _too_large(route, url, response, cap, f"sent more than {cap} bytes")
+        try:
+            for piece in response.iter_content(min(READ_PIECE_BYTES, cap + 1)):
+                body += piece
+                if len(body) > cap:
+                    raise _too_large(route, url, response, _over_cap(route, cap, f"sent more than {cap} bytes"))
+        except AnswerTooBig as exc:  # the session's bounds (client.bounded), decoded bytes counted
+            raise _too_large(route, url, response,
+                             f"{route.name}: {exc} (max_answer_bytes, max_answer_inflation)") from None
         return Received(route, url, response, bytes(body))
 
 
-def _too_large(route: Route, url: str, response: requests.Response, cap: int,
-               what: str) -> AnswerTooLarge:
-    received = Received(route, url, response, b"")
-    return AnswerTooLarge(
-        f"{route.name} answered a body that {what}, over the client's {cap}-byte bound for "
-        "one answer (max_answer_bytes); refused before reading it all",
-        **received.context(),
-    )
+def _over_cap(route: Route, cap: int, what: str) -> str:
+    return (f"{route.name} answered a body that {what}, over the client's {cap}-byte bound for "
+            "one answer (max_answer_bytes); refused before reading it all")
+
+
+def _too_large(route: Route, url: str, response: requests.Response, message: str) -> AnswerTooLarge:
+    return AnswerTooLarge(message, **Received(route, url, response, b"").context())
 
 
 def _parse(content: bytes) -> Any:

@@ -32,6 +32,7 @@ from contract.auth import DEFAULT_PAT_ENV_VAR
 from contract.limits import (
     DEFAULT_CHUNK_BYTES,
     MAX_ANSWER_BYTES,
+    MAX_ANSWER_INFLATION,
     MAX_BODY_BYTES,
     PollPolicy,
     RetryPolicy,
@@ -79,6 +80,7 @@ _RETRY_FIELDS: dict[str, str] = {
 _POLL_FIELDS: dict[str, str] = {
     "first_s": "poll_first_s", "factor": "poll_factor", "cap_s": "poll_cap_s",
     "timeout_s": "poll_timeout_s",
+    "max_result_bytes": "max_result_bytes", "max_result_pages": "max_result_pages",
 }
 #: Marks the legacy engine knobs (``LEGACY_FIELDS``) and the on-prem deployment knobs
 #: (``ONPREM_FIELDS``) in the schema; both lists are read off the model.
@@ -170,6 +172,10 @@ class ClientConfig(BaseModel):
     max_chunk_bytes: int = Field(DEFAULT_CHUNK_BYTES, le=MAX_BODY_BYTES, description="Request chunks are cut to at most this size; at least the 8 KiB chunk header allowance plus MIN_CHUNK_PAYLOAD_BYTES.")
     max_answer_bytes: int = Field(MAX_ANSWER_BYTES, gt=0, description="Largest answer body the client reads; a bigger one is refused (AnswerTooLarge) as soon as it is declared or crossed, before it is all in memory.")
     max_events: int | None = Field(None, gt=0, description="`max_events` per poll (server default when unset).")
+    # --- reader bounds (issue 23; defaults from contract.limits) --------------------------
+    max_answer_inflation: float = Field(MAX_ANSWER_INFLATION, ge=1, description="How many times its bytes on the wire a compressed answer may decode to (past the first 64 MiB); more is AnswerTooLarge.")
+    max_result_bytes: int = Field(_POLL.max_result_bytes, gt=0, description="Result-chunk bytes one request's pages may bring; more is ResultTooLarge.")
+    max_result_pages: int = Field(_POLL.max_result_pages, gt=0, description="Pages bringing result chunks (or stream events) one request may take; more is ResultTooLarge.")
     retry_ambiguous: bool = Field(False, description="Resend step, save, generate... after a time-out, a cut connection or a 5xx, as the reference client does (spec §3.5): a lost answer can then run a call twice. Off: such a failure raises AmbiguousOutcome.")
     supports_idempotency_keys: bool | None = Field(None, description="The server honours Idempotency-Key (proposed), so ambiguous failures are resent with the same key. None: learnt from the server echoing the key.")
     cancel_on_shutdown: bool = Field(True, description="shutdown() cancels a job this client created (never a reattached one).")

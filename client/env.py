@@ -41,7 +41,8 @@ KNOB_FIELDS: tuple[str, ...] = (
     "backoff_factor", "backoff_cap_s", "backoff_jitter", "poll_first_s", "poll_factor",
     "poll_cap_s", "poll_timeout_s", "job_start_timeout_s", "max_chunk_bytes",
     "max_answer_bytes", "max_events", "retry_ambiguous", "supports_idempotency_keys",
-    "cancel_on_shutdown", "cancel_on_exit",
+    "cancel_on_shutdown", "cancel_on_exit", "max_answer_inflation", "max_result_bytes",
+    "max_result_pages",
 )
 #: Every variable the override reads (besides the toggle) -> its config field.
 ENV_VARS: dict[str, str] = {**ENV_FIELDS, **{f"CORTEX_{name.upper()}": name for name in KNOB_FIELDS}}

@@ -122,6 +122,11 @@ class UnsafeLogKey(ProtocolError):
     key: str | None
 
 
+class ResultTooLarge(ProtocolError):
+    """A request's result pages (or a stream's event pages) went past the poll policy's
+    budget: ``max_result_bytes`` of result chunks or ``max_result_pages`` pages."""
+
+
 class AmbiguousOutcome(CortexError):
     """A call that changes state failed after it may have reached the server.
 
@@ -205,6 +210,7 @@ __all__ = [
     "RequestCancelled",
     "RequestFailed",
     "UnsafeLogKey",
+    "ResultTooLarge",
 ]
 
 

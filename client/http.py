@@ -6,7 +6,8 @@ whose error code says retrying cannot help (chunk-group codes, ``job_not_running
 was provably never established, so an ambiguous failure never creates a second job.
 ``Retry-After`` is honoured, bounded by the back-off cap; the per-call deadline bounds
 everything, sleeps included. Answers are read as they arrive, under ``max_answer_bytes``
-(``client.answers``).
+(``client.answers``), and each try's whole answer, head and body, within its read timeout
+(``client.bounded``: a drip of one byte every 0.5 s cannot outlive ``call_timeout_s``).
 
 At most once (``contract.idempotency``): a failure that may follow execution (a read
 time-out, a cut after sending, 500/502/504, 503 without ``Retry-After``) of a call that is
@@ -32,6 +33,7 @@ from urllib3.exceptions import ConnectTimeoutError, NewConnectionError
 
 from client.answers import Answer, answer_of, error_from_answer, read_answer
 from client.backoff import Backoff
+from client.bounded import mount_bounds
 from client.errors import (
     AmbiguousOutcome,
     CortexConnectionError,
@@ -49,7 +51,7 @@ from contract.idempotency import (
     Idempotency,
     call_idempotency,
 )
-from contract.limits import MAX_ANSWER_BYTES, RetryPolicy
+from contract.limits import MAX_ANSWER_BYTES, MAX_ANSWER_INFLATION, RetryPolicy
 from contract.routes import JSON, Route
 
 if TYPE_CHECKING:
@@ -80,6 +82,8 @@ class HttpSettings:
     idempotency_keys: bool | None = None
     #: Largest answer body read; more is refused as soon as it is declared or crossed.
     max_answer_bytes: int = MAX_ANSWER_BYTES
+    #: How many times its wire bytes a compressed answer may decode to (``client.bounded``).
+    max_answer_inflation: float = MAX_ANSWER_INFLATION
     #: A client mutant (``contract.idempotency``): for the conformance self-test only.
     mutant: str | None = None
 
@@ -211,7 +215,10 @@ class HttpSession:
 
     def __init__(self, settings: HttpSettings, **seams: Unpack[Seams]) -> None:
         self.settings = settings
-        self.session = seams.get("session") or requests.Session()
+        # The session made here reads every answer under the bounds of client.bounded (an
+        # injected one brings its own adapters: the suite mounts the same bounds on its).
+        self.session = seams.get("session") or mount_bounds(
+            requests.Session(), settings.max_answer_bytes, settings.max_answer_inflation)
         self.sleep = seams.get("sleep", time.sleep)
         self.clock = seams.get("clock", time.monotonic)
         self.rng = seams.get("rng") or random.Random()

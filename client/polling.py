@@ -24,6 +24,7 @@ from client.errors import (
     ProtocolError,
     RequestCancelled,
     RequestFailed,
+    ResultTooLarge,
 )
 from contract.limits import PollPolicy
 from contract.states import (
@@ -135,14 +136,34 @@ def _first(values: Iterator[Any]) -> Any:
     raise AssertionError("a poll ended without a value")  # pragma: no cover - judge bug
 
 
+class _Budget:
+    """What one request's pages may bring: result-chunk bytes and pages that brought some
+    (``PollPolicy.max_result_bytes`` / ``max_result_pages``); past either, ResultTooLarge."""
+
+    def __init__(self, policy: PollPolicy, context: dict[str, Any]) -> None:
+        self.policy, self.context = policy, context
+        self.bytes = self.pages = 0
+
+    def spend(self, nbytes: int) -> None:
+        self.pages += 1
+        self.bytes += nbytes
+        if self.bytes > self.policy.max_result_bytes:
+            raise ResultTooLarge(f"the result's chunks passed {self.policy.max_result_bytes} bytes "
+                                 f"(max_result_bytes) in {self.pages} pages; stopped reading", **self.context)
+        if self.pages > self.policy.max_result_pages:
+            raise ResultTooLarge(f"the result took more than {self.policy.max_result_pages} pages "
+                                 "(max_result_pages); stopped reading", **self.context)
+
+
 class _RequestWatch:
     """Reads request-status pages: collects checked result chunks, follows the cursor."""
 
-    def __init__(self, fetch: PageFetcher, context: dict[str, Any], timeout_s: float) -> None:
-        self.page_fetcher, self.context, self.timeout_s = fetch, context, timeout_s
+    def __init__(self, fetch: PageFetcher, context: dict[str, Any], policy: PollPolicy) -> None:
+        self.page_fetcher, self.context, self.timeout_s = fetch, context, policy.timeout_s
         self.status = str(RequestState.PENDING)
         self.cursor: str | None = None
         self.chunks: list[Mapping[str, Any]] = []
+        self.budget = _Budget(policy, context)
 
     def fetch(self, deadline: float) -> Mapping[str, Any]:
         return self.page_fetcher(self.cursor, deadline)
@@ -153,11 +174,12 @@ class _RequestWatch:
     def judge(self, page: Mapping[str, Any]) -> Turn:
         self.status = normalize_request_state(page.get("status"))
         events = page.get("events") or []
-        for event in events:
-            if isinstance(event, Mapping) and event.get("type") == RESULT_CHUNK:
-                check_chunk_event(event, route=self.context["route"],
-                                  request_id=self.context["request_id"])
-                self.chunks.append(event)
+        chunks = [e for e in events if isinstance(e, Mapping) and e.get("type") == RESULT_CHUNK]
+        if chunks:
+            self.budget.spend(sum(len(str(e.get("payload_b64", ""))) for e in chunks))
+        for event in chunks:
+            check_chunk_event(event, route=self.context["route"], request_id=self.context["request_id"])
+            self.chunks.append(event)
         if page.get("next_cursor"):
             self.cursor = str(page["next_cursor"])
             if events:
@@ -203,7 +225,7 @@ def wait_request(
 ) -> Any:
     """Poll until terminal; return the decoded result or raise a typed failure."""
     context = {"route": route, "job_id": job_id, "request_id": request_id}
-    watch = _RequestWatch(fetch, context, policy.timeout_s)
+    watch = _RequestWatch(fetch, context, policy)
     return _first(poll(watch.fetch, watch.judge, late=watch.late, context=context,
                        policy=policy, **timing))
 
@@ -220,9 +242,12 @@ def iter_stream_events(
     """Drain generate-stream events (each returned once) until the ``done`` event."""
     context: dict[str, Any] = {"route": route, "job_id": job_id, "request_id": request_id}
     seen = {"status": str(RequestState.PENDING)}
+    budget = _Budget(policy, context)
 
     def judge(page: Mapping[str, Any]) -> Turn:
         events = [dict(e) for e in page.get("events") or [] if isinstance(e, Mapping)]
+        if events:
+            budget.spend(0)  # a stream hands its events on: only its pages are counted
         for at, event in enumerate(events):
             if event.get("type") == "done":
                 return Turn(tuple(events[:at + 1]), done=True)

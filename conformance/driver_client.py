@@ -14,6 +14,7 @@ from typing import Any
 
 import requests
 
+from client.bounded import mount_bounds
 from conformance import bodies
 from conformance.cost import COST
 from conformance.recorder import RECORDER
@@ -56,7 +57,7 @@ class ClientDriver:
 
         self.target = target
         self.sent: list[Sent] = []
-        self.session = COST.attach(RECORDER.attach(requests.Session()))
+        self.session = COST.attach(RECORDER.attach(mount_bounds(requests.Session())))
         self.session.hooks["response"].append(self._keep_request)
         fast = target.embedded
         values: dict[str, Any] = dict(

@@ -16,10 +16,12 @@ from typing import Any, Literal
 
 import requests
 
+from client.bounded import mount_bounds
 from conformance.answers import Answer, Settled, answer_of
 from conformance.cost import COST, gpus_of
 from conformance.recorder import RECORDER, Recorder
 from conformance.target import Target
+from contract.limits import MAX_ANSWER_BYTES
 from contract.routes import JSON, OCTET, route
 from contract.states import (
     JOB_TERMINAL,
@@ -39,11 +41,14 @@ class RawDriver:
         token: str | None | Literal[False] = None,
         recorder: Recorder = RECORDER,
         timeout_s: float = 600.0,
+        max_answer_bytes: int = MAX_ANSWER_BYTES,
     ) -> None:
         self.target = target
         self.token = token
         self.timeout_s = timeout_s
-        self.session = COST.attach(recorder.attach(requests.Session()))
+        # Every answer under a byte cap, and its read timeout as a total time bound: a server
+        # streaming an endless body cannot keep the suite reading (client.bounded).
+        self.session = COST.attach(recorder.attach(mount_bounds(requests.Session(), max_answer_bytes)))
         self.session.headers.update(target.auth_headers(token))
         self.session.headers["User-Agent"] = "gs-conformance/0.1"
         self.fast = target.embedded

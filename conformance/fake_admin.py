@@ -11,13 +11,14 @@ from typing import Any
 
 import requests
 
+from client.bounded import mount_bounds
 from conformance.target import Target
 
 
 class FakeAdmin:
     def __init__(self, target: Target) -> None:
         self.target = target
-        self.session = requests.Session()
+        self.session = mount_bounds(requests.Session())
         self.session.headers.update(target.admin_headers())
 
     def _call(self, method: str, path: str, body: Any = None) -> Any:

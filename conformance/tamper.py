@@ -11,13 +11,15 @@ from collections.abc import Callable
 from typing import Any
 
 import requests
-from requests.adapters import HTTPAdapter
+
+from client.bounded import BoundedAdapter
 
 Rewrite = Callable[[dict[str, Any]], dict[str, Any] | None]
 
 
-class TamperAdapter(HTTPAdapter):
-    """Applies ``rewrite`` to JSON answers of GET requests; None leaves one untouched."""
+class TamperAdapter(BoundedAdapter):
+    """Applies ``rewrite`` to JSON answers of GET requests; None leaves one untouched (under
+    the same bounds as the adapter it replaces)."""
 
     def __init__(self, rewrite: Rewrite) -> None:
         super().__init__()

@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 
 import requests
 
+from client.bounded import mount_bounds
 from conformance.options import GsOptions, SuiteProfile
 from contract.auth import AUTHORIZATION_HEADER
 from contract.auth import auth_headers as contract_auth_headers
@@ -77,6 +78,10 @@ class Target:
         return self.base_url.rstrip("/") + "/_fake/" + path.lstrip("/")
 
 
+#: The most of a capacity answer the probe reads (a capacity object is a few hundred bytes).
+PROBE_ANSWER_BYTES = 1024 * 1024
+
+
 class ProbeError(RuntimeError):
     """Nothing usable answers at the URL."""
 
@@ -87,7 +92,8 @@ def probe(url: str, timeout_s: float = 5.0) -> None:
     if parts.scheme not in ("http", "https") or not parts.netloc:
         raise ProbeError(f"no server answering at {url}: not an http(s) URL")
     try:
-        requests.get(url, timeout=(timeout_s, timeout_s), allow_redirects=False)
+        with mount_bounds(requests.Session()) as session:  # the head is the answer: no body read
+            session.get(url, timeout=(timeout_s, timeout_s), allow_redirects=False, stream=True).close()
     except requests.exceptions.ConnectTimeout:
         raise ProbeError(
             f"no server answering at {url}: connect timed out after {timeout_s:g}s"
@@ -109,7 +115,8 @@ def probe_service(
     """Something answers at ``url``; check it speaks the API (JSON from GET /capacity)."""
     target = url.rstrip("/") + service_prefix + route("get_capacity").render()
     try:
-        resp = requests.get(target, headers=headers, timeout=(timeout_s, timeout_s))
+        with mount_bounds(requests.Session(), PROBE_ANSWER_BYTES) as session:
+            resp = session.get(target, headers=headers, timeout=(timeout_s, timeout_s))
     except requests.exceptions.RequestException as exc:
         raise ProbeError(f"no server answering at {url}: {_root_reason(exc)}") from None
     ctype = resp.headers.get("content-type", "")

@@ -34,9 +34,33 @@ SAMPLING_BOUNDS: dict[str, int] = {
     "generated_tokens": 1 << 26,
     "top_k_entries": 1 << 24,
 }
+#: Decided bounds on what a server keeps for one account (issue 23): one free-text string
+#: of a create body (``experiment_name``, model names, open config keys and values) in
+#: UTF-8 bytes, the create bodies of all its jobs (their JSON bytes; ``list_jobs`` answers
+#: them all), its checkpoints over all its jobs, and its live exports (oldest freed first).
+#: 12 creates with a 50 MiB ``experiment_name`` kept +602 MiB and 400 saves/exports
+#: +210 MiB each in the fake before. A server refuses more with 400 naming the bound.
+RETENTION_BOUNDS: dict[str, int] = {
+    "text_bytes": 4096,
+    "job_config_bytes": 64 * MiB,
+    "checkpoints": 64,
+    "exports": 16,
+}
+#: Most JSON values (numbers, strings, arrays, objects) one JSON request body may hold, a
+#: bound on the cost of parsing it (issue 23): a 60 MiB float array is 15 M Python floats.
+MAX_JSON_VALUES = 1 << 22
 #: Largest answer the kit's client parses (a poll page of 512 one-MiB result chunks is
 #: ~700 MiB); a bigger one is a ProtocolError, not a MemoryError deep in the JSON parser.
 MAX_ANSWER_BYTES = 1024 * MiB
+#: Bounds on what one answer may make a reader hold (issue 23): a compressed answer may
+#: decode to at most ``MAX_ANSWER_INFLATION`` times its bytes on the wire once past
+#: ``INFLATION_FREE_BYTES`` (a 0.6 MB gzip of JSON floats decoded to 600 MiB and took the
+#: client past 4 GiB); one request's result pages carry at most ``MAX_RESULT_BYTES`` of
+#: result chunks in at most ``MAX_RESULT_PAGES`` pages (endless valid pages took 2.4 GiB).
+MAX_ANSWER_INFLATION = 64.0
+INFLATION_FREE_BYTES = 64 * MiB
+MAX_RESULT_BYTES = 1024 * MiB
+MAX_RESULT_PAGES = 65_536
 #: HTTP statuses a client retries (besides connection errors and time-outs).
 TRANSIENT_STATUSES = frozenset({404, 409, 429, 500, 502, 503, 504})
 
@@ -84,9 +108,12 @@ class RetryPolicy:
 @dataclass(frozen=True)
 class PollPolicy(WaitCurve):
     """Client poll timing: a wait curve (0.5 s first, x1.25 each time, capped at 6 s) and
-    an overall timeout (1800 s)."""
+    an overall timeout (1800 s); and the budget of one request's result pages (bytes of
+    result chunks, pages that brought them)."""
 
     first_s: float = 0.5
     factor: float = 1.25
     cap_s: float = 6.0
     timeout_s: float = 1800.0
+    max_result_bytes: int = MAX_RESULT_BYTES
+    max_result_pages: int = MAX_RESULT_PAGES

@@ -1,8 +1,8 @@
 """The admin API under ``/_fake/`` (outside the service prefix ``/api/v2``).
 
-health, reset, a JSON state dump (execution counters for at-most-once proofs), forcing a
-job's state, holding a job's executor, fault rules at run time, mutant info, the export
-downloads, and for plumbing gates (:mod:`fake_gs.traffic`) minted per-test tokens and the
+health, reset, a JSON state dump (execution counters for at-most-once proofs), the open
+connections (what their deadlines and cap did), forcing a job's state, holding a job's
+executor, fault rules at run time, mutant info, the export downloads, and for plumbing gates (:mod:`fake_gs.traffic`) minted per-test tokens and the
 per-account traffic log. Export downloads need no bearer token: their random URL token is
 the credential (like a presigned URL). With tokens configured, only the admin token
 (``--admin-token``, or a random one printed at start-up) opens the rest: service tokens,
@@ -64,6 +64,11 @@ async def reset(state: AppState, request: Request, body: BodyReader) -> Response
 
 async def dump(state: AppState, request: Request, body: BodyReader) -> Response:
     return json_response(state.store.dump(labels=lambda owner: state.accounts.label(owner, state.settings.tokens)))
+
+
+async def connections(state: AppState, request: Request, body: BodyReader) -> Response:
+    """Open connections and what their deadlines and the cap did (fake_gs.connections)."""
+    return json_response(state.connections.stats())
 
 
 async def force_job_state(state: AppState, request: Request, body: BodyReader) -> Response:
@@ -199,6 +204,7 @@ _ADMIN_TABLE: tuple[tuple[str, str, AdminHandler], ...] = (
     ("GET", "/health", health),
     ("POST", "/reset", reset),
     ("GET", "/state", dump),
+    ("GET", "/connections", connections),
     ("POST", "/jobs/{job_id}/state", force_job_state),
     ("POST", "/jobs/{job_id}/hold", hold_job),
     ("GET", "/faults", get_faults),

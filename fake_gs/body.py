@@ -10,11 +10,12 @@ fake allocate 2.4 GB and stall its event loop (issue 12).
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import Any, NoReturn
 
 from starlette.requests import ClientDisconnect, Request
 
 from contract.errors import ErrorCode
+from fake_gs.connections import BODY_DEADLINE_KEY
 from fake_gs.errors import ApiError
 from fake_gs.settings import FakeSettings
 
@@ -58,17 +59,25 @@ class BodyReader:
         #: Bytes this body counts against the in-flight budget (given back by :meth:`release`).
         self.held = 0
         self.timed_out = False
+        #: Set by the connection once the body is not complete in time (fake_gs.connections).
+        self.deadline = request.scope.get(BODY_DEADLINE_KEY)
 
     async def _receive(self) -> Any:
         if self.idle_s <= 0:
-            return await self.request.receive()
-        try:
-            return await asyncio.wait_for(self.request.receive(), self.idle_s)
-        except TimeoutError:
-            self.done = self.timed_out = True
-            raise ApiError(ErrorCode.REQUEST_TIMEOUT,
-                           f"no body bytes arrived for {self.idle_s:g} s; the request is dropped",
-                           headers={"connection": "close"}) from None
+            message = await self.request.receive()
+        else:
+            try:
+                message = await asyncio.wait_for(self.request.receive(), self.idle_s)
+            except TimeoutError:
+                self._time_out(f"no body bytes arrived for {self.idle_s:g} s")
+        if self.deadline is not None and self.deadline.passed:
+            self._time_out(f"the body did not complete within {self.deadline.seconds:g} s of its head")
+        return message
+
+    def _time_out(self, why: str) -> NoReturn:
+        self.done = self.timed_out = True
+        raise ApiError(ErrorCode.REQUEST_TIMEOUT, f"{why}; the request is dropped",
+                       headers={"connection": "close"}) from None
 
     async def peek(self, limit: int) -> bytearray:
         """Read the body now and keep it for the next :meth:`read` (the fault hook peeks at

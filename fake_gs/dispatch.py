@@ -25,7 +25,7 @@ from fake_gs.auth import authenticate
 from fake_gs.errors import ApiError, envelope
 from fake_gs.faults import FaultAction
 from fake_gs.handlers import Handler
-from fake_gs.handlers.common import BodyReader, Ctx, json_response
+from fake_gs.handlers.common import BodyReader, Ctx, json_response, parse_json_body
 from fake_gs.idempotency import keyed
 from fake_gs.state import AppState
 from fake_gs.traffic import note
@@ -69,11 +69,9 @@ def _seconds(value: float) -> str:
 async def peek_operation_type(state: AppState, body: BodyReader) -> str | None:
     """The ``operation_type`` of an operation call, read before the handler (fault rules
     with ``op``); anything unreadable matches no ``op``, and the handler judges it."""
-    import json
-
     try:
-        data = json.loads(await body.peek(state.settings.max_body_bytes))
-    except (ValueError, UnicodeError, RecursionError):
+        data = await parse_json_body(await body.peek(state.settings.max_body_bytes), state.settings)
+    except ApiError:  # not JSON, or over a cost bound: the handler refuses it
         return None
     value = data.get("operation_type") if isinstance(data, dict) else None
     return value if isinstance(value, str) else None

@@ -281,12 +281,17 @@ class JobTable:
                 del job.checkpoints[checkpoint_id]
             job.log(f"checkpoint {checkpoint_id} deleted")
 
-    def add_export(self, data: bytes, filename: str) -> tuple[str, ExportRec]:
+    def add_export(self, data: bytes, filename: str, owner: str = "") -> tuple[str, ExportRec]:
+        """Keep an export behind a new URL token; the owner's oldest go first past its cap."""
         token = secrets.token_urlsafe(24)
-        rec = ExportRec(data=data, filename=filename, expires_at=self.clock.time() + self.settings.export_ttl_s)
+        rec = ExportRec(data=data, filename=filename, expires_at=self.clock.time() + self.settings.export_ttl_s,
+                        owner=owner)
         with self.lock:
             now = self.clock.time()
             for key in [k for k, v in self.exports.items() if v.expires_at <= now]:
+                del self.exports[key]
+            own = [k for k, v in self.exports.items() if v.owner == owner]
+            for key in own[: max(0, len(own) + 1 - self.settings.max_exports_per_account)]:
                 del self.exports[key]
             self.exports[token] = rec
         return token, rec

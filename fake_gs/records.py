@@ -62,6 +62,8 @@ class ExportRec:
     data: bytes
     filename: str
     expires_at: float
+    #: The account whose job it was exported from (its exports are capped).
+    owner: str = ""
 
 
 @dataclass
@@ -145,6 +147,8 @@ class JobRec:
     #: The spec dialect shows a cancelled job as ``cancelling`` to its first GET (or until
     #: this time passes), then ``cancelled``; None: no such passage.
     cancelling_until: float | None = None
+    #: JSON bytes of the create body this job keeps (its account's share, fake_gs.quotas).
+    config_bytes: int = 0
 
     def __post_init__(self) -> None:
         if not self.updated_at:

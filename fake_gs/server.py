@@ -19,6 +19,7 @@ from starlette.applications import Starlette
 from contract.routes import PREFIX_TEMPLATE
 from fake_gs.app import create_app
 from fake_gs.clock import SYSTEM_CLOCK, Clock
+from fake_gs.connections import protocol_factory
 from fake_gs.settings import FakeSettings
 from fake_gs.state import AppState
 from fake_gs.tls import TlsMaterial, make_material, uvicorn_ssl_options
@@ -58,8 +59,12 @@ class _Server(uvicorn.Server):
 
 
 def uvicorn_config(app: Starlette, settings: FakeSettings, **extra: Any) -> uvicorn.Config:
+    """uvicorn's configuration for the fake's app: each connection's protocol reports to the
+    app's connection guard (deadlines and the cap, ``fake_gs.connections``)."""
+    state: AppState = app.state.fake
     return uvicorn.Config(
         app,
+        http=protocol_factory(state.connections),
         log_level=settings.log_level.lower() if settings.log_level.lower() != "info" else "warning",
         access_log=False,
         lifespan="on",

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any, Literal
 
 from contract.idempotency import KEY_WINDOW_S
-from contract.limits import MAX_BODY_BYTES, MAX_EVENTS_CAP, MiB
+from contract.limits import MAX_BODY_BYTES, MAX_EVENTS_CAP, MAX_JSON_VALUES, RETENTION_BOUNDS, MiB
 from contract.wire import MIN_RESULT_CHUNK_BYTES
 from fake_gs.answers import on_by_env
 from fake_gs.engines import ENGINES
@@ -91,6 +91,7 @@ class FakeSettings:
     max_total_gpus: int = option(64, "--max-total-gpus", "account GPU capacity; jobs that do not fit stay pending")
     allow_any_model: bool = option(False, "--allow-any-model", "accept any model name (default: only the models the real service caches)")
     engine: str = option("shape", "--engine", "shape: seeded synthetic results; tiny: a small real causal LM on CPU", choices=tuple(sorted(ENGINES)))
+    tiny_max_batch_tokens: int = option(65_536, "--tiny-max-batch-tokens", "tiny engine: tokens (rows x sequence length) of one forward(-backward) batch; more answers 400 limit_exceeded, as does rows x length^2 over 1024 times it", bound="positive")
     mutant: str | None = option(None, "--mutant", "run with a deliberate contract violation (for conformance self-tests): %(choices)s", metavar="NAME", choices=tuple(sorted(MUTANTS)))
     faults: str | None = option(None, "--faults", "fault rules file (JSON or YAML); also set at run time via /_fake/faults", metavar="FILE")
     log_level: str = option("info", "--log-level", "log verbosity", choices=("critical", "error", "warning", "info", "debug"))
@@ -110,6 +111,8 @@ class FakeSettings:
     max_frame_json_bytes: int = option(16 * MiB, "--max-frame-json-bytes", "largest dss/op JSON metadata string in a request frame", bound="positive", group=_LIM)
     #: Bounds the memory and time a "[[],[],...]" bomb costs (json.loads makes an object of each).
     max_json_containers: int = option(250_000, "--max-json-containers", "JSON arrays/objects allowed in one JSON body or frame header", bound="positive", group=_LIM)
+    #: Bounds the cost of parsing one JSON body (issue 23): values, counted before parsing.
+    max_json_values: int = option(MAX_JSON_VALUES, "--max-json-values", "JSON values (numbers, strings, arrays, objects) allowed in one JSON body; more answers 413 naming the bound, before parsing", bound="positive", group=_LIM)
     max_events_cap: int = option(MAX_EVENTS_CAP, "--max-events-cap", "max_events on a poll is clamped to this (the contract says 512)", bound="positive", group=_LIM)
     #: Hardening (issue 12).
     body_idle_s: float = option(30.0, "--body-idle-s", "a request body with no new bytes this long answers 408 and is freed (0: never)", bound="non_negative", group=_HARD)
@@ -127,6 +130,15 @@ class FakeSettings:
     #: a cap the least recently written runs' files are dropped (rewritten when asked for).
     max_stage_bytes_per_account: int = option(64 * MiB, "--max-stage-mib-per-account", "execution-log stage bytes one account (token) holds; its least recently fetched runs' files go first", bound="positive", group=_HARD, unit=MiB)
     max_stage_bytes_total: int = option(512 * MiB, "--max-stage-mib", "execution-log stage bytes of all accounts together (the stage process refuses more)", bound="positive", group=_HARD, unit=MiB)
+    #: Per-account retention caps (issue 23; fake_gs.quotas), defaults from contract.limits.
+    max_text_bytes: int = option(RETENTION_BOUNDS["text_bytes"], "--max-text-bytes", "UTF-8 bytes of one free-text string of a create body (experiment_name, model names, config keys and values); more answers 400 limit_exceeded", bound="positive", group=_HARD)
+    max_account_config_bytes: int = option(RETENTION_BOUNDS["job_config_bytes"], "--max-account-config-mib", "create-body bytes one account's jobs keep (list_jobs answers them all); more answers 400 limit_exceeded", bound="positive", group=_HARD, unit=MiB)
+    max_checkpoints_per_account: int = option(RETENTION_BOUNDS["checkpoints"], "--max-checkpoints-per-account", "checkpoints one account keeps over all its jobs; a save past it answers 400 limit_exceeded (delete some)", bound="positive", group=_HARD)
+    max_exports_per_account: int = option(RETENTION_BOUNDS["exports"], "--max-exports-per-account", "live exports of one account; one more frees its oldest (that URL then answers 404)", bound="positive", group=_HARD)
+    #: Connection deadlines and cap (issue 23; fake_gs.connections).
+    head_timeout_s: float = option(10.0, "--head-timeout-s", "a request head not complete this long after the connection opened (or its first byte after an answer) is answered 408 and closed (0: never)", bound="non_negative", group=_HARD)
+    body_timeout_s: float = option(120.0, "--body-timeout-s", "a request body not complete this long after its head is answered 408 and closed, however steadily it trickles (0: never)", bound="non_negative", group=_HARD)
+    max_connections: int = option(1000, "--max-connections", "open connections; one more closes the one waiting longest for a request head (503 when all are busy); lowered to fit the descriptor limit", bound="positive", group=_HARD)
     admin_token: str | None = option(None, "--admin-token", "the admin API's only credential when --token is set (service tokens get 403)", group=_HARD, metavar="TOKEN", secret=True)
     #: How long a poll waits for a request that is due but still executing.
     poll_wait_s: float = 1.0

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from fake_gs.answers import require_in_tests
 from fake_gs.body import InflightBudget
 from fake_gs.clock import SYSTEM_CLOCK, Clock
+from fake_gs.connections import ConnectionGuard
 from fake_gs.engines import load_engine
 from fake_gs.faults import FaultInjector
 from fake_gs.settings import FakeSettings
@@ -28,6 +29,9 @@ class AppState:
     inflight: InflightBudget = field(default_factory=lambda: InflightBudget(0))
     #: The admin API's credential when tokens are set: ``--admin-token`` or a random one.
     admin_token: str | None = field(default=None, repr=False)
+    #: Open connections, their deadlines and the cap (``fake_gs.connections``).
+    connections: ConnectionGuard = field(
+        default_factory=lambda: ConnectionGuard(FakeSettings(), SYSTEM_CLOCK))
 
     @classmethod
     def build(cls, settings: FakeSettings, clock: Clock = SYSTEM_CLOCK) -> AppState:
@@ -44,7 +48,8 @@ class AppState:
 
             admin_token = secrets.token_urlsafe(24)
         return cls(settings, store, faults, traffic=TrafficLog(settings.traffic),
-                   inflight=InflightBudget(settings.max_inflight_bytes), admin_token=admin_token)
+                   inflight=InflightBudget(settings.max_inflight_bytes), admin_token=admin_token,
+                   connections=ConnectionGuard(settings, clock))
 
     def mutant(self, name: str) -> bool:
         return self.settings.mutant == name

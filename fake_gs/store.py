@@ -168,8 +168,8 @@ class Store:
     def delete_checkpoint(self, job: JobRec, checkpoint_id: str) -> None:
         self.table.delete_checkpoint(job, checkpoint_id)
 
-    def add_export(self, data: bytes, filename: str) -> tuple[str, ExportRec]:
-        return self.table.add_export(data, filename)
+    def add_export(self, data: bytes, filename: str, owner: str = "") -> tuple[str, ExportRec]:
+        return self.table.add_export(data, filename, owner)
 
     def export(self, token: str) -> ExportRec | None:
         return self.table.export(token)

@@ -18,6 +18,7 @@ from urllib.parse import quote, unquote, urlencode
 
 import requests
 
+from client.bounded import mount_bounds
 from conformance.parity.compare import Divergence, compare, is_id_key
 from conformance.parity.loops import poll_runs
 from conformance.parity.targets import UNKNOWN_TOKEN, ReplayTarget, Skip
@@ -104,7 +105,8 @@ class Replayer:
         self._last: dict[str, tuple[float, float]] = {}
         #: The last exchange of each recorded loop -> the loop's earlier exchanges.
         self.loops: dict[int, list[dict[str, Any]]] = {}
-        self.session = requests.Session()
+        # Each answer under a byte cap and a total time bound (client.bounded).
+        self.session = mount_bounds(requests.Session())
         self.session.headers["User-Agent"] = "gs-parity/0.1"
 
     def run(self, path: str, lines: list[dict[str, Any]]) -> Replay:

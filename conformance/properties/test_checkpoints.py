@@ -11,6 +11,7 @@ import requests
 from hypothesis import given
 from hypothesis import strategies as st
 
+from client.bounded import mount_bounds
 from conformance import bodies
 from conformance.checks import RFC3339_RE, refused
 from conformance.driver_raw import RawDriver
@@ -200,9 +201,11 @@ def test_export(gs_raw, gs_ops, gs_job):
 def _check_download(url: str, size: int) -> str | None:
     """Size and safetensors layout of a download; a big file is judged from its header.
 
-    A plain session: export URLs are presigned, and the PAT must not travel to them.
+    A session without the PAT: export URLs are presigned, and the PAT must not travel to
+    them; bounded by the announced size and ten minutes, so an endless download ends.
     """
-    with requests.get(url, stream=True, timeout=60) as resp:
+    with mount_bounds(requests.Session(), max_bytes=size + 1) as session, \
+            session.get(url, stream=True, timeout=(60, 600)) as resp:
         if resp.status_code != 200:
             return f"download answered {resp.status_code}"
         length = resp.headers.get("content-length")

@@ -9,6 +9,7 @@ import requests
 from hypothesis import given
 from hypothesis import strategies as st
 
+from client.bounded import mount_bounds
 from conformance import frames
 from conformance.checks import refused
 from conformance.driver_raw import RawDriver, encode
@@ -78,7 +79,7 @@ def test_chunks_on_separate_connections(gs_raw, gs_job, n):
     chunks = frames.split(_frame(n), n, str(uuid.uuid4()))
     last = None
     for chunk in chunks:
-        with requests.Session() as session:
+        with mount_bounds(requests.Session()) as session:
             RECORDER.attach(session)
             session.headers.update(gs_raw.target.auth_headers())
             resp = session.post(

@@ -12,6 +12,17 @@ from typing import Any, Protocol
 from contract.models import GenerateRequest, LogProbsRequest, SubJobConfig
 
 
+class BatchRefused(ValueError):
+    """A batch an engine will not run, refused when it is submitted (a 4xx, not a failed
+    request): over the bound ``limit`` names, or (``limit`` None) an input that is not
+    finite and would poison the weights."""
+
+    def __init__(self, message: str, limit: str | None = None, field: str | None = None) -> None:
+        super().__init__(message)
+        self.limit = limit
+        self.field = field
+
+
 class Engine(Protocol):
     name: str
 
@@ -30,6 +41,11 @@ class Engine(Protocol):
 
     def forward(self, job_id: str, request: dict[str, Any], *, reference: bool) -> dict[str, Any]:
         """``{"model_outputs": {"logprobs": [B,S] float32, "entropy"?}, "metrics": {}}``."""
+
+    def check_batch(self, request: dict[str, Any], max_tokens: int) -> None:
+        """Raise :class:`BatchRefused` for a forward(-backward) batch this engine will not
+        run: more than ``max_tokens`` (the fake's ``tiny_max_batch_tokens``) or inputs it
+        cannot compute with (called at submission, on the event loop: cheap checks only)."""
 
     def step(self, job_id: str, learning_rate: float | None) -> dict[str, Any]:
         """Apply accumulated gradients: ``{"last_lr", "metrics": {"grad_norm", ...}}``."""

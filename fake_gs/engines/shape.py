@@ -157,6 +157,9 @@ class ShapeEngine:
                 post[name] = torch.rand(exp.shape, generator=g) * 3.0
         return {"avg_loss": loss, "metrics": metrics, "post_process_outputs": post}
 
+    def check_batch(self, request: dict[str, Any], max_tokens: int) -> None:
+        """Nothing to refuse: synthesised answers cost what the batch's own bytes do."""
+
     def step(self, job_id: str, learning_rate: float | None) -> dict[str, Any]:
         job = self._job(job_id)
         if learning_rate is not None:

@@ -19,6 +19,7 @@ import torch.nn.functional as F
 
 from contract.models import GenerateRequest, LogProbsRequest, SubJobConfig
 from fake_gs.engines.tiny_batch import Batch
+from fake_gs.engines.tiny_budget import check_batch
 from fake_gs.engines.tiny_jobs import (
     DEFAULT_LR,
     Job,
@@ -142,6 +143,10 @@ class TinyEngine:
                 "metrics": metrics,
                 "post_process_outputs": post_outputs(batch, logits),
             }
+
+    def check_batch(self, request: dict[str, Any], max_tokens: int) -> None:
+        """Refuse a batch over the token budget or with a non-finite input (``tiny_budget``)."""
+        check_batch(request, max_tokens)
 
     def step(self, job_id: str, learning_rate: float | None) -> dict[str, Any]:
         """Apply the accumulated gradients, then zero them; reports the pre-clip grad norm."""

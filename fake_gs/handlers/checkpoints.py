@@ -45,7 +45,7 @@ async def export_checkpoint(ctx: Ctx) -> Response:
     # The file name is fixed: a checkpoint id never becomes part of a name or a path
     # (CKPT-PATH-1); the traversal-accepted mutant derives it from the id instead.
     filename = f"{ckpt.checkpoint_id}.safetensors" if ctx.state.mutant("traversal-accepted") else EXPORT_FILENAME
-    token, rec = ctx.store.add_export(data, filename)
+    token, rec = ctx.store.add_export(data, filename, job.owner)
     base = str(ctx.request.base_url).rstrip("/")
     files = [m.ExportFile(filename=rec.filename, url=f"{base}/_fake/exports/{token}", size_bytes=len(data))]
     return json_response(m.ExportResponse(checkpoint_id=ckpt.checkpoint_id, files=files,

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
+from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 
@@ -92,7 +93,8 @@ class Ctx:
         if not data and not octet:
             return {}
         self.require_media_type(OCTET if octet else "application/json")
-        return parse_json(data, self.settings.max_json_containers)
+        self.extras["json_bytes"] = len(data)
+        return await parse_json_body(data, self.settings)
 
     def validate(self, model: type[M], data: Any, loc: tuple[str | int, ...] = ()) -> M:
         try:
@@ -130,7 +132,13 @@ class Ctx:
             note(self.request.scope, key, value)
 
     async def json_model(self, model: type[M]) -> M:
-        return self.validate(model, await self.json_object())
+        return await self.validated(model, await self.json_object())
+
+    async def validated(self, model: type[M], data: Any, loc: tuple[str | int, ...] = ()) -> M:
+        """:meth:`validate`, in a worker thread when the JSON body was large."""
+        if self.extras.get("json_bytes", 0) > OFF_LOOP_JSON_BYTES:
+            return await run_in_threadpool(self.validate, model, data, loc)
+        return self.validate(model, data, loc)
 
     def job(self, allowed: frozenset[str] | set[str] | None = None) -> JobRec:
         """The caller's job from the path, checked against the states the route needs."""
@@ -204,10 +212,41 @@ def json_containers(data: bytes | bytearray, start: int = 0, end: int | None = N
     return data.count(b"[", start, end) + data.count(b"{", start, end)
 
 
-def parse_json(data: bytes | bytearray, max_containers: int | None = None) -> Any:
+def json_values(data: bytes | bytearray) -> int:
+    """An upper bound of the values (numbers, strings, arrays, objects...) a JSON text
+    holds, found without parsing it: each value but the first follows a comma or opens a
+    container (commas and brackets in strings count too)."""
+    return data.count(b",") + json_containers(data) + 1
+
+
+#: A JSON body bigger than this is parsed in a worker thread, not on the event loop.
+OFF_LOOP_JSON_BYTES = 256 * 1024
+
+
+async def parse_json_body(data: bytes | bytearray, settings: FakeSettings) -> Any:
+    """A request's JSON body parsed under the fake's cost bounds: more values than
+    ``max_json_values`` is a 413 naming the bound, before anything is parsed; a large body
+    is parsed off the event loop, so the fake keeps answering meanwhile (a 60 MiB float
+    array on /step stalled health 9-20 s, issue 23)."""
+    _check_containers(data, settings.max_json_containers)
+    values = json_values(data)
+    if values > settings.max_json_values:
+        raise ApiError(ErrorCode.PAYLOAD_TOO_LARGE,
+                       f"body holds about {values} JSON values, over the fake's max_json_values "
+                       f"{settings.max_json_values}; refused unparsed (send tensors as DSSST1 frames)")
+    if len(data) <= OFF_LOOP_JSON_BYTES:
+        return parse_json(data, settings.max_json_containers)
+    return await run_in_threadpool(parse_json, data, settings.max_json_containers)
+
+
+def _check_containers(data: bytes | bytearray, max_containers: int | None) -> None:
     if max_containers is not None and json_containers(data) > max_containers:
         raise ApiError(ErrorCode.MALFORMED_JSON,
                        f"body holds more than {max_containers} JSON arrays/objects; refused unparsed")
+
+
+def parse_json(data: bytes | bytearray, max_containers: int | None = None) -> Any:
+    _check_containers(data, max_containers)
     try:
         return json.loads(data, parse_constant=_refuse_constant, parse_float=_finite_float)
     except (ValueError, RecursionError) as exc:

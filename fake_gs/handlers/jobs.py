@@ -17,6 +17,7 @@ from fake_gs import answers, dialect
 from fake_gs.errors import ApiError
 from fake_gs.execution_logs import run_name
 from fake_gs.handlers.common import Ctx, json_response
+from fake_gs.quotas import check_config_room, check_texts
 from fake_gs.records import CheckpointRec, JobRec, SubJobRec, rfc3339
 from fake_gs.rules import InitFrom, check_config_rules, check_init, requested_job_id
 
@@ -113,11 +114,15 @@ def source_checkpoints(ctx: Ctx, body: CreateJobRequest) -> list[InitFrom]:
 
 async def create_job(ctx: Ctx) -> Response:
     body = await ctx.json_model(CreateJobRequest)
+    check_texts(body.model_dump(mode="json", by_alias=True, exclude_none=True), ctx.settings)
+    config_bytes = int(ctx.extras.get("json_bytes", 0))
+    check_config_room(ctx.store, ctx.owner, config_bytes)
     check_models(ctx, body)
     job_id = requested_job_id(body, ctx.state.mutant("job-id-ignored"))
     check_config_rules(body, job_id, ctx.settings.mutant)
     inits = source_checkpoints(ctx, body)
     job = ctx.store.new_job(ctx.owner, body, job_id)  # 409 when the id is in use
+    job.config_bytes = config_bytes
     engine = await run_in_threadpool(lambda: ctx.store.engine)
     try:
         await run_in_threadpool(engine.create_job, job.job_id, list(body.sub_job_configs), job.seed)

@@ -240,7 +240,7 @@ OPERATIONS: dict[str, Handler] = {
 
 async def operation(ctx: Ctx) -> Response:
     ctx.job(allowed=frozenset())  # 404 before anything else
-    env = ctx.validate(OperationEnvelope, await ctx.json_object())
+    env = await ctx.json_model(OperationEnvelope)
     op = env.operation_type
     ctx.note("op", op)
     handler = OPERATIONS.get(op)
@@ -250,7 +250,7 @@ async def operation(ctx: Ctx) -> Response:
         raise ApiError(ErrorCode.UNKNOWN_OPERATION_TYPE, f"unknown operation_type {op!r}",
                        [detail_entry(("operation_type",), f"must be one of {sorted(OPERATIONS)}", "enum")])
     job = ctx.job(allowed=LOGS_STATES if op in OPERATIONS_ALLOWED_WHILE_PLACING else RUNNING)
-    payload = ctx.validate(OPERATION_PAYLOADS[op], env.payload, ("payload",))
+    payload = await ctx.validated(OPERATION_PAYLOADS[op], env.payload, ("payload",))
     ctx.expect(model=OPERATION_ANSWERS[op])
     target = route_operation(ctx, job, env)
     return await handler(ctx, job, target, payload)

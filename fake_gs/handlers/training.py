@@ -19,9 +19,11 @@ from contract.models import PROPOSED_METRIC_KEYS, LoadRequest, SaveRequest, Step
 from contract.shapes import ShapeError, forward_expectation
 from fake_gs import answers, dialect
 from fake_gs.chunks import ChunkGroup
+from fake_gs.engines.base import BatchRefused
 from fake_gs.errors import ApiError
 from fake_gs.handlers.common import Ctx
 from fake_gs.handlers.frames import submit_frame
+from fake_gs.quotas import check_checkpoint_room
 from fake_gs.records import CheckpointRec, JobRec, RequestRec, SubJobRec
 from fake_gs.rules import dp_compatible, restores_optimizer
 
@@ -59,6 +61,18 @@ def forward_object(obj: Any, max_seq_len: int | None = None) -> dict[str, Any]:
     return obj
 
 
+def admit_batch(ctx: Ctx, request: dict[str, Any]) -> None:
+    """The engine's refusal of a batch it will not run, as a 400 at submission: over its
+    budget (``limit_exceeded`` naming the bound) or with a non-finite input
+    (``invalid_argument``)."""
+    try:
+        ctx.store.engine.check_batch(request, ctx.settings.tiny_max_batch_tokens)
+    except BatchRefused as exc:
+        code = ErrorCode.LIMIT_EXCEEDED if exc.limit else ErrorCode.INVALID_ARGUMENT
+        loc = ("kwargs", exc.field) if exc.field else ()
+        raise ApiError(code, str(exc), [detail_entry(loc, str(exc), exc.limit or "finite_number")]) from None
+
+
 # --- forward-backward ----------------------------------------------------------------------
 
 
@@ -66,6 +80,7 @@ def build_forward_backward(ctx: Ctx, job: JobRec, obj: Any, group: ChunkGroup | 
     trainer = training_sub_job(job)
     limit = None if ctx.state.mutant("seq-len-unchecked") else trainer.max_seq_len
     request = forward_object(obj, limit)
+    admit_batch(ctx, request)
     store = ctx.store
     proposed = ctx.settings.profile == "proposed" and not ctx.state.mutant("fb-metrics-missing")
 
@@ -91,6 +106,7 @@ async def forward_backward(ctx: Ctx) -> Response:
 
 
 def forward_work(ctx: Ctx, job: JobRec, request: dict[str, Any], *, reference: bool) -> Any:
+    admit_batch(ctx, request)
     store = ctx.store
 
     def work() -> dict[str, Any]:
@@ -172,6 +188,7 @@ async def save(ctx: Ctx) -> Response:
     if problem is not None:
         raise ApiError(ErrorCode.INVALID_ID, f"checkpoint_id {printable(wanted_id or '')[:80]!r} {problem}",
                        [detail_entry(("checkpoint_id",), problem, ErrorCode.INVALID_ID)])
+    check_checkpoint_room(store, job, wanted_id)
 
     def work() -> dict[str, Any]:
         snapshot = store.engine.save(job.job_id, ckpt_type)

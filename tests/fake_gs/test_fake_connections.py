@@ -1,0 +1,144 @@
+"""Connection deadlines and the connection cap (issue 23, family 5; fake_gs.connections).
+
+Time is the fake's ManualClock: a test opens the sockets, advances the clock past a
+deadline and waits (generously) for the fake's sweep to act; nothing here times the fake.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
+
+import pytest
+import requests
+from fake_gs_api import eventually
+
+from conformance.rawhttp import read_answer, request_head
+from fake_gs import FakeServer
+from fake_gs.clock import ManualClock
+
+#: A liveness bound, not a performance one: a healthy call answered well within it.
+LIVENESS_TIMEOUT_S = 30.0
+
+
+def _addr(server: FakeServer) -> tuple[str, int]:
+    host, port = server.base_url.split("//", 1)[1].rsplit(":", 1)
+    return host, int(port)
+
+
+@contextmanager
+def _sockets(server: FakeServer, n: int, first: bytes = b"") -> Iterator[list[socket.socket]]:
+    with ExitStack() as stack:
+        socks = []
+        for _ in range(n):
+            s = stack.enter_context(socket.create_connection(_addr(server)))
+            if first:
+                s.sendall(first)
+            socks.append(s)
+        yield socks
+
+
+def _connections(server: FakeServer) -> dict[str, int]:
+    r = requests.get(server.base_url + "/_fake/connections", timeout=LIVENESS_TIMEOUT_S)
+    return dict(r.json())
+
+
+def _arrived(server: FakeServer, heads: int = 0, bodies: int = 0) -> bool:
+    """Has the fake seen ``heads`` partial heads and ``bodies`` bodies under way? (So the
+    clock moves only once it has: every deadline then starts before the move.)"""
+    guard = server.state.connections
+    return eventually(lambda: sum(c.head_bytes for c in list(guard.open)) >= heads
+                      and len(server.exchanges_in_progress()) >= bodies, LIVENESS_TIMEOUT_S)
+
+
+def _health_answers(server: FakeServer) -> bool:
+    r = requests.get(server.base_url + "/_fake/health", timeout=LIVENESS_TIMEOUT_S)
+    return r.status_code == 200 and r.json()["status"] == "ok"
+
+
+@pytest.fixture
+def clocked(make_server: Callable[..., FakeServer]) -> tuple[FakeServer, ManualClock]:
+    clock = ManualClock()
+    return make_server(clock=clock, head_timeout_s=10.0, body_timeout_s=60.0), clock
+
+
+def test_partial_heads_and_silent_sockets_are_closed_at_the_head_deadline(clocked) -> None:  # type: ignore[no-untyped-def]
+    server, clock = clocked
+    partial = b"POST /_fake/reset HTTP/1.1\r\nHost: x\r\nX-Slow: "
+    with _sockets(server, 20, partial) as heads, _sockets(server, 10) as silent:
+        assert _arrived(server, heads=20) and _health_answers(server)  # the sockets are open, the fake still answers
+        clock.advance(9.0)
+        assert _connections(server)["head_timeouts"] == 0  # not yet due
+        clock.advance(2.0)
+        answers = [read_answer(s, LIVENESS_TIMEOUT_S) for s in heads]
+        assert [status for status, _ in answers] == [408] * 20, answers[:2]
+        assert json.loads(answers[0][1])["code"] == "request_timeout"
+        for s in silent:  # nothing was sent: closed without an answer
+            s.settimeout(LIVENESS_TIMEOUT_S)
+            assert s.recv(100) == b""
+        seen = _connections(server)
+    assert seen["head_timeouts"] == 30 and seen["open"] == 1, seen  # the state call's own
+    assert _health_answers(server)
+
+
+def test_a_trickling_body_is_answered_408_at_the_body_deadline(clocked) -> None:  # type: ignore[no-untyped-def]
+    """The body keeps arriving (never idle past --body-idle-s) but never completes."""
+    server, clock = clocked
+    host, port = _addr(server)
+    head = request_head(f"{host}:{port}", "/_fake/faults", 1000, "application/json")
+    with _sockets(server, 10, head + b"[") as tricklers:
+        assert _arrived(server, bodies=10)
+        clock.advance(30.0)
+        for s in tricklers:
+            s.sendall(b" ")  # still arriving, one byte at a time
+        assert _health_answers(server)
+        clock.advance(31.0)
+        answers = [read_answer(s, LIVENESS_TIMEOUT_S) for s in tricklers]
+    assert [status for status, _ in answers] == [408] * 10, answers[:2]
+    assert json.loads(answers[0][1])["code"] == "request_timeout"
+    assert "60 s" in json.loads(answers[0][1])["message"]
+    assert _connections(server)["body_timeouts"] == 10
+
+
+def test_a_body_nobody_reads_is_cut_at_the_body_deadline(clocked) -> None:  # type: ignore[no-untyped-def]
+    """health answers without reading the body it was sent; the rest may not trickle for ever."""
+    server, clock = clocked
+    host, port = _addr(server)
+    head = f"GET /_fake/health HTTP/1.1\r\nHost: {host}:{port}\r\nContent-Length: 1000\r\n\r\n".encode()
+    with _sockets(server, 1, head + b"x") as (s,):
+        status, _ = read_answer(s, LIVENESS_TIMEOUT_S)
+        assert status == 200
+        clock.advance(61.0)
+        s.settimeout(LIVENESS_TIMEOUT_S)
+        got = b"x"
+        while got:  # whatever is left of the answer, then the close
+            got = s.recv(65536)
+    assert _connections(server)["body_timeouts"] == 1
+
+
+def test_over_the_cap_the_longest_waiting_connection_makes_room(make_server) -> None:  # type: ignore[no-untyped-def]
+    server = make_server(max_connections=16)
+    with _sockets(server, 100) as idle:
+        assert _health_answers(server)  # a new connection got in: an idle one made room
+        seen = _connections(server)
+        assert seen["open"] <= 16 and seen["evicted"] >= 84, seen
+        closed = 0
+        for s in idle[:80]:  # the oldest were closed, each with a 503 it never asked for
+            s.settimeout(LIVENESS_TIMEOUT_S)
+            closed += s.recv(100).startswith(b"HTTP/1.1 503")
+        assert closed == 80
+
+
+def test_when_every_connection_is_busy_the_newest_is_refused_503(make_server) -> None:  # type: ignore[no-untyped-def]
+    server = make_server(max_connections=3)
+    host, port = _addr(server)
+    head = request_head(f"{host}:{port}", "/_fake/faults", 1000, "application/json")
+    with _sockets(server, 3, head + b"["):  # three calls still receiving their bodies
+        assert _arrived(server, bodies=3)
+        newest = socket.create_connection(_addr(server))
+        status, body = read_answer(newest, LIVENESS_TIMEOUT_S)
+        newest.close()
+        assert status == 503 and json.loads(body)["code"] == "unavailable"
+    assert _connections(server)["refused"] == 1

@@ -1,0 +1,179 @@
+"""Every reader has a total byte cap and a total time bound (issue 23, family 6): the
+client, the suite's raw driver and probe, the parity replayer, against a hostile server.
+
+Sizes are small; the issue's (600 MiB gzip bombs, 40 s drips, GiBs of endless body) are
+``benchmarks/bench_hardening.py``'s. The time checks are events, not timings: the reader
+hung up before the server finished sending (which, at the drip's pace, takes far longer
+than the bound).
+"""
+
+from __future__ import annotations
+
+import tracemalloc
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+import requests
+from hostile_server import (
+    Answer,
+    Request,
+    drip,
+    endless_json,
+    gzip_bomb,
+    hostile,
+    json_answer,
+    result_page,
+)
+
+from client.bounded import AnswerTooBig, AnswerTooSlow, mount_bounds
+from client.config import ClientConfig
+from client.errors import AnswerTooLarge, CortexError, DeadlineExceeded, ResultTooLarge
+from client.rest import CortexRestClient
+from conformance.driver_raw import RawDriver
+from conformance.target import ProbeError, Target, probe, probe_service
+from contract.limits import INFLATION_FREE_BYTES, MiB
+
+FAST = {"backoff_first_s": 0.001, "backoff_cap_s": 0.005, "poll_first_s": 0.001, "poll_cap_s": 0.005,
+        "connect_timeout_s": 2.0}
+
+
+def _client(url: str, **cfg: Any) -> CortexRestClient:
+    return CortexRestClient(ClientConfig(base_url=url, database="DB", schema="SC", **{**FAST, **cfg}))
+
+
+def _target(url: str) -> Target:
+    return Target(base_url=url, database="DB", schema="SC", endpoint="e", profile="proposed")
+
+
+def _always(answer: Callable[[], Answer]) -> Callable[[Request], Answer]:
+    return lambda request: answer()
+
+
+# --- time ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dripped", ["head", "body"])
+def test_a_dripping_answer_ends_at_the_call_deadline_with_a_typed_error(dripped: str) -> None:
+    """One byte every 0.1 s of a 400-byte answer (40 s to the end): with call_timeout_s 1
+    the client gives up and hangs up long before, raising DeadlineExceeded."""
+    whole = json_answer({"job_id": "j1", "pad": "x" * 300})
+    at = 0 if dripped == "head" else whole.index(b"\r\n\r\n") + 4
+
+    def script(_: Request) -> Answer:
+        slow = drip(whole[at:], 0.1)
+        return Answer(iter([whole[:at], *slow.pieces]) if at else slow.pieces, pause_s=0.1)
+
+    with hostile(script) as srv:
+        with pytest.raises(DeadlineExceeded):
+            _client(srv.url, call_timeout_s=1.0, read_timeout_s=30.0).get_job("j1")
+        ends = srv.settled()
+    assert ends and all(s.cut for s in ends), ends
+
+
+def test_the_suites_driver_hangs_up_on_a_drip_at_its_request_timeout() -> None:
+    whole = json_answer({"pad": "x" * 300})
+    with hostile(_always(lambda: drip(whole, 0.1))) as srv:
+        driver = RawDriver(_target(srv.url), timeout_s=1.0)
+        with pytest.raises(AnswerTooSlow):
+            driver.send("GET", srv.url + "/anything")
+        (end,) = srv.settled()
+    assert end.cut, end
+
+
+def test_the_raw_socket_reader_keeps_a_total_time_and_byte_bound() -> None:
+    """conformance.rawhttp.read_answer (the suite's hand-made calls): its time-out bounds
+    the whole read, and an endless answer is kept only up to its cap."""
+    import socket
+
+    from conformance.rawhttp import read_answer
+
+    def ask(srv: Any, timeout_s: float, **kw: Any) -> tuple[int, bytes]:
+        host, port = srv.url.split("//", 1)[1].rsplit(":", 1)
+        with socket.create_connection((host, int(port))) as sock:
+            sock.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+            return read_answer(sock, timeout_s, **kw)
+
+    whole = json_answer({"pad": "x" * 300})
+    with hostile(_always(lambda: drip(whole, 0.1))) as srv:
+        assert ask(srv, 1.0)[0] == 0
+        (end,) = srv.settled()
+    assert end.cut, end
+    big = json_answer({"pad": "x" * (4 * MiB)})
+    with hostile(_always(lambda: Answer(iter([big])))) as srv:
+        status, body = ask(srv, 30.0, max_bytes=64 * 1024)
+    assert status == 200 and len(body) == 64 * 1024
+
+
+# --- bytes ----------------------------------------------------------------------------------
+
+
+def test_the_suite_stops_reading_an_endless_json_body_at_its_cap() -> None:
+    """gs-conformance --url read 3 GiB of an endless body in 14 s; the raw driver, the
+    probes and a bounded session now stop at their caps (1 MiB here)."""
+    with hostile(_always(endless_json)) as srv:
+        driver = RawDriver(_target(srv.url), max_answer_bytes=MiB)
+        with pytest.raises(AnswerTooBig):
+            driver.send("GET", srv.url + "/x")
+        probe(srv.url)  # the head answers: the probe reads no body
+        with pytest.raises(ProbeError):
+            probe_service(srv.url, "/api", {})
+        with mount_bounds(requests.Session(), 2 * MiB) as session, pytest.raises(AnswerTooBig):
+            session.get(srv.url + "/y", timeout=30)
+        ends = srv.settled()
+    assert all(s.cut for s in ends) and max(s.bytes for s in ends) < 16 * MiB, ends  # cap + socket buffers
+
+
+def test_the_replayer_reads_under_the_same_bounds() -> None:
+    from conformance.parity.replay import Replayer
+    from conformance.parity.targets import ReplayTarget
+
+    with hostile(_always(endless_json)) as srv:
+        replayer = Replayer([])
+        replayer.session.get_adapter(srv.url).max_bytes = MiB
+        target = ReplayTarget(srv.url, (), "/p")
+        got = replayer.send(target, {"method": "GET", "path": "/p/x", "headers": {}}, None)
+        (end,) = srv.settled()
+    assert got["status"] == 0 and "AnswerTooBig" in got["error"], got
+    assert end.cut and end.bytes < 16 * MiB, end
+
+
+def test_a_gzip_bomb_is_refused_by_its_decoded_size_before_it_is_held() -> None:
+    """80 MiB of JSON floats in ~80 KB of gzip: refused once it decodes past 64 MiB at 1000x
+    its wire bytes, so the client holds at most the free allowance, not the bomb."""
+    whole, wire = gzip_bomb(80 * MiB)
+    tracemalloc.start()
+    try:
+        with hostile(_always(lambda: Answer(iter([whole])))) as srv, \
+                pytest.raises(AnswerTooLarge, match="decompression bomb"):
+            _client(srv.url, retries=0).get_job("j1")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert wire < MiB
+    assert peak < INFLATION_FREE_BYTES + 32 * MiB, peak / MiB
+
+
+def test_a_compressed_answer_within_its_bound_is_read() -> None:
+    whole, _ = gzip_bomb(4 * MiB)  # 4 MiB decoded: under the free allowance
+    with hostile(_always(lambda: Answer(iter([whole])))) as srv:
+        assert len(_client(srv.url).get_job("j1")["pad"]) == MiB + 1
+
+
+# --- pages ----------------------------------------------------------------------------------
+
+
+def test_endless_valid_result_pages_stop_at_the_page_and_byte_budget() -> None:
+    pages = {"n": 0}
+
+    def script(request: Request) -> Answer:
+        pages["n"] += 1
+        return Answer(iter([result_page("j1", "r1", pages["n"], b"\x01" * 4096)]))
+
+    with hostile(script) as srv:
+        with pytest.raises(ResultTooLarge, match="max_result_pages"):
+            _client(srv.url, max_result_pages=20).wait("j1", "r1")
+        assert pages["n"] == 21
+        with pytest.raises(ResultTooLarge, match="max_result_bytes"):
+            _client(srv.url, max_result_bytes=64 * 1024).wait("j1", "r1")
+    assert isinstance(ResultTooLarge("x"), CortexError)
