@@ -337,6 +337,8 @@ _TABLE: tuple[_Row, ...] = (
     # -- recipes, logs, TLS (issue 17) --
     ("JOB-LOGS-1", _M, "current", "server", "spec §12.2", "POST /api/v2/statements (outside the service prefix) answers the stage-credentials statement for a run named by GET /{job_id}/experiment-run with one row: S3 credentials (locationType S3, location bucket/prefix, creds AWS_KEY_ID/AWS_SECRET_KEY/AWS_TOKEN) that list that run's stage."),
     ("JOB-LOGS-2", _S, "current", "server", "spec §12.2", "A running job's stage holds its logs below _logs/{sub_job_id}/ for sub-jobs of that job, and only for them."),
+    # -- load (issue 29) --
+    ("REQ-ONCE-1", _M, "current", "server", "decided", "An accepted async call (answered a request_id) executes exactly once, also while many calls of one or many jobs are in flight: it runs (its poll never answers request_not_found) and no submission runs twice."),
 )
 
 
