@@ -1,0 +1,40 @@
+"""``gs-load``: Locust's command line with gs-load's locustfile and options.
+
+Every Locust option works as Locust documents it (``--users``, ``--spawn-rate``,
+``--run-time``, ``--headless``, ``--master``, ``--worker --master-host H``,
+``--processes N``, ``--html FILE``, ``--csv PREFIX``, ...); gs-load adds its own
+(:mod:`conformance.load.options`). Without ``--stop-timeout`` a user finishes the iteration
+it is in (up to 10 s) when the run stops, so few calls are cut in flight.
+
+Exit status: 0 when the run's counted contract violations stay within
+``--max-violations``, 1 past it, 2 when the run could not be set up or sent nothing.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+LOCUSTFILE = Path(__file__).with_name("locustfile.py")
+#: Seconds a user may take to finish its iteration when the run stops (Locust: 0).
+STOP_TIMEOUT_S = "10"
+
+
+def locust_argv(argv: list[str]) -> list[str]:
+    """Locust's argv for gs-load's: the locustfile first, the stop timeout unless given."""
+    given = any(a == "--stop-timeout" or a.startswith("--stop-timeout=") for a in argv)
+    return ["-f", str(LOCUSTFILE), *([] if given else ["--stop-timeout", STOP_TIMEOUT_S]), *argv]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run Locust (it exits the process with the run's status)."""
+    # Locust patches the standard library for gevent on import: before anything else loads.
+    from locust import main as locust_main
+
+    sys.argv = ["gs-load", *locust_argv(list(sys.argv[1:] if argv is None else argv))]
+    locust_main.main()
+    return 0  # pragma: no cover - Locust's main always exits
+
+
+if __name__ == "__main__":
+    sys.exit(main())
