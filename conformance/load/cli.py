@@ -26,12 +26,30 @@ def locust_argv(argv: list[str]) -> list[str]:
     return ["-f", str(LOCUSTFILE), *([] if given else ["--stop-timeout", STOP_TIMEOUT_S]), *argv]
 
 
+def own_help() -> str:
+    """gs-load's options (Locust prints its own help before it loads a locustfile, so it
+    never shows them)."""
+    import argparse
+
+    from conformance.load.options import add_locust_arguments
+
+    parser = argparse.ArgumentParser(
+        prog="gs-load", add_help=False,
+        description="gs-load: the contract under many concurrent RL loops, on Locust "
+                    "(docs/load.md). Its own options first, then Locust's.")
+    add_locust_arguments(parser)
+    return parser.format_help()
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run Locust (it exits the process with the run's status)."""
     # Locust patches the standard library for gevent on import: before anything else loads.
     from locust import main as locust_main
 
-    sys.argv = ["gs-load", *locust_argv(list(sys.argv[1:] if argv is None else argv))]
+    args = list(sys.argv[1:] if argv is None else argv)
+    if "-h" in args or "--help" in args:
+        print(own_help())
+    sys.argv = ["gs-load", *locust_argv(args)]
     locust_main.main()
     return 0  # pragma: no cover - Locust's main always exits
 

@@ -48,10 +48,11 @@ class Target:
 
 
 def job_budget(max_jobs: int | None, users: int, embedded: bool) -> int:
-    """Jobs the run creates: one per user on the fake, one against a URL, ``--max-jobs``
-    capping both."""
-    wanted = max(1, users) if embedded else 1
-    return max(0, min(wanted, max_jobs)) if max_jobs is not None else wanted
+    """Jobs the run creates: one per user, at most ``--max-jobs`` (by default no cap on the
+    embedded fake, one job against a URL, where every job costs GPUs)."""
+    cap = max_jobs if max_jobs is not None else (None if embedded else 1)
+    wanted = max(1, users)
+    return wanted if cap is None else max(0, min(wanted, cap))
 
 
 class JobPool:

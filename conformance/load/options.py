@@ -78,9 +78,15 @@ def add_locust_arguments(parser: Any) -> None:
         if opt.group not in groups:
             groups[opt.group] = parser.add_argument_group(opt.group)
         kwargs = opt.parser_kwargs()
-        if opt.kind != "flag" and not opt.choices and not opt.metavar:
-            kwargs["metavar"] = opt.name.upper()
+        if opt.kind != "flag" and not opt.choices:
+            kwargs["metavar"] = metavar(opt)
         groups[opt.group].add_argument(*opt.cli, dest=opt.name, **kwargs)
+
+
+def metavar(opt: Option) -> str:
+    """What a flag's value is called in help: its own, else its flag's name (as
+    gs-conformance spells it)."""
+    return opt.metavar or opt.cli[-1].lstrip("-").replace("-", "_").upper()
 
 
 def value(options: argparse.Namespace | Any, name: str) -> Any:
@@ -98,6 +104,6 @@ def markdown_table() -> str:
     for opt in OPTIONS:
         flag = " / ".join(f"`{f}`" for f in opt.cli)
         if opt.kind != "flag":
-            flag += f" {opt.metavar or opt.name.upper()}"
+            flag += f" {metavar(opt)}"
         rows.append(f"| {flag} | {opt.full_help.replace('|', '/')} |")
     return "\n".join(rows) + "\n"

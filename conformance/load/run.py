@@ -141,10 +141,10 @@ def _init(environment: Environment, runner: Any, **_: Any) -> None:
     from conformance.load.finish import Host
 
     RUN.tally.node = "master" if isinstance(runner, MasterRunner) else "local"
-    RUN.host = Host(environment)
-    if isinstance(runner, MasterRunner):
+    if isinstance(runner, MasterRunner):  # before the host: starting the fake lets workers in
         runner.register_message(TALLY, _tally_in)
-        runner.register_message(HELLO, lambda msg, **_: RUN.host.hello(str(msg.node_id)))
+        runner.register_message(HELLO, _hello)
+    RUN.host = Host(environment)
 
 
 def _worker_stop(environment: Environment, msg: Any, **_: Any) -> None:
@@ -171,6 +171,11 @@ def _test_stopping(environment: Environment, **_: Any) -> None:
     missing = expected - set(RUN.tallies)
     if missing:
         log.error("gs-load: no tally from %d worker(s): %s", len(missing), ", ".join(sorted(missing)))
+
+
+def _hello(environment: Environment, msg: Any, **_: Any) -> None:
+    if RUN.host is not None:
+        RUN.host.hello(str(msg.node_id))
 
 
 def _tally_in(environment: Environment, msg: Any, **_: Any) -> None:
