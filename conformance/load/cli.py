@@ -7,7 +7,8 @@ Every Locust option works as Locust documents it (``--users``, ``--spawn-rate``,
 it is in (up to 10 s) when the run stops, so few calls are cut in flight.
 
 Exit status: 0 when the run's counted contract violations stay within
-``--max-violations``, 1 past it, 2 when the run could not be set up or sent nothing.
+``--max-violations``, 1 past it, 2 when the run could not be set up or sent nothing, 3
+when nothing (or no Cortex Training API) answers at ``--url``.
 """
 
 from __future__ import annotations

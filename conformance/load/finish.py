@@ -30,9 +30,12 @@ from conformance.load.jobs import JobPool, Target, job_budget
 from conformance.load.profile import ProfileError, load_profile
 from conformance.load.run import RUN, SETUP
 from conformance.load.tally import Tally
+from conformance.target import ProbeError, probe, probe_service
+from contract.auth import auth_headers
+from contract.routes import prefix
 
 log = logging.getLogger("gs-load")
-EXIT_SETUP = 2
+EXIT_SETUP, EXIT_NO_SERVER = 2, 3
 
 
 class Host:
@@ -49,6 +52,8 @@ class Host:
         self._weigh_users()
         self.fake = self._start_fake()
         self.target = self._target()
+        if not self.target.embedded:
+            self._probe()
         self.pool = JobPool(self.target, float(opts.value(self.options, "startup_timeout_s")))
         self.before: dict[str, Any] | None = None
         self.setup: dict[str, Any] | None = None
@@ -89,6 +94,18 @@ class Host:
                       database=value("database"), schema=value("schema"),
                       endpoint=value("endpoint"), model=value("model"), token=value("token"),
                       embedded=self.fake is not None)
+
+    def _probe(self) -> None:
+        """A URL where nothing (or no Cortex Training API) answers fails in seconds, as in
+        gs-conformance (exit status 3)."""
+        target = self.target
+        try:
+            probe(target.url)
+            probe_service(target.url, prefix(target.database, target.schema, target.endpoint),
+                          auth_headers(target.token) if target.token else {})
+        except ProbeError as exc:
+            log.error("gs-load: %s", exc)
+            sys.exit(EXIT_NO_SERVER)
 
     # --- before the first user ----------------------------------------------------------
     def start(self) -> None:

@@ -13,15 +13,19 @@ import random
 from collections.abc import Callable
 from typing import Any, ClassVar
 
-# torch is loaded with the locustfile, in one greenlet: imported later by several users'
-# greenlets at once it can deadlock on the import lock (they share one thread).
-import torch  # noqa: F401
+import torch
 from locust import User, between, task
 from locust.exception import StopUser
 
 from client.errors import CortexError
 from conformance.load import batches
 from conformance.load.run import RUN
+from contract import wire
+
+# torch and the codec's tensor half (imported lazily) are loaded with the locustfile, in one
+# greenlet: imported by several users' first calls at once they can deadlock on the import
+# lock (the greenlets share one thread), and the import would stall every user anyway.
+wire.loads(wire.dumps({"warm": torch.zeros(1)}))
 
 
 class _EndIteration(Exception):
