@@ -10,7 +10,7 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, cached_property
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -79,11 +79,11 @@ class Exchange:
     def name(self) -> str:
         return self.route.name if self.route else "other"
 
-    @property
+    @cached_property
     def params(self) -> dict[str, str]:
         return path_params(self.route, self.url) if self.route else {}
 
-    @property
+    @cached_property
     def operation_type(self) -> str | None:
         if self.name != "operation" or not self.request_body:
             return None
@@ -104,7 +104,7 @@ class Exchange:
         """A data-plane POST (a call the server may execute)."""
         return self.method == "POST" and self.name in DATA_PLANE_ROUTES
 
-    @property
+    @cached_property
     def json(self) -> Any:
         """The answer body as JSON (None when it is not JSON)."""
         if not self.body:

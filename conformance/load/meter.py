@@ -24,6 +24,10 @@ from contract.routes import route_of
 Report = Callable[[Exchange], None]
 
 
+class AnswerUnread(Exception):
+    """The client stopped reading an answer before its end (AnswerTooLarge)."""
+
+
 def wire_bytes(headers: Mapping[str, str], body: int, first_line: int) -> int:
     """Bytes of one HTTP message: its first line, header lines and body."""
     return first_line + sum(len(k) + len(v) + 4 for k, v in headers.items()) + body + 2
@@ -70,9 +74,10 @@ def _watch(response: requests.Response, ex: Exchange, done: Callable[[], None]) 
     closed (exactly once, also when the read failed)."""
     reader, closer = response.iter_content, response.close
     pieces: list[bytes] = []
-    finished = False
+    finished = read_whole = False
 
     def iter_content(*args: Any, **kwargs: Any) -> Iterator[bytes]:
+        nonlocal read_whole
         try:
             for piece in reader(*args, **kwargs):
                 pieces.append(piece)
@@ -80,6 +85,7 @@ def _watch(response: requests.Response, ex: Exchange, done: Callable[[], None]) 
         except requests.RequestException as exc:
             ex.error = exc
             raise
+        read_whole = True
 
     def close() -> None:
         nonlocal finished
@@ -88,6 +94,8 @@ def _watch(response: requests.Response, ex: Exchange, done: Callable[[], None]) 
         finally:
             if not finished:
                 finished = True
+                if ex.error is None and not read_whole:  # refused mid-way (over the size cap)
+                    ex.error = AnswerUnread(f"{ex.name} answer abandoned before its end")
                 ex.status = response.status_code if ex.error is None else None
                 ex.headers = response.headers
                 ex.body = b"".join(pieces)
