@@ -39,11 +39,13 @@ def _gs_load(*args: str, log: Path) -> subprocess.Popen[bytes]:
     return subprocess.Popen(command, stdout=log.open("wb"), stderr=subprocess.STDOUT)
 
 
-def _finish(proc: subprocess.Popen[bytes], log: Path, results: Path | None) -> tuple[int, dict[str, Any]]:
+def _finish(proc: subprocess.Popen[bytes], log: Path, results: Path | None
+            ) -> tuple[int, dict[str, Any], str]:
+    """The run's exit status, its ``--results-json`` and the end of its output."""
     code = proc.wait(timeout=TIMEOUT_S)
-    text = log.read_text(errors="replace")
-    assert results is None or results.exists(), text[-3000:]
-    return code, json.loads(results.read_text()) if results else {}
+    tail = log.read_text(errors="replace")[-3000:]
+    assert results is None or results.exists(), tail
+    return code, json.loads(results.read_text()) if results else {}, tail
 
 
 def _counts(results: dict[str, Any]) -> dict[str, int]:
@@ -67,15 +69,16 @@ def test_master_and_two_workers_conform_and_a_mutant_fails(tmp_path: Path) -> No
     broken = _gs_load("--mutant", "concurrent-step-twice", "--users", "8", "--spawn-rate", "8",
                       "--run-time", "8s", "--load-profile", str(profile),
                       "--results-json", str(mutant), log=tmp_path / "mutant.log")
-    code, ran = _finish(master, tmp_path / "master.log", plain)
+    code, ran, tail = _finish(master, tmp_path / "master.log", plain)
     for i, worker in enumerate(workers):
-        assert _finish(worker, tmp_path / f"worker{i}.log", None)[0] == 0
-    assert (code, _counts(ran), ran["error"]) == (0, {}, "")
-    assert len(ran["nodes"]) == 2 and all(calls > 0 for calls in ran["nodes"].values()), ran["nodes"]
+        worker_code, _, worker_tail = _finish(worker, tmp_path / f"worker{i}.log", None)
+        assert worker_code == 0, worker_tail
+    assert (code, _counts(ran), ran["error"]) == (0, {}, ""), tail
+    assert len(ran["nodes"]) == 2 and all(calls > 0 for calls in ran["nodes"].values()), tail
     assert ran["jobs_end"] and set(ran["jobs_end"].values()) <= {"cancelled", "cancelling"}
     assert ran["cost"]["jobs_created"] == len(ran["jobs_end"]) == 8
     assert "gs-load: CONFORMS UNDER LOAD" in (tmp_path / "report.html").read_text()
-    code, ran = _finish(broken, tmp_path / "mutant.log", mutant)
-    assert code == 1, ran["verdict"]
+    code, ran, tail = _finish(broken, tmp_path / "mutant.log", mutant)
+    assert code == 1, tail
     assert _counts(ran).keys() == {"REQ-ONCE-1", "STEP-COUNT-1"}, ran["violations"]
     assert set(ran["jobs_end"].values()) <= {"cancelled", "cancelling"}
