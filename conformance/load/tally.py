@@ -131,9 +131,9 @@ class Tally:
 
     @classmethod
     def from_wire(cls, data: dict[str, Any]) -> Tally:
-        counters = {name: Counter(data.get(name) or {}) for name in
+        counters: dict[str, Any] = {name: Counter(data.get(name) or {}) for name in
                     (*_COUNTERS, "violations")}
-        nested = {name: {k: Counter(v) for k, v in (data.get(name) or {}).items()}
+        nested: dict[str, Any] = {name: {k: Counter(v) for k, v in (data.get(name) or {}).items()}
                   for name in ("calls", "step_calls", "steps")}
         timeline = {k: {b: Counter(h) for b, h in v.items()}
                     for k, v in (data.get("timeline") or {}).items()}

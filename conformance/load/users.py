@@ -134,7 +134,7 @@ class Sampler(KitUser):
         if self.rng.random() >= size.stream_share:
             self.call("generate", rl.generate, prompts, params)
             return
-        rest = rl.transport.rest  # type: ignore[attr-defined]
+        rest = rl.transport.rest
         answer = self.call("generate-stream", rest.generate_stream, self.job_id,
                            {"prompts": prompts, "sampling_params": params})
         self.call("stream", lambda: list(rest.stream(self.job_id, str(answer["request_id"]))))
