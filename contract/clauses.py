@@ -345,6 +345,8 @@ _TABLE: tuple[_Row, ...] = (
     ("INTEG-FB-1", _M, "current", "client", "client", "A fwd_bwd answer carries metrics with a float loss (the service's, else its avg_loss) and a float grad_norm (NaN when the service reports none)."),
     ("INTEG-STEP-1", _M, "current", "client", "client", "A step answer carries a metrics block with a float grad_norm (NaN when the service reports none) and the step's last_lr."),
     ("INTEG-FWD-1", _M, "proposed", "client", "client", "fwd_no_grad(payload, reference_model=) answers per-token log-probs shaped like input_ids under batch.logprobs and batch.log_probs."),
+    # -- load (issue 29) --
+    ("REQ-ONCE-1", _M, "current", "server", "decided", "An accepted async call (answered a request_id) executes exactly once, also while many calls of one or many jobs are in flight: it runs (its poll never answers request_not_found) and no submission runs twice."),
 )
 
 

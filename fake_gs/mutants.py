@@ -127,6 +127,9 @@ cancel-cancelling-409 | CANCEL-IDEM-1 | a cancelled job lingers in cancelling fo
 cursor-page-consumed | POLL-CURSOR-1 | a result page, once read, is gone: re-asking its cursor answers no events and no next_cursor
 # -- openapi (issue 19) --
 allow-one-route | ADDR-ALLOW-1 | a 405 lists the methods of one matched route, not of the path (the collection's Allow leaves out GET)
+# -- load (issue 29): violations that show only while other requests are in flight --
+concurrent-step-twice | REQ-ONCE-1 STEP-COUNT-1 | a step submitted while another request is in flight on the server executes twice (global_steps goes up by two)
+concurrent-500 | ERR-NO500-1 | one in three steps and saves submitted while another request is in flight on the server answers 500 (and runs nothing)
 """
 
 

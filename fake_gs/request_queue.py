@@ -50,6 +50,9 @@ class RequestQueue:
         #: Requests whose work ran (at-most-once proofs compare it with client successes).
         self.executed_by_op: Counter[str] = Counter()
         self.internal_errors = 0
+        #: The load mutants' state (issue 29): steps picked to run twice, crowded submits seen.
+        self._run_twice: set[str] = set()
+        self._crowded = 0
 
     def mutant(self, name: str) -> bool:
         return self.settings.mutant == name
@@ -69,12 +72,29 @@ class RequestQueue:
                                                           or self.mutant("late-body-accepted")):
                 raise ApiError(ErrorCode.JOB_NOT_RUNNING,
                                f"job {job.job_id} is {job.status}: it ended before the call's body arrived")
+            self._load_mutants(req)
             self.requests[req.request_id] = req
             self.requests_submitted += 1
             job.requests_total += 1
             self.requests_by_op[op] += 1
             self.executors.queue(job.job_id).submit(lambda: self.execute(req))
         return req
+
+    def _load_mutants(self, req: RequestRec) -> None:
+        """The load mutants (issue 29), acting only while another request is in flight on the
+        server (queued or running, any job), as a server that breaks under concurrency would.
+        Called under the lock; the scan of every request costs only while one is active."""
+        crowded = self.mutant("concurrent-500") and req.op in ("step", "save")
+        twice = self.mutant("concurrent-step-twice") and req.op == "step"
+        if not (crowded or twice) or not any(not r.executed and not r.cancelled
+                                             for r in self.requests.values()):
+            return
+        if twice:
+            self._run_twice.add(req.request_id)
+            return
+        self._crowded += 1
+        if self._crowded % 3 == 1:  # one in three, the first included
+            raise ApiError(ErrorCode.INTERNAL, f"{req.op} failed while other requests were in flight")
 
     def request_for(self, job: JobRec, request_id: str) -> RequestRec:
         with self.lock:
@@ -95,6 +115,11 @@ class RequestQueue:
             req.started = True
             req.updated_at = self.clock.time()
         outcome = self._run(req, work)
+        if req.request_id in self._run_twice:  # mutant concurrent-step-twice
+            with self.lock:
+                self._run_twice.discard(req.request_id)
+                self.executed_by_op[req.op] += 1
+            outcome = self._run(req, work)
         del work
         self._record(req, outcome)
 

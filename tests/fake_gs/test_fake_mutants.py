@@ -15,6 +15,7 @@ from fake_gs_api import OCTET, Api, batch, sampling_config, training_config
 from hardening_mutant_checks import HARDENING_CHECKS
 from idempotency_mutant_checks import IDEMPOTENCY_CHECKS
 from limit_mutant_checks import LIMIT_CHECKS
+from load_mutant_checks import LOAD_CHECKS
 from openapi_mutant_checks import OPENAPI_CHECKS
 from recipe_mutant_checks import RECIPE_CHECKS
 from semantic_mutant_checks import SEMANTIC_CHECKS
@@ -293,6 +294,7 @@ CHECKS.update(IDEMPOTENCY_CHECKS)  # the at-most-once mutants (issue 13)
 CHECKS.update(VERDICT_CHECKS)  # the corrected clauses' mutants (issue 10)
 CHECKS.update(HARDENING_CHECKS)  # hardening (issue 12)
 CHECKS.update(URL_RUN_CHECKS)  # the url-run mutants (issue 16)
+CHECKS.update(LOAD_CHECKS)  # the load mutants (issue 29)
 
 
 def test_every_mutant_has_a_check() -> None:

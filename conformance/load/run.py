@@ -1,0 +1,203 @@
+"""One load run across Locust's processes: set-up on the master, traffic on the workers, the
+judgement back on the master.
+
+- **init** (every process): gs-load's options join Locust's; the master (or the one local
+  process) reads the profile, sets the users' weights and starts the embedded fake when no
+  ``--url`` is given.
+- **test_start** (master): the jobs are created (capped), the fake's counters read, and the
+  set-up (target, token, jobs, profile) sent to every worker (``gs_setup``).
+- **test_stopping** (master): each worker is asked to stop its users (``gs_stop``) and
+  answers with its tally (``gs_tally``) once they have; the master waits for all of them,
+  so nothing is lost when Locust quits.
+- **test_stop** (master): the run is judged and its jobs cancelled
+  (:mod:`conformance.load.finish`); **quitting** does the same after Ctrl-C or SIGTERM and
+  puts the tables and picture into Locust's HTML report; **quit** prints them last.
+
+In a run without workers the same process plays both parts and no message is sent.
+"""
+
+from __future__ import annotations
+
+import logging
+import resource
+import time
+from typing import Any
+
+import gevent
+from gevent.event import Event
+from locust import between, events
+from locust.env import Environment
+from locust.runners import MasterRunner, WorkerRunner
+
+from conformance.load import options as opts
+from conformance.load.checks import Judge
+from conformance.load.exchange import Exchange
+from conformance.load.jobs import Target
+from conformance.load.kitclient import kit_client
+from conformance.load.profile import Profile, profile_from
+from conformance.load.tally import Tally
+
+log = logging.getLogger("gs-load")
+SETUP, STOP, TALLY, HELLO = "gs_setup", "gs_stop", "gs_tally", "gs_hello"
+#: Seconds past ``--stop-timeout`` the master waits for the workers' tallies.
+TALLY_GRACE_S = 30.0
+
+
+class AnswerError(Exception):
+    """What Locust's failure table shows for an error answer: its status and code."""
+
+
+class LoadRun:
+    """This process's part of the run (one per process: :data:`RUN`)."""
+
+    def __init__(self) -> None:
+        self.environment: Environment | None = None
+        self.tally = Tally()
+        self.judge = Judge(self.tally)
+        self.ready = Event()
+        self.failed = ""
+        self.target: Target | None = None
+        self.profile = Profile()
+        self.jobs: list[str] = []
+        self.slot, self.slots, self._users = 0, 1, 0
+        self.tallies: dict[str, Tally] = {}
+        self.host: Any = None  # the master's part (conformance.load.finish.Host)
+
+    # --- the workers' part (also the local process's) -------------------------------------
+    def apply(self, setup: dict[str, Any]) -> None:
+        """Take the master's set-up: where to call, with which jobs and profile."""
+        from conformance.load.users import USERS
+
+        self.target = Target(**setup["target"])
+        self.jobs = list(setup["jobs"])
+        self.profile = profile_from(setup["profile"])
+        self.slots = max(1, int(setup.get("slots", 1)))
+        runner = self.environment.runner if self.environment else None
+        self.slot = max(0, getattr(runner, "worker_index", 0)) % self.slots
+        for kind, cls in USERS.items():
+            low, high = self.profile.kind(kind).think_s
+            cls.wait_time = between(low, high)
+        self.failed = str(setup.get("failed") or "")
+        self.ready.set()
+
+    def wait_ready(self) -> bool:
+        """Wait for the set-up (the master may still be starting jobs); False: no run."""
+        timeout = float(opts.value(self._options(), "startup_timeout_s")) + 60.0
+        return bool(self.ready.wait(timeout)) and not self.failed and bool(self.jobs)
+
+    def next_job(self) -> tuple[str, int]:
+        """The job for the next user of this process, and its run-wide slot."""
+        slot = self.slot + self.slots * self._users
+        self._users += 1
+        return self.jobs[slot % len(self.jobs)], slot
+
+    def client(self, job_id: str, fields: dict[str, Any]) -> Any:
+        assert self.target is not None
+        return kit_client(self.target, job_id, self.judge, self.report,
+                          {**self.profile.client, **fields})
+
+    def report(self, ex: Exchange) -> None:
+        """One exchange to Locust's statistics, under its route name."""
+        if self.environment is None:
+            return
+        failure: BaseException | None = ex.error
+        if failure is None and (ex.status or 0) >= 400:
+            failure = AnswerError(f"{ex.status} {ex.code or ''}".strip())
+        self.environment.events.request.fire(
+            request_type=ex.method, name=ex.name, response_time=ex.elapsed_ms,
+            response_length=len(ex.body), exception=failure, context={"bytes_sent": ex.sent},
+            url=ex.url, start_time=ex.started)
+
+    def loop_error(self, kind: str, op: str, exc: BaseException) -> None:
+        self.tally.loop_errors[f"{kind} {op}: {type(exc).__name__}"] += 1
+
+    def own_tally(self) -> Tally:
+        """This process's tally, with the CPU it used."""
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        self.tally.cpu_s = usage.ru_utime + usage.ru_stime
+        return self.tally
+
+    def _options(self) -> Any:
+        return self.environment.parsed_options if self.environment else None
+
+
+RUN = LoadRun()
+
+
+@events.init_command_line_parser.add_listener
+def _arguments(parser: Any) -> None:
+    opts.add_locust_arguments(parser)
+
+
+@events.init.add_listener
+def _init(environment: Environment, runner: Any, **_: Any) -> None:
+    RUN.environment = environment
+    if isinstance(runner, WorkerRunner):
+        RUN.tally.node = f"worker-{runner.client_id}"
+        runner.register_message(SETUP, lambda msg, **_: RUN.apply(msg.data))
+        runner.register_message(STOP, _worker_stop, concurrent=True)
+        runner.send_message(HELLO, None)  # a set-up sent before this worker listened is resent
+        return
+    from conformance.load.finish import Host
+
+    RUN.tally.node = "master" if isinstance(runner, MasterRunner) else "local"
+    if isinstance(runner, MasterRunner):  # before the host: starting the fake lets workers in
+        runner.register_message(TALLY, _tally_in)
+        runner.register_message(HELLO, _hello)
+    RUN.host = Host(environment)
+
+
+def _worker_stop(environment: Environment, msg: Any, **_: Any) -> None:
+    """The master asks: stop the users, then send the tally (test_stop does)."""
+    environment.runner.stop()
+
+
+@events.test_start.add_listener
+def _test_start(environment: Environment, **_: Any) -> None:
+    if RUN.host is not None:
+        RUN.host.start()
+
+
+@events.test_stopping.add_listener
+def _test_stopping(environment: Environment, **_: Any) -> None:
+    runner = environment.runner
+    if not isinstance(runner, MasterRunner):
+        return
+    expected = {client.id for client in runner.clients.all}
+    runner.send_message(STOP, None)
+    deadline = time.monotonic() + float(environment.stop_timeout or 0) + TALLY_GRACE_S
+    while not expected <= set(RUN.tallies) and time.monotonic() < deadline:
+        gevent.sleep(0.1)
+    missing = expected - set(RUN.tallies)
+    if missing:
+        log.error("gs-load: no tally from %d worker(s): %s", len(missing), ", ".join(sorted(missing)))
+
+
+def _hello(environment: Environment, msg: Any, **_: Any) -> None:
+    if RUN.host is not None:
+        RUN.host.hello(str(msg.node_id))
+
+
+def _tally_in(environment: Environment, msg: Any, **_: Any) -> None:
+    RUN.tallies[str(msg.node_id)] = Tally.from_wire(msg.data)
+
+
+@events.test_stop.add_listener
+def _test_stop(environment: Environment, **_: Any) -> None:
+    runner = environment.runner
+    if isinstance(runner, WorkerRunner):
+        runner.send_message(TALLY, RUN.own_tally().to_wire())
+    elif RUN.host is not None:
+        RUN.host.finish()
+
+
+@events.quitting.add_listener
+def _quitting(environment: Environment, **_: Any) -> None:
+    if RUN.host is not None:
+        RUN.host.quitting()
+
+
+@events.quit.add_listener
+def _quit(exit_code: int, **_: Any) -> None:
+    if RUN.host is not None:
+        RUN.host.print_report()
