@@ -90,7 +90,7 @@ class RLLoop(KitUser):
         size, rl = self.sizes, self.rl
         prompts = batches.prompts(self.rng, size.prompts, size.prompt_tokens)
         out = self.call("generate", rl.generate, prompts, {"max_tokens": size.max_tokens})
-        completions = [list(r.get("token_ids") or []) for r in out.get("results") or []]
+        completions = [list(r.get("token_ids") or []) for r in out or []]
         completions += [[]] * (len(prompts) - len(completions))
         batch = batches.rl_batch(prompts, completions[: len(prompts)],
                                  size.prompt_tokens + size.max_tokens)

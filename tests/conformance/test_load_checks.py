@@ -78,7 +78,7 @@ def test_an_rl_iteration_is_metered_route_by_route_and_clean() -> None:
         rl, rng = run.rl, batches.random.Random(1)
         prompts = batches.prompts(rng, 3, 8)
         out = rl.generate(prompts, {"max_tokens": 4})
-        batch = batches.rl_batch(prompts, [r["token_ids"] for r in out["results"]], 16)
+        batch = batches.rl_batch(prompts, [r["token_ids"] for r in out], 16)
         rl.fwd_no_grad(batch)
         rl.fwd_bwd(batch)
         assert rl.step()["global_steps"] == 1
