@@ -13,6 +13,9 @@ import contextlib
 from dataclasses import dataclass, fields
 from typing import Any
 
+#: Where the fake serves checkpoint export downloads (its export URLs): a recording
+#: against a fake by URL downloads from there, and so does its replay.
+EXPORTS_PATH = "/_fake/exports/"
 #: Tokens an embedded replay fake is configured with (the tape only says how many).
 REPLAY_TOKENS = ("gs-parity-token-1", "gs-parity-token-2", "gs-parity-token-3")
 #: What a replay sends where the recording held a credential it did not know.
@@ -31,7 +34,24 @@ class ReplayTarget:
 
 
 class Skip(Exception):
-    """This server's exchanges cannot be replayed against the chosen target."""
+    """This exchange cannot be replayed against the chosen target; ``kind`` says why in one
+    word: ``target`` (no such server there), ``bytes`` (the tape lacks the request body),
+    ``after`` (an exchange it depends on was not replayed)."""
+
+    def __init__(self, why: str, kind: str = "target") -> None:
+        super().__init__(why)
+        self.kind = kind
+
+
+def nowhere() -> ReplayTarget:
+    """An address where nothing listens (a port the OS just handed out, closed again): where
+    a replay sends a call the recording sent to a server that was not there."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    return ReplayTarget(f"http://127.0.0.1:{port}", ())
 
 
 class UrlTargets:
@@ -42,7 +62,7 @@ class UrlTargets:
         self.describe = url
 
     def get(self, name: str, info: dict[str, Any], path: str = "") -> ReplayTarget:
-        if path.startswith("/_fake"):
+        if path.startswith("/_fake") and not path.startswith(EXPORTS_PATH):
             raise Skip("a call to the fake's admin API; a real service has none")
         if name.rsplit("/", 1)[-1] != "target":
             raise Skip(f"server {name!r} was a variant of the fake; a real service has none")
