@@ -79,9 +79,11 @@ class BodySink:
         self._zsize = 0
         self.scan = scan
         self.lean = lean
-        self._secrets = tuple(s.encode() for s in secrets if s)
+        self.secrets = tuple(s.encode() for s in secrets if s)
         self._tail = b""
         self.secret_seen = False
+        #: The body compressed to more than ``pack_cap``: its bytes were let go.
+        self.overflowed = False
 
     def feed(self, data: bytes | bytearray | memoryview) -> None:
         if not data:
@@ -98,7 +100,7 @@ class BodySink:
             self.head += mv[:room]
         if self.scan is not None:
             self.scan.feed(mv)
-        if self._secrets and not self.secret_seen:
+        if self.secrets and not self.secret_seen:
             self._look_for_secrets(mv)
         if self._z is not None:
             self._pack(mv)
@@ -108,13 +110,14 @@ class BodySink:
         self._zparts.append(part)
         self._zsize += len(part)
         framed = self.scan is not None and self.scan.header is not None and self.scan.failed is None
-        if self._zsize > self._pack_cap or (self.lean and framed and self._zsize > self._cap):
+        self.overflowed = self._zsize > self._pack_cap
+        if self.overflowed or (self.lean and framed and self._zsize > self._cap):
             self._z, self._zparts = None, []
 
     def _look_for_secrets(self, mv: memoryview) -> None:
-        longest = max(len(s) for s in self._secrets)
+        longest = max(len(s) for s in self.secrets)
         window = self._tail + bytes(mv)
-        self.secret_seen = any(s in window for s in self._secrets)
+        self.secret_seen = any(s in window for s in self.secrets)
         self._tail = window[-(longest - 1):] if longest > 1 else b""
 
     @property

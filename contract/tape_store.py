@@ -24,6 +24,7 @@ exchanges whose body names its sha256 ``withheld``.
 from __future__ import annotations
 
 import base64
+import json
 import threading
 import zlib
 from collections import Counter
@@ -88,8 +89,6 @@ class BodyStore:
 
     def _describe_chunk(self, scan: FrameScan | None, body: dict[str, Any]) -> None:
         if scan is not None and scan.piece is not None and "chunk" not in body:
-            import json
-
             desc = json.loads(scan.meta["op"])["request_chunk"]
             body["chunk"] = {"kind": "request", "descriptor": mask(desc), "payload_bytes": scan.data_len}
 
@@ -109,6 +108,10 @@ class BodyStore:
         if why:
             body["withheld"] = why
             self.counts["withheld"] += 1
+            if self._rebuilds(sink.scan, body) and not self._names_a_secret(body, sink):
+                self.counts["rebuilt"] += 1
+            else:
+                body.pop("rebuild", None)
             return []
         if inline and packed is not None:
             body["z64"] = z64(packed)
@@ -116,6 +119,8 @@ class BodyStore:
             return []
         if self.mode == "bytes" and packed is not None and (line := self._blob(body, packed, seq)) is not None:
             return line
+        if sink.overflowed:
+            self._over_budget(seq, sink.size)
         if self._rebuilds(sink.scan, body):
             self.counts["rebuilt"] += 1
             return []
@@ -124,6 +129,12 @@ class BodyStore:
         body["not_kept"] = self._not_kept_reason()
         self.counts["not_kept"] += 1
         return []
+
+    @staticmethod
+    def _names_a_secret(body: dict[str, Any], sink: BodySink) -> bool:
+        """A skeleton keeps the tree's JSON leaves: one that names a secret is no rebuild."""
+        text = json.dumps(body.get("rebuild")).encode()
+        return any(secret in text for secret in sink.secrets)
 
     def _not_kept_reason(self) -> str:
         if self.over_budget_at is not None or self.mode == "bytes":

@@ -33,6 +33,10 @@ class ReplayTarget:
     admin_token: str | None = None
 
 
+FAULT_PROXY = ("sent through the suite's fault proxy, which loses, cuts and delays exchanges on "
+               "purpose; a replay repeats no faults")
+
+
 class Skip(Exception):
     """This exchange cannot be replayed against the chosen target; ``kind`` says why in one
     word: ``target`` (no such server there), ``bytes`` (the tape lacks the request body),
@@ -64,6 +68,8 @@ class UrlTargets:
     def get(self, name: str, info: dict[str, Any], path: str = "") -> ReplayTarget:
         if path.startswith("/_fake") and not path.startswith(EXPORTS_PATH):
             raise Skip("a call to the fake's admin API; a real service has none")
+        if info.get("fault_proxy"):
+            raise Skip(FAULT_PROXY)
         if name.rsplit("/", 1)[-1] != "target":
             raise Skip(f"server {name!r} was a variant of the fake; a real service has none")
         return self.target
@@ -89,6 +95,8 @@ class EmbeddedTargets:
         if not info:
             raise Skip(f"server {name!r} is not described in the tape (started outside the "
                        "suite's fixtures), so there is nothing to start in its place")
+        if info.get("fault_proxy"):
+            raise Skip(FAULT_PROXY)
         if not info.get("embedded", False):
             raise Skip(f"server {name!r} was a real service; replay it with --url")
         recorded = dict(info.get("settings") or {})
