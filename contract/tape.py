@@ -60,6 +60,11 @@ REQUEST_HEADERS = ("content-type", "x-snowflake-authorization-token-type", "idem
 RESPONSE_HEADERS = ("content-type", REQUEST_ID_HEADER.lower(), "retry-after", "location", "allow")
 #: The label of the fake's admin credential in a tape (a replay sends its own there).
 ADMIN_LABEL = "Bearer <admin-token>"
+#: A known secret shorter than this is not searched for in a tape's text and bodies: it
+#: would match ordinary text (``fake-gs --token T`` would turn every ``GET`` into
+#: ``GE<redacted>``). It still never reaches a tape as a header (labelled) or under a
+#: credential-named key (masked).
+SEARCHED_SECRET_CHARS = 8
 
 
 def token_label(authorization: str | None, tokens: tuple[str, ...],
@@ -193,9 +198,14 @@ class TapeWriter:
             self._servers.add(name)
         self._write({"kind": "server", "name": name, **mask(dict(info))})
 
+    @property
+    def searched(self) -> tuple[str, ...]:
+        """The known secrets searched for in every line and kept body."""
+        return tuple(t for t in (*self.tokens, self.admin) if t and len(t) >= SEARCHED_SECRET_CHARS)
+
     def request_sink(self, data: bytes | bytearray | memoryview | str | None = None) -> BodySink:
         """A sink for one request body (fed ``data`` at once when given)."""
-        sink = self.store.sink(tuple(t for t in (*self.tokens, self.admin) if t))
+        sink = self.store.sink(self.searched)
         if data:
             sink.feed(data.encode() if isinstance(data, str) else data)
         return sink
@@ -215,8 +225,7 @@ class TapeWriter:
         self._write(line)
 
     def _withheld(self, body: dict[str, Any], packed: bytes | None, secret_seen: bool) -> str | None:
-        return text_withheld(self.tokens + ((self.admin,) if self.admin else ()), scrub_text, body,
-                             packed, secret_seen)
+        return text_withheld(self.searched, scrub_text, body, packed, secret_seen)
 
     def line(self, ex: Exchange, seq: int) -> dict[str, Any]:
         req_headers = _headers(ex.request_headers, REQUEST_HEADERS)
@@ -260,7 +269,7 @@ class TapeWriter:
         # A blob's bytes were searched for every known secret before they were kept; its
         # base64 text is no place for the text scrub (which could only corrupt it).
         payload = obj.pop("z64") if obj.get("kind") == "blob" else None
-        text = scrub_text(json.dumps(obj, separators=(",", ":")), self.tokens)
+        text = scrub_text(json.dumps(obj, separators=(",", ":")), self.searched)
         if payload is not None:
             text = f'{text[:-1]},"z64":"{payload}"}}'
         with self._lock:

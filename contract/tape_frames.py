@@ -137,11 +137,11 @@ class FrameScan:
     def feed(self, data: bytes | bytearray | memoryview) -> None:
         if self.failed is not None or self._closed:
             return
-        mv: memoryview | None = memoryview(data).cast("B")
-        if self.header is None:
-            mv = self._take_header(mv)
-        if mv is not None and len(mv):
-            self._data(mv)
+        rest: memoryview | None = memoryview(data).cast("B")
+        if self.header is None and rest is not None:
+            rest = self._take_header(rest)
+        if rest is not None and len(rest):
+            self._data(rest)
 
     def _take_header(self, mv: memoryview) -> memoryview | None:
         if self._n is None:
