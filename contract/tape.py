@@ -225,7 +225,7 @@ class TapeWriter:
         self._write(line)
 
     def _withheld(self, body: dict[str, Any], packed: bytes | None, secret_seen: bool) -> str | None:
-        return text_withheld(self.searched, scrub_text, body, packed, secret_seen)
+        return text_withheld(self.searched, body, packed, secret_seen)
 
     def line(self, ex: Exchange, seq: int) -> dict[str, Any]:
         req_headers = _headers(ex.request_headers, REQUEST_HEADERS)

@@ -33,7 +33,7 @@ from typing import Any
 
 from contract.limits import MiB
 from contract.tape_frames import ChunkFrames, FrameScan
-from contract.tape_outline import BodySink, mask
+from contract.tape_outline import BodySink, mask, scrub_text
 
 #: A request body is kept inline when it compresses to at most this many bytes.
 KEEP_BYTES = 96 * 1024
@@ -117,14 +117,14 @@ class BodyStore:
             body["z64"] = z64(packed)
             self.counts["inline"] += 1
             return []
-        if self.mode == "bytes" and packed is not None and (line := self._blob(body, packed, seq)) is not None:
+        if self.mode == "bytes" and (line := self._blob(body, packed, seq)) is not None:
             return line
         if sink.overflowed:
             self._over_budget(seq, sink.size)
         if self._rebuilds(sink.scan, body):
             self.counts["rebuilt"] += 1
             return []
-        if packed is not None and (line := self._blob(body, packed, seq)) is not None:
+        if (line := self._blob(body, packed, seq)) is not None:
             return line
         body["not_kept"] = self._not_kept_reason()
         self.counts["not_kept"] += 1
@@ -142,15 +142,18 @@ class BodyStore:
         return ("recorded with --record-bodies outline, and its skeleton does not regenerate it "
                 "(no DSSST1 frame, or one the tape cannot describe)")
 
-    def _blob(self, body: dict[str, Any], packed: bytes, seq: int) -> list[dict[str, Any]] | None:
-        """Store the body out of line if the budget allows; the blob line when it is new."""
+    def _blob(self, body: dict[str, Any], packed: bytes | None, seq: int) -> list[dict[str, Any]] | None:
+        """Store the body out of line if it is stored already or the budget allows (the
+        blob line when it is new); None when it is not stored."""
         sha = body["sha256"]
-        cost = 4 * -(-len(packed) // 3)
         with self._lock:
             if sha in self.blobs:
                 self.counts["stored"] += 1
                 body["blob"] = True
                 return []
+            if packed is None:
+                return None
+            cost = 4 * -(-len(packed) // 3)
             if self.spent + cost > self.budget:
                 self._over_budget(seq, cost)
                 return None
@@ -203,14 +206,14 @@ class BodyStore:
                 **({"over_budget_at": self.over_budget_at} if self.over_budget_at is not None else {})}
 
 
-def text_withheld(tokens: tuple[str, ...], scrub: Callable[[str, tuple[str, ...]], str],
-                  body: dict[str, Any], packed: bytes | None, secret_seen: bool) -> str | None:
+def text_withheld(tokens: tuple[str, ...], body: dict[str, Any], packed: bytes | None,
+                  secret_seen: bool) -> str | None:
     """Why kept bytes must be withheld (a credential in them), or None."""
     if body.pop("masked", False) or secret_seen:
         return "the bytes held a credential"
     textual = any(form in body for form in ("json", "text")) or packed is not None and len(packed) <= KEEP_BYTES
     if packed is not None and textual:
         text = _text_of(packed)
-        if any(t in text for t in tokens) or scrub(text, ()) != text:
+        if any(t in text for t in tokens) or scrub_text(text) != text:
             return "the bytes held a credential"
     return None

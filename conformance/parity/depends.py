@@ -16,9 +16,7 @@ from typing import Any
 from urllib.parse import unquote
 
 from conformance.parity.compare import is_id_key
-
-#: Strings shorter than this are never taken for ids.
-MIN_ID = 6
+from conformance.parity.resend import MIN_ID
 
 
 def _strings(value: Any, key: str = "", ids_only: bool = False) -> Iterator[str]:

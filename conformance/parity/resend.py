@@ -15,7 +15,8 @@ from conformance.parity.targets import UNKNOWN_TOKEN, Skip
 from contract import tape
 from contract.auth import AUTHORIZATION_HEADER
 
-_MIN_ID = 6
+#: Strings shorter than this are never taken for ids (learned or substituted).
+MIN_ID = 6
 
 
 def rewrite_path(req: dict[str, Any], prefix: str | None, ids: dict[str, str]) -> str:
@@ -73,7 +74,7 @@ def request_bytes(req: dict[str, Any], ids: dict[str, str], bodies: Bodies | Non
     if raw is not None:
         if "json" in body or "text" in body:
             for old, new in sorted(ids.items(), key=lambda p: -len(p[0])):
-                if len(old) >= _MIN_ID and len(old) == len(new):
+                if len(old) >= MIN_ID and len(old) == len(new):
                     raw = raw.replace(old.encode(), new.encode())
         return raw
     if "fill" in body:
@@ -92,7 +93,7 @@ def _swap(value: Any, ids: dict[str, str]) -> Any:
         if value in ids:
             return ids[value]
         for old, new in sorted(ids.items(), key=lambda p: -len(p[0])):
-            if len(old) >= _MIN_ID and old in value:
+            if len(old) >= MIN_ID and old in value:
                 value = value.replace(old, new)
         return value
     if isinstance(value, list):
@@ -112,9 +113,9 @@ def learn(recorded: Any, new: Any, ids: dict[str, str], key: str = "") -> None:
         for a, b in zip(recorded, new, strict=False):
             learn(a, b, ids, key)
     elif (isinstance(recorded, str) and isinstance(new, str) and recorded != new
-          and is_id_key(key) and len(recorded) >= _MIN_ID and recorded not in ids):
+          and is_id_key(key) and len(recorded) >= MIN_ID and recorded not in ids):
         ids[recorded] = new
         if "://" in recorded and "://" in new:  # an export URL: later calls use its path
             old_tail, new_tail = recorded.rstrip("/").rsplit("/", 1)[-1], new.rstrip("/").rsplit("/", 1)[-1]
-            if old_tail != new_tail and len(old_tail) >= _MIN_ID:
+            if old_tail != new_tail and len(old_tail) >= MIN_ID:
                 ids.setdefault(unquote(old_tail), unquote(new_tail))
