@@ -12,6 +12,7 @@ and puts it in the report itself.
 from __future__ import annotations
 
 import html
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,11 +21,11 @@ from conformance.parity.replay import ExchangeResult, Replay
 from contract.routes import ROUTES
 
 COLUMNS = ("recorded", "replayed", "equal", "accepted", "divergent", "skipped")
-#: How a skip's kind reads in the matrix (the report lists each reason in full).
+#: How a skip's kind reads in the matrix (the report lists each reason in full); a skip for
+#: want of a server at the target reads as its reason, less the server's name.
 SKIP_LABELS = {
     "after": "after an exchange that was not replayed",
     "bytes": "request body not in the tape",
-    "target": "no such server at the target",
     "loop": "loop settled sooner",
 }
 NEVER = "never recorded"
@@ -41,7 +42,7 @@ class Row:
         self.counts["recorded"] += 1
         if r.skipped is not None:
             self.counts["skipped"] += 1
-            self.why[SKIP_LABELS.get(r.skip_kind or "", r.skipped)] += 1
+            self.why[SKIP_LABELS.get(r.skip_kind or "", re.sub(r"server '[^']*' ", "server ", r.skipped))] += 1
             return
         self.counts["replayed"] += 1
         kind = "divergent" if r.diverged else "accepted" if r.divergences else "equal"
