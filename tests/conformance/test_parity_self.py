@@ -27,11 +27,13 @@ from fake_gs import FakeSettings, serve_in_background
 ROOT = Path(__file__).resolve().parents[2]
 #: Clauses whose properties send what a tape must keep to replay: chunk groups, a 0.5 MiB
 #: forward with result-chunk pages read by cursor (--max-result-mib 2), retries to a port
-#: where nothing listens, a forward-backward of exactly 60 MiB that executes.
-SMALL = "CLIENT-RETRY-2,POLL-CHUNKS-1,CG-NONFINAL-1,CLIENT-CHUNK-1,LIMIT-BODY-2"
+#: where nothing listens; by URL also a forward-backward of exactly 60 MiB that executes
+#: (the large batch whose answer the mutant below changes).
+SMALL = "CLIENT-RETRY-2,POLL-CHUNKS-1,CG-NONFINAL-1,CLIENT-CHUNK-1"
+SMALL_URL = SMALL + ",LIMIT-BODY-2"
 #: The mutant that changes a large batch's answer (fake_gs/mutants.py, issue 25).
 LARGE_BATCH_MUTANT = "avg-loss-flipped-large"
-SMALL_ARGS = ["--profile", "current", "--clauses", SMALL, "--max-result-mib", "2", "--examples", "1"]
+SMALL_ARGS = ["--profile", "current", "--clauses", SMALL_URL, "--max-result-mib", "2", "--examples", "1"]
 
 
 def _fake(dialect: str, **settings: object) -> FakeSettings:
