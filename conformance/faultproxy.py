@@ -143,6 +143,10 @@ class FaultProxy:
         self._sock = socket.create_server(("127.0.0.1", 0))
         self._sock.settimeout(0.1)
         self.url = f"http://127.0.0.1:{self._sock.getsockname()[1]}"
+        from conformance.recorder import RECORDER  # a parity tape names what it went through
+
+        RECORDER.tape_server(self.url, f"fault-proxy {self.url.rsplit(':', 1)[-1]}",
+                             {"embedded": False, "fault_proxy": True, "upstream": upstream})
         self._thread = threading.Thread(target=self._accept_loop, name="fault-proxy", daemon=True)
         self._thread.start()
 

@@ -21,6 +21,7 @@ import pytest
 from conformance.results import clause_ids
 from contract.models_catalog import SMALLEST_TRAINING_MODEL
 from contract.routes import DEFAULT_ENDPOINT
+from contract.tape_store import BODY_MODES, BUDGET_MIB
 
 SuiteProfile = Literal["current", "proposed", "semantic"]
 
@@ -174,6 +175,13 @@ OPTIONS: tuple[Option, ...] = (
     _opt("record", "Record every HTTP exchange to this parity tape (replay it with "
          "gs-parity); a run under xdist appends each worker's stream in turn, and the CLI "
          "records in one process unless -n is given.", _O, metavar="FILE"),
+    # -- parity tapes (issue 25) --
+    _opt("record_bodies", "What --record keeps of a request body too big to keep inline: bytes "
+         "(out of line, each distinct body once, within --record-budget-mib) or outline (a frame's "
+         "skeleton: tree, dtypes, shapes, value ranges; gs-parity rebuilds it with seeded "
+         "values).", _O, default="bytes", choices=BODY_MODES),
+    _opt("record_budget_mib", "Size budget (MiB) of the bodies --record keeps out of line; past "
+         "it bodies are kept as their skeleton, with a warning.", _O, kind="int", default=BUDGET_MIB),
     _opt("plan", "Run nothing: list for each clause whether this target, with these options, "
          "can judge it, and why not (which option would let it).", _O, kind="flag",
          plugin=False, is_field=False),

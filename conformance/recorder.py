@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import threading
 import time
 from collections import deque
@@ -179,7 +180,7 @@ class Recorder:
                 path=parts.path,
                 query=parse_qsl(parts.query, keep_blank_values=True),
                 request_headers=dict(req.headers),
-                request_body=sink_of(body, tape.keep_bytes),
+                request_body=tape.request_sink(body),
                 status=response.status_code if response is not None else 0,
                 response_headers=dict(response.headers) if response is not None else {},
                 response_body=sink_of(content),
@@ -279,7 +280,11 @@ def start_run_tape(config: Any, options: Any) -> None:
             "endpoint": options.endpoint, **options.describe()}
     worker = getattr(config, "workerinput", {}).get("workerid")
     RECORDER.tape_prefix = f"{worker}/" if worker else ""
-    RECORDER.start_tape(TapeWriter(path, "gs-conformance", meta=meta | {"worker": worker}))
+    RECORDER.start_tape(TapeWriter(path, "gs-conformance", meta=meta | {"worker": worker},
+                                   bodies=options.record_bodies, budget_mib=options.record_budget_mib))
+    if options.url:  # the run's first call (the probe) goes out before the target is described
+        RECORDER.tape_server(options.url.rstrip("/"), "target", {"embedded": False, "url": options.url},
+                             (options.with_env("token"), options.with_env("token2")))
 
 
 def _xdist_workers(config: Any) -> int:
@@ -292,7 +297,7 @@ def finish_run_tape(config: Any) -> None:
     into one tape, each worker's stream in turn."""
     import glob
 
-    from contract.tape import merge_parts
+    from contract.tape import merge_parts, tape_summary
 
     path = config.getoption("--gs-record")
     parts = sorted(glob.glob(glob.escape(str(path)) + ".*.part")) if path else []
@@ -300,6 +305,8 @@ def finish_run_tape(config: Any) -> None:
         merge_parts(str(path), parts)
         for part in parts:
             os.unlink(part)
+    if path and os.path.exists(str(path)):
+        print(tape_summary(str(path)), file=sys.stderr, flush=True)
 
 
 def render_last(n: int = SHOW) -> str:

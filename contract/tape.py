@@ -5,13 +5,13 @@ tapes through :class:`TapeWriter`, so a recording of the embedded fake and one o
 server can be replayed and diffed by the same code (``gs-parity``). It lives in
 ``contract`` because both sides need it and neither may import the other.
 
-A line is ``{"kind": "meta"|"server"|"exchange", ...}``. Bodies are described, not dumped:
-JSON as JSON, DSSST1 frames and chunks as their outline (tree, tensor dtypes and shapes,
-sha256), anything else as size + sha256. Raw request bytes are kept (zlib + base64) only
-when they compress to ``keep_bytes`` or less, so the request can be re-sent; a body of one
-repeated byte is kept as that byte and its length. Credentials never reach the file: Authorization values become a
-token label (``<token-1>``), credential-looking JSON keys are masked, and every known
-secret is scrubbed from each line as a last guard.
+A line is ``{"kind": "meta"|"server"|"exchange"|"blob"|"frame"|"end", ...}``. Bodies are
+described, not dumped: JSON as JSON, DSSST1 frames and chunks as their outline (tree, tensor
+dtypes and shapes, sha256), anything else as size + sha256. What a request keeps so that it
+can be re-sent (inline bytes, an out-of-line ``blob``, a frame's skeleton) is
+``contract.tape_store``'s business. Credentials never reach the file: Authorization values
+become a token label (``<token-1>``), credential-looking JSON keys are masked, and every
+known secret is scrubbed from each line as a last guard.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import re
 import threading
 import time
 import zlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TextIO, cast
 
@@ -31,6 +31,7 @@ from contract.auth import bearer_token
 from contract.errors import REQUEST_ID_HEADER
 from contract.routes import PREFIX_TEMPLATE, ROUTES, Route
 from contract.tape_outline import (  # noqa: F401  (re-exported: the tape's vocabulary)
+    ANSWER_OUTLINE_BYTES,
     REDACTED,
     BodySink,
     compact_list,
@@ -41,17 +42,29 @@ from contract.tape_outline import (  # noqa: F401  (re-exported: the tape's voca
     scrub_text,
     secret_key,
 )
+from contract.tape_store import (  # noqa: F401  (re-exported: the recorders' options)
+    BODY_MODES,
+    BUDGET_MIB,
+    KEEP_BYTES,
+    BodyStore,
+    text_withheld,
+)
 
 TAPE_FORMAT = "gs-parity-tape"
-TAPE_VERSION = 1
-#: A request body is kept (zlib, base64) so a replay can re-send it when it compresses to
-#: at most this many bytes; a bigger one is kept as its outline only.
-KEEP_BYTES = 96 * 1024
+#: Version 2 added out-of-line bodies (``blob`` lines) and skeletons (``rebuild``, ``frame``).
+TAPE_VERSION = 2
+READ_VERSIONS = (1, 2)
+LINE_KINDS = ("meta", "server", "exchange", "blob", "frame", "end")
 #: Request headers kept besides Authorization (whose value becomes a token label).
 REQUEST_HEADERS = ("content-type", "x-snowflake-authorization-token-type", "idempotency-key")
 RESPONSE_HEADERS = ("content-type", REQUEST_ID_HEADER.lower(), "retry-after", "location", "allow")
 #: The label of the fake's admin credential in a tape (a replay sends its own there).
 ADMIN_LABEL = "Bearer <admin-token>"
+#: A known secret shorter than this is not searched for in a tape's text and bodies: it
+#: would match ordinary text (``fake-gs --token T`` would turn every ``GET`` into
+#: ``GE<redacted>``). It still never reaches a tape as a header (labelled) or under a
+#: credential-named key (masked).
+SEARCHED_SECRET_CHARS = 8
 
 
 def token_label(authorization: str | None, tokens: tuple[str, ...],
@@ -146,12 +159,15 @@ class TapeWriter:
     """Appends exchanges to a tape file, thread-safely, with credentials scrubbed."""
 
     def __init__(self, path: str, source: str, tokens: Iterable[str] = (), keep_bytes: int = KEEP_BYTES,
-                 meta: Mapping[str, Any] | None = None, append: bool = False) -> None:
+                 meta: Mapping[str, Any] | None = None, append: bool = False, bodies: str = "bytes",
+                 budget_mib: float = BUDGET_MIB, warn: Callable[[str], None] | None = None) -> None:
         self.path = path
         self.tokens = tuple(t for t in tokens if t)
         #: The fake's admin credential, labelled apart from other unknown credentials.
         self.admin: str | None = None
         self.keep_bytes = keep_bytes
+        #: What request bodies keep so that a replay can send them again.
+        self.store = BodyStore(bodies, budget_mib, keep_bytes, warn or _warn, path)
         self.group = ""
         self._lock = threading.Lock()
         self._seq = 0
@@ -182,11 +198,34 @@ class TapeWriter:
             self._servers.add(name)
         self._write({"kind": "server", "name": name, **mask(dict(info))})
 
-    def record(self, ex: Exchange) -> None:
+    @property
+    def searched(self) -> tuple[str, ...]:
+        """The known secrets searched for in every line and kept body."""
+        return tuple(t for t in (*self.tokens, self.admin) if t and len(t) >= SEARCHED_SECRET_CHARS)
+
+    def request_sink(self, data: bytes | bytearray | memoryview | str | None = None) -> BodySink:
+        """A sink for one request body (fed ``data`` at once when given)."""
+        sink = self.store.sink(self.searched)
+        if data:
+            sink.feed(data.encode() if isinstance(data, str) else data)
+        return sink
+
+    def next_seq(self) -> int:
+        """The next exchange's number (taken when it ends, before it is written)."""
         with self._lock:
             self._seq += 1
-            seq = self._seq
-        self._write(self.line(ex, seq))
+            return self._seq
+
+    def record(self, ex: Exchange, seq: int | None = None) -> None:
+        seq = self.next_seq() if seq is None else seq
+        line = self.line(ex, seq)
+        body = line["request"]["body"]
+        for extra in self.store.keep(ex.request_body, body, seq, self._withheld):
+            self._write(extra)
+        self._write(line)
+
+    def _withheld(self, body: dict[str, Any], packed: bytes | None, secret_seen: bool) -> str | None:
+        return text_withheld(self.searched, body, packed, secret_seen)
 
     def line(self, ex: Exchange, seq: int) -> dict[str, Any]:
         req_headers = _headers(ex.request_headers, REQUEST_HEADERS)
@@ -215,7 +254,7 @@ class TapeWriter:
                 "template": r.path if r else None,
                 "query": [[k, REDACTED if secret_key(k) and v else v] for k, v in ex.query],
                 "headers": req_headers,
-                "body": self._safe(ex.request_body.describe(ctype_in)),
+                "body": ex.request_body.describe(ctype_in),
             },
             "response": {
                 "status": ex.status,
@@ -226,19 +265,13 @@ class TapeWriter:
             },
         }
 
-    def _safe(self, body: dict[str, Any] | None) -> dict[str, Any] | None:
-        """Withhold kept request bytes that carry a credential (the outline stays)."""
-        if not body or "z64" not in body:
-            return body
-        raw = raw_body(body) or b""
-        text = raw.decode("utf-8", "replace")
-        if body.pop("masked", False) or any(t in text for t in self.tokens) or scrub_text(text) != text:
-            del body["z64"]
-            body["withheld"] = "the bytes held a credential"
-        return body
-
     def _write(self, obj: dict[str, Any]) -> None:
-        text = scrub_text(json.dumps(obj, separators=(",", ":")), self.tokens)
+        # A blob's bytes were searched for every known secret before they were kept; its
+        # base64 text is no place for the text scrub (which could only corrupt it).
+        payload = obj.pop("z64") if obj.get("kind") == "blob" else None
+        text = scrub_text(json.dumps(obj, separators=(",", ":")), self.searched)
+        if payload is not None:
+            text = f'{text[:-1]},"z64":"{payload}"}}'
         with self._lock:
             if self._file is not None:
                 self._file.write(text + "\n")
@@ -249,15 +282,27 @@ class TapeWriter:
         """Close the file; an ``end`` line records the run's duration (and ``summary``)."""
         if self._file is not None:
             self._write({"kind": "end", "seconds": round(time.time() - self._t0, 3),
-                         "exchanges": self._seq, **dict(summary or {})})
+                         "exchanges": self._seq, "bodies": self.store.summary(), **dict(summary or {})})
         with self._lock:
             if self._file is not None:
                 self._file.close()
                 self._file = None
 
 
-def sink_of(data: bytes | bytearray | memoryview | str | None, squeeze_cap: int = 0) -> BodySink:
-    sink = BodySink(squeeze_cap=squeeze_cap)
+def _warn(message: str) -> None:
+    import sys
+
+    print(f"warning: {message}", file=sys.stderr, flush=True)
+
+
+def answer_sink() -> BodySink:
+    """A sink for an answer's body: outlined (big JSON pages too), never kept."""
+    return BodySink(keep=ANSWER_OUTLINE_BYTES)
+
+
+def sink_of(data: bytes | bytearray | memoryview | str | None) -> BodySink:
+    """A sink holding ``data`` (an answer's body: outlined, never kept)."""
+    sink = answer_sink()
     if data:
         sink.feed(data.encode() if isinstance(data, str) else data)
     return sink
@@ -270,11 +315,18 @@ def open_text(path: str, mode: str = "r") -> TextIO:
     return cast(TextIO, open(path, mode, encoding="utf-8"))  # noqa: SIM115
 
 
-def raw_body(body: Mapping[str, Any]) -> bytes | None:
-    """The request bytes a tape kept (None when it kept only their outline)."""
+def raw_body(body: Mapping[str, Any], blobs: Mapping[str, str] | None = None) -> bytes | None:
+    """The request bytes a tape kept, inline or as a blob (None when it kept neither)."""
     if "z64" in body:
         return zlib.decompress(base64.b64decode(body["z64"]))
+    if body.get("blob") and blobs is not None and body.get("sha256") in blobs:
+        return zlib.decompress(base64.b64decode(blobs[body["sha256"]]))
     return None
+
+
+def blob_bytes(line: Mapping[str, Any]) -> bytes:
+    """The body a ``blob`` line holds."""
+    return zlib.decompress(base64.b64decode(line["z64"]))
 
 
 def read_tape(path: str) -> list[dict[str, Any]]:
@@ -288,30 +340,75 @@ def read_tape(path: str) -> list[dict[str, Any]]:
                 obj = json.loads(text)
             except ValueError as exc:
                 raise ValueError(f"{path}:{n}: not JSON ({exc})") from None
-            if not isinstance(obj, dict) or obj.get("kind") not in ("meta", "server", "exchange", "end"):
+            if not isinstance(obj, dict) or obj.get("kind") not in LINE_KINDS:
                 raise ValueError(f"{path}:{n}: not a tape line")
             lines.append(obj)
     if not lines or lines[0].get("format") != TAPE_FORMAT:
         raise ValueError(f"{path}: not a {TAPE_FORMAT} file (no meta line)")
-    if lines[0].get("version") != TAPE_VERSION:
-        raise ValueError(f"{path}: tape version {lines[0].get('version')}, this kit reads {TAPE_VERSION}")
-    return lines
+    if lines[0].get("version") not in READ_VERSIONS:
+        raise ValueError(f"{path}: tape version {lines[0].get('version')}, this kit reads "
+                         f"{', '.join(map(str, READ_VERSIONS))}")
+    return in_seq_order(lines)
+
+
+def in_seq_order(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The lines with the exchanges in sequence order, each other line where it was: a
+    recorder numbers an exchange when it ends, but may write it after a later one."""
+    slots = [i for i, line in enumerate(lines) if line["kind"] == "exchange"]
+    ordered = sorted((lines[i] for i in slots), key=lambda x: int(x.get("seq", 0)))
+    out = list(lines)
+    for i, line in zip(slots, ordered, strict=True):
+        out[i] = line
+    return out
 
 
 def merge_parts(path: str, parts: list[str]) -> None:
     """One tape from several recorders' parts (xdist workers), each part's exchanges in
-    turn and renumbered; one meta line, one end line with the longest part's duration."""
+    turn and renumbered; one meta line, each blob once, one end line with the longest
+    part's duration and the parts' body counts added up."""
     seq, seconds = 0, 0.0
+    blobs: set[str] = set()
+    bodies: dict[str, Any] = {}
     with open_text(path, "w") as out:
         for n, part in enumerate(parts):
             for line in read_tape(part):
                 if line["kind"] == "end":
                     seconds = max(seconds, float(line.get("seconds", 0)))
+                    _add_counts(bodies, line.get("bodies") or {})
                     continue
-                if line["kind"] == "meta" and n:
+                if (line["kind"] == "meta" and n) or (line["kind"] == "blob" and line["sha256"] in blobs):
                     continue
+                if line["kind"] == "blob":
+                    blobs.add(line["sha256"])
                 if line["kind"] == "exchange":
                     seq += 1
                     line["seq"] = seq
                 out.write(json.dumps(line, separators=(",", ":")) + "\n")
-        out.write(json.dumps({"kind": "end", "seconds": seconds, "exchanges": seq}) + "\n")
+        bodies["blobs"] = len(blobs)
+        out.write(json.dumps({"kind": "end", "seconds": seconds, "exchanges": seq, "bodies": bodies}) + "\n")
+
+
+def _add_counts(total: dict[str, Any], part: Mapping[str, Any]) -> None:
+    for key, value in part.items():
+        if isinstance(value, int) and not isinstance(value, bool) and key not in ("budget_bytes", "over_budget_at"):
+            total[key] = total.get(key, 0) + value
+        else:
+            total.setdefault(key, value)
+
+
+def tape_summary(path: str) -> str:
+    """One sentence on a finished tape: exchanges, size, and what its request bodies kept."""
+    import os
+
+    last = ""
+    with open_text(path) as f:
+        for text in f:
+            if text.strip():
+                last = text
+    end = json.loads(last) if last else {}
+    b = end.get("bodies") or {}
+    size = os.path.getsize(path) / (1024 * 1024)
+    kept = (f"{b.get('inline', 0)} inline, {b.get('stored', 0)} stored out of line ({b.get('blobs', 0)} "
+            f"distinct, {b.get('blob_bytes', 0) / (1024 * 1024):.1f} MiB), {b.get('rebuilt', 0)} kept as "
+            f"their skeleton, {b.get('withheld', 0)} withheld, {b.get('not_kept', 0)} not kept")
+    return f"parity tape {path}: {end.get('exchanges', '?')} exchanges, {size:.1f} MiB; request bodies: {kept}"

@@ -8,7 +8,6 @@ JSON keys are masked and credential-looking text is scrubbed (``contract.redact`
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import json
 import zlib
@@ -20,6 +19,9 @@ from contract.wire.frame import parse_frame
 
 #: Bodies up to this size are parsed for their outline (JSON or frame).
 OUTLINE_BYTES = 4 * 1024 * 1024
+#: Answers up to this size are outlined: a page of result chunks is JSON of tens of MiB,
+#: and a replay must read its cursor (a request body's frame is read by its scan instead).
+ANSWER_OUTLINE_BYTES = 128 * 1024 * 1024
 #: Hex digits of a tensor's content digest in its outline (compared only by exact replays).
 TENSOR_DIGEST = 12
 #: A list longer than this is kept as its length, first and last items (``$list``).
@@ -27,10 +29,14 @@ LIST_HEAD, LIST_TAIL = 4, 2
 
 
 class BodySink:
-    """Collects a body incrementally: its hash, size, a bounded head, one-byte fill, and
-    (for request bodies) a zlib stream kept while it stays under ``squeeze_cap`` bytes."""
+    """Collects a body incrementally: its hash, size, a bounded head and one-byte fill; for a
+    request body (``squeeze_cap`` > 0) also a zlib stream, kept while it compresses to at most
+    ``pack_cap`` bytes (at least ``squeeze_cap``), whether a known secret passed by, and the
+    body read as a frame (``scan``, a ``contract.tape_frames.FrameScan``). ``lean``: stop
+    compressing a frame past ``squeeze_cap`` once its header is read (its skeleton will do)."""
 
-    def __init__(self, keep: int = OUTLINE_BYTES, squeeze_cap: int = 0) -> None:
+    def __init__(self, keep: int = OUTLINE_BYTES, squeeze_cap: int = 0, pack_cap: int = 0,
+                 scan: Any = None, secrets: Iterable[str] = (), lean: bool = False) -> None:
         self.keep = keep
         self.head = bytearray()
         self.size = 0
@@ -38,9 +44,17 @@ class BodySink:
         self._uniform = True
         self._sha = hashlib.sha256()
         self._cap = squeeze_cap
+        self._pack_cap = max(pack_cap, squeeze_cap)
         self._z: Any = zlib.compressobj(6) if squeeze_cap else None
         self._zparts: list[bytes] = []
         self._zsize = 0
+        self.scan = scan
+        self.lean = lean
+        self.secrets = tuple(s.encode() for s in secrets if s)
+        self._tail = b""
+        self.secret_seen = False
+        #: The body compressed to more than ``pack_cap``: its bytes were let go.
+        self.overflowed = False
 
     def feed(self, data: bytes | bytearray | memoryview) -> None:
         if not data:
@@ -55,27 +69,54 @@ class BodySink:
         room = self.keep - len(self.head)
         if room > 0:
             self.head += mv[:room]
+        if self.scan is not None:
+            self.scan.feed(mv)
+        if self.secrets and not self.secret_seen:
+            self._look_for_secrets(mv)
         if self._z is not None:
-            part = self._z.compress(mv)
-            self._zparts.append(part)
-            self._zsize += len(part)
-            if self._zsize > self._cap:
-                self._z, self._zparts = None, []
+            self._pack(mv)
+
+    def _pack(self, mv: memoryview) -> None:
+        part = self._z.compress(mv)
+        self._zparts.append(part)
+        self._zsize += len(part)
+        framed = self.scan is not None and self.scan.header is not None and self.scan.failed is None
+        self.overflowed = self._zsize > self._pack_cap
+        if self.overflowed or (self.lean and framed and self._zsize > self._cap):
+            self._z, self._zparts = None, []
+
+    def _look_for_secrets(self, mv: memoryview) -> None:
+        longest = max(len(s) for s in self.secrets)
+        window = self._tail + bytes(mv)
+        self.secret_seen = any(s in window for s in self.secrets)
+        self._tail = window[-(longest - 1):] if longest > 1 else b""
 
     @property
     def complete(self) -> bool:
         return len(self.head) == self.size
 
-    def squeezed(self) -> bytes | None:
-        """The whole body, zlib-compressed, if it fitted under the cap."""
+    def end(self) -> None:
+        """The body has ended: a request chunk's place in its frame is settled now (its next
+        chunk may arrive before this exchange is written)."""
+        if self.scan is not None:
+            self.scan.close()
+
+    def packed(self) -> bytes | None:
+        """The whole body, zlib-compressed, if it fitted under ``pack_cap``."""
         if self._z is None:
-            return None
+            return b"".join(self._zparts) if self._zparts else None
         data = b"".join(self._zparts) + self._z.flush()
         self._z, self._zparts = None, [data]
-        return data if len(data) <= self._cap else None
+        return data if len(data) <= self._pack_cap else None
+
+    def squeezed(self) -> bytes | None:
+        """The whole body, zlib-compressed, if it fitted under ``squeeze_cap``."""
+        data = self.packed()
+        return data if data is not None and len(data) <= self._cap else None
 
     def describe(self, content_type: str = "") -> dict[str, Any] | None:
-        """The body's entry in a tape (None for an empty body)."""
+        """The body's outline in a tape (None for an empty body); what a request keeps of its
+        bytes is the writer's business (``contract.tape_store``)."""
         if self.size == 0:
             return None
         out: dict[str, Any] = {"bytes": self.size}
@@ -86,10 +127,6 @@ class BodySink:
             out.update(outline(data, content_type))
         if self.fill is not None and self.size > 1:
             out["fill"] = self.fill
-        elif not out.get("exact"):
-            packed = self.squeezed()
-            if packed is not None:
-                out["z64"] = base64.b64encode(packed).decode("ascii")
         if not self._cap:
             out.pop("exact", None)  # only a request body needs to say it can be rebuilt
         return out

@@ -25,11 +25,15 @@ class Mutant:
     #: A mutant of the kit's client, not of the fake: the fake ignores it and the
     #: conformance client properties apply it to the client they drive (issue 13).
     client: bool = False
+    #: A mutant no clause can see (its answer stays within what the spec allows) and only
+    #: a parity replay catches, against the recording of the unmutated fake (issue 25).
+    parity: bool = False
 
 
 #: The mutants, one a line: ``name | clause ids it breaks | description``, and for a mutant
 #: that does not live in the fake itself a fourth column: the engine it lives in (``tiny``,
-#: ``shape``) or ``client`` (a mutant of the kit's client). ``#`` lines are comments.
+#: ``shape``) or ``client`` (a mutant of the kit's client); ``parity`` marks one that breaks
+#: no clause (only a parity replay sees it). ``#`` lines are comments.
 _TABLE = f"""
 nonfinal-chunk-request-id | CG-NONFINAL-1 | a non-final chunk's answer carries a request_id
 chunk-sha-unchecked | CHUNK-VERIFY-1 | reassembled frames are not checked against frame_sha256
@@ -130,6 +134,8 @@ allow-one-route | ADDR-ALLOW-1 | a 405 lists the methods of one matched route, n
 # -- load (issue 29): violations that show only while other requests are in flight --
 concurrent-step-twice | REQ-ONCE-1 STEP-COUNT-1 | a step submitted while another request is in flight on the server executes twice (global_steps goes up by two)
 concurrent-500 | ERR-NO500-1 | one in three steps and saves submitted while another request is in flight on the server answers 500 (and runs nothing)
+# -- parity (issue 25): no clause breaks, a replay of a recorded run sees it --
+avg-loss-flipped-large |  | forward-backward batches of more than 1 MiB of tensors answer their avg_loss with the sign flipped | parity
 """
 
 
@@ -141,8 +147,8 @@ def _parse(table: str) -> tuple[Mutant, ...]:
         name, clauses, description, *where = (cell.strip() for cell in row.split(" | "))
         lives = where[0] if where else None
         mutants.append(Mutant(name, tuple(clauses.split()), description,
-                              engine=None if lives in (None, "client") else lives,
-                              client=lives == "client"))
+                              engine=None if lives in (None, "client", "parity") else lives,
+                              client=lives == "client", parity=lives == "parity"))
     return tuple(mutants)
 
 

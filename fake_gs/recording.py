@@ -9,11 +9,13 @@ outline limit; the fake's tokens are labelled, never written.
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import time
 from typing import Any
 from urllib.parse import parse_qsl
 
-from contract.tape import BodySink, Exchange, TapeWriter, match_route, split_path
+from contract.tape import BodySink, Exchange, TapeWriter, answer_sink, match_route, split_path
 from fake_gs.settings import FakeSettings
 
 Scope = dict[str, Any]
@@ -25,7 +27,8 @@ def tape_settings(settings: FakeSettings) -> dict[str, Any]:
     fake (tokens only counted, host/port and the tape path left out)."""
     from dataclasses import asdict
 
-    skip = {"tokens", "admin_token", "host", "port", "record", "log_level", "faults"}
+    skip = {"tokens", "admin_token", "host", "port", "record", "record_bodies", "record_budget_mib",
+            "log_level", "faults"}
     out = {k: v if isinstance(v, (str, int, float, bool, type(None))) else str(v)
            for k, v in asdict(settings).items() if k not in skip}
     out["startup"], out["latency"] = str(settings.startup), str(settings.latency)
@@ -53,7 +56,7 @@ class TapeMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        request, answer = BodySink(squeeze_cap=self.writer.keep_bytes), BodySink()
+        request, answer = self.writer.request_sink(), answer_sink()
         head: dict[str, Any] = {"status": 0, "headers": {}, "complete": False}
         started, t0 = time.time(), time.perf_counter()
 
@@ -76,10 +79,14 @@ class TapeMiddleware:
         try:
             await self.app(scope, receive_and_keep, send_and_keep)
         finally:
-            self._record(scope, request, answer, head, started, time.perf_counter() - t0)
+            request.end()
+            seq = self.writer.next_seq()
+            # Outlining a big frame takes a while: off the event loop, which serves on.
+            await asyncio.shield(asyncio.to_thread(self._record, scope, request, answer, head, started,
+                                                   time.perf_counter() - t0, seq))
 
     def _record(self, scope: Scope, request: BodySink, answer: BodySink, head: dict[str, Any],
-                started: float, seconds: float) -> None:
+                started: float, seconds: float, seq: int) -> None:
         raw = scope.get("raw_path") or scope["path"].encode("latin-1")
         path = raw.decode("latin-1").split("?", 1)[0]
         method = scope.get("method", "?")
@@ -90,13 +97,14 @@ class TapeMiddleware:
             status=head["status"], response_headers=head["headers"], response_body=answer,
             started=started, seconds=seconds, group=_group(path, method),
             error=None if head["complete"] else "the fake cut the connection before the answer was complete",
-        ))
+        ), seq)
 
 
 def open_tape(settings: FakeSettings, admin_token: str | None = None) -> TapeWriter:
     """``admin_token``: the admin credential in force (a random one when none was set)."""
-    writer = TapeWriter(str(settings.record), "fake-gs", tokens=settings.tokens,
-                        meta={"run": "fake-gs"})
+    writer = TapeWriter(str(settings.record), "fake-gs", tokens=settings.tokens, meta={"run": "fake-gs"},
+                        bodies=settings.record_bodies, budget_mib=settings.record_budget_mib,
+                        warn=logging.getLogger("fake_gs").warning)
     writer.add_admin(admin_token or settings.admin_token)
     writer.server("target", {"embedded": True, "settings": tape_settings(settings)})
     return writer

@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 from contract.idempotency import KEY_WINDOW_S
 from contract.limits import MAX_BODY_BYTES, MAX_EVENTS_CAP, MAX_JSON_VALUES, RETENTION_BOUNDS, MiB
+from contract.tape_store import BODY_MODES, BUDGET_MIB
 from contract.wire import MIN_RESULT_CHUNK_BYTES
 from fake_gs.answers import on_by_env
 from fake_gs.engines import ENGINES
@@ -143,6 +144,9 @@ class FakeSettings:
     #: How long a poll waits for a request that is due but still executing.
     poll_wait_s: float = 1.0
     record: str | None = option(None, "--record", "write a parity tape (JSON lines) of every exchange served, for gs-parity", metavar="FILE")
+    # -- parity tapes (issue 25) --
+    record_bodies: str = option("bytes", "--record-bodies", "what --record keeps of a request body too big to keep inline: bytes (out of line, each distinct body once, within --record-budget-mib) or outline (a frame's skeleton; gs-parity rebuilds it with seeded values)", choices=BODY_MODES)
+    record_budget_mib: int = option(BUDGET_MIB, "--record-budget-mib", "size budget of the bodies --record keeps out of line; past it bodies are kept as their skeleton, with a warning", bound="positive")
     export_ttl_s: float = 3600.0
     idempotency_window_s: float = option(KEY_WINDOW_S, "--idempotency-window-s", "proposed profile: how long an Idempotency-Key and its answer are kept", group=_LIM)
     max_idempotency_keys: int = option(10_000, "--max-idempotency-keys", "Idempotency-Keys kept per account (the oldest go first)", bound="positive", group=_LIM)

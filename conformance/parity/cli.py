@@ -12,6 +12,7 @@ import argparse
 import os
 import sys
 
+from conformance.parity import matrix
 from conformance.parity import report as reports
 from conformance.parity.replay import Replay, Replayer
 from conformance.parity.rules import Rule, RuleError, accepter, load_rules
@@ -56,6 +57,9 @@ def build_parser() -> argparse.ArgumentParser:
     o.add_argument("--markdown", help="Markdown report path.")
     o.add_argument("--junit", help="JUnit XML path (one test case per exchange group).")
     o.add_argument("--json", help="Divergences as JSON.")
+    o.add_argument("--matrix", metavar="PATH", help="Write the parity matrix (per operation: recorded, "
+                   "replayed, equal, accepted, divergent, skipped) to PATH.md and PATH.html "
+                   "(default: next to the --report/--html/--markdown report, as REPORT.matrix.md/.html).")
     o.add_argument("--limit", type=int, default=50, help="Divergent exchanges printed per tape (default 50).")
     o.add_argument("-q", "--quiet", action="store_true", help="Print only the headline of each tape.")
     return p
@@ -129,6 +133,10 @@ def main(argv: list[str] | None = None) -> int:
         if out:
             reports.write(reps, out)
             print(f"report: {out}")
+    beside = next((p for p in (ns.report, ns.html, ns.markdown) if p), None)
+    if ns.matrix or beside:
+        paths = matrix.write_beside(ns.matrix, reps, "") if ns.matrix else matrix.write_beside(str(beside), reps)
+        print("matrix: " + ", ".join(paths))
     return EXIT_OK if all(rep.ok for rep in reps) else EXIT_DIVERGED
 
 

@@ -4,21 +4,21 @@
     python -m conformance.parity.corpus --only rl  # one entry
 
 Entries: the conformance run, profile current, against the embedded fake in each dialect
-the installed ``gs-conformance`` offers (``kit`` always; ``spec`` as soon as the CLI has
-``--dialect``), the properties of the proposed server clauses (profile proposed, kit
-dialect: their mutants are reachable from no other traffic), and a recipe-style RL loop (examples/grpo_toy.py, a few short GRPO steps
-through the client) recorded by ``fake-gs --record``. Runs are kept short so each tape
-stays a few hundred KB (gzip). Re-record whenever the fake's behaviour changes on
-purpose; the CI parity test fails until you do.
+the installed ``gs-conformance`` offers (``kit`` always; ``spec``, ``any``, ... as the CLI's
+``--dialect`` lists them), the properties of the proposed server clauses (profile proposed,
+kit dialect: their mutants are reachable from no other traffic), and a recipe-style RL loop
+(examples/grpo_toy.py, a few short GRPO steps through the client) recorded by
+``fake-gs --record``. Every entry records with ``--record-bodies outline``: a big frame is
+kept as its skeleton (a replay rebuilds it with seeded values), so each tape stays a few
+hundred KB (gzip) while every request is replayed. Re-record whenever the fake's behaviour
+changes on purpose; the CI parity test fails until you do.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import gzip
 import importlib.util
-import os
 import shutil
 import subprocess
 import sys
@@ -34,21 +34,15 @@ RULES = CORPUS / "accepted.yaml"
 EXAMPLES = 2
 #: The token the RL loop's fake and client use; the tape keeps only its label.
 RL_TOKEN = "gs-parity-corpus-token"
+#: What the corpus keeps of big request bodies: their skeleton (the repository stays small).
+BODIES = "outline"
 
 
 def dialects() -> dict[str, list[str]]:
-    """``{dialect: extra gs-conformance args}``: kit always, spec once the CLI offers it."""
-    from conformance.cli import build_parser
+    """``{dialect: extra gs-conformance args}``: every dialect the suite's options offer."""
+    from conformance.options import DIALECTS
 
-    out: dict[str, list[str]] = {"kit": []}
-    with contextlib.redirect_stderr(open(os.devnull, "w")):  # noqa: SIM115
-        try:
-            build_parser().parse_args(["--dialect", "spec"])
-        except SystemExit:
-            return out
-    out["kit"] = ["--dialect", "kit"]
-    out["spec"] = ["--dialect", "spec"]
-    return out
+    return {dialect: ["--dialect", dialect] for dialect in DIALECTS}
 
 
 def proposed_server_clauses() -> list[str]:
@@ -62,7 +56,7 @@ def record_conformance(dialect: str, args: list[str], out: Path, profile: str = 
     with tempfile.TemporaryDirectory(prefix="gs-parity-") as tmp:
         raw = str(Path(tmp) / "run.gsrec")
         cmd = [sys.executable, "-m", "conformance.cli", "--profile", profile, "--examples",
-               str(EXAMPLES), "-n", "0", "--quiet", "--record", raw, *args]
+               str(EXAMPLES), "-n", "0", "--quiet", "--record", raw, "--record-bodies", BODIES, *args]
         proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
         print(proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else proc.stderr[-2000:])
         _gzip(raw, out)
@@ -86,7 +80,7 @@ def record_rl_loop(out: Path, steps: int = 2) -> None:
     with tempfile.TemporaryDirectory(prefix="gs-parity-") as tmp:
         raw = str(Path(tmp) / "rl.gsrec")
         # The fake records as ``fake-gs --record FILE --token T`` does (FakeSettings.record).
-        with toy.fake_server(seed=cfg.seed, record=raw, tokens=(RL_TOKEN,)) as base_url:
+        with toy.fake_server(seed=cfg.seed, record=raw, record_bodies=BODIES, tokens=(RL_TOKEN,)) as base_url:
             client = create_client(ClientConfig(
                 base_url=base_url, pat=RL_TOKEN, model="Qwen/Qwen3-0.6B", lr=cfg.lr, max_seq_len=256,
                 train_batch_size=len(cfg.prompts) * cfg.group_size, seed=cfg.seed,

@@ -9,21 +9,22 @@ deadline). Each answer is outlined exactly as the recorder outlines, then compar
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import quote, unquote, urlencode
+from urllib.parse import urlencode
 
 import requests
 
 from client.bounded import mount_bounds
-from conformance.parity.compare import Divergence, compare, is_id_key
+from conformance.parity.compare import Divergence, compare
+from conformance.parity.depends import Dependencies, refused
 from conformance.parity.loops import poll_runs
-from conformance.parity.targets import UNKNOWN_TOKEN, ReplayTarget, Skip
+from conformance.parity.rebuild import Bodies
+from conformance.parity.resend import learn, request_bytes, request_headers, rewrite_path
+from conformance.parity.targets import ReplayTarget, Skip, nowhere
 from contract import tape
-from contract.auth import AUTHORIZATION_HEADER
 from contract.redact import scrub_value
 from contract.states import (
     is_job_terminal,
@@ -34,7 +35,6 @@ from contract.states import (
 
 _POLLED = {"get_job": (normalize_job_state, is_job_terminal),
            "get_request": (normalize_request_state, is_request_terminal)}
-_MIN_ID = 6
 #: Settings under which the fake's answers depend on the clock: their servers are replayed
 #: at the recorded pace (never faster), so idle expiry and timed start-up match.
 _TIMED = ("chunk_group_idle_s", "startup", "latency")
@@ -54,6 +54,8 @@ class ExchangeResult:
     new: dict[str, Any] | None = None
     divergences: list[Divergence] = field(default_factory=list)
     skipped: str | None = None
+    #: Why it was skipped, in one word (``Skip.kind``: target, bytes, after, loop).
+    skip_kind: str | None = None
     polls: int = 0
     #: Wall time of the replayed call (its polls included), milliseconds.
     ms: float = 0.0
@@ -76,6 +78,11 @@ class Replay:
     recorded_s: float
     replay_s: float
     notes: list[str] = field(default_factory=list)
+    #: The tape's meta line (source, recording date, target) and its server lines.
+    meta: dict[str, Any] = field(default_factory=dict)
+    servers: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: Request bodies this replay rebuilt from their skeleton.
+    rebuilt: int = 0
 
     @property
     def divergent(self) -> list[ExchangeResult]:
@@ -105,6 +112,8 @@ class Replayer:
         self._last: dict[str, tuple[float, float]] = {}
         #: The last exchange of each recorded loop -> the loop's earlier exchanges.
         self.loops: dict[int, list[dict[str, Any]]] = {}
+        self.bodies = Bodies(())
+        self.deps = Dependencies()
         # Each answer under a byte cap and a total time bound (client.bounded).
         self.session = mount_bounds(requests.Session())
         self.session.headers["User-Agent"] = "gs-parity/0.1"
@@ -119,15 +128,17 @@ class Replayer:
         for x in exchanges:
             if x["seq"] in settle:
                 self.loops.setdefault(settle[x["seq"]]["seq"], []).append(x)
+        self.bodies = Bodies(lines)
+        self.deps = Dependencies()
         skip_through: int | None = None
         for line in lines:
             if line["kind"] == "server":
                 self.servers[line["name"]] = line
             elif line["kind"] == "exchange":
                 if skip_through is not None and line["seq"] <= skip_through:
-                    results.append(self.skipped(line, "the replay reached this loop's final answer sooner"))
+                    results.append(self.skipped(line, "the replay reached this loop's final answer sooner", "loop"))
                     continue
-                results.append(self.one(line, settle.get(line["seq"])))
+                results.append(self.replay_one(line, settle.get(line["seq"])))
                 skip_through = results[-1].settled_at
                 if self.stop_at_divergence and results[-1].diverged:
                     break
@@ -139,14 +150,30 @@ class Replayer:
         # there the run is the span of the exchanges.
         by_fake = lines[0].get("source") == "fake-gs"
         recorded = float(ends[-1]["seconds"]) if ends and not by_fake else recorded_span(exchanges)
-        return Replay(path, self.targets.describe, results, recorded,
-                      time.monotonic() - started, notes)
+        return Replay(path, self.targets.describe, results, recorded, time.monotonic() - started, notes,
+                      meta=dict(lines[0]), servers=dict(self.servers), rebuilt=self.bodies.rebuilt)
 
-    def skipped(self, ex: dict[str, Any], why: str) -> ExchangeResult:
+    def replay_one(self, ex: dict[str, Any], settled: dict[str, Any] | None = None) -> ExchangeResult:
+        """One exchange, unless it depends on one that was not replayed; what it created is
+        blocked when it is not replayed or is refused where the recording was answered."""
+        hit = self.deps.blocker(ex, self.ids)
+        if hit is not None:
+            result = self.skipped(ex, f"after #{hit[0]}: {hit[1]}", "after")
+            self.deps.block(ex, hit, self.ids)
+        else:
+            result = self.one(ex, settled)
+            why = result.skipped if result.skip_kind not in (None, "loop") else (
+                refused(ex["response"], result.new) if result.new is not None else None)
+            if why:
+                self.deps.block(ex, (ex["seq"], why), self.ids)
+        self.deps.note(ex)
+        return result
+
+    def skipped(self, ex: dict[str, Any], why: str, kind: str = "target") -> ExchangeResult:
         req = ex["request"]
         return ExchangeResult(ex["seq"], ex.get("group", ""), ex.get("server", "target"),
                               req.get("route") or tape.admin_route(req["path"]) or "-",
-                              req["method"], req["path"], ex["response"], skipped=why)
+                              req["method"], req["path"], ex["response"], skipped=why, skip_kind=kind)
 
     def one(self, ex: dict[str, Any], settled: dict[str, Any] | None = None) -> ExchangeResult:
         req = ex["request"]
@@ -154,10 +181,10 @@ class Replayer:
                                 req.get("route") or tape.admin_route(req["path"]) or "-",
                                 req["method"], req["path"], ex["response"])
         try:
-            target = self.targets.get(result.server, self.servers.get(result.server, {}), req["path"])
-            body = request_bytes(req, self.ids)
+            target = self.target_of(result.server, ex)
+            body = request_bytes(req, self.ids, self.bodies)
         except Skip as exc:
-            result.skipped = str(exc)
+            result.skipped, result.skip_kind = str(exc), exc.kind
             return result
         self.pace(result.server, ex)
         started = time.monotonic()
@@ -178,6 +205,13 @@ class Replayer:
                 result.note = f"reached the answer the recording got at #{settled['seq']} sooner"
                 result.settled_at = settled["seq"]
         return result
+
+    def target_of(self, server: str, ex: dict[str, Any]) -> ReplayTarget:
+        """Where an exchange goes: its server's replacement, or, for a call the recording
+        sent where no server listened, an address where none listens either."""
+        if server not in self.servers and _never_connected(ex["response"]):
+            return nowhere()
+        return self.targets.get(server, self.servers.get(server, {}), ex["request"]["path"])
 
     def behind(self, result: ExchangeResult, seq: int, new: dict[str, Any]) -> bool:
         """The last call of a recorded loop answered like an earlier, unfinished call of that
@@ -304,6 +338,12 @@ def _carry_events(earlier: dict[str, Any], new: dict[str, Any]) -> dict[str, Any
     return {**new, "body": body}
 
 
+def _never_connected(recorded: dict[str, Any]) -> bool:
+    """The recorded call found no server at its address (its connection was refused)."""
+    error = str(recorded.get("error", "")).lower()
+    return recorded.get("status") == 0 and ("refused" in error or "failed to establish a new connection" in error)
+
+
 def _finished(route: str, answer: dict[str, Any]) -> bool:
     if route not in _POLLED:
         return False
@@ -330,100 +370,3 @@ def recorded_span(exchanges: list[dict[str, Any]]) -> float:
     first = min(x["t"] for x in exchanges)
     last = max(x["t"] + x.get("ms", 0) / 1000 for x in exchanges)
     return max(last - first, 0.0)
-
-
-def rewrite_path(req: dict[str, Any], prefix: str | None, ids: dict[str, str]) -> str:
-    path = req["path"]
-    if prefix and req.get("prefix") and path.startswith(req["prefix"]):
-        path = prefix + path[len(req["prefix"]):]
-    if not ids:
-        return path
-    out = []
-    for segment in path.split("/"):
-        head, colon, verb = segment.partition(":")
-        for form in (head, unquote(head)):
-            if form in ids:
-                head = quote(ids[form], safe="")
-                break
-        out.append(head + colon + verb)
-    return "/".join(out)
-
-
-def request_headers(recorded: dict[str, str], tokens: tuple[str | None, ...],
-                    admin_token: str | None = None) -> dict[str, str]:
-    """The recorded headers with real credentials: the N-th token for ``<token-N>``, the
-    target's admin token for the recorded admin credential."""
-    headers = {k: v for k, v in recorded.items() if k != AUTHORIZATION_HEADER.lower()}
-    label = recorded.get(AUTHORIZATION_HEADER.lower())
-    if label is not None:
-        headers[AUTHORIZATION_HEADER] = (f"Bearer {admin_token or UNKNOWN_TOKEN}"
-                                    if label == tape.ADMIN_LABEL else _credential(label, tokens))
-    if "content-type" not in headers:
-        headers["Content-Type"] = ""  # requests would otherwise guess one
-    return headers
-
-
-def _credential(label: str, tokens: tuple[str | None, ...]) -> str:
-    scheme, _, value = label.partition(" ")
-    if value.startswith("<token-") and value.endswith(">"):
-        index = value[len("<token-"):-1]
-        token = tokens[int(index) - 1] if index.isdigit() and int(index) <= len(tokens) else None
-        return f"{scheme} {token or UNKNOWN_TOKEN}"
-    if value == "<credential>":
-        return f"{scheme} {UNKNOWN_TOKEN}"
-    return label
-
-
-def request_bytes(req: dict[str, Any], ids: dict[str, str]) -> bytes | None:
-    """The body to send: the kept bytes, a one-byte fill, or JSON rebuilt with new ids."""
-    body = req.get("body")
-    if not body:
-        return None
-    raw = tape.raw_body(body)
-    if raw is not None:
-        if "json" in body or "text" in body:
-            for old, new in sorted(ids.items(), key=lambda p: -len(p[0])):
-                if len(old) >= _MIN_ID and len(old) == len(new):
-                    raw = raw.replace(old.encode(), new.encode())
-        return raw
-    if "fill" in body:
-        return bytes([body["fill"]]) * int(body["bytes"])
-    if "json" in body and body.get("exact"):
-        return json.dumps(_swap(body["json"], ids)).encode()
-    raise Skip(f"the request body ({body.get('bytes')} bytes) was not kept in the recording"
-               + (f": {body['withheld']}" if "withheld" in body else ""))
-
-
-def _swap(value: Any, ids: dict[str, str]) -> Any:
-    """Learned ids put in place of recorded ones, inside strings too (a SQL statement names
-    a run by a name holding the job id)."""
-    if isinstance(value, str):
-        if value in ids:
-            return ids[value]
-        for old, new in sorted(ids.items(), key=lambda p: -len(p[0])):
-            if len(old) >= _MIN_ID and old in value:
-                value = value.replace(old, new)
-        return value
-    if isinstance(value, list):
-        return [_swap(v, ids) for v in value]
-    if isinstance(value, dict):
-        return {k: _swap(v, ids) for k, v in value.items()}
-    return value
-
-
-def learn(recorded: Any, new: Any, ids: dict[str, str], key: str = "") -> None:
-    """Walk both answers together; an id-like string that differs maps recorded -> new."""
-    if isinstance(recorded, dict) and isinstance(new, dict):
-        for k, v in recorded.items():
-            if k in new:
-                learn(v, new[k], ids, k if k not in ("json", "head", "tail") else key)
-    elif isinstance(recorded, list) and isinstance(new, list):
-        for a, b in zip(recorded, new, strict=False):
-            learn(a, b, ids, key)
-    elif (isinstance(recorded, str) and isinstance(new, str) and recorded != new
-          and is_id_key(key) and len(recorded) >= _MIN_ID and recorded not in ids):
-        ids[recorded] = new
-        if "://" in recorded and "://" in new:  # an export URL: later calls use its path
-            old_tail, new_tail = recorded.rstrip("/").rsplit("/", 1)[-1], new.rstrip("/").rsplit("/", 1)[-1]
-            if old_tail != new_tail and len(old_tail) >= _MIN_ID:
-                ids.setdefault(unquote(old_tail), unquote(new_tail))

@@ -15,6 +15,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from conformance.parity import matrix
 from conformance.parity.replay import ExchangeResult, Replay
 from contract.redact import scrub_text
 
@@ -26,8 +27,9 @@ def headline(rep: Replay) -> str:
     skipped = sum(r.skipped is not None for r in rep.results)
     accepted = sum(1 for r in rep.results for d in r.divergences if d.accepted)
     verdict = "PARITY" if rep.ok else "DIVERGES"
+    rebuilt = f", {rep.rebuilt} request bodies rebuilt from their skeleton" if rep.rebuilt else ""
     return (f"{verdict}: {rep.tape} against {rep.target}: {n} exchanges, {len(rep.divergent)} divergent, "
-            f"{accepted} accepted differences, {skipped} skipped; replay {rep.replay_s:.1f}s = "
+            f"{accepted} accepted differences, {skipped} skipped{rebuilt}; replay {rep.replay_s:.1f}s = "
             f"{rep.ratio:.2f}x the recorded run ({rep.recorded_s:.1f}s)")
 
 
@@ -90,7 +92,7 @@ def markdown(reps: list[Replay]) -> str:
             out += ["Skipped exchanges:", ""]
             out += [f"- {count} x {_md(reason)}" for reason, count in _count(r.skipped for r in skipped)]
             out.append("")
-    return "\n".join(out)
+    return "\n".join(out) + "\n" + matrix.markdown(reps)
 
 
 def _md(s: str) -> str:
@@ -150,6 +152,7 @@ def html_report(reps: list[Replay]) -> str:
         body.append(f'<p class="summary"><b class="{cls}">{esc(headline(rep))}</b></p>')
         body += [f'<p class="skip">note: {esc(n)}</p>' for n in rep.notes]
         body.append(_by_field(rep))
+        body.append(f"<details><summary>Parity matrix (per operation)</summary>{matrix.html_table(rep)}</details>")
         shown = [r for r in rep.results if r.divergences]
         if not shown:
             body.append('<p class="ok">Every replayed answer matches its recording.</p>')
@@ -172,7 +175,7 @@ def html_report(reps: list[Replay]) -> str:
             items = "".join(f"<li>{n} x {esc(reason)}</li>" for reason, n in _count(r.skipped for r in skipped))
             body.append(f'<p class="skip">Skipped exchanges:</p><ul class="skip">{items}</ul>')
     return ("<!doctype html><html><head><meta charset='utf-8'><title>gs-parity report</title>"
-            f"<style>{_CSS}</style></head><body>{''.join(body)}</body></html>")
+            f"<style>{_CSS}{matrix.MATRIX_CSS}</style></head><body>{''.join(body)}</body></html>")
 
 
 def junit(reps: list[Replay]) -> str:

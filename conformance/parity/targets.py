@@ -13,6 +13,9 @@ import contextlib
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+#: Where the fake serves checkpoint export downloads (its export URLs): a recording
+#: against a fake by URL downloads from there, and so does its replay.
+EXPORTS_PATH = "/_fake/exports/"
 #: Tokens an embedded replay fake is configured with (the tape only says how many).
 REPLAY_TOKENS = ("gs-parity-token-1", "gs-parity-token-2", "gs-parity-token-3")
 #: What a replay sends where the recording held a credential it did not know.
@@ -30,8 +33,29 @@ class ReplayTarget:
     admin_token: str | None = field(default=None, repr=False)
 
 
+FAULT_PROXY = ("sent through the suite's fault proxy, which loses, cuts and delays exchanges on "
+               "purpose; a replay repeats no faults")
+
+
 class Skip(Exception):
-    """This server's exchanges cannot be replayed against the chosen target."""
+    """This exchange cannot be replayed against the chosen target; ``kind`` says why in one
+    word: ``target`` (no such server there), ``bytes`` (the tape lacks the request body),
+    ``after`` (an exchange it depends on was not replayed)."""
+
+    def __init__(self, why: str, kind: str = "target") -> None:
+        super().__init__(why)
+        self.kind = kind
+
+
+def nowhere() -> ReplayTarget:
+    """An address where nothing listens (a port the OS just handed out, closed again): where
+    a replay sends a call the recording sent to a server that was not there."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    return ReplayTarget(f"http://127.0.0.1:{port}", ())
 
 
 class UrlTargets:
@@ -42,8 +66,10 @@ class UrlTargets:
         self.describe = url
 
     def get(self, name: str, info: dict[str, Any], path: str = "") -> ReplayTarget:
-        if path.startswith("/_fake"):
+        if path.startswith("/_fake") and not path.startswith(EXPORTS_PATH):
             raise Skip("a call to the fake's admin API; a real service has none")
+        if info.get("fault_proxy"):
+            raise Skip(FAULT_PROXY)
         if name.rsplit("/", 1)[-1] != "target":
             raise Skip(f"server {name!r} was a variant of the fake; a real service has none")
         return self.target
@@ -69,6 +95,8 @@ class EmbeddedTargets:
         if not info:
             raise Skip(f"server {name!r} is not described in the tape (started outside the "
                        "suite's fixtures), so there is nothing to start in its place")
+        if info.get("fault_proxy"):
+            raise Skip(FAULT_PROXY)
         if not info.get("embedded", False):
             raise Skip(f"server {name!r} was a real service; replay it with --url")
         recorded = dict(info.get("settings") or {})

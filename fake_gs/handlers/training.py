@@ -75,6 +75,20 @@ def admit_batch(ctx: Ctx, request: dict[str, Any]) -> None:
 
 # --- forward-backward ----------------------------------------------------------------------
 
+#: A batch past this many tensor bytes is "large" to the avg-loss-flipped-large mutant.
+LARGE_BATCH_BYTES = 1024 * 1024
+
+
+def tensor_bytes(obj: Any) -> int:
+    """Bytes of the tensors anywhere in a decoded frame object."""
+    if isinstance(obj, Mapping):
+        return sum(tensor_bytes(v) for v in obj.values())
+    if isinstance(obj, (list, tuple)):
+        return sum(tensor_bytes(v) for v in obj)
+    nbytes = getattr(obj, "nbytes", None)
+    return nbytes if isinstance(nbytes, int) else 0
+
+
 
 def build_forward_backward(ctx: Ctx, job: JobRec, obj: Any, group: ChunkGroup | None) -> RequestRec:
     trainer = training_sub_job(job)
@@ -84,10 +98,12 @@ def build_forward_backward(ctx: Ctx, job: JobRec, obj: Any, group: ChunkGroup | 
     store = ctx.store
     proposed = ctx.settings.profile == "proposed" and not ctx.state.mutant("fb-metrics-missing")
 
+    flip = ctx.state.mutant("avg-loss-flipped-large") and tensor_bytes(request) > LARGE_BATCH_BYTES
+
     def work() -> dict[str, Any]:
         out = store.engine.forward_backward(job.job_id, request)
         store.note_execution(job, group, forward_backward=True)
-        loss = float(out["avg_loss"])
+        loss = -float(out["avg_loss"]) if flip else float(out["avg_loss"])
         with store.lock:
             job.last_loss = loss
         return answers.render(m.ForwardBackwardResult(

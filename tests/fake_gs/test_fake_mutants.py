@@ -17,6 +17,7 @@ from idempotency_mutant_checks import IDEMPOTENCY_CHECKS
 from limit_mutant_checks import LIMIT_CHECKS
 from load_mutant_checks import LOAD_CHECKS
 from openapi_mutant_checks import OPENAPI_CHECKS
+from parity_mutant_checks import PARITY_CHECKS
 from recipe_mutant_checks import RECIPE_CHECKS
 from semantic_mutant_checks import SEMANTIC_CHECKS
 from strict_mutant_checks import STRICT_CHECKS
@@ -44,7 +45,7 @@ def test_registry_covers_the_required_mutants_with_real_clauses() -> None:
         assert mutant.description
         for cid in mutant.clauses:
             assert cid in CLAUSES, (mutant.name, cid)
-        assert mutant.clauses, mutant.name
+        assert mutant.clauses or mutant.parity, mutant.name
     with pytest.raises(ValueError):
         get_mutant("nope")
 
@@ -295,6 +296,7 @@ CHECKS.update(VERDICT_CHECKS)  # the corrected clauses' mutants (issue 10)
 CHECKS.update(HARDENING_CHECKS)  # hardening (issue 12)
 CHECKS.update(URL_RUN_CHECKS)  # the url-run mutants (issue 16)
 CHECKS.update(LOAD_CHECKS)  # the load mutants (issue 29)
+CHECKS.update(PARITY_CHECKS)  # the parity mutant (issue 25)
 
 
 def test_every_mutant_has_a_check() -> None:

@@ -1,0 +1,92 @@
+"""Dependencies, not cascades: the later exchanges a replay must not judge once one they
+depend on was not replayed, or was refused where the recording was answered.
+
+An exchange depends on an earlier one when its request names an id that the earlier
+exchange's recorded answer created (a job, a request, a checkpoint, a cursor, an export
+URL: an id-like string no exchange before it had named) and the replay has not learned that
+id's new spelling, or when it continues the chunk group the earlier request belonged to.
+Such an exchange is skipped "after #N" with #N's reason, and what it would have created is
+blocked in turn, so one lost call is one line of the report, not a hundred divergences.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+from urllib.parse import unquote
+
+from conformance.parity.compare import is_id_key
+from conformance.parity.resend import MIN_ID
+
+
+def _strings(value: Any, key: str = "", ids_only: bool = False) -> Iterator[str]:
+    """The strings inside a JSON value (only those under id-like keys, with ``ids_only``)."""
+    if isinstance(value, dict):
+        for k, v in value.items():
+            yield from _strings(v, str(k) if k not in ("json", "head", "tail") else key, ids_only)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _strings(v, key, ids_only)
+    elif isinstance(value, str) and len(value) >= MIN_ID and (not ids_only or is_id_key(key)):
+        yield value
+
+
+def chunk_group(req: Mapping[str, Any]) -> str | None:
+    """The chunk group a request chunk belongs to (None for any other request)."""
+    body = req.get("body") or {}
+    desc = (body.get("chunk") or {}).get("descriptor") or {}
+    group = desc.get("chunk_group_id") or ((body.get("rebuild") or {}).get("chunk") or {}).get("group")
+    return group if isinstance(group, str) and group else None
+
+
+def request_ids(req: Mapping[str, Any]) -> set[str]:
+    """Every id-like string a request names: path segments, query values, its chunk group,
+    the strings of its JSON body."""
+    out = {unquote(seg.partition(":")[0]) for seg in str(req.get("path", "")).split("/")}
+    out |= {str(v) for _, v in req.get("query") or []}
+    out |= set(_strings((req.get("body") or {}).get("json")))
+    group = chunk_group(req)
+    if group:
+        out.add(group)
+    return {s for s in out if len(s) >= MIN_ID}
+
+
+def answer_ids(resp: Mapping[str, Any]) -> set[str]:
+    """The strings under id-like keys of a recorded answer's JSON body."""
+    return set(_strings((resp.get("body") or {}).get("json"), ids_only=True))
+
+
+class Dependencies:
+    """Ids created by exchanges that were not replayed, and who is blocked by them."""
+
+    def __init__(self) -> None:
+        self.blocked: dict[str, tuple[int, str]] = {}
+        self.seen: set[str] = set()
+
+    def blocker(self, ex: Mapping[str, Any], learned: Mapping[str, str]) -> tuple[int, str] | None:
+        """``(#N, why)`` when ``ex`` names an id a not-replayed exchange #N created."""
+        for ident in sorted(request_ids(ex["request"])):
+            hit = self.blocked.get(ident)
+            if hit is not None and ident not in learned:
+                return hit
+        return None
+
+    def block(self, ex: Mapping[str, Any], root: tuple[int, str], learned: Mapping[str, str]) -> None:
+        """``ex`` was not replayed (or was refused): what it created cannot be named later."""
+        created = answer_ids(ex["response"]) - self.seen
+        group = chunk_group(ex["request"])
+        for ident in created | ({group} if group else set()):
+            if ident not in learned:
+                self.blocked.setdefault(ident, root)
+
+    def note(self, ex: Mapping[str, Any]) -> None:
+        """``ex`` has been handled: the ids it names are no longer new."""
+        self.seen |= request_ids(ex["request"]) | answer_ids(ex["response"])
+
+
+def refused(recorded: Mapping[str, Any], new: Mapping[str, Any]) -> str | None:
+    """Why the replay of an answered call created nothing (None when it did as recorded)."""
+    was, now = int(recorded.get("status") or 0), int(new.get("status") or 0)
+    if 200 <= was < 300 and not 200 <= now < 300:
+        return f"it answered {now or new.get('error', 'no answer')} where the recording got {was}"
+    return None
