@@ -24,7 +24,8 @@ import json
 import random
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import InitVar, dataclass, field
 from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
@@ -224,6 +225,8 @@ class HttpSession:
         self.rng = seams.get("rng") or random.Random()
         #: Unsafe calls are resent after ambiguous failures (with their key) once True.
         self.keys_supported = settings.idempotency_keys is True
+        #: Routes whose existence on this server is being learnt -> what says it is absent.
+        self.probed_routes: dict[str, Callable[[CortexHTTPError], bool]] = {}
         self.session.headers.update({"Accept": JSON})
         if settings.pat:
             self.session.headers.update(
@@ -232,6 +235,18 @@ class HttpSession:
 
     def close(self) -> None:
         self.session.close()
+
+    @contextmanager
+    def probing(self, route_name: str, absent: Callable[[CortexHTTPError], bool]) -> Iterator[None]:
+        """Within the block, a failure of ``route_name`` that ``absent`` reads as "no such
+        route here" is raised at once, not retried: the caller is learning whether this server
+        has the route at all (a proposed route on today's service), and resending a frame ten
+        times under the spec §3.5 policy to learn it would cost minutes."""
+        self.probed_routes[route_name] = absent
+        try:
+            yield
+        finally:
+            self.probed_routes.pop(route_name, None)
 
     def seams(self) -> Seams:
         """This session's seams, for a second session that must share them."""
@@ -330,13 +345,18 @@ class HttpSession:
         status = response.status_code
         policy = self.settings.retry
         retryable = (status in policy.statuses and failure.code not in NON_RETRYABLE_CODES
-                     and call.route.name != "create_job")
+                     and call.route.name != "create_job"
+                     and not self._route_absent(call.route.name, failure))
         # A 4xx is the server refusing the call; a 503 with Retry-After asks to come back
         # later; a 501 names a call the server does not have. Any other 5xx (a crash, a
         # gateway losing the backend) may follow execution.
         never_ran = (status < 500 or status == 501
                      or (status == 503 and bool(response.headers.get("Retry-After"))))
         self._judge(call, failure, never_ran=never_ran, retryable=retryable, cause=None)
+
+    def _route_absent(self, route_name: str, failure: CortexHTTPError) -> bool:
+        absent = self.probed_routes.get(route_name)
+        return absent is not None and absent(failure)
 
     def _judge(self, call: _Call, failure: CortexError, *, never_ran: bool, retryable: bool,
                cause: BaseException | None) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import zlib
+from collections.abc import Iterable
 from typing import Any
 
 from contract import wire

@@ -192,7 +192,10 @@ class CortexTransport:
         if choice == "operation" or route_name in self.absent_routes:
             return None
         try:
-            return send()
+            if choice != "auto":
+                return send()
+            with self.rest.http.probing(route_name, route_is_absent):
+                return send()
         except CortexHTTPError as exc:
             if choice != "auto" or not route_is_absent(exc):
                 raise
