@@ -19,6 +19,9 @@ class Runtime:
     embedded: bool = True
     randomize: bool = False
     shrink: bool = True
+    #: The answer forms (contract.forms) the target may use: every form against a URL, the
+    #: embedded fake's dialect's otherwise. Kit-form clauses are judged only outside them.
+    forms: frozenset[str] = frozenset()
 
 
 RUNTIME = Runtime()

@@ -6,17 +6,23 @@ the request-id and Retry-After headers are present, and the body's skeleton (key
 types, list lengths, tensor dtypes and shapes). Values are compared only where they are a
 protocol fact: enum-like strings (states, error codes, types), booleans, integers that are
 counters rather than clocks, and for floats only finiteness and sign. Ids are abstracted
-but must stay consistent with the ids learned so far; timestamps are ignored.
+but must stay consistent with the ids learned so far; timestamps are ignored. A difference
+one of the forms the spec allows explains (``contract.forms``: a request state spelled
+``completed``, a 422 detail list, an extra field, ...) is an equivalence: it is kept,
+accepted with the row's name, and fails no replay.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from contract.errors import REQUEST_ID_HEADER
+from contract.errors import REQUEST_ID_HEADER, is_error_envelope
+from contract.forms import FORMS
+from contract.states import JobState, normalize_job_state, normalize_request_state
 
 #: Strings compared by value: they name a state, a kind or an error, not data.
 VALUE_KEYS = frozenset({
@@ -219,10 +225,12 @@ def body_form(body: Mapping[str, Any] | None) -> str:
 
 
 def compare(recorded: Mapping[str, Any], new: Mapping[str, Any], ids: Mapping[str, str],
-            floats: str = "sign") -> list[Divergence]:
+            floats: str = "sign", forms: frozenset[str] | None = None) -> list[Divergence]:
     """Divergences between two tape ``response`` entries (``floats``: ``sign`` compares
     finiteness and sign only; ``close`` also the value, within a relative 1e-3, and tensor
-    contents by digest)."""
+    contents by digest). A difference one of ``forms`` (rows of contract.forms the new
+    server may answer in; None: every row, a server the kit did not build) explains is
+    accepted."""
     c = Comparer(ids, floats)
     if "error" in recorded or "error" in new:
         if ("error" in recorded) != ("error" in new):
@@ -247,4 +255,191 @@ def compare(recorded: Mapping[str, Any], new: Mapping[str, Any], ids: Mapping[st
         c.add("body", "form", rf, nf)
     elif rb and nb and rf in ("json", "frame", "chunk"):
         c.value(rb[rf], nb[rf], "body", "")
+    accept_allowed_forms(recorded, new, c.out, forms)
     return c.out
+
+
+# --- the forms the spec allows (contract.forms): equivalences, not divergences -------------
+
+@dataclass(frozen=True)
+class Pair:
+    """The two answers a divergence was found between, as a matcher reads them."""
+
+    recorded: Mapping[str, Any]
+    new: Mapping[str, Any]
+
+    def json(self, side: str) -> Any:
+        body = (self.recorded if side == "recorded" else self.new).get("body") or {}
+        return body.get("json") if isinstance(body, Mapping) else None
+
+    def at(self, side: str, path: str) -> Any:
+        """The value at a divergence's ``path`` (``body.jobs[0].status``), or None."""
+        node = self.json(side)
+        for part in re.findall(r"\.([^.\[]+)|\[(\d+)\]", path.removeprefix("body")):
+            key, index = part
+            if isinstance(node, Mapping) and "$list" in node:
+                node = node.get("head")
+            if key and isinstance(node, Mapping):
+                node = node.get(key)
+            elif index and isinstance(node, list) and int(index) < len(node):
+                node = node[int(index)]
+            else:
+                return None
+        return node
+
+    def status(self, side: str) -> int:
+        return int((self.recorded if side == "recorded" else self.new).get("status") or 0)
+
+
+Matcher = Callable[[Divergence, Pair], bool]
+
+
+def _leaf(d: Divergence) -> str:
+    return re.sub(r"\[\d+\]$", "", d.field).rsplit(".", 1)[-1]
+
+
+def _states(normalize: Callable[[object], str]) -> Matcher:
+    """A status word spelled another way the spec allows (same state once normalised)."""
+    def match(d: Divergence, p: Pair) -> bool:
+        return (d.kind == "value" and _leaf(d) == "status" and isinstance(d.recorded, str)
+                and isinstance(d.new, str) and normalize(d.recorded) == normalize(d.new))
+    return match
+
+
+def _missing(*names: str, where: str = "") -> Matcher:
+    """A field the spec lets a server leave out."""
+    return lambda d, p: d.kind == "missing" and _leaf(d) in names and where in d.field
+
+
+def _error_body(d: Divergence, p: Pair) -> bool:
+    """Both are refusals whose bodies take forms spec §3.6 allows: only the form differs."""
+    return (d.field.startswith("body") and p.status("recorded") >= 400 and p.status("new") >= 400
+            and is_error_envelope(p.json("recorded")) and is_error_envelope(p.json("new")))
+
+
+def _validation_422(d: Divergence, p: Pair) -> bool:
+    return d.kind == "status" and {d.recorded, d.new} == {400, 422} and is_error_envelope(p.json("new"))
+
+
+def _empty_success(d: Divergence, p: Pair) -> bool:
+    """A success with nothing in it, as 200 {}, 200 with no body, 202, 204, or (a cancel)
+    200 naming the job and its status."""
+    oks = {p.status("recorded"), p.status("new")} <= {200, 202, 204}
+    naming = d.kind == "extra" and _leaf(d) in ("job_id", "status") and p.json("recorded") in (None, {})
+    return oks and (d.kind in ("status", "form") or naming)
+
+
+def _poll_empty(d: Divergence, p: Pair) -> bool:
+    """An empty poll error / next_cursor as null or "", a request's error as its message."""
+    return (_leaf(d) in ("error", "next_cursor") and d.kind in ("type", "empty")
+            and all(p.at(s, d.field) in (None, "") or isinstance(p.at(s, d.field), (str, dict))
+                    for s in ("recorded", "new")))
+
+
+def _capped(d: Divergence, p: Pair) -> bool:
+    return (d.kind == "value" and _leaf(d) == "available_gpus" and isinstance(d.new, int)
+            and isinstance(d.recorded, int) and 0 <= d.new <= d.recorded)
+
+
+def _kind_at(leaf: str, *kinds: str) -> Matcher:
+    return lambda d, p: _leaf(d) == leaf and d.kind in kinds
+
+
+def _pages(d: Divergence, p: Pair) -> bool:
+    """Result-chunk pages cut otherwise (fewer events, a cursor where the other had none)."""
+    return ((d.kind == "length" and ".events" in d.field) or (_leaf(d) == "next_cursor" and d.kind in ("empty", "type", "id"))
+            or (d.kind == "length" and _leaf(d) == "payload_b64"))
+
+
+def _delivery(d: Divergence, p: Pair) -> bool:
+    """A tensor result inline or in result chunks: the result, its events and the cursor."""
+    return (_leaf(d) == "result" and d.kind == "type" and {d.recorded, d.new} <= {"frame", "null", "object"}) or _pages(d, p)
+
+
+def _polled_instead(d: Divergence, p: Pair) -> bool:
+    """bootstrap-router-replay answered with a request id to poll instead of inline (spec §7)."""
+    rec, new = p.json("recorded"), p.json("new")
+    return (d.kind in ("missing", "extra") and isinstance(new, Mapping) and "request_id" in new
+            and isinstance(rec, Mapping) and "bootstrapped" in rec)
+
+
+def _unknown_field(d: Divergence, p: Pair) -> bool:
+    """A field no contract model declares (a declared one appearing is a real difference)."""
+    return d.kind == "extra" and _leaf(d) not in DECLARED
+
+
+def _declared_fields() -> frozenset[str]:
+    from pydantic import BaseModel
+
+    from contract import models_answers
+
+    names: set[str] = set()
+    for value in vars(models_answers).values():
+        if isinstance(value, type) and issubclass(value, BaseModel):
+            names |= {info.alias or name for name, info in value.model_fields.items()}
+    return frozenset(names)
+
+
+#: Every field an answer model declares (contract.models_answers).
+DECLARED = _declared_fields()
+
+
+def _log_page(d: Divergence, p: Pair) -> bool:
+    """An opaque log cursor, or an empty non-EOF page while the job is placing."""
+    return (_leaf(d) in ("next_cursor", "cursor") and d.kind in ("id", "type", "empty")) or (
+        _leaf(d) in ("entries", "eof") and d.kind in ("length", "value"))
+
+
+def _cancelling(d: Divergence, p: Pair) -> bool:
+    return d.kind == "value" and _leaf(d) == "status" and {normalize_job_state(d.recorded), normalize_job_state(d.new)} \
+        == {JobState.CANCELLING, JobState.CANCELLED}
+
+
+def _abstracted(d: Divergence, p: Pair) -> bool:
+    """Nothing to accept: ids and timestamps are compared abstractly already."""
+    return False
+
+
+#: contract.forms row -> what a difference in that form looks like between two answers.
+EQUIVALENCES: dict[str, Matcher] = {
+    "request-state-spelling": _states(normalize_request_state),
+    "job-state-spelling": _states(normalize_job_state),
+    "id-shape": _abstracted,
+    "list-entry-minimal": lambda d, p: ".jobs[" in d.field and (
+        d.kind == "missing" or (d.kind == "length" and _leaf(d) == "sub_jobs")),
+    "job-optional-fields": _missing("submitted_by", "owner_role"),
+    "unknown-fields": _unknown_field,
+    "error-forms": _error_body,
+    "validation-422": _validation_422,
+    "delete-answer": _empty_success,
+    "cancel-answer": _empty_success,
+    "poll-empty-fields": _poll_empty,
+    "capacity-proto3": _missing("has_reservation", "max_total_gpus", "reserved_gpus", "in_use_gpus", "available_gpus"),
+    "capacity-capped": _capped,
+    "last-lr-list": _kind_at("last_lr", "type"),
+    "last-lr-scheduled": _kind_at("last_lr", "value", "sign"),
+    "save-id-server": _kind_at("checkpoint_id", "id", "empty"),
+    "save-result-fields": _missing("checkpoint_path", "checkpoint_tag"),
+    "request-id-header": lambda d, p: d.field == f"header {REQUEST_ID_HEADER.lower()}",
+    "short-pages": _pages,
+    "bootstrap-polled": _polled_instead,
+    "log-cursor": _log_page,
+    "cancelling-visible": _cancelling,
+    "timestamp-form": _abstracted,
+    "result-delivery": _delivery,
+}
+
+
+def accept_allowed_forms(recorded: Mapping[str, Any], new: Mapping[str, Any], found: list[Divergence],
+                         forms: frozenset[str] | None = None) -> None:
+    """Mark each divergence a form the spec allows (of ``forms``; None: any) explains as
+    accepted (an equivalence), naming the row and its section."""
+    pair = Pair(recorded, new)
+    rows = [(n, m) for n, m in EQUIVALENCES.items() if forms is None or n in forms]
+    for d in found:
+        if d.accepted is not None:
+            continue
+        for name, match in rows:
+            if match(d, pair):
+                d.accepted = f"allowed form {name} (spec §{FORMS[name].section})"
+                break
