@@ -79,12 +79,12 @@ def test_cancel_ended_job_conflicts(gs_raw, gs_new_job, gs_admin, end):
 
 
 @checks("CANCEL-BODY-2")
-def test_cancel_and_export_with_a_body_are_refused(gs_target, gs_raw, gs_ops, gs_job, gs_new_job):
+def test_cancel_and_export_with_a_body_are_refused(gs_target, gs_raw, gs_ops, gs_job, request):
     """A cancel or an export carrying a body is refused by the fake (spec §5.5, §5.8: no
     body); against a URL only the export is tried (a cancel taken would end a job)."""
     soft = Soft()
-    if gs_target.embedded:
-        job_id, _ = gs_new_job()
+    if gs_target.embedded:  # the extra job is asked for here only: a URL run plans none
+        job_id, _ = request.getfixturevalue("gs_new_job")()
         ans = gs_raw.call("cancel_job", json_body={"reason": "x"}, job_id=job_id)
         refused(ans, soft, "CANCEL-BODY-2", statuses=[400])
         gs_raw.cancel(job_id)

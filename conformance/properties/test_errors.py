@@ -75,10 +75,11 @@ FAMILIES: dict[str, tuple[Family, tuple[str, ...]]] = {
 }
 
 
-@checks("ERR-ENVELOPE-1", "ERR-CODE-1")
+@checks("ERR-ENVELOPE-1", "ERR-CODE-1", "ERR-STATUS-1")
 @pytest.mark.parametrize("family", sorted(FAMILIES))
 def test_refusals_use_the_envelope_and_code(gs_raw, gs_job, family):
-    """Each bad-input family: the envelope, the contract's code and that code's status."""
+    """Each bad-input family: the envelope, the contract's code and that code's status
+    (every other refusal a property judges is held to the kit's status too)."""
     call, codes = FAMILIES[family]
     ans = call(gs_raw, gs_job.job_id)
     soft = Soft()
