@@ -3,6 +3,7 @@ caps with Retry-After, and expiry of abandoned groups."""
 
 from __future__ import annotations
 
+import json
 import struct
 import time
 import uuid
@@ -30,6 +31,8 @@ def test_oversize_body(gs_raw, gs_job, route):
     if not gs_raw.target.embedded and route not in ("generate_stream", "forward_backward"):
         pytest.skip("against a real URL two 60 MiB uploads (generate-stream, forward-backward) are enough")
     data = b"\x00" * (MAX_BODY_BYTES + 1)
+    if route == "generate_stream":  # a valid request, too big: refused for its size alone
+        data = json.dumps({"prompts": ["a" * MAX_BODY_BYTES]}).encode()
     ctype = "application/json" if route == "step" else "application/octet-stream"
     ans = gs_raw.call(route, data=data, content_type=ctype, job_id=gs_job.job_id)
     soft = Soft()

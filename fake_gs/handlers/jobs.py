@@ -81,9 +81,14 @@ def _resolve_checkpoint(ctx: Ctx, i: int, cfg: SubJobConfig) -> CheckpointRec | 
     if info is None:
         return None
     loc = ("sub_job_configs", i, "source_checkpoint_info")
-    if "stage_info" in (info.model_extra or {}):  # CKPT-INIT-7: the server stamps it (spec §6.5)
+    if "stage_info" in (info.model_extra or {}) and not ctx.state.mutant("init-credentials-taken"):
+        # CKPT-INIT-7: the server stamps it (spec §6.5)
         message = "stage_info credentials are stamped by the server; clients must not send them"
         raise ApiError(ErrorCode.VALIDATION_FAILED, message, [detail_entry((*loc, "stage_info"), message)])
+    if not info.source_job_id and ctx.state.mutant("init-any-job"):
+        for job in reversed(ctx.store.list_jobs(ctx.owner, None)):
+            if info.checkpoint_id in job.checkpoints:
+                return job.checkpoints[info.checkpoint_id]
     if not info.source_job_id:  # CKPT-INIT-6: a new job's checkpoint is always another job's
         message = (f"checkpoint {info.checkpoint_id!r}: name the job that saved it with "
                    "source_job_id (spec §8.4)")
@@ -113,17 +118,17 @@ def source_checkpoints(ctx: Ctx, body: CreateJobRequest) -> list[InitFrom]:
     return out
 
 
-def check_debug_gate(body: CreateJobRequest) -> None:
+def check_debug_gate(ctx: Ctx, body: CreateJobRequest) -> None:
     """The fake's debug options are off (spec §5.1: the server gates them): a top-level
     ``debug`` block is refused, not silently ignored (JOB-DEBUG-2)."""
-    if "debug" in (body.model_extra or {}):
+    if "debug" in (body.model_extra or {}) and not ctx.state.mutant("debug-gate-open"):
         message = "debug options are not enabled on this server"
         raise ApiError(ErrorCode.VALIDATION_FAILED, message, [detail_entry(("debug",), message, "not_enabled")])
 
 
 async def create_job(ctx: Ctx) -> Response:
     body = await ctx.json_model(CreateJobRequest)
-    check_debug_gate(body)
+    check_debug_gate(ctx, body)
     check_models(ctx, body)
     job_id = requested_job_id(body, ctx.state.mutant("job-id-ignored"))
     check_config_rules(body, job_id, ctx.settings.mutant)
@@ -170,7 +175,7 @@ async def get_job(ctx: Ctx) -> Response:
 async def no_body(ctx: Ctx) -> None:
     """A call spec §5.5 / §5.8 sends with no body is refused when it carries one
     (CANCEL-BODY-2)."""
-    if await ctx.raw_body():
+    if await ctx.raw_body() and not ctx.state.mutant("body-taken"):
         message = f"{ctx.route.name} takes no body"
         raise ApiError(ErrorCode.VALIDATION_FAILED, message, [detail_entry((), message, "no_body")])
 
