@@ -178,7 +178,9 @@ async def save(ctx: Ctx) -> Response:
         raise ApiError(ErrorCode.INVALID_ID, f"checkpoint_id {printable(wanted_id or '')[:80]!r} {problem}",
                        [detail_entry(("checkpoint_id",), problem, ErrorCode.INVALID_ID)])
 
-    server_named = ctx.forms.use("save-id-server")  # the control plane may drop the caller's id
+    # The control plane may drop the caller's id (spec §6.3); without one, the kit's own
+    # step name is the server's naming already (the spec dialect names every save itself).
+    server_named = ctx.forms.use("save-id-server") and (wanted_id is not None or ctx.settings.dialect == "spec")
     bare = ctx.forms.use("save-result-fields")
 
     def work() -> dict[str, Any]:
