@@ -14,7 +14,8 @@ from openapi_spec_validator import validate
 from contract import wire
 from contract.clauses import CLAUSES
 from contract.limits import MAX_BODY_BYTES
-from contract.openapi import build_openapi, render
+from contract.openapi import SNAPSHOTS, build_openapi, render
+from contract.openapi_answers import REQUIRED
 from contract.openapi_bodies import dumps_sample
 from contract.openapi_examples import (
     EXAMPLE_CANCEL_JOB_ID,
@@ -25,9 +26,6 @@ from contract.openapi_examples import (
     FIRST_SAVE_IDS,
 )
 from contract.openapi_rules import REFUSALS, schemathesis_config
-from contract.clauses import CLAUSES
-from contract.openapi import SNAPSHOTS
-from contract.openapi_answers import REQUIRED
 from contract.routes import PREFIX_TEMPLATE, ROUTES, route, routes_for
 
 SNAPSHOT = Path(__file__).resolve().parents[2] / "contract" / "openapi.json"
