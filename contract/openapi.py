@@ -16,6 +16,7 @@ from contract import models as m
 from contract.errors import REQUEST_ID_HEADER
 from contract.idempotency import DATA_PLANE_ROUTES, IDEMPOTENCY_KEY_HEADER, MAX_KEY_CHARS
 from contract.limits import DEFAULT_MAX_EVENTS, MAX_EVENTS_CAP
+from contract.openapi_answers import require_as_clauses
 from contract.openapi_bodies import (
     error_body_schemas,
     json_bytes_body,
@@ -27,7 +28,6 @@ from contract.openapi_bodies import (
     sample_bodies,
     schema_ref,
 )
-from contract.openapi_answers import require_as_clauses
 from contract.openapi_examples import param_examples, request_examples
 from contract.openapi_rules import body_required, extensions, links, omitted_operations
 from contract.routes import PREFIX_TEMPLATE, ROUTES, Profile, Route, routes_for
