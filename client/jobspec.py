@@ -24,7 +24,7 @@ from pydantic import ValidationError
 from client.config import ONPREM_FIELDS, ClientConfig
 from client.errors import ConfigError
 from client.lifting import ds_optimizer
-from contract.jobrules import config_problems
+from contract.jobrules import client_config_problems
 from contract.models import CreateJobRequest
 
 #: ``ds_config`` keys lifted into typed ``training_config`` fields (not sent twice).
@@ -189,7 +189,8 @@ def plan_job(config: ClientConfig) -> JobPlan:
         model = CreateJobRequest.model_validate(body)
     except ValidationError as exc:
         raise ConfigError(f"the configured job shape is invalid: {exc}") from exc
-    problems = config_problems(model)  # sp_size, offload mode, multiplex id (spec §8.2/§8.3)
+    # sp_size, offload mode, multiplex id (spec §8.2/§8.3), PrimeRL's fused LM head (§8.2)
+    problems = client_config_problems(model)
     if problems:
         raise ConfigError("the service would refuse this job: "
                           + "; ".join(f"{'.'.join(map(str, p.loc))}: {p.message}" for p in problems))

@@ -19,7 +19,7 @@ from client.polling import iter_stream_events, wait_job_running, wait_request
 from client.transport import given
 from client.upload import split_frame, upload
 from contract.limits import MAX_BODY_BYTES
-from contract.models import ASYNC_OPERATIONS, SubmitResponse
+from contract.models import ASYNC_OPERATIONS, OPERATION_ANSWERS, SubmitResponse
 from contract.routes import OCTET, Route, prefix, route
 
 Payload = bytes | Mapping[str, Any]
@@ -36,6 +36,19 @@ def encode_frame(payload: Payload) -> bytes:
 
 #: Routes whose successful answer may be something other than a JSON object.
 _ANY_JSON = frozenset({"operation", "delete_checkpoint"})
+
+
+#: Fields of the inline operation answers (contract.models.OPERATION_ANSWERS) a submission
+#: answer never carries.
+_INLINE_FIELDS = frozenset(
+    name for model in OPERATION_ANSWERS.values() for name in model.model_fields
+) - frozenset(SubmitResponse.model_fields)
+
+
+def is_submission(answer: Any) -> bool:
+    """``{request_id, job_id}`` to poll (spec §3.1), whatever unknown fields ride along."""
+    return (isinstance(answer, Mapping) and isinstance(answer.get("request_id"), str)
+            and "job_id" in answer and not _INLINE_FIELDS & set(answer))
 
 
 def _operation_name(r: Route) -> str:
@@ -241,13 +254,14 @@ class CortexRestClient:
         return answer
 
     def operation_result(self, job_id: str, operation_type: str, answer: Any) -> Any:
-        """An operation's result: async types (and bare submit answers) are waited on.
+        """An operation's result: async types (and submit answers) are waited on.
 
-        Inline acknowledgements may carry a ``request_id`` of their own (cancel-request
-        names the request it cancelled), so the id alone does not mean "poll me".
+        Spec §7: an answer holding a request_id is polled. Inline acknowledgements may carry
+        a ``request_id`` of their own (cancel-request names the request it cancelled), so
+        the id alone does not mean "poll me": a submission also names its job and none of
+        an inline answer's fields; fields nobody declares (spec §11) do not hide one.
         """
-        bare_submit = isinstance(answer, Mapping) and set(answer) <= set(SubmitResponse.model_fields)
-        if operation_type in ASYNC_OPERATIONS or bare_submit:
+        if operation_type in ASYNC_OPERATIONS or is_submission(answer):
             return self.result(job_id, answer, route_name="operation")
         return answer
 

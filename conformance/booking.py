@@ -127,6 +127,7 @@ def finish(config: pytest.Config, options: Any) -> None:
         settings=options.describe(),
         url=not options.embedded,
         require_all=options.require_all,
+        forms=options.forms,
     )
     if not options.embedded:
         results.cost = COST.summary() | ({"reused_job": options.job_id} if options.job_id else {})

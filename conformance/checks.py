@@ -12,8 +12,9 @@ from collections.abc import Iterable
 from typing import Any
 
 from conformance.driver_raw import Answer
+from conformance.runtime import RUNTIME
 from conformance.verdict import Soft, expect
-from contract.clauses import clause
+from contract.clauses import Clause, clause
 from contract.errors import (
     REQUEST_ID_HEADER,
     SPEC_STRING_CODES,
@@ -21,6 +22,11 @@ from contract.errors import (
     ErrorCode,
     is_error_envelope,
 )
+from contract.forms import kit_form_judged
+from contract.limits import TRANSIENT_STATUSES
+
+#: The 4xx statuses spec §3.5's client retries: a refusal answered so is retried ten times.
+RETRIED = frozenset(s for s in TRANSIENT_STATUSES if s < 500)
 
 UUID_RE = re.compile(
     r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
@@ -53,6 +59,12 @@ def no_5xx(ans: Answer, soft: Soft | None = None, cid: str = "ERR-NO500-1") -> N
         soft.expect(cid, ok, msg)
 
 
+def kit_form(cid: str) -> bool:
+    """Whether kit-form clause ``cid`` is judged here: not when the target may answer in a
+    form the spec allows instead (contract.forms; every form against a URL)."""
+    return kit_form_judged(cid, RUNTIME.forms)
+
+
 def refused(
     ans: Answer,
     soft: Soft,
@@ -60,33 +72,25 @@ def refused(
     codes: Iterable[str | ErrorCode] | None = None,
     statuses: Iterable[int] | None = None,
 ) -> bool:
-    """``ans`` is a refusal: 4xx, never 5xx, enveloped, with one of ``codes`` / ``statuses``.
+    """``ans`` is a refusal, judged by the letter for ``cid``: a 4xx with a spec §3.6 body
+    (ERR-ENVELOPE-1), never a 5xx (ERR-NO500-1), with the status the cited section names
+    (``Clause.statuses``) where it names one; else any 4xx, and for a refusal the kit
+    answers with another status, not one spec §3.5's client retries (404, 409, 429).
 
-    The clause ``cid`` gets the status judgement. The kit's string codes are decided: a
-    server may answer an integer code or a bare detail list instead (spec §3.6), so a code
-    is judged only when the body carries a string one, and a wrong one fails ``cid`` only
-    when ``cid`` is itself decided (else ERR-CODE-1). The spec's own string code
-    (chunk_group_restart_required) is always required. ERR-CODE-1 also checks the status
-    matches the string code the server chose (contract.errors.STATUS_OF); ERR-NO500-1 and
-    ERR-ENVELOPE-1 are judged too.
+    ``codes`` / ``statuses`` are the kit's: a decided ``cid`` whose kit status is not the
+    invalid-input 400 is held to them itself (415, 404, 409: what the clause decides);
+    otherwise the kit's status is judged under ERR-STATUS-1 (a kit form: a server may
+    answer a validation failure 422, spec §3.6). A string code is judged when the body
+    carries one (ERR-CODE-1, or ``cid`` for the spec's own code or a decided ``cid``).
     """
     no_5xx(ans, soft)
     envelope(ans, soft)
     wanted = [str(c) for c in codes or ()]
-    allowed = set(
-        statuses or {STATUS_OF[ErrorCode(c)] for c in wanted if c in ErrorCode._value2member_map_}
-    )
-    if not soft.expect(
-        cid, 400 <= ans.status < 500, f"expected a 4xx refusal, got {ans.status}: {ans.raw[:200]!r}"
-    ):
+    kit = set(statuses or {STATUS_OF[ErrorCode(c)] for c in wanted if c in ErrorCode._value2member_map_})
+    if not soft.expect(cid, 400 <= ans.status < 500,
+                       f"expected a 4xx refusal, got {ans.status}: {ans.raw[:200]!r}"):
         return False
-    ok = True
-    if allowed:
-        ok = soft.expect(
-            cid,
-            ans.status in allowed,
-            f"expected status {sorted(allowed)}, got {ans.status}: {ans.raw[:200]!r}",
-        )
+    ok = _refusal_status(ans, soft, clause(cid), kit)
     code = ans.code
     spec_code = any(c in SPEC_STRING_CODES for c in wanted)
     if wanted and (code is not None or spec_code):
@@ -100,6 +104,36 @@ def refused(
             f"code {code} must be answered with {want}, got {ans.status}",
         )
     return ok
+
+
+def _refusal_status(ans: Answer, soft: Soft, c: Clause, kit: set[int]) -> bool:
+    """The status of a 4xx refusal: the clause's own statuses, else not a retried one;
+    then the kit's (on the clause when it decides that status, else ERR-STATUS-1)."""
+    got = f"{ans.status}: {ans.raw[:200]!r}"
+    named = set(c.statuses)
+    ok = True
+    if named:
+        ok = soft.expect(c.id, ans.status in named, f"spec §{c.spec_section} names {sorted(named)}, got {got}")
+    elif kit and not kit & RETRIED:
+        ok = soft.expect(c.id, ans.status not in RETRIED,
+                         f"a refusal answered {got}, a status spec §3.5's client retries as transient")
+    if not kit or kit <= named:
+        return ok
+    if c.source == "decided" and kit != {400}:
+        return soft.expect(c.id, ans.status in kit, f"expected status {sorted(kit)}, got {got}") and ok
+    if kit_form("ERR-STATUS-1"):
+        soft.expect("ERR-STATUS-1", ans.status in kit, f"the kit answers this refusal {sorted(kit)}, got {got}")
+    return ok
+
+
+def cancel_answer(ans: Answer, soft: Soft, cid: str, when: str) -> None:
+    """A cancel taken: a 2xx (``cid``; sent with no body, CANCEL-BODY-1), the kit's 200 {}
+    (CANCEL-ANSWER-1, where kit forms are judged)."""
+    got = f"{ans.status}: {ans.raw[:200]!r}"
+    soft.expect(cid, ans.ok, f"cancel of a {when} job answered {got}")
+    soft.expect("CANCEL-BODY-1", ans.ok, f"a cancel with no body and no content type answered {got}")
+    if kit_form("CANCEL-ANSWER-1"):
+        soft.expect("CANCEL-ANSWER-1", ans.status == 200 and ans.body == {}, f"the kit answers 200 {{}}, got {got}")
 
 
 def has_request_id_header(ans: Answer, soft: Soft, cid: str = "ADDR-REQID-1") -> None:

@@ -19,6 +19,7 @@ from conformance import bodies
 from conformance.cost import COST
 from conformance.recorder import RECORDER
 from conformance.target import Target
+from contract.errors import REQUEST_ID_HEADER
 from contract.routes import route_of
 
 
@@ -28,6 +29,9 @@ class Sent:
     url: str
     content_type: str
     body: bytes
+    #: The answer's status and x-snowflake-request-id header (None: it carried none).
+    status: int = 0
+    request_id_header: str | None = None
 
     def calls(self, name: str) -> bool:
         """Whether this request is a call of the route ``name`` (contract.routes)."""
@@ -100,7 +104,8 @@ class ClientDriver:
             else b""
         )
         self.sent.append(
-            Sent(req.method or "", req.url or "", req.headers.get("Content-Type", ""), body)
+            Sent(req.method or "", req.url or "", req.headers.get("Content-Type", ""), body,
+                 response.status_code, response.headers.get(REQUEST_ID_HEADER))
         )
 
     @property

@@ -3,8 +3,8 @@
 On a real service every job costs GPUs, so a run creates one job (or reuses
 ``--gs-job-id``) and records what its start-up showed: the create answer, the statuses
 it went through, a data-plane call made before it was running and a ``tail-logs`` call
-made while it was placing. Properties for JOB-CREATE-1, JOB-STATE-1, JOB-RUNNING-1 and
-OP-LOGS-1 judge those records instead of paying for more jobs.
+made while it was placing. Properties for JOB-CREATE-1, JOB-STATE-1, JOB-RUNNING-1,
+OP-RUNNING-1 and OP-LOGS-2 judge those records instead of paying for more jobs.
 """
 
 from __future__ import annotations
@@ -32,6 +32,8 @@ class SharedJob:
     create_answer: Answer | None = None
     startup_statuses: list[str] = field(default_factory=list)
     not_running_probes: list[tuple[str, Answer]] = field(default_factory=list)
+    #: An operation other than tail-logs tried before running (spec §7 refuses it).
+    not_running_ops: list[tuple[str, Answer]] = field(default_factory=list)
     placing_tail_logs: Answer | None = None
 
     def sub_job(self, job_type: str) -> dict[str, Any] | None:
@@ -141,6 +143,9 @@ def start_shared_job(
             shared.not_running_probes.append(
                 (raw, driver.call("step", json_body={}, job_id=job_id))
             )
+            shared.not_running_ops.append((raw, driver.operation(job_id, {
+                "operation_type": "router-replay-discard", "sub_job_type": "sampling",
+                "payload": {"sample_ids": ["gs-not-running-probe"]}})))
             if state == JobState.PLACING and shared.placing_tail_logs is None:
                 shared.placing_tail_logs = driver.operation(
                     job_id, {"operation_type": "tail-logs", "payload": {"max_lines": 5}}

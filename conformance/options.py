@@ -19,6 +19,7 @@ from typing import Any, Literal, get_args
 import pytest
 
 from conformance.results import clause_ids
+from contract.forms import DIALECTS
 from contract.models_catalog import SMALLEST_TRAINING_MODEL
 from contract.routes import DEFAULT_ENDPOINT
 from contract.tape_store import BODY_MODES, BUDGET_MIB
@@ -30,8 +31,6 @@ PROFILES: tuple[str, ...] = get_args(SuiteProfile)
 ENGINES = ("shape", "tiny")
 STATUS_STYLES = ("short", "enum")
 DELIVERIES = ("auto", "inline", "chunks")
-#: Answer forms of the embedded fake (fake-gs --dialect): the kit's own, or the spec's others.
-DIALECTS = ("kit", "spec")
 
 #: Default hypothesis examples per property: cheap against a real service, wider on the fake.
 EXAMPLES_REAL = 5
@@ -165,9 +164,12 @@ OPTIONS: tuple[Option, ...] = (
          choices=STATUS_STYLES),
     _opt("delivery", "Result delivery form of the embedded fake.", _F, default="auto",
          choices=DELIVERIES),
-    _opt("dialect", "Answer forms: kit (the fake's own) or spec (integer error codes, detail "
-         "lists, '' poll fields, last_lr lists, ... : the other forms the spec allows).", _F,
+    _opt("dialect", "Answer forms: kit (the fake's own), spec (integer error codes, detail "
+         "lists, '' poll fields, last_lr lists, ... : the other forms the spec allows) or any "
+         "(a seeded choice among every form of contract.forms, per answer).", _F,
          flags=("--dialect", "--gs-dialect"), default="kit", choices=DIALECTS),
+    _opt("fake_seed", "Seed of the embedded fake (its synthesised values and, with --dialect "
+         "any, its choice of forms).", _F, kind="int", default=0),
     _opt("report", "HTML (or .md/.json/.txt by suffix) report path.", _O),
     _opt("markdown", "Markdown report path.", _O, plugin=False, is_field=False),
     _opt("junit", "JUnit XML path (one testcase per clause).", _O),
@@ -212,6 +214,15 @@ class _Derived:
         return not o.url
 
     @property
+    def forms(self) -> frozenset[str]:
+        """The answer forms (contract.forms) the target may use: the embedded fake's
+        dialect's, every form the spec allows for a URL."""
+        from contract.forms import forms_of
+
+        o: Any = self
+        return forms_of(o.dialect if self.embedded else None)
+
+    @property
     def n_examples(self) -> int:
         o: Any = self
         if o.examples is not None:
@@ -241,6 +252,8 @@ class _Derived:
         }
         if self.embedded:
             out |= {"status_style": o.status_style, "delivery": o.delivery, "dialect": o.dialect}
+            if o.fake_seed:
+                out["fake_seed"] = o.fake_seed
         if o.mutant:
             out["mutant"] = o.mutant
         if o.job_id:

@@ -55,6 +55,7 @@ def pytest_configure(config: pytest.Config) -> None:
     RUNTIME.randomize = options.randomize
     RUNTIME.shrink = not options.no_shrink
     RUNTIME.secrets = run_secrets(options)
+    RUNTIME.forms = options.forms
     config.stash[booking.BOOK] = ClauseBook()
     config.stash[booking.STARTED] = time.monotonic()
     start_run_tape(config, options)

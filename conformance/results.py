@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from contract.clauses import AREAS, CLAUSES, Clause, ClauseProfile, for_profile
+from contract.forms import kit_form_judged, why_not_judged
 
 Outcome = Literal["passed", "failed", "skipped"]
 Status = Literal["green", "red", "skipped", "not-applicable"]
@@ -103,7 +104,7 @@ def _verdict(
     clause: Clause,
     outcomes: Sequence[TestOutcome],
     why_absent: str,
-    in_profile: str | None = None,
+    not_applicable: str | None = None,
     url: bool = False,
 ) -> ClauseVerdict:
     mine = [o for o in outcomes if clause.id in o.clauses]
@@ -121,8 +122,8 @@ def _verdict(
             enable=enabler(reason) if status == "skipped" else "",
         )
 
-    if in_profile is not None:
-        return verdict("not-applicable", f"outside profile {in_profile}")
+    if not_applicable is not None:
+        return verdict("not-applicable", not_applicable)
 
     failed = [o for o in mine if o.failed_on(clause.id)]
     if failed:
@@ -255,17 +256,25 @@ class ClauseBook:
         settings: dict[str, Any] | None = None,
         url: bool = False,
         require_all: bool = False,
+        forms: Iterable[str] = (),
     ) -> RunResults:
         """Verdicts of every clause (of ``selected`` when given): those of ``profile`` judged,
-        the rest not-applicable. ``url``: the target is a real server, not the embedded fake."""
+        the rest not-applicable. ``url``: the target is a real server, not the embedded fake.
+        ``forms``: the answer forms (contract.forms) the target may use; a decided clause
+        pinning the kit's own form where one of them is allowed is not-applicable."""
         chosen = tuple(selected)
         judged = {c.id for c in for_profile(profile)}
+        allowed = frozenset(forms)
         clauses = [c for c in CLAUSES.values() if not chosen or c.id in chosen]
         outcomes = list(self.outcomes.values())
         why = "no property in this run checks it"
-        verdicts = [
-            _verdict(c, outcomes, why, None if c.id in judged else profile, url) for c in clauses
-        ]
+
+        def outside(c: Clause) -> str | None:
+            if c.id not in judged:
+                return f"outside profile {profile}"
+            return None if kit_form_judged(c.id, allowed) else why_not_judged(c.id, allowed)
+
+        verdicts = [_verdict(c, outcomes, why, outside(c), url) for c in clauses]
         tally = {"passed": 0, "failed": 0, "skipped": 0}
         for o in outcomes:
             tally[o.outcome] += 1

@@ -22,6 +22,9 @@ class Runtime:
     #: The run's credentials (its tokens, the embedded fake's admin token): scrubbed from
     #: every failing example, skip reason and failure text the reports show.
     secrets: tuple[str, ...] = ()
+    #: The answer forms (contract.forms) the target may use: every form against a URL, the
+    #: embedded fake's dialect's otherwise. Kit-form clauses are judged only outside them.
+    forms: frozenset[str] = frozenset()
 
 
 RUNTIME = Runtime()

@@ -181,6 +181,7 @@ class EmbeddedFakes:
             "status_style": o.status_style,
             "result_delivery": o.delivery,
             "dialect": o.dialect,
+            "seed": o.fake_seed,
             "engine": o.engine,
             "mutant": o.mutant,
             "log_level": "warning",

@@ -1,6 +1,6 @@
-"""``python -m contract openapi|schemathesis-config|clauses|coverage|demo``: print the
-document or its schemathesis config, list clauses (with their sources), print the spec
-coverage table, or demo."""
+"""``python -m contract openapi|schemathesis-config|clauses|coverage|spec-index|demo``: print
+the document or its schemathesis config, list clauses (with their sources), print the spec
+coverage table or the spec's term index, or demo."""
 
 from __future__ import annotations
 
@@ -41,6 +41,9 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("clauses", help="list every clause with its source")
     cov = sub.add_parser("coverage", help="the spec sections and the clauses judging each (Markdown)")
     cov.add_argument("--output", "-o", help="write to a file instead of stdout")
+    idx = sub.add_parser("spec-index", help="the terms of each spec section (JSON), from the spec's text")
+    idx.add_argument("--spec", required=True, help="path of DSS-Server-API-Specification.md")
+    idx.add_argument("--output", "-o", help="write to a file instead of stdout")
     sub.add_parser("demo", help="build the document and round-trip a frame")
     args = parser.parse_args(argv)
     if args.cmd in ("openapi", "schemathesis-config"):
@@ -58,6 +61,11 @@ def main(argv: list[str] | None = None) -> int:
         from contract.spec import coverage_markdown
 
         return _emit(coverage_markdown(), args.output)
+    if args.cmd == "spec-index":
+        from contract.spec_index import render_index
+
+        with open(args.spec, encoding="utf-8") as fh:
+            return _emit(render_index(fh.read()), args.output)
     return _demo()
 
 

@@ -102,3 +102,28 @@ def lora_config(cfg: SubJobConfig) -> dict[str, Any] | None:
     if isinstance(out["target_modules"], list):
         out["target_modules"] = sorted(str(m) for m in out["target_modules"])
     return out
+
+
+def _prime_rl(i: int, cfg: SubJobConfig) -> Problem | None:
+    """The reference client refuses a PrimeRL config whose fused cross-entropy (on unless
+    set false) meets an fp32 LM head or a chunked fused LM head (spec §8.2)."""
+    prime = extras(cfg).get("prime_rl") if cfg.training_config is not None else None
+    if not isinstance(prime, Mapping) or prime.get("fused_cross_entropy", True) is False:
+        return None
+    chunk = prime.get("fused_lm_head_token_chunk_size")
+    if prime.get("fp32_lm_head") is True or (isinstance(chunk, int) and not isinstance(chunk, bool)):
+        return Problem("CLIENT-CONFIG-1", _loc(i, cfg, "prime_rl"),
+                       "fused_cross_entropy cannot be combined with fp32_lm_head or "
+                       "fused_lm_head_token_chunk_size")
+    return None
+
+
+def client_config_problems(body: CreateJobRequest) -> list[Problem]:
+    """The rules the reference client checks before sending a create body on top of the
+    service's (spec §8.2): what a client must refuse locally."""
+    found = config_problems(body)
+    for i, cfg in enumerate(body.sub_job_configs):
+        problem = _prime_rl(i, cfg)
+        if problem is not None:
+            found.append(problem)
+    return found

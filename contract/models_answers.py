@@ -47,8 +47,24 @@ class Job(Body):
     sub_jobs: list[SubJob] = Field(default_factory=list)
 
 
+class JobListEntry(Body):
+    """A listed job: spec §5.3 shows job_id, status and sub_jobs (JOB-LIST-1); the kit lists
+    the whole job object (JOB-LIST-3), so the other fields are optional here."""
+
+    job_id: str
+    status: str
+    sub_jobs: list[SubJob]
+    reason: str | None = None
+    created_at: str | None = None
+    updated_at: str | None = None
+    image_tag: str | None = None
+    submitted_by: str | None = None
+    owner_role: str | None = None
+    experiment_name: str | None = None
+
+
 class JobList(Body):
-    jobs: list[Job]
+    jobs: list[JobListEntry]
 
 
 class Capacity(Body):
@@ -91,7 +107,15 @@ class ExportResponse(Body):
 
 
 class EmptyObject(Body):
-    """``{}``: cancel's answer and a successful terminal request without a result."""
+    """``{}``: a delete's answer and a successful terminal request without a result."""
+
+
+class CancelJobResponse(Body):
+    """A cancel's success: ``{}`` in the kit's form (CANCEL-ANSWER-1); spec §5.5 leaves the
+    body open (a server may name the job and its status)."""
+
+    job_id: str | None = None
+    status: str | None = None
 
 
 # --- data plane: submissions --------------------------------------------------------------
@@ -232,8 +256,10 @@ class ForwardBackwardResult(Body):
 
 
 class PeakMemory(Body):
-    gpu_peak: float
-    cpu_peak: float
+    """Byte counts (spec §6.2)."""
+
+    gpu_peak: int = Field(..., ge=0)
+    cpu_peak: int = Field(..., ge=0)
 
 
 class StepResult(Body):
@@ -245,9 +271,12 @@ class StepResult(Body):
 
 
 class SaveResult(Body):
+    """spec §6.3: consumers use the fields present; the id is authoritative (the kit sends
+    all three: SAVE-RESULT-2)."""
+
     checkpoint_id: str
-    checkpoint_path: str
-    checkpoint_tag: str
+    checkpoint_path: str | None = None
+    checkpoint_tag: str | None = None
     checkpoint_type: CheckpointType | None = None
     global_steps: int | None = None
 
@@ -294,6 +323,8 @@ class LogProbsResult(Body):
 OPERATION_RESULTS: dict[str, type[Body]] = {
     "forward": ForwardResult,
     "weight-sync": WeightSyncResult,
+    # Inline on the kit's fake; polled where a deployment answers a request id (spec §7).
+    "bootstrap-router-replay": BootstrapRouterReplayResult,
 }
 
 
@@ -371,10 +402,10 @@ class DetailListError(BaseModel):
 
 __all__ = [
     "OPERATION_ANSWERS", "OPERATION_RESULTS", "PROPOSED_METRIC_KEYS", "BootstrapRouterReplayResult",
-    "CancelRequestResult", "Capacity", "Checkpoint", "CheckpointList", "ChunkAccepted",
+    "CancelJobResponse", "CancelRequestResult", "Capacity", "Checkpoint", "CheckpointList", "ChunkAccepted",
     "CreateJobResponse", "DetailListError", "EmptyObject", "ErrorDetail", "ErrorEnvelope", "ExperimentRun",
     "ExportFile", "ExportResponse", "ForwardBackwardResult", "ForwardResult", "GenerateResult",
-    "GenerateStreamSubmitResponse", "InlineFrame", "Job", "JobList", "LoadResult", "LogProbsResult",
+    "GenerateStreamSubmitResponse", "InlineFrame", "Job", "JobList", "JobListEntry", "LoadResult", "LogProbsResult",
     "MessageCodeError",
     "PeakMemory", "PollEvent", "RequestStatus", "ResetPrefixCacheResult", "ResultChunkEvent",
     "RouterReplayDiscardResult", "SaveResult", "StatementColumn", "StatementMetaData", "StatementResult", "StepResult", "StreamDoneEvent", "StreamErrorEvent",

@@ -16,6 +16,7 @@ from contract import models as m
 from contract.errors import REQUEST_ID_HEADER
 from contract.idempotency import DATA_PLANE_ROUTES, IDEMPOTENCY_KEY_HEADER, MAX_KEY_CHARS
 from contract.limits import DEFAULT_MAX_EVENTS, MAX_EVENTS_CAP
+from contract.openapi_answers import require_as_clauses
 from contract.openapi_bodies import (
     error_body_schemas,
     json_bytes_body,
@@ -38,12 +39,13 @@ ERROR_STATUSES: dict[str, str] = {
     "409": "Conflict: job state or chunk group",
     "413": "Body too large",
     "415": "Wrong content type",
+    "422": "Invalid input, as a detail list naming each bad field (spec §3.6's validation form)",
     "429": "Limit reached (Retry-After says when to try again)",
     "503": "Temporarily unavailable (Retry-After says when to try again)",
 }
 _PARAM = re.compile(r"{([a-z_]+)}")
 _DESCRIPTIONS: dict[str, str] = {
-    "job_id": "Job id (a UUID string; opaque to clients).",
+    "job_id": "Job id (opaque to clients: the kit's are UUIDs, spec §5.1 shows others).",
     "request_id": "Request id returned by a scheduling call.",
     "checkpoint_id": "Checkpoint id, e.g. global_step12.",
     "database": "Database name.",
@@ -142,6 +144,8 @@ def _error_statuses(route: Route) -> dict[str, str]:
         out["501"] = "Not implemented for this target"
     if route.name == "get_request":
         out["410"] = "The result was freed (read to the end, or pushed out by newer unread results)"
+    if route.name == "cancel_job":
+        out["412"] = "The job ended (terminated or failed): a precondition-style refusal (spec §5.5)"
     return out
 
 
@@ -158,8 +162,13 @@ def _responses(route: Route, components: dict[str, Any], error: dict[str, Any],
     if found:
         ok["links"] = found
     out: dict[str, Any] = {str(route.success_status): ok}
-    if route.name == "delete_checkpoint":
-        out["204"] = {"description": "Deleted (the spec's form: no body)", "headers": headers}
+    if route.name == "delete_checkpoint":  # spec §5.9: 200/204, no body returned
+        ok.pop("content", None)
+        ok["description"] = "Deleted: no body (the kit's fake sends {})"
+        out["204"] = {"description": "Deleted (no body)", "headers": headers}
+    if route.name == "cancel_job":  # spec §5.5: "an idempotent success"
+        out["202"] = {**ok, "description": "Cancellation accepted"}
+        out["204"] = {"description": "Cancellation accepted (no body)", "headers": headers}
     if route.chunked:
         out["202"] = {
             "description": "A non-final request chunk was accepted (no request_id)",
@@ -195,6 +204,7 @@ def _refine_components(components: dict[str, Any]) -> None:
     for payload in m.OPERATION_PAYLOADS.values():
         schema_ref(payload, components)
     relax_dialects(components)
+    require_as_clauses(components)
 
 
 def build_openapi(profile: Profile = "proposed") -> dict[str, Any]:
@@ -220,9 +230,12 @@ def build_openapi(profile: Profile = "proposed") -> dict[str, Any]:
             op["requestBody"] = body
         paths.setdefault(PREFIX_TEMPLATE + r.path, {})[r.method.lower()] = op
     _refine_components(components)
+    what = ("today's documented surface: every form the published spec allows, answers open"
+            if profile == "current" else "every route the kit asks for (current + proposed)")
     return {
         "openapi": "3.1.0",
-        "info": _INFO,
+        "info": {**_INFO, "title": f"{_INFO['title']}, profile {profile}",
+                 "description": f"Profile {profile}: {what}. {_INFO['description']}"},
         "servers": [{"url": "http://127.0.0.1:8080"}],
         "x-gs-omitted-operations": omitted_operations(),
         "paths": paths,
@@ -239,8 +252,13 @@ def build_openapi(profile: Profile = "proposed") -> dict[str, Any]:
 
 
 def render(profile: Profile = "proposed") -> str:
-    """The document as stable, sorted JSON text (what the snapshot holds)."""
+    """The document as stable, sorted JSON text (what the snapshots hold)."""
     return json.dumps(build_openapi(profile), indent=2, sort_keys=True) + "\n"
+
+
+#: The committed documents: the current profile's (what a server of today is held to) and
+#: the proposed one's (every route the kit asks for), each checked for drift by a test.
+SNAPSHOTS: dict[Profile, str] = {"current": "openapi-current.json", "proposed": "openapi.json"}
 
 
 __all__ = ["ROUTES", "build_openapi", "render"]

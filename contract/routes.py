@@ -95,7 +95,7 @@ ROUTES: tuple[Route, ...] = (
     Route("get_job", "GET", "/{job_id}", "none", "sync", "current", "Get a job",
           response_model=m.Job),
     Route("cancel_job", "POST", "/{job_id}:cancel", "none", "sync", "current", "Cancel a job",
-          response_model=m.EmptyObject),
+          response_model=m.CancelJobResponse),
     Route("get_experiment_run", "GET", "/{job_id}/experiment-run", "none", "sync", "current",
           "Experiment and run names of a job", response_model=m.ExperimentRun),
     Route("list_checkpoints", "GET", "/{job_id}/checkpoints", "none", "sync", "current",

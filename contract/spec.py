@@ -46,7 +46,7 @@ _OUTLINE = """
 3.1    rules    Asynchronous request model
 3.2    rules    Job states
 3.3    rules    Request states
-3.4    rules    Poll timing defaults | Defaults of the reference client's poller; they promise nothing about a server's answers.
+3.4    rules    Poll timing defaults
 3.5    rules    Retries
 3.6    rules    Error bodies
 4      rules    Endpoint index | An index of the routes; each route is judged under its own section (§5, §6, §7).
@@ -74,8 +74,8 @@ _OUTLINE = """
 7.2    rules    Weight sync
 7.3    rules    LoRA adapter sync
 7.4    rules    Bootstrap router replay
-7.5    rules    Router replay discard | Judged together with §7.4 by OP-ROUTER-1 (both router-replay operations answer inline).
-7.6    rules    Reset prefix cache
+7.5    rules    Router replay discard | Its inline answer is judged under §7 (OP-ROUTER-1); the extra payload's precedence is the reference client's.
+7.6    rules    Reset prefix cache | The payload shown is the reference client's defaults; the inline answer is judged under §7 (OP-RESET-1), refusing a training receiver is the kit's (OP-RESET-2).
 7.7    rules    Cancel request
 7.8    rules    Tail logs
 7.9    rules    zmd-events (unsupported) | The spec marks the operation unsupported by today's server; there is nothing to hold a server to.
@@ -83,7 +83,7 @@ _OUTLINE = """
 8.1    rules    SubJobConfig
 8.2    rules    TrainingConfig
 8.3    rules    InferenceConfig
-8.4    rules    source_checkpoint_info | Judged with create-time initialisation under §6.5 (CKPT-INIT-2 needs its checkpoint_id).
+8.4    rules    source_checkpoint_info
 8.5    rules    Memory-diagnostics settings | peak_memory is judged under §6.2 (STEP-MEM-1); the allocator telemetry events go to a stream the API does not expose.
 9      group    DSSST1 binary wire protocol
 9.1    rules    Why DSSST1 (no pickle)
@@ -146,12 +146,31 @@ def source_problems(clauses: Iterable[Clause] | None = None) -> list[str]:
 
 
 def coverage_gaps() -> list[str]:
-    """Rules sections with neither a clause nor a written reason (must be empty)."""
+    """Rules sections with neither a clause nor a written reason (must be empty), and
+    sections holding a checkable rule (``contract.spec_rules``) that no clause cites."""
+    from contract.spec_rules import RULES
+
+    ruled = {r.section for r in RULES}
     return [
         s.number
         for s in _SECTIONS
-        if s.kind == "rules" and not citing(s.number) and not s.unjudged
+        if (s.kind == "rules" or s.number in ruled) and not citing(s.number) and not s.unjudged
     ]
+
+
+def rule_problems() -> list[str]:
+    """Rules (``contract.spec_rules``) without a clause, naming an unknown clause, form or
+    section, and forms no rule shows (must be empty)."""
+    from contract.forms import FORMS
+    from contract.spec_rules import RULES
+
+    out = [f"§{r.section} {r.text!r}: no clause judges it" for r in RULES if not r.clauses]
+    out += [f"§{r.section} {r.text!r}: unknown clause {c}" for r in RULES for c in r.clauses if c not in CLAUSES]
+    out += [f"§{r.section} {r.text!r}: unknown form {f}" for r in RULES for f in r.forms if f not in FORMS]
+    out += [f"§{r.section} {r.text!r}: no such section" for r in RULES if r.section not in SECTIONS]
+    shown = {f for r in RULES for f in r.forms}
+    out += [f"form {name} is exercised on no rule" for name in FORMS if name not in shown]
+    return out
 
 
 def by_source() -> dict[str, int]:
@@ -166,14 +185,47 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|")
 
 
+def must_counts(profile: str = "current") -> dict[str, int]:
+    """MUST clauses of ``profile`` by kind of source."""
+    out = {"spec": 0, "client": 0, "decided": 0, "proposed": 0}
+    for c in CLAUSES.values():
+        if c.level == "MUST" and c.profile == profile:
+            out["spec" if c.spec_section else c.source] += 1
+    return out
+
+
+def _rule_lines() -> list[str]:
+    """The rule-by-rule table: clauses with level and source, the fake, the any dialect."""
+    from contract.spec_rules import RULES
+
+    lines = [
+        "## Rules",
+        "",
+        "Each checkable rule of the spec, in the kit's words: the clauses judging it (level,",
+        "source), whether the fake enforces it, and the rows of `contract.forms` through which",
+        "`fake-gs --dialect any` answers in the rule's other allowed forms (`-`: the spec allows",
+        "one form). Generated from `contract/spec_rules.py`.",
+        "",
+        "| § | rule | clauses | fake enforces | `--dialect any` exercises |",
+        "|---|---|---|---|---|",
+    ]
+    for r in RULES:
+        ids = ", ".join(f"`{c}` ({CLAUSES[c].level}, {CLAUSES[c].source})" for c in r.clauses if c in CLAUSES)
+        forms = ", ".join(f"`{f}`" for f in r.forms) or "-"
+        lines.append(f"| §{r.section} | {_cell(r.text)} | {ids or '-'} | {_cell(r.fake)} | {forms} |")
+    return lines + [""]
+
+
 def coverage_markdown() -> str:
     """The section-by-section coverage table (``docs/spec-coverage.md``)."""
     counts = by_source()
+    musts = must_counts()
     lines = [
         "# Spec coverage",
         "",
-        "Generated by `python -m contract coverage` from `contract/spec.py` and",
-        "`contract/clauses.py`; a test fails when this file drifts from them.",
+        "Generated by `python -m contract coverage` from `contract/spec.py`,",
+        "`contract/spec_rules.py`, `contract/clauses.py` and `contract/forms.py`; a test fails",
+        "when this file drifts from them, and when a section holding a checkable rule has no clause.",
         "",
         "Each section of the published service specification (kept beside the project as",
         "`DSS-Server-API-Specification.md`) with the clauses that cite it as their source,",
@@ -181,7 +233,10 @@ def coverage_markdown() -> str:
         "",
         "Clauses by source: "
         + ", ".join(f"{kind} {n}" for kind, n in counts.items())
-        + f" (total {sum(counts.values())}).",
+        + f" (total {sum(counts.values())}); MUST clauses of profile current: "
+        + ", ".join(f"{kind} {n}" for kind, n in musts.items() if n) + ".",
+        "",
+        "## Sections",
         "",
         "| section | title | clauses | not judged because |",
         "|---|---|---|---|",
@@ -196,4 +251,4 @@ def coverage_markdown() -> str:
             why = "" if ids and not s.unjudged else s.unjudged
         lines.append(f"| §{s.number} | {_cell(s.title)} | {ids or '-'} | {_cell(why) or '-'} |")
     lines.append("")
-    return "\n".join(lines)
+    return "\n".join(lines + _rule_lines())

@@ -1,53 +1,126 @@
-"""Answer dialects: ``kit`` (the kit's own forms, the default) and ``spec``.
+"""Answer dialects: which of the forms the spec allows (``contract.forms``) an answer takes.
 
-The published spec allows several forms for the same answer. ``--dialect spec`` makes the
-fake answer in the forms the kit does not use itself, so a client and the conformance suite
-are exercised against every form a conformant server may send (facts §15): integer error
-codes and bare ``detail`` lists (spec §3.6; the one string code is
-``chunk_group_restart_required``, spec §9.3), ``""`` for an empty poll ``error`` /
-``next_cursor`` and a plain-string request error (spec §6.8), capacity without its false
-and zero fields (spec §5.4), ``last_lr`` as a list (spec §6.2), a save that ignores the
-caller's id (spec §6.3), delete with 204 and no body (spec §5.9), empty non-EOF log pages
-while placing (spec §12.1) and a visible ``cancelling`` state (spec §5.5).
-
-Each helper takes the kit-form answer and returns the spec form; handlers call them only
-when the setting asks for it, so the kit dialect is untouched.
+``kit`` (the default) answers in the kit's own forms; ``spec`` always in the rows of
+``contract.forms`` marked ``spec`` (integer error codes and bare ``detail`` lists, ``""``
+for empty poll fields, capacity without false/zero fields, ``last_lr`` lists, server-chosen
+checkpoint ids, 204 deletes, empty log pages while placing, a visible ``cancelling``);
+``any`` picks among every row, per answer, by a hash of the fake's ``--seed``, the row and
+the answer (so a run is reproducible and a retried cursor page is the same page). Handlers
+ask :meth:`Forms.use`; the helpers below turn a kit-form answer into the chosen one.
 """
 
 from __future__ import annotations
 
+import functools
+import hashlib
+import itertools
 import re
-from collections.abc import Callable
-from typing import Any, Literal
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 from contract.errors import ErrorCode
+from contract.forms import DIALECTS, EXTRA_FIELDS, FORMS, SPEC_FORMS, Dialect
 from contract.models import DetailListError, ErrorEnvelope, MessageCodeError
 
-Dialect = Literal["kit", "spec"]
-DIALECTS: tuple[str, ...] = ("kit", "spec")
+__all__ = ["DIALECTS", "Dialect", "Forms", "forms_for"]
+T = TypeVar("T")
 
 
-def error(envelope: ErrorEnvelope, status: int) -> ErrorEnvelope | MessageCodeError | DetailListError:
-    """A kit error envelope in the spec's forms (contract models): the documented string
-    code stays; a validation failure (a 400 naming fields) becomes a ``detail`` list
-    (``loc`` from ``body``); anything else ``{"message", "code": <status>}``."""
+class Forms:
+    """The fake's choice of form for each answer (see the module docstring)."""
+
+    def __init__(self, dialect: str, seed: int) -> None:
+        self.dialect = dialect
+        self.seed = seed
+        self._count = itertools.count()
+
+    def _draw(self, form: str, key: object, n: int) -> int:
+        if key is None:
+            key = next(self._count)
+        digest = hashlib.blake2b(f"{self.seed}|{form}|{key}".encode(), digest_size=8).digest()
+        return int.from_bytes(digest, "big") % n
+
+    def use(self, form: str, key: object = None) -> bool:
+        """Whether this answer takes row ``form`` instead of the kit's form (``key``: what
+        the choice is bound to, so it stays the same for it; None: this answer alone)."""
+        if form not in FORMS:
+            raise KeyError(f"unknown form {form!r} (contract.forms)")
+        if self.dialect == "kit":
+            return False
+        if self.dialect == "spec":
+            return form in SPEC_FORMS
+        return self._draw(form, key, 2) == 1
+
+    def pick(self, form: str, choices: Sequence[T], key: object = None) -> T:
+        """One of ``choices`` (the first is the kit's form) for row ``form``."""
+        if not self.use(form, key):
+            return choices[0]
+        if self.dialect == "spec" or len(choices) == 2:
+            return choices[-1]
+        return choices[1 + self._draw(form + "#", key, len(choices) - 1)]
+
+    def number(self, form: str, low: int, high: int, key: object = None) -> int:
+        """A seeded integer in ``low..high`` for row ``form``."""
+        return low + self._draw(form + "%", key, high - low + 1)
+
+    def extras(self, key: object = None) -> dict[str, Any]:
+        """Fields no model declares, for row ``unknown-fields`` (empty when not chosen)."""
+        if not self.use("unknown-fields", key):
+            return {}
+        name = EXTRA_FIELDS[self._draw("unknown-fields/name", key, len(EXTRA_FIELDS))]
+        value: Any = {"etag": f"W/\"{self.number('unknown-fields', 1, 10**6, key)}\"",
+                      "server_revision": self.number("unknown-fields", 1, 99, key),
+                      "labels": {"zone": "us-west-2a"}}[name]
+        return {name: value}
+
+
+@functools.cache
+def forms_for(dialect: str, seed: int) -> Forms:
+    """The chooser of a fake with this dialect and seed (one per pair, shared by its parts)."""
+    return Forms(dialect, seed)
+
+
+# --- error bodies (spec §3.6) -------------------------------------------------------------
+
+ErrorBody = ErrorEnvelope | MessageCodeError | DetailListError
+
+
+def error(envelope: ErrorEnvelope, status: int, forms: Forms | None = None) -> tuple[ErrorBody, int]:
+    """A kit error envelope in a form spec §3.6 allows, and its status: the documented
+    string code stays (spec §9.3); a validation failure (a 400 naming fields) may become a
+    ``detail`` list (``loc`` from ``body``), answered 422 where row validation-422 is
+    chosen; anything else ``{"message", "code": <status>}``. ``forms`` None: the spec
+    dialect's fixed choice."""
     message = envelope.message or "error"
     if envelope.code == ErrorCode.CHUNK_GROUP_RESTART_REQUIRED:
-        return MessageCodeError(message=message, code=str(envelope.code))
-    if envelope.detail and status in (400, 422):
-        return DetailListError(detail=[d.model_copy(update={"loc": ["body", *d.loc]}) for d in envelope.detail])
-    return MessageCodeError(message=message, code=status)
+        return MessageCodeError(message=message, code=str(envelope.code)), status
+    validation = bool(envelope.detail) and status in (400, 422)
+    if forms is not None and not forms.use("error-forms"):
+        return envelope, status
+    if validation:
+        detail = DetailListError(detail=[d.model_copy(update={"loc": ["body", *d.loc]}) for d in envelope.detail or ()])
+        validation_failed = envelope.code == ErrorCode.VALIDATION_FAILED
+        if forms is not None and validation_failed and forms.use("validation-422"):
+            return detail, 422
+        if forms is None or forms.pick("error-forms", (False, True)):
+            return detail, status
+    return MessageCodeError(message=message, code=status), status
 
 
-def poll(view: dict[str, Any]) -> dict[str, Any]:
-    """Empty ``error`` / ``next_cursor`` as ``""``; a failure's error as its message."""
+# --- polls, capacity, steps, saves --------------------------------------------------------
+
+
+def poll(view: dict[str, Any], forms: Forms | None = None) -> dict[str, Any]:
+    """Empty ``error`` / ``next_cursor`` as ``""`` (per field in the any dialect); a
+    failure's error as its message."""
     out = dict(view)
     err = out.get("error")
     if err is None:
-        out["error"] = ""
-    elif isinstance(err, dict):
+        if forms is None or forms.use("poll-empty-fields"):
+            out["error"] = ""
+    elif isinstance(err, dict) and (forms is None or forms.use("poll-empty-fields")):
         out["error"] = str(err.get("message") or err.get("code") or "failed")
-    if out.get("next_cursor") is None:
+    if out.get("next_cursor") is None and "next_cursor" in out and (forms is None or forms.use("poll-empty-fields")):
         out["next_cursor"] = ""
     return out
 
@@ -57,10 +130,27 @@ def capacity(cap: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in cap.items() if v not in (False, 0)}
 
 
+def capped(cap: dict[str, Any], forms: Forms) -> dict[str, Any]:
+    """``available_gpus`` capped by a (seeded) schedulable capacity below what is free."""
+    free = int(cap.get("available_gpus") or 0)
+    if free <= 0 or not forms.use("capacity-capped"):
+        return cap
+    return {**cap, "available_gpus": forms.number("capacity-capped", 0, free - 1)}
+
+
 def step_result(result: dict[str, Any]) -> dict[str, Any]:
     """``last_lr`` as a list (one value per parameter group)."""
     lr = result.get("last_lr")
     return {**result, "last_lr": [lr]} if isinstance(lr, (int, float)) else result
+
+
+def scheduled(result: dict[str, Any], forms: Forms) -> dict[str, Any]:
+    """``last_lr`` as a warm-up scheduler set it (a fraction of the asked rate), not as asked."""
+    lr = result.get("last_lr")
+    if not isinstance(lr, (int, float)) or not forms.use("last-lr-scheduled"):
+        return result
+    steps = int(result.get("global_steps") or 1)
+    return {**result, "last_lr": float(lr) * min(1.0, steps / 10)}
 
 
 def save_id(wanted: str | None, global_steps: int, taken: object) -> str:
@@ -74,18 +164,22 @@ def save_id(wanted: str | None, global_steps: int, taken: object) -> str:
     return ckpt_id
 
 
-def save_may_create(wanted: str | None, spec_dialect: bool) -> Callable[[str], bool]:
-    """Which checkpoint ids a queued save may end up creating: the caller's own in the kit
-    dialect, else the server-made names (``global_step<n>``; spec: ``ckpt-step<n>[-k]``)."""
-    if wanted is not None and not spec_dialect:
+def save_may_create(wanted: str | None, server_named: bool) -> Callable[[str], bool]:
+    """Which checkpoint ids a queued save may end up creating: the caller's own when the
+    save honours it, else the server-made names (``global_step<n>``; when the server names
+    it whatever was asked: ``ckpt-step<n>[-k]``)."""
+    if wanted is not None and not server_named:
         return wanted.__eq__
-    pattern = re.compile(r"ckpt-step\d+(-\d+)?" if spec_dialect else r"global_step\d+")
+    pattern = re.compile(r"ckpt-step\d+(-\d+)?" if server_named else r"global_step\d+")
     return lambda name: pattern.fullmatch(name) is not None
 
 
+# --- tail-logs (spec §7.8, §12.1) ---------------------------------------------------------
+
+
 def log_cursor(text: str | int | None) -> str | int | None:
-    """A spec-dialect log cursor (opaque ``L<n>``) back to the kit's line index; any other
-    value (an integer too, which the payload's schema allows) goes on to be judged as is."""
+    """An opaque log cursor (``L<n>``) back to the kit's line index; any other value (an
+    integer too, which the payload's schema allows) goes on to be judged as is."""
     return text[1:] if isinstance(text, str) and text.startswith("L") else text
 
 

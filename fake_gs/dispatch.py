@@ -20,7 +20,7 @@ from contract.errors import ErrorCode, general_code
 from contract.ids import printable
 from contract.models import ErrorEnvelope
 from contract.routes import Route
-from fake_gs import answers, dialect
+from fake_gs import answers, dialect, dialect_any
 from fake_gs.auth import authenticate
 from fake_gs.errors import ApiError, envelope
 from fake_gs.faults import FaultAction
@@ -44,8 +44,11 @@ def _headers(state: AppState, headers: dict[str, str]) -> dict[str, str]:
 
 def error_answer(state: AppState, found: ErrorEnvelope, status: int,
                  headers: Mapping[str, str] | None = None) -> Response:
-    """An error envelope as the answer, in the fake's dialect."""
-    answer: BaseModel = dialect.error(found, status) if state.settings.spec_dialect else found
+    """An error envelope as the answer, in the fake's dialect (the spec dialect's fixed
+    choice, or the any dialect's per answer: contract.forms error-forms, validation-422)."""
+    answer: BaseModel = found
+    if state.settings.dialect != "kit":
+        answer, status = dialect.error(found, status, state.settings.forms if state.settings.dialect == "any" else None)
     return json_response(answer, status, headers)
 
 
@@ -146,7 +149,10 @@ def guarded(state: AppState, route: Route | None, response: Response, scope: Mut
 
 def make_endpoint(state: AppState, route: Route, handler: Handler) -> Callable[[Request], Awaitable[Response]]:
     async def endpoint(request: Request) -> Response:
-        return guarded(state, route, await serve(state, route, handler, request), request.scope)
+        response = await serve(state, route, handler, request)
+        if state.settings.dialect == "any" and route.name != "get_request":
+            response = dialect_any.decorate(state.settings.forms, response)
+        return guarded(state, route, response, request.scope)
 
     endpoint.__name__ = route.name
     return endpoint

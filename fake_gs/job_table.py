@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import secrets
 import threading
-import uuid
 from collections import Counter
 from collections.abc import Callable
 from typing import Any
@@ -27,6 +26,7 @@ from contract.states import (
     JobState,
     normalize_job_state,
 )
+from fake_gs import dialect_any
 from fake_gs.clock import Clock
 from fake_gs.errors import ApiError
 from fake_gs.records import CheckpointRec, ExportRec, JobRec, SubJobRec
@@ -36,7 +36,7 @@ from fake_gs.settings import FakeSettings
 STARTING = JOB_STARTUP_ORDER[:-1]
 #: States in which a job takes no new work: ended, or being cancelled.
 JOB_ENDED_OR_ENDING = JOB_TERMINAL | {JobState.CANCELLING}
-#: How long the spec dialect shows a cancelled job as ``cancelling`` at most.
+#: How long a cancelled job shows ``cancelling`` at most (contract.forms cancelling-visible).
 CANCELLING_SHOWN_S = 1.0
 
 EndJob = Callable[[JobRec, str, str], None]
@@ -71,7 +71,8 @@ class JobTable:
         with self.lock:
             if job_id is not None and (job_id in self.jobs or job_id in self._reserved):
                 raise ApiError(ErrorCode.JOB_CONFLICT, f"a job with id {job_id!r} already exists")
-            job_id = job_id or str(uuid.uuid4())
+            while job_id is None or job_id in self.jobs or job_id in self._reserved:
+                job_id = dialect_any.new_job_id(self.settings.forms)
             self._reserved.add(job_id)
             self.ordinal += 1
             ordinal = self.ordinal
@@ -225,7 +226,7 @@ class JobTable:
                 return
             if status in JOB_CANCELLABLE:
                 self._end_job(job, JobState.CANCELLED.value, "cancelled by user")
-                if self.settings.spec_dialect or self.mutant("cancel-cancelling-409"):
+                if self.settings.forms.use("cancelling-visible", job.job_id) or self.mutant("cancel-cancelling-409"):
                     job.status = JobState.CANCELLING.value
                     job.cancelling_until = self.clock.monotonic() + CANCELLING_SHOWN_S
                 return

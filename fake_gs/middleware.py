@@ -98,7 +98,9 @@ class RequestContextMiddleware:
         scope = keep_encoded_slashes(scope)
         started = time.perf_counter()
         status = 0
-        add_header = not self.state.mutant("no-request-id-header")
+        # spec §2.4: an answer *may* carry the header; the any dialect leaves it off some.
+        add_header = not (self.state.mutant("no-request-id-header")
+                          or self.state.settings.forms.use("request-id-header"))
         refusal = bytearray() if self.logs(scope) else None  # an error answer's first bytes
 
         async def send_with_id(message: Message) -> None:

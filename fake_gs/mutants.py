@@ -49,7 +49,7 @@ terminated-accepts | JOB-RUNNING-2 | cancelled/terminated/failed jobs accept dat
 enum-in-short | JOB-STATE-2 | the short dialect spells job states as enum names
 auth-ignored | AUTH-REQUIRED-1 AUTH-REQUIRED-2 | tokens are not checked
 cross-token-visible | AUTH-ISOLATION-1 AUTH-ISOLATION-2 | another token's jobs are visible
-oversize-accepted | LIMIT-BODY-1 OP-FORWARD-1 | bodies over 60 MiB are accepted
+oversize-accepted | LIMIT-BODY-1 LIMIT-BODY-3 OP-FORWARD-1 | bodies over 60 MiB are accepted
 load-keeps-steps | SAVE-LOAD-1 | load does not restore the checkpoint's global_steps
 deleted-checkpoint-listed | CKPT-DELETE-1 | a deleted checkpoint stays listed
 max-events-uncapped | POLL-MAXEV-2 | max_events is not capped at 512
@@ -129,6 +129,11 @@ logs-stage-empty | JOB-LOGS-2 | stage credentials are answered but no execution 
 # -- url run (issue 16) --
 cancel-cancelling-409 | CANCEL-IDEM-1 | a cancelled job lingers in cancelling for a second, and a cancel then answers 409
 cursor-page-consumed | POLL-CURSOR-1 | a result page, once read, is gone: re-asking its cursor answers no events and no next_cursor
+# -- spec letter (issue 24): the rules the fake did not enforce before --
+debug-gate-open | JOB-DEBUG-2 | a create body's top-level debug block is ignored
+body-taken | CANCEL-BODY-2 | cancel and export take (and ignore) a body
+init-credentials-taken | CKPT-INIT-7 | a source_checkpoint_info carrying stage_info is taken
+init-any-job | CKPT-INIT-6 | an initialisation without source_job_id finds the checkpoint in any of the caller's jobs
 # -- openapi (issue 19) --
 allow-one-route | ADDR-ALLOW-1 | a 405 lists the methods of one matched route, not of the path (the collection's Allow leaves out GET)
 # -- load (issue 29): violations that show only while other requests are in flight --

@@ -7,6 +7,7 @@ its default, so the settings and ``fake-gs``'s parser cannot drift apart.
 
 from __future__ import annotations
 
+import os
 from dataclasses import Field, dataclass, field
 from typing import Any, Literal
 
@@ -43,13 +44,18 @@ def option(
     *,
     bound: Bound | None = None,
     secret: bool = False,
+    env: str | None = None,
     **how: Any,
 ) -> Any:
     """A settings field with its default, its bound and (with ``flag``) its CLI spelling;
-    a ``secret`` one (a token) stays out of the settings' repr."""
-    metadata: dict[str, Any] = {"bound": bound}
+    a ``secret`` one (a token) stays out of the settings' repr; ``env`` names a variable
+    that, when set, replaces the default."""
+    metadata: dict[str, Any] = {"bound": bound, "env": env}
     if flag is not None:
         metadata["flag"] = Flag(flag, help, **how)
+    if env is not None:
+        return field(default_factory=lambda: os.environ.get(env) or default, metadata=metadata,
+                     repr=not secret)
     return field(default=default, metadata=metadata, repr=not secret)
 
 

@@ -10,14 +10,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-import uuid
 from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
 from contract.errors import ErrorCode, error_body
 from contract.states import JOB_TERMINAL, RequestState
-from fake_gs import delivery, results
+from fake_gs import delivery, dialect_any, results
 from fake_gs.clock import Clock
 from fake_gs.errors import ApiError
 from fake_gs.executor import Executors
@@ -63,7 +62,8 @@ class RequestQueue:
                stream: bool = False, group_id: str | None = None, request_id: str | None = None) -> RequestRec:
         """Queue ``work`` on the job's serial executor and return its request record (a
         ``request_id`` chosen by the caller: the document's example request, fake_gs.example_data)."""
-        req = RequestRec(request_id=request_id or str(uuid.uuid4()), job_id=job.job_id, op=op, created_at=self.clock.time(),
+        rid = request_id or dialect_any.new_request_id(self.settings.forms)
+        req = RequestRec(request_id=rid, job_id=job.job_id, op=op, created_at=self.clock.time(),
                          work=work, force_frame=force_frame, stream=stream, group_id=group_id)
         with self.lock:
             # Checked again here, under the lock: the job may have ended while the call's
@@ -127,11 +127,15 @@ class RequestQueue:
         """Call ``work`` outside the lock; an error becomes the request's error body."""
         try:
             result = work()
+            forms, key = self.settings.forms, req.request_id
             if req.stream:
-                return None, None, list(result)
+                return None, None, [dialect_any.result(forms, f"{key}/{i}", e) for i, e in enumerate(result)]
             s = self.settings
-            return None, delivery.prepare(result, force_frame=req.force_frame, mode=s.result_delivery,
-                                          chunk_bytes=s.result_chunk_bytes), []
+            mode = s.result_delivery
+            if mode == "auto":
+                mode = forms.pick("result-delivery", ("auto", "inline", "chunks"), key)
+            return None, delivery.prepare(dialect_any.result(forms, key, result), force_frame=req.force_frame,
+                                          mode=mode, chunk_bytes=s.result_chunk_bytes), []
         except ApiError as exc:
             return exc.body(), None, []
         except INPUT_ERRORS as exc:

@@ -13,19 +13,22 @@ import typing
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Literal
 
+from contract.forms import Dialect
 from contract.idempotency import KEY_WINDOW_S
 from contract.limits import MAX_BODY_BYTES, MAX_EVENTS_CAP, MAX_JSON_VALUES, RETENTION_BOUNDS, MiB
 from contract.tape_store import BODY_MODES, BUDGET_MIB
 from contract.wire import MIN_RESULT_CHUNK_BYTES
 from fake_gs.answers import on_by_env
+from fake_gs.dialect import Forms, forms_for
 from fake_gs.engines import ENGINES
 from fake_gs.mutants import MUTANTS
 from fake_gs.options import bound_of, option
 
 Profile = Literal["current", "proposed"]
+#: The variable that sets the default answer dialect (``--dialect``) of every fake built.
+DIALECT_ENV = "FAKE_GS_DIALECT"
 StatusStyle = Literal["short", "enum"]
 Delivery = Literal["auto", "inline", "chunks"]
-Dialect = Literal["kit", "spec"]
 
 
 @dataclass(frozen=True)
@@ -97,8 +100,8 @@ class FakeSettings:
     faults: str | None = option(None, "--faults", "fault rules file (JSON or YAML); also set at run time via /_fake/faults", metavar="FILE")
     log_level: str = option("info", "--log-level", "log verbosity", choices=("critical", "error", "warning", "info", "debug"))
     tls: bool = option(False, "--tls", "serve HTTPS with a certificate from a throwaway CA made now (needs the tls extra); prints the CA bundle and the exports a client needs", group=RECIPE_GROUP)
-    #: Answer forms (fake_gs.dialect).
-    dialect: Dialect = option("kit", "--dialect", "answer forms: kit (string error codes, null for empty poll fields, ...) or spec (the other forms the published spec allows: integer codes and detail lists, '' for empty poll fields, omitted zero capacity fields, last_lr lists, server-chosen checkpoint ids, 204 deletes, empty log pages while placing, a visible cancelling)")
+    #: Answer forms (fake_gs.dialect); $FAKE_GS_DIALECT sets the default (the e2e tests: any).
+    dialect: Dialect = option("kit", "--dialect", env=DIALECT_ENV, help="answer forms: kit (string error codes, null for empty poll fields, ...), spec (the other forms the published spec allows: integer codes and detail lists, '' for empty poll fields, omitted zero capacity fields, last_lr lists, server-chosen checkpoint ids, 204 deletes, empty log pages while placing, a visible cancelling) or any (per answer, a choice seeded by --seed among every form of contract.forms: request-state synonyms, non-UUID ids, 422 detail lists, unknown fields, capped capacity, ...)")
     #: Limits (rarely changed; tests use them to stay small and fast).
     max_body_bytes: int = option(MAX_BODY_BYTES, "--max-body-mib", "largest accepted request body in MiB (the contract says 60)", bound="positive", unit=MiB)
     max_open_groups_per_job: int = option(64, "--max-open-groups", "open chunk groups per job; one more answers 429 chunk_group_limit", bound="positive", group=_LIM)
@@ -211,8 +214,9 @@ class FakeSettings:
         return bool(self.tokens)
 
     @property
-    def spec_dialect(self) -> bool:
-        return self.dialect == "spec"
+    def forms(self) -> Forms:
+        """The choice of answer form for this fake's dialect and seed (fake_gs.dialect)."""
+        return forms_for(self.dialect, self.seed)
 
 
 @functools.cache

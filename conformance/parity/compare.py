@@ -6,7 +6,10 @@ the request-id and Retry-After headers are present, and the body's skeleton (key
 types, list lengths, tensor dtypes and shapes). Values are compared only where they are a
 protocol fact: enum-like strings (states, error codes, types), booleans, integers that are
 counters rather than clocks, and for floats only finiteness and sign. Ids are abstracted
-but must stay consistent with the ids learned so far; timestamps are ignored.
+but must stay consistent with the ids learned so far; timestamps are ignored. A difference
+one of the forms the spec allows explains (``contract.forms``: a request state spelled
+``completed``, a 422 detail list, an extra field, ...) is an equivalence: it is kept,
+accepted with the row's name, and fails no replay.
 """
 
 from __future__ import annotations
@@ -219,10 +222,12 @@ def body_form(body: Mapping[str, Any] | None) -> str:
 
 
 def compare(recorded: Mapping[str, Any], new: Mapping[str, Any], ids: Mapping[str, str],
-            floats: str = "sign") -> list[Divergence]:
+            floats: str = "sign", forms: frozenset[str] | None = None) -> list[Divergence]:
     """Divergences between two tape ``response`` entries (``floats``: ``sign`` compares
     finiteness and sign only; ``close`` also the value, within a relative 1e-3, and tensor
-    contents by digest)."""
+    contents by digest). A difference one of ``forms`` (rows of contract.forms the new
+    server may answer in; None: every row, a server the kit did not build) explains is
+    accepted."""
     c = Comparer(ids, floats)
     if "error" in recorded or "error" in new:
         if ("error" in recorded) != ("error" in new):
@@ -247,4 +252,11 @@ def compare(recorded: Mapping[str, Any], new: Mapping[str, Any], ids: Mapping[st
         c.add("body", "form", rf, nf)
     elif rb and nb and rf in ("json", "frame", "chunk"):
         c.value(rb[rf], nb[rf], "body", "")
+    accept_allowed_forms(recorded, new, c.out, forms)
     return c.out
+
+
+
+from conformance.parity.equivalences import EQUIVALENCES, accept_allowed_forms  # noqa: E402
+
+__all__ = ["EQUIVALENCES", "Comparer", "Divergence", "accept_allowed_forms", "compare", "is_id_key"]

@@ -23,9 +23,10 @@ from conformance.parity.depends import Dependencies, refused
 from conformance.parity.loops import poll_runs
 from conformance.parity.rebuild import Bodies
 from conformance.parity.resend import learn, request_bytes, request_headers, rewrite_path
-from conformance.parity.targets import ReplayTarget, Skip, nowhere
+from conformance.parity.targets import EmbeddedTargets, ReplayTarget, Skip, nowhere
 from contract import tape
 from contract.redact import scrub_value
+from contract.forms import forms_of
 from contract.states import (
     is_job_terminal,
     is_request_terminal,
@@ -220,7 +221,7 @@ class Replayer:
             recorded = earlier["response"]
             if _finished(result.route, recorded):
                 continue  # a terminal answer cannot be an earlier stage
-            found = compare(recorded, new, self.ids, self.floats)
+            found = compare(recorded, new, self.ids, self.floats, self.forms(result.server))
             self.accept(result, found)
             if not any(d.accepted is None for d in found):
                 return True
@@ -242,8 +243,16 @@ class Replayer:
             result.divergences = self.judge(result, recorded, new)
         return new
 
+    def forms(self, server: str) -> frozenset[str] | None:
+        """The answer forms (contract.forms) a replayed server may use: a URL any the spec
+        allows (None); an embedded fake those of the dialect it is started in."""
+        if not isinstance(self.targets, EmbeddedTargets):
+            return None
+        recorded = (self.servers.get(server) or {}).get("settings") or {}
+        return forms_of(self.targets.overrides.get("dialect") or recorded.get("dialect") or "kit")
+
     def judge(self, result: ExchangeResult, recorded: dict[str, Any], new: dict[str, Any]) -> list[Divergence]:
-        found = compare(recorded, new, self.ids, self.floats)
+        found = compare(recorded, new, self.ids, self.floats, self.forms(result.server))
         self.accept(result, found)
         return found
 

@@ -5,15 +5,17 @@ from __future__ import annotations
 import dataclasses
 import json
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from conformance.checks import has_request_id_header, json_answer, refused
-from conformance.driver_raw import RawDriver
-from conformance.runtime import prop
+from conformance.checks import has_request_id_header, json_answer, kit_form, refused
+from conformance.driver_raw import RawDriver, encode, request_chunks
+from conformance.runtime import RUNTIME, prop
 from conformance.verdict import Soft
 from contract.clauses import checks
 from contract.errors import ErrorCode
+from contract.forms import why_not_judged
 from contract.routes import routes_for
 
 names = st.text(
@@ -24,21 +26,30 @@ names = st.text(
 
 
 @checks("ADDR-PREFIX-1")
+def test_routes_are_served_under_the_prefix(gs_target, gs_raw):
+    """The routes answer under /api/v2/databases/{database}/schemas/{schema}/{endpoint}."""
+    soft = Soft()
+    for ans in (gs_raw.call("get_capacity"), gs_raw.call("list_jobs")):
+        soft.expect("ADDR-PREFIX-1", ans.status == 200, f"prefix {gs_target.prefix}: {ans}")
+    soft.check()
+
+
+@checks("ADDR-PREFIX-2")
 @prop(scale=0.4)
 @given(
     database=names,
     schema=names,
     endpoint=st.one_of(st.sampled_from(["cortex-training", "cortex-post-training"]), names),
 )
-def test_any_prefix_is_served(gs_target, gs_raw, database, schema, endpoint):
-    """Any database/schema/endpoint names route (the real service: the configured ones)."""
+def test_any_prefix_is_served(gs_target, database, schema, endpoint):
+    """The fake serves any database/schema/endpoint names (a real service: its own)."""
     if not gs_target.embedded:
-        database, schema, endpoint = gs_target.database, gs_target.schema, gs_target.endpoint
+        pytest.skip("needs the embedded fake: a real service serves its configured names only")
     target = dataclasses.replace(gs_target, database=database, schema=schema, endpoint=endpoint)
     driver = RawDriver(target)
     soft = Soft()
     for ans in (driver.call("get_capacity"), driver.call("list_jobs")):
-        soft.expect("ADDR-PREFIX-1", ans.status == 200, f"prefix {target.prefix}: {ans}")
+        soft.expect("ADDR-PREFIX-2", ans.status == 200, f"prefix {target.prefix}: {ans}")
     driver.close()
     soft.check()
 
@@ -56,7 +67,10 @@ def _control_plane_reads(gs_raw, jid: str) -> list:
 
 @checks("ADDR-REQID-1")
 def test_every_answer_carries_a_request_id(gs_raw, gs_job):
-    """Successes and refusals alike carry x-snowflake-request-id."""
+    """Successes and refusals alike carry x-snowflake-request-id (the kit's choice: spec
+    §2.4 says an answer may carry it)."""
+    if not kit_form("ADDR-REQID-1"):
+        pytest.skip(why_not_judged("ADDR-REQID-1", RUNTIME.forms))
     jid = gs_job.job_id
     answers = [
         *_control_plane_reads(gs_raw, jid),
@@ -91,6 +105,28 @@ def test_json_routes_answer_json(gs_raw, gs_job):
     rid = answers[5].field("request_id")
     if isinstance(rid, str):
         json_answer(gs_raw.poll(jid, rid), soft)
+    soft.check()
+
+
+@checks("ADDR-CT-4")
+def test_documented_content_types_are_taken(gs_raw, gs_job):
+    """JSON calls sent as application/json, frames as application/octet-stream and
+    generate-stream's JSON bytes as application/octet-stream are taken (2xx)."""
+    jid = gs_job.job_id
+    chunk = request_chunks({"args": [], "kwargs": {"input_ids": [[1, 2, 3]]}}, "forward_backward")
+    calls = {
+        "step": gs_raw.call("step", json_body={}, job_id=jid),
+        "operation": gs_raw.operation(jid, {"operation_type": "tail-logs", "payload": {"max_lines": 1}}),
+        "forward_backward": gs_raw.call("forward_backward", data=chunk[0], job_id=jid),
+        "generate": gs_raw.call("generate", data=encode({"prompts": ["x"]}), job_id=jid),
+        "generate_stream": gs_raw.call("generate_stream", data=b'{"prompts": ["x"]}', job_id=jid),
+    }
+    soft = Soft()
+    for name, ans in calls.items():
+        soft.expect("ADDR-CT-4", ans.ok, f"{name} with its documented content type: {ans}")
+        rid = ans.field("request_id")
+        if isinstance(rid, str):
+            gs_raw.settle(jid, rid)
     soft.check()
 
 

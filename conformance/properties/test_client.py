@@ -286,41 +286,101 @@ def test_enum_dialect_normalised(gs_variant, gs_opts):
 
 @checks("CLIENT-ERR-1")
 def test_typed_errors(gs_client, gs_job):
-    """Failures are typed errors naming route, status, code and x-snowflake-request-id."""
+    """Failures are typed errors naming route, status, code and the x-snowflake-request-id
+    the answer carried (spec §2.4: an answer may carry none)."""
     from client.errors import CortexError
 
     soft = Soft()
-    for call, route, status, code in (
-        (
-            lambda: gs_client.rest.get_job("00000000-0000-4000-8000-0000000000aa"),
-            "get_job",
-            404,
-            ErrorCode.JOB_NOT_FOUND,
-        ),
-        (lambda: gs_client.rest.step(gs_job.job_id, learning_rate=-1.0), "step", 400, None),
+    for call, route, code in (
+        (lambda: gs_client.rest.get_job("00000000-0000-4000-8000-0000000000aa"), "get_job",
+         ErrorCode.JOB_NOT_FOUND),
+        (lambda: gs_client.rest.step(gs_job.job_id, learning_rate=-1.0), "step", None),
     ):
         try:
             call()
         except CortexError as exc:
+            answer = gs_client.sent[-1]
             soft.expect(
                 "CLIENT-ERR-1",
-                exc.route == route and exc.status == status,
-                f"error names route {exc.route!r} status {exc.status!r}",
+                exc.route == route and exc.status == answer.status,
+                f"error names route {exc.route!r} status {exc.status!r}; the answer was {answer.status}",
             )
             soft.expect(
                 "CLIENT-ERR-1",
-                # The kit's string code, or the integer status a spec-form body carries.
-                exc.code and (code is None or exc.code in (code, str(status))),
+                # The kit's string code, the integer status a spec-form body carries, or the
+                # type of a bare detail list's first entry.
+                exc.code and (code is None or exc.code in (code, str(answer.status))),
                 f"code {exc.code!r}",
             )
+            header = answer.request_id_header
             soft.expect(
                 "CLIENT-ERR-1",
-                exc.snowflake_request_id and exc.snowflake_request_id in str(exc),
-                f"x-snowflake-request-id missing from {exc}",
+                exc.snowflake_request_id == header and (header is None or header in str(exc)),
+                f"the answer's x-snowflake-request-id {header!r}, the error names "
+                f"{exc.snowflake_request_id!r}: {exc}",
             )
         else:
             soft.expect("CLIENT-ERR-1", False, f"{route} did not fail")
     soft.check()
+
+
+@checks("CLIENT-POLL-2")
+def test_poll_defaults(gs_variant, gs_opts):
+    """By default the client polls at 0.5 s, x1.25 each time up to 6 s, for 1800 s (spec
+    §3.4): its config's defaults, and the waits between polls of a slow request."""
+    from client.config import ClientConfig
+
+    names = ("poll_first_s", "poll_factor", "poll_cap_s", "poll_timeout_s")
+    defaults = {n: ClientConfig.model_fields[n].default for n in names}
+    expect("CLIENT-POLL-2", defaults == dict(zip(names, (0.5, 1.25, 6.0, 1800.0), strict=True)),
+           f"the client's poll defaults are {defaults}")
+    sleeps = Sleeps()
+    target = gs_variant("client-slow-polls", latency="polls:16", **CLEAN)
+    client = _client(target, gs_opts, sleep=sleeps, **defaults)
+    before = len(sleeps.calls)
+    client.call("step", {})
+    waits = sleeps.calls[before:]
+    want = [min(6.0, 0.5 * 1.25**i) for i in range(len(waits))]
+    expect("CLIENT-POLL-2", len(waits) >= 10 and all(abs(a - b) < 1e-9 for a, b in zip(waits, want, strict=True)),
+           f"waits between polls {waits}, want {want}")
+    client.close()
+
+
+@checks("CLIENT-NOBODY-1")
+def test_cancel_and_export_send_no_body(gs_target, gs_variant, gs_client, gs_opts):
+    """The client's cancel and export carry no body (spec §5.5, §5.8)."""
+    client = _client(gs_variant("client-nobody", **CLEAN), gs_opts) if gs_target.embedded else gs_client
+    ckpt = str(client.call("save-checkpoint", {}).get("checkpoint_id"))
+    before = len(client.sent)
+    client.rest.export_checkpoint(client.job_id, ckpt)
+    if gs_target.embedded:  # against a URL the session job is cancelled at the end, raw
+        client.rest.cancel_job(client.job_id)
+    sent = [s for s in client.sent[before:] if s.calls("export_checkpoint") or s.calls("cancel_job")]
+    expect("CLIENT-NOBODY-1", sent, "no export or cancel was sent")
+    for s in sent:
+        expect("CLIENT-NOBODY-1", not s.body and not s.content_type,
+               f"{s.method} {s.url} carried a body {s.body[:80]!r} ({s.content_type or 'no content type'})")
+    if client is not gs_client:
+        client.close()
+
+
+@checks("CLIENT-CONFIG-1")
+@pytest.mark.parametrize("prime", [{"fp32_lm_head": True}, {"fused_cross_entropy": True,
+                                   "fused_lm_head_token_chunk_size": 2048}])
+def test_fused_lm_head_refused_locally(gs_opts, prime):
+    """A PrimeRL config with fused cross-entropy and an fp32 or chunked LM head fails in
+    the client, before anything is sent (spec §8.2)."""
+    from client.config import ClientConfig
+    from client.errors import ConfigError
+    from client.jobspec import create_job_body
+
+    config = ClientConfig(base_url="http://127.0.0.1:9", model=gs_opts.model, training_gpus=1,
+                          training_extra={"prime_rl": prime})
+    with pytest.raises(ConfigError):
+        create_job_body(config)
+    fine = ClientConfig(base_url="http://127.0.0.1:9", model=gs_opts.model, training_gpus=1,
+                        training_extra={"prime_rl": {**prime, "fused_cross_entropy": False}})
+    expect("CLIENT-CONFIG-1", create_job_body(fine)["sub_job_configs"], "the unfused config was refused")
 
 
 @checks("CLIENT-PROMPT-1")

@@ -16,10 +16,11 @@ from contract.clauses import checks
 from contract.states import JobState
 
 
-@checks("CANCEL-ACTIVE-1", "CANCEL-IDEM-1", "JOB-RUNNING-2", "POLL-TERMINAL-1")
+@checks("CANCEL-ACTIVE-1", "CANCEL-IDEM-1", "CANCEL-BODY-1", "CANCEL-ANSWER-1", "JOB-RUNNING-2",
+        "POLL-TERMINAL-1")
 @pytest.mark.gs_last
 def test_session_job_end_of_life(gs_raw, gs_job, gs_opts, request):
-    """Cancel (2xx, then cancelling/cancelled), cancel again (2xx), wait for cancelled,
+    """Cancel with no body (2xx, then cancelling/cancelled), cancel again (2xx), wait for cancelled,
     cancel once more (2xx); the cancelled job refuses data-plane calls with a 4xx; a request
     that ended before the cancel, if still readable, reads as it ended."""
     own, why_not = may_end_shared_job(gs_job.created, hasattr(request.config, "workerinput"))

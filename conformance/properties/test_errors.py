@@ -75,10 +75,11 @@ FAMILIES: dict[str, tuple[Family, tuple[str, ...]]] = {
 }
 
 
-@checks("ERR-ENVELOPE-1", "ERR-CODE-1")
+@checks("ERR-ENVELOPE-1", "ERR-CODE-1", "ERR-STATUS-1")
 @pytest.mark.parametrize("family", sorted(FAMILIES))
 def test_refusals_use_the_envelope_and_code(gs_raw, gs_job, family):
-    """Each bad-input family: the envelope, the contract's code and that code's status."""
+    """Each bad-input family: the envelope, the contract's code and that code's status
+    (every other refusal a property judges is held to the kit's status too)."""
     call, codes = FAMILIES[family]
     ans = call(gs_raw, gs_job.job_id)
     soft = Soft()
@@ -206,11 +207,11 @@ def test_refusals_change_nothing(gs_target, gs_raw, gs_job, gs_admin_or_none):
         {"sub_job_configs": []},
         with_value(bodies.small_job(MODEL), ("sub_job_configs", 0, "training_config", "n_gpus"), 0),
     ):
-        expect("ERR-NOSTATE-1", gs_raw.create_job(body).status == 400, "bad create was not refused")
+        expect("ERR-NOSTATE-1", 400 <= gs_raw.create_job(body).status < 500, "bad create was not refused")
     soft.expect("ERR-NOSTATE-1", _job_count(gs_raw) == before_jobs, "a refused create added a job")
     before_ckpts = _checkpoints(gs_raw, jid)
     bad_save = gs_raw.call("save", json_body={"checkpoint_type": "gs-bogus"}, job_id=jid)
-    soft.expect("ERR-NOSTATE-1", bad_save.status == 400, f"bad save not refused: {bad_save}")
+    soft.expect("ERR-NOSTATE-1", 400 <= bad_save.status < 500, f"bad save not refused: {bad_save}")
     soft.expect(
         "ERR-NOSTATE-1",
         _checkpoints(gs_raw, jid) == before_ckpts,
@@ -218,7 +219,7 @@ def test_refusals_change_nothing(gs_target, gs_raw, gs_job, gs_admin_or_none):
     )
     _, first = gs_raw.run_json("step", jid, {})
     bad_step = gs_raw.call("step", json_body={"learning_rate": -1}, job_id=jid)
-    soft.expect("ERR-NOSTATE-1", bad_step.status == 400, f"bad step not refused: {bad_step}")
+    soft.expect("ERR-NOSTATE-1", 400 <= bad_step.status < 500, f"bad step not refused: {bad_step}")
     _, second = gs_raw.run_json("step", jid, {})
     if first and second:
         a = (first.decoded() or {}).get("global_steps")

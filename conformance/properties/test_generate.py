@@ -31,15 +31,27 @@ def _clause_of(problem: str) -> str:
         return "GEN-LOGPROBS-1"
     if "results list" in problem or "not an object" in problem:
         return "GEN-RESULT-1"
-    return "GEN-TOKENS-1"
+    if "has no text" in problem:
+        return "GEN-TOKENS-1"
+    return "GEN-TOKENS-2"
+
+
+#: What spec §6.6 shows of each result (more may come: spec §11).
+RESULT_FIELDS = ("text", "token_ids", "finish_reason")
 
 
 def judge_generate(request: dict, result: dict, soft: Soft) -> None:
+    """The shape rules, each problem on its clause: GEN-COUNT-1/GEN-RESULT-1/GEN-TOKENS-1
+    the spec's, GEN-TOKENS-2/GEN-FINISH-1/GEN-LOGPROBS-1 the kit's."""
     for problem in check_generate_result(request, result):
         soft.expect(_clause_of(problem), False, problem)
+    for i, item in enumerate(result.get("results") or []):
+        missing = [k for k in RESULT_FIELDS if not isinstance(item, dict) or k not in item]
+        soft.expect("GEN-TOKENS-1", not missing, f"results[{i}] lacks {missing}")
 
 
-@checks("GEN-COUNT-1", "GEN-TOKENS-1", "GEN-FINISH-1", "GEN-LOGPROBS-1", "GEN-PROMPTS-1")
+@checks("GEN-COUNT-1", "GEN-TOKENS-1", "GEN-TOKENS-2", "GEN-FINISH-1", "GEN-LOGPROBS-1",
+        "GEN-PROMPTS-1")
 @pytest.mark.parametrize("via", VIA)
 @prop(scale=0.6)
 @given(req=generate_requests())

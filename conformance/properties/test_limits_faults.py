@@ -13,7 +13,7 @@ import pytest
 import requests
 
 from conformance import frames
-from conformance.checks import refused
+from conformance.checks import kit_form, refused
 from conformance.driver_client import ClientDriver
 from conformance.driver_raw import RawDriver
 from conformance.fake_admin import FakeAdmin, faults_fake
@@ -370,8 +370,12 @@ def test_exhausted_budget_is_a_typed_error(faulty_fake, gs_opts):
     soft.expect(
         "CLIENT-ERR-1", err.status == 503 and err.code == ErrorCode.UNAVAILABLE, f"{err.status} {err.code}"
     )
-    soft.expect("CLIENT-ERR-1", bool(err.snowflake_request_id), "no x-snowflake-request-id")
-    for part in ("forward_backward", "503", ErrorCode.UNAVAILABLE, str(err.snowflake_request_id)):
+    # The answer's x-snowflake-request-id, which the kit's fake always sends (spec §2.4: a
+    # server may not; the any dialect leaves it off some answers).
+    named = err.snowflake_request_id is not None or not kit_form("ADDR-REQID-1")
+    soft.expect("CLIENT-ERR-1", named, "no x-snowflake-request-id")
+    parts = ["forward_backward", "503", ErrorCode.UNAVAILABLE]
+    for part in parts + ([str(err.snowflake_request_id)] if err.snowflake_request_id else []):
         soft.expect("CLIENT-ERR-1", part in str(err), f"{part!r} missing from {str(err)!r}")
     soft.expect("CLIENT-ERR-1", execs == 0, f"executed {execs} times although every call failed")
     soft.check()

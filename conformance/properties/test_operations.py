@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from conformance import bodies
-from conformance.checks import names_field, refused
+from conformance.checks import kit_form, names_field, refused
 from conformance.driver_raw import RawDriver
 from conformance.runtime import prop
 from conformance.strategies import forward_payloads
@@ -166,17 +166,23 @@ def test_weight_sync(gs_raw, gs_job, gs_via, via):
     soft.check()
 
 
-@checks("OP-ROUTER-1")
+@checks("OP-ROUTER-1", "OP-ROUTER-2")
 def test_router_replay_ops_inline(gs_raw, gs_job):
-    """bootstrap-router-replay and router-replay-discard answer inline."""
+    """router-replay-discard answers inline; bootstrap-router-replay inline or with a
+    request id that then completes (spec §7; the kit's: inline)."""
     replay = {"source_sub_job_id": gs_job.sampling, "target_sub_job_id": gs_job.training}
-    calls = (
-        ("bootstrap-router-replay", replay, gs_job.training),
-        ("router-replay-discard", {"sample_ids": ["s1", 2]}, gs_job.sampling),
-    )
     soft = Soft()
-    for op_type, payload, sub_job_id in calls:
-        inline(op(gs_raw, gs_job.job_id, op_type, payload, sub_job_id=sub_job_id), soft, "OP-ROUTER-1")
+    inline(op(gs_raw, gs_job.job_id, "router-replay-discard", {"sample_ids": ["s1", 2]},
+              sub_job_id=gs_job.sampling), soft, "OP-ROUTER-1")
+    ans = op(gs_raw, gs_job.job_id, "bootstrap-router-replay", replay, sub_job_id=gs_job.training)
+    soft.expect("OP-ROUTER-1", ans.ok, f"bootstrap-router-replay: {ans}")
+    rid = ans.field("request_id")
+    if isinstance(rid, str) and rid:
+        settled = gs_raw.settle(gs_job.job_id, rid)
+        soft.expect("OP-ROUTER-1", settled.status == RequestState.DONE,
+                    f"the polled bootstrap ended {settled.raw_status}")
+    if kit_form("OP-ROUTER-2"):
+        soft.expect("OP-ROUTER-2", not rid, f"the kit's bootstrap answers inline, got {ans.body!r}")
     soft.check()
 
 
@@ -198,7 +204,7 @@ def test_reset_prefix_cache(gs_raw, gs_job):
     soft.check()
 
 
-@checks("OP-CANCEL-1")
+@checks("OP-CANCEL-1", "OP-CANCEL-3")
 def test_cancel_request(gs_raw, gs_job):
     """cancel-request acknowledges inline; a request already done stays done. The request
     is settled first so the run is the same every time (a recorded run replays as it was);
@@ -207,7 +213,9 @@ def test_cancel_request(gs_raw, gs_job):
     jid = gs_job.job_id
     rid = gs_raw.call("step", json_body={}, job_id=jid).field("request_id")
     gs_raw.settle(jid, rid)
-    ack = inline(op(gs_raw, jid, "cancel-request", {"request_id": rid}), soft, "OP-CANCEL-1")
+    ans = op(gs_raw, jid, "cancel-request", {"request_id": rid})
+    soft.expect("OP-CANCEL-3", ans.ok, f"cancel-request with no sub-job hint: {ans}")
+    ack = inline(ans, soft, "OP-CANCEL-1")
     soft.check()
     final = gs_raw.settle(jid, rid).final_body
     state = normalize_request_state(final.get("status"))
@@ -229,9 +237,10 @@ def _judge_logs(body: dict, soft: Soft) -> None:
     soft.expect("OP-LOGS-1", isinstance(body.get("eof"), bool), f"eof {body.get('eof')!r}")
 
 
-@checks("OP-LOGS-1")
+@checks("OP-LOGS-1", "OP-LOGS-2")
 def test_tail_logs(gs_target, gs_raw, gs_job, gs_variant):
-    """tail-logs answers {entries, next_cursor, eof} inline, also while the job is placing."""
+    """tail-logs answers {entries, next_cursor, eof} inline (spec §7.8), also while the job
+    is placing (spec §7: the one operation allowed then)."""
     soft = Soft()
     _judge_logs(
         inline(op(gs_raw, gs_job.job_id, "tail-logs", {"max_lines": 5}), soft, "OP-LOGS-1"), soft
@@ -241,7 +250,7 @@ def test_tail_logs(gs_target, gs_raw, gs_job, gs_variant):
         job_id = driver.create_job(bodies.small_job(TRAINING_MODELS[0])).field("job_id")
         ans, seen = driver.wait_job(job_id, until=(JobState.PLACING, JobState.RUNNING), timeout_s=30)
         expect(
-            "OP-LOGS-1",
+            "OP-LOGS-2",
             normalize_job_state(ans.field("status")) == JobState.PLACING,
             f"no placing state: {seen}",
         )
@@ -252,7 +261,36 @@ def test_tail_logs(gs_target, gs_raw, gs_job, gs_variant):
         if placing is None:
             soft.check()
             pytest.skip("the session job was never seen placing (or was reused)")
+    soft.expect("OP-LOGS-2", placing.ok, f"tail-logs while placing: {placing}")
     _judge_logs(inline(placing, soft, "OP-LOGS-1"), soft)
+    soft.check()
+
+
+@checks("OP-RUNNING-1")
+def test_operations_need_a_running_job(gs_target, gs_job, gs_variant):
+    """An operation other than tail-logs on a job that is not running yet is refused."""
+    soft = Soft()
+    if gs_target.embedded:
+        driver = RawDriver(gs_variant("never-ready", startup="polls:100000"))
+        job_id = driver.create_job(bodies.small_job(TRAINING_MODELS[0])).field("job_id")
+        answers = [op(driver, job_id, kind, payload, sub_job_type="training") for kind, payload in (
+            ("weight-sync", {}), ("router-replay-discard", {"sample_ids": ["s"]}))]
+        driver.cancel(job_id)
+    else:
+        answers = [a for _, a in gs_job.not_running_ops]
+        if not answers:
+            pytest.skip("the session job was running when first seen: no operation before running")
+    for ans in answers:
+        refused(ans, soft, "OP-RUNNING-1")
+    soft.check()
+
+
+@checks("OP-TYPE-1")
+@pytest.mark.parametrize("envelope", [{"payload": {}}, {"operation_type": None, "payload": {}}])
+def test_operation_type_required(gs_raw, gs_job, envelope):
+    """An operation envelope without operation_type is refused."""
+    soft = Soft()
+    refused(gs_raw.operation(gs_job.job_id, envelope), soft, "OP-TYPE-1", statuses=[400])
     soft.check()
 
 

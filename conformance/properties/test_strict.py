@@ -23,7 +23,7 @@ from conformance.fake_admin import FakeAdmin
 from conformance.ops import RawOps
 from conformance.variants import JobRef, variant_job
 from conformance.verdict import Soft, expect
-from contract.clauses import checks
+from contract.clauses import checks, clause
 from contract.states import (
     JOB_HOLDS_GPUS,
     JobState,
@@ -56,7 +56,8 @@ def create_refused(
     else:
         refused(ans, soft, cid)
         if field is not None and 400 <= ans.status < 500:
-            soft.expect(cid, names_field(ans, field), f"the refusal does not name {field!r}: {ans.body!r}")
+            owner = cid if clause(cid).source == "decided" else "ERR-ENVELOPE-2"
+            soft.expect(owner, names_field(ans, field), f"the refusal does not name {field!r}: {ans.body!r}")
     if own:
         soft.check()
 
@@ -90,11 +91,11 @@ def saved(driver: RawDriver, job_id: str, checkpoint_type: str, cid: str) -> str
     return str(ckpt)
 
 
-def from_checkpoint(sub: dict, checkpoint_id: str | None, job_id: str) -> dict:
-    info: dict[str, Any] = {"source_job_id": job_id}
+def from_checkpoint(sub: dict, checkpoint_id: str | None, job_id: str | None, **extra: Any) -> dict:
+    info: dict[str, Any] = {"source_job_id": job_id} if job_id is not None else {}
     if checkpoint_id is not None:
         info["checkpoint_id"] = checkpoint_id
-    return {**sub, "source_checkpoint_info": info}
+    return {**sub, "source_checkpoint_info": {**info, **extra}}
 
 
 # --- create-time config rules --------------------------------------------------------------
@@ -118,18 +119,49 @@ def test_config_rules(gs_raw, gs_opts, cid, extra, field):
 # --- checkpoints at create and at load -----------------------------------------------------
 
 
-@checks("CKPT-INIT-2")
+@checks("CKPT-INIT-2", "CKPT-INIT-5")
 def test_sampler_init_needs_weights_only(gs_raw, gs_job, gs_opts, gs_new_job):
-    """A sampler starts from an existing weights-only checkpoint only."""
+    """A sampler starts from an existing weights-only checkpoint only; no credentials need
+    be sent with it (the server stamps stage_info itself)."""
     model, jid = _model(gs_opts), gs_job.job_id
     full = saved(gs_raw, jid, "resumable", "CKPT-INIT-2")
     for ckpt in (full, f"gs-missing-{uuid.uuid4().hex[:8]}", None):
         create_refused(gs_raw, bodies.job(from_checkpoint(bodies.sampling(model), ckpt, jid)), "CKPT-INIT-2")
     weights = saved(gs_raw, jid, "weights-only", "CKPT-INIT-2")
     body = bodies.job(from_checkpoint(bodies.sampling(model), weights, jid))
-    new_id, ans = gs_new_job(body, why="a sampler from a weights-only checkpoint", cid="CKPT-INIT-2")
+    new_id, ans = gs_new_job(body, why="a sampler from a weights-only checkpoint", cid="CKPT-INIT-5")
     expect("CKPT-INIT-2", normalize_job_state(ans.field("status")) == JobState.RUNNING, f"the sampler job: {ans}")
     gs_raw.cancel(new_id)
+
+
+@checks("CKPT-INIT-6", "CKPT-INIT-7")
+def test_init_names_its_source_and_no_credentials(gs_raw, gs_job, gs_opts):
+    """Initialising from another job's checkpoint without source_job_id is refused (spec
+    §8.4); the fake also refuses stage_info credentials sent by the caller (spec §6.5)."""
+    model, jid = _model(gs_opts), gs_job.job_id
+    weights = saved(gs_raw, jid, "weights-only", "CKPT-INIT-6")
+    soft = Soft()
+    create_refused(gs_raw, bodies.job(from_checkpoint(bodies.sampling(model), weights, None)), "CKPT-INIT-6", soft=soft)
+    creds = {"stage_info": {"location": "s3://bucket/stage", "credentials": {"AWS_KEY_ID": "x"}}}
+    create_refused(gs_raw, bodies.job(from_checkpoint(bodies.sampling(model), weights, jid, **creds)),
+                   "CKPT-INIT-7", "stage_info", soft=soft)
+    soft.check()
+
+
+@checks("CKPT-INIT-4")
+def test_sampler_from_an_ended_job(gs_raw, gs_opts, gs_new_job):
+    """A sampler starts from a weights-only checkpoint of a job that has since been
+    cancelled (the source need not be running once the checkpoint is saved)."""
+    model = _model(gs_opts)
+    src, _ = gs_new_job(bodies.small_job(model), why="a source job to end", cid="CKPT-INIT-4")
+    weights = saved(gs_raw, src, "weights-only", "CKPT-INIT-4")
+    gs_raw.cancel(src)
+    gs_raw.wait_job(src, until=(JobState.CANCELLED,), timeout_s=600)
+    body = bodies.job(from_checkpoint(bodies.sampling(model), weights, src))
+    new_id, ans = gs_new_job(body, why="a sampler from an ended job's checkpoint", cid="CKPT-INIT-4")
+    gs_raw.cancel(new_id)
+    expect("CKPT-INIT-4", normalize_job_state(ans.field("status")) == JobState.RUNNING,
+           f"a sampler from {src}'s checkpoint after {src} was cancelled: {ans}")
 
 
 @checks("SAVE-DP-1", "CKPT-INIT-1")
@@ -267,8 +299,11 @@ def _gpus(job: Mapping) -> int:
 
 
 def _own_gpus(driver: RawDriver) -> int:
+    """GPUs of the account's active jobs, read from each job object: a list entry need only
+    carry job_id, status and sub_jobs (spec §5.3), not their configs."""
     jobs = driver.call("list_jobs").field("jobs") or []
-    return sum(_gpus(j) for j in jobs if normalize_job_state(j.get("status")) in JOB_HOLDS_GPUS)
+    active = [j.get("job_id") for j in jobs if normalize_job_state(j.get("status")) in JOB_HOLDS_GPUS]
+    return sum(_gpus(driver.get_job(str(job_id)).body or {}) for job_id in active)
 
 
 @checks("CAP-ACCOUNT-1")

@@ -9,22 +9,25 @@ from starlette.concurrency import run_in_threadpool
 from starlette.responses import Response
 
 from contract import models as m
+from fake_gs import dialect_any
+from fake_gs.dialect import Forms
 from fake_gs.handlers.common import Ctx, json_response
+from fake_gs.handlers.jobs import no_body
 from fake_gs.records import CheckpointRec, rfc3339
 
 EXPORT_FILENAME = "model.safetensors"
 
 
-def checkpoint_view(ckpt: CheckpointRec) -> m.Checkpoint:
+def checkpoint_view(ckpt: CheckpointRec, forms: Forms) -> m.Checkpoint:
+    created = dialect_any.timestamp(forms, ckpt.created_at, rfc3339(ckpt.created_at))
     return m.Checkpoint(checkpoint_id=ckpt.checkpoint_id, global_steps=ckpt.global_steps,
-                        avg_loss=ckpt.avg_loss, created_at=rfc3339(ckpt.created_at),
-                        checkpoint_type=ckpt.checkpoint_type)
+                        avg_loss=ckpt.avg_loss, created_at=created, checkpoint_type=ckpt.checkpoint_type)
 
 
 async def list_checkpoints(ctx: Ctx) -> Response:
     job = ctx.job()
     with ctx.store.lock:
-        items = [checkpoint_view(c) for c in job.checkpoints.values()]
+        items = [checkpoint_view(c, ctx.forms) for c in job.checkpoints.values()]
     return json_response(m.CheckpointList(checkpoints=items))
 
 
@@ -39,7 +42,7 @@ def _safetensors_bytes(ctx: Ctx, ckpt: CheckpointRec) -> bytes:
 
 async def export_checkpoint(ctx: Ctx) -> Response:
     job = ctx.job()
-    await ctx.body.drain()
+    await no_body(ctx)
     ckpt = ctx.store.checkpoint(job, ctx.param("checkpoint_id"))
     data = await run_in_threadpool(_safetensors_bytes, ctx, ckpt)
     # The file name is fixed: a checkpoint id never becomes part of a name or a path
@@ -48,16 +51,16 @@ async def export_checkpoint(ctx: Ctx) -> Response:
     token, rec = ctx.store.add_export(data, filename, job.owner)
     base = str(ctx.request.base_url).rstrip("/")
     files = [m.ExportFile(filename=rec.filename, url=f"{base}/_fake/exports/{token}", size_bytes=len(data))]
-    return json_response(m.ExportResponse(checkpoint_id=ckpt.checkpoint_id, files=files,
-                                          expires_at=rfc3339(rec.expires_at)))
+    expires = dialect_any.timestamp(ctx.forms, rec.expires_at, rfc3339(rec.expires_at))
+    return json_response(m.ExportResponse(checkpoint_id=ckpt.checkpoint_id, files=files, expires_at=expires))
 
 
 async def delete_checkpoint(ctx: Ctx) -> Response:
     job = ctx.job()
     await ctx.body.drain()
     ctx.store.delete_checkpoint(job, ctx.param("checkpoint_id"))
-    if ctx.settings.spec_dialect:
+    if ctx.settings.dialect == "spec":
         return Response(status_code=204)
-    return json_response(m.EmptyObject())
+    return dialect_any.delete_answer(ctx.forms)
 
 

@@ -17,10 +17,10 @@ from starlette.responses import Response
 from contract.errors import ErrorCode, detail_entry
 from contract.models import GenerateStreamSubmitResponse, SubmitResponse, unknown_fields
 from contract.routes import OCTET, Route
-from contract.states import job_state_enum_spelling, request_state_enum_spelling
-from fake_gs import answers
+from fake_gs import answers, dialect_any
 from fake_gs.answers import dumps
 from fake_gs.body import BodyReader
+from fake_gs.dialect import Forms
 from fake_gs.errors import ApiError, validation_error
 from fake_gs.records import JobRec, RequestRec
 from fake_gs.settings import FakeSettings
@@ -58,6 +58,11 @@ class Ctx:
     @property
     def settings(self) -> FakeSettings:
         return self.state.settings
+
+    @property
+    def forms(self) -> Forms:
+        """Which answer form each answer takes (``--dialect``; fake_gs.dialect)."""
+        return self.state.settings.forms
 
     def param(self, name: str) -> str:
         return str(self.request.path_params[name]).replace(ENCODED_SLASH, "/")
@@ -152,10 +157,10 @@ class Ctx:
 
     def job_status_text(self, status: str) -> str:
         enum = self.settings.status_style == "enum" or self.state.mutant("enum-in-short")
-        return job_state_enum_spelling(status) if enum else status
+        return dialect_any.job_state(self.forms, status, enum)
 
     def request_status_text(self, status: str) -> str:
-        return request_state_enum_spelling(status) if self.settings.status_style == "enum" else status
+        return dialect_any.request_state(self.forms, status, self.settings.status_style == "enum")
 
     def submitted(self, job: JobRec, req: RequestRec, count: int | None = None) -> Response:
         """The submission answer; generate-stream's carries the prompt ``count``."""

@@ -13,7 +13,7 @@ from contract.errors import ErrorCode, detail_entry
 from contract.models import CreateJobRequest, SubJobConfig
 from contract.models_catalog import is_known_model, is_trainable
 from contract.states import JobState
-from fake_gs import answers, dialect
+from fake_gs import answers, dialect, dialect_any
 from fake_gs.errors import ApiError
 from fake_gs.execution_logs import run_name
 from fake_gs.handlers.common import Ctx, json_response
@@ -47,19 +47,20 @@ def job_view(ctx: Ctx, job: JobRec, *, count_poll: bool = False) -> m.Job:
     reason = job.reason
     if status == JobState.FAILED and ctx.state.mutant("failed-without-reason"):
         reason = ""
-    tokens = ctx.settings.tokens
-    return m.Job(
+    tokens, forms = ctx.settings.tokens, ctx.forms
+    fields: dict[str, Any] = dict(
         job_id=job.job_id,
         status=shown,
         reason=reason,
-        created_at=rfc3339(job.created_at),
-        updated_at=rfc3339(job.updated_at),
+        created_at=dialect_any.timestamp(forms, job.created_at, rfc3339(job.created_at)),
+        updated_at=dialect_any.timestamp(forms, job.updated_at, rfc3339(job.updated_at)),
         image_tag="" if status == JobState.PENDING else f"fake-gs/{ctx.settings.engine}:0.1.0",
         submitted_by=f"user_{tokens.index(job.owner)}" if job.owner in tokens else "anonymous",
         owner_role=OWNER_ROLE,
         experiment_name=job.experiment_name,
         sub_jobs=[sub_job_view(sub, shown) for sub in job.sub_jobs],
     )
+    return m.Job(**dialect_any.job_object(forms, fields))
 
 
 def check_models(ctx: Ctx, body: CreateJobRequest) -> None:
@@ -81,19 +82,25 @@ def _resolve_checkpoint(ctx: Ctx, i: int, cfg: SubJobConfig) -> CheckpointRec | 
     if info is None:
         return None
     loc = ("sub_job_configs", i, "source_checkpoint_info")
-    if info.source_job_id:
-        try:
-            src = ctx.store.job_for(ctx.owner, info.source_job_id)
-            return ctx.store.checkpoint(src, info.checkpoint_id)
-        except ApiError as exc:
-            raise ApiError(ErrorCode.VALIDATION_FAILED, exc.message,
-                           [detail_entry(loc, exc.message, exc.code)]) from None
-    for job in reversed(ctx.store.list_jobs(ctx.owner, None)):
-        if info.checkpoint_id in job.checkpoints:
-            return job.checkpoints[info.checkpoint_id]
-    message = f"checkpoint {info.checkpoint_id!r} not found; name its job with source_job_id"
-    raise ApiError(ErrorCode.VALIDATION_FAILED, message,
-                   [detail_entry((*loc, "checkpoint_id"), message, ErrorCode.CHECKPOINT_NOT_FOUND)])
+    if "stage_info" in (info.model_extra or {}) and not ctx.state.mutant("init-credentials-taken"):
+        # CKPT-INIT-7: the server stamps it (spec §6.5)
+        message = "stage_info credentials are stamped by the server; clients must not send them"
+        raise ApiError(ErrorCode.VALIDATION_FAILED, message, [detail_entry((*loc, "stage_info"), message)])
+    if not info.source_job_id and ctx.state.mutant("init-any-job"):
+        for job in reversed(ctx.store.list_jobs(ctx.owner, None)):
+            if info.checkpoint_id in job.checkpoints:
+                return job.checkpoints[info.checkpoint_id]
+    if not info.source_job_id:  # CKPT-INIT-6: a new job's checkpoint is always another job's
+        message = (f"checkpoint {info.checkpoint_id!r}: name the job that saved it with "
+                   "source_job_id (spec §8.4)")
+        raise ApiError(ErrorCode.VALIDATION_FAILED, message,
+                       [detail_entry((*loc, "source_job_id"), message, ErrorCode.CHECKPOINT_NOT_FOUND)])
+    try:
+        src = ctx.store.job_for(ctx.owner, info.source_job_id)
+        return ctx.store.checkpoint(src, info.checkpoint_id)
+    except ApiError as exc:
+        raise ApiError(ErrorCode.VALIDATION_FAILED, exc.message,
+                       [detail_entry(loc, exc.message, exc.code)]) from None
 
 
 def source_checkpoints(ctx: Ctx, body: CreateJobRequest) -> list[InitFrom]:
@@ -112,11 +119,20 @@ def source_checkpoints(ctx: Ctx, body: CreateJobRequest) -> list[InitFrom]:
     return out
 
 
+def check_debug_gate(ctx: Ctx, body: CreateJobRequest) -> None:
+    """The fake's debug options are off (spec §5.1: the server gates them): a top-level
+    ``debug`` block is refused, not silently ignored (JOB-DEBUG-2)."""
+    if "debug" in (body.model_extra or {}) and not ctx.state.mutant("debug-gate-open"):
+        message = "debug options are not enabled on this server"
+        raise ApiError(ErrorCode.VALIDATION_FAILED, message, [detail_entry(("debug",), message, "not_enabled")])
+
+
 async def create_job(ctx: Ctx) -> Response:
     body = await ctx.json_model(CreateJobRequest)
     check_texts(body.model_dump(mode="json", by_alias=True, exclude_none=True), ctx.settings)
     config_bytes = int(ctx.extras.get("json_bytes", 0))
     check_config_room(ctx.store, ctx.owner, config_bytes)
+    check_debug_gate(ctx, body)
     check_models(ctx, body)
     job_id = requested_job_id(body, ctx.state.mutant("job-id-ignored"))
     check_config_rules(body, job_id, ctx.settings.mutant)
@@ -144,14 +160,16 @@ async def create_job(ctx: Ctx) -> Response:
 
 async def list_jobs(ctx: Ctx) -> Response:
     jobs = ctx.store.list_jobs(ctx.owner, ctx.request.query_params.get("status"))
-    return json_response(m.JobList(jobs=[job_view(ctx, j) for j in jobs]))
+    entries = [dialect_any.list_entry(ctx.forms, answers.render(job_view(ctx, j))) for j in jobs]
+    return json_response(m.JobList(jobs=entries))
 
 
 async def get_capacity(ctx: Ctx) -> Response:
     cap = answers.render(m.Capacity(**ctx.store.capacity(ctx.owner)))
     if ctx.state.mutant("capacity-text"):
         cap = {k: str(v) if isinstance(v, int) and not isinstance(v, bool) else v for k, v in cap.items()}
-    return json_response(dialect.capacity(cap) if ctx.settings.spec_dialect else cap)
+    cap = dialect.capped(cap, ctx.forms)
+    return json_response(dialect.capacity(cap) if ctx.forms.use("capacity-proto3") else cap)
 
 
 async def get_job(ctx: Ctx) -> Response:
@@ -159,11 +177,20 @@ async def get_job(ctx: Ctx) -> Response:
     return json_response(job_view(ctx, job, count_poll=True))
 
 
+async def no_body(ctx: Ctx) -> None:
+    """A call spec §5.5 / §5.8 sends with no body is refused when it carries one
+    (CANCEL-BODY-2)."""
+    if await ctx.raw_body() and not ctx.state.mutant("body-taken"):
+        message = f"{ctx.route.name} takes no body"
+        raise ApiError(ErrorCode.VALIDATION_FAILED, message, [detail_entry((), message, "no_body")])
+
+
 async def cancel_job(ctx: Ctx) -> Response:
     job = ctx.job()
-    await ctx.body.drain()
+    await no_body(ctx)
     ctx.store.cancel(job)
-    return json_response(m.EmptyObject())
+    shown = ctx.job_status_text(ctx.store.status(job))
+    return dialect_any.cancel_answer(ctx.forms, job.job_id, shown)
 
 
 async def get_experiment_run(ctx: Ctx) -> Response:

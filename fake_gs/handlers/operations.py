@@ -171,9 +171,13 @@ async def op_bootstrap(ctx: Ctx, job: JobRec, target: SubJobRec, payload: Any) -
                                f"bootstrap-router-replay goes from a sampling source to a training target "
                                f"(the receiver); {sub.sub_job_id} is a {sub.job_type} sub-job",
                                [detail_entry(loc, f"must be a {want} sub-job", ErrorCode.WRONG_SUB_JOB_TYPE)])
-    return json_response(m.BootstrapRouterReplayResult(
+    result = m.BootstrapRouterReplayResult(
         bootstrapped=True, source_sub_job_id=src.sub_job_id, target_sub_job_id=dst.sub_job_id,
-        max_cache_bytes=payload.max_cache_bytes))
+        max_cache_bytes=payload.max_cache_bytes)
+    if ctx.forms.use("bootstrap-polled"):  # spec §7: "poll if a deployment returns a request id"
+        ctx.expect(model=m.SubmitResponse)
+        return ctx.submitted(job, ctx.store.submit(job, "op:bootstrap-router-replay", lambda: answers.render(result)))
+    return json_response(result)
 
 
 async def op_discard(ctx: Ctx, job: JobRec, target: SubJobRec, payload: Any) -> Response:
@@ -200,8 +204,8 @@ async def op_cancel_request(ctx: Ctx, job: JobRec, target: SubJobRec, payload: A
 
 async def op_tail_logs(ctx: Ctx, job: JobRec, target: SubJobRec, payload: Any) -> Response:
     assert isinstance(payload, TailLogsPayload)
-    spec = ctx.settings.spec_dialect
-    cursor_in = dialect.log_cursor(payload.cursor) if spec else payload.cursor
+    spec = ctx.forms.use("log-cursor")
+    cursor_in = dialect.log_cursor(payload.cursor) if ctx.settings.dialect != "kit" else payload.cursor
     try:
         start = int(cursor_in) if cursor_in not in (None, "") else 0
     except (TypeError, ValueError):

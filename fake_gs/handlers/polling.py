@@ -16,7 +16,7 @@ from starlette.responses import Response
 from contract.errors import ErrorCode
 from contract.models import RequestStatus
 from contract.states import REQUEST_TERMINAL, RequestState
-from fake_gs import answers, dialect, results
+from fake_gs import answers, dialect, dialect_any, results
 from fake_gs.delivery import decode_cursor, encode_cursor, parse_max_events
 from fake_gs.errors import ApiError
 from fake_gs.handlers.common import Ctx, dumps
@@ -33,7 +33,8 @@ def _page(ctx: Ctx, req: RequestRec, offset: int, max_events: int) -> tuple[list
         reads = req.cursor_reads[offset] = req.cursor_reads.get(offset, 0) + 1
         if reads > 1:
             return [], None
-    page = events[offset : offset + max_events]
+    size = dialect_any.page_size(ctx.forms, req.request_id, offset, max_events, len(events) - offset)
+    page = events[offset : offset + size]
     end = offset + len(page)
     return page, encode_cursor(req.request_id, end) if end < len(events) else None
 
@@ -77,11 +78,16 @@ def render(status: RequestStatus, result: bytes, events: Sequence[bytes]) -> byt
 
 
 def _tail(ctx: Ctx, error: Any, cursor: str | None) -> dict[str, Any]:
-    """The poll's error and cursor in the fake's dialect (spec: ``""`` for none)."""
+    """The poll's error and cursor in the fake's dialect (spec: ``""`` for none), and in
+    the any dialect maybe a field no model declares."""
     tail: dict[str, Any] = {"error": error, "next_cursor": cursor}
     if cursor is None and ctx.state.mutant("poll-next-cursor-missing"):
         del tail["next_cursor"]
-    return dialect.poll(tail) if ctx.settings.spec_dialect else tail
+    if ctx.settings.dialect == "spec":
+        return dialect.poll(tail)
+    if ctx.settings.dialect == "any":
+        return {**dialect.poll(tail, ctx.forms), **ctx.forms.extras()}
+    return tail
 
 
 def view(ctx: Ctx, job: JobRec, req: RequestRec, offset: int, max_events: int) -> bytes:
@@ -99,8 +105,10 @@ def view(ctx: Ctx, job: JobRec, req: RequestRec, offset: int, max_events: int) -
         if status in REQUEST_TERMINAL and req.final_status is None:
             req.final_status = status
             req.updated_at = max(req.updated_at, req.created_at)
+        forms = ctx.forms
         head = {"request_id": req.request_id, "status": ctx.request_status_text(status),
-                "created_at": rfc3339(req.created_at), "updated_at": rfc3339(req.updated_at)}
+                "created_at": dialect_any.timestamp(forms, req.created_at, rfc3339(req.created_at)),
+                "updated_at": dialect_any.timestamp(forms, req.updated_at, rfc3339(req.updated_at))}
     return render(RequestStatus(**head, **_tail(ctx, error, cursor)), result, events)
 
 

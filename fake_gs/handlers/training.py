@@ -165,7 +165,7 @@ async def step(ctx: Ctx) -> Response:
     job = ctx.job()
     body = await ctx.json_model(StepRequest)
     sub = training_sub_job(job)
-    store, proposed = ctx.store, ctx.settings.profile == "proposed"
+    store, proposed, forms = ctx.store, ctx.settings.profile == "proposed", ctx.forms
 
     def work() -> dict[str, Any]:
         out = store.engine.step(job.job_id, body.learning_rate)
@@ -174,23 +174,28 @@ async def step(ctx: Ctx) -> Response:
                 job.global_steps += 1
             steps = job.global_steps
         answer = m.StepResult(global_steps=steps, last_lr=float(out["last_lr"]))
-        if _peak_memory_wanted(sub):
-            answer.peak_memory = m.PeakMemory(gpu_peak=1.0 + 0.01 * steps, cpu_peak=0.5)
+        if _peak_memory_wanted(sub):  # byte counts (spec §6.2)
+            answer.peak_memory = m.PeakMemory(gpu_peak=(1 << 30) + (1 << 20) * steps, cpu_peak=1 << 29)
         if proposed:
             answer.metrics = full_metrics(out.get("metrics"))
         result = answers.render(answer)
         if ctx.state.mutant("last-lr-text"):
             result["last_lr"] = str(result["last_lr"])
-        return dialect.step_result(result) if ctx.settings.spec_dialect else result
+        result = dialect.scheduled(result, forms)
+        return dialect.step_result(result) if forms.use("last-lr-list") else result
 
     return ctx.submitted(job, store.submit(job, "step", work))
 
 
-def save_result(job_id: str, checkpoint_id: str, checkpoint_type: str, global_steps: int) -> dict[str, Any]:
-    """A save's result as a poll shows it (the path: the checkpoint's fake-gs:// storage URI)."""
-    return answers.render(m.SaveResult(
-        checkpoint_id=checkpoint_id, checkpoint_path=f"fake-gs://{job_id}/checkpoints/{checkpoint_id}",
-        checkpoint_tag=checkpoint_id, checkpoint_type=checkpoint_type, global_steps=global_steps))
+def save_result(job_id: str, checkpoint_id: str, checkpoint_type: str, global_steps: int,
+                bare: bool = False) -> dict[str, Any]:
+    """A save's result as a poll shows it (the path: the checkpoint's fake-gs:// storage URI;
+    ``bare``: without path and tag, spec §6.3's "fields actually present")."""
+    result = m.SaveResult(checkpoint_id=checkpoint_id, checkpoint_type=checkpoint_type, global_steps=global_steps)
+    if not bare:
+        result.checkpoint_path = f"fake-gs://{job_id}/checkpoints/{checkpoint_id}"
+        result.checkpoint_tag = checkpoint_id
+    return answers.render(result)
 
 
 async def save(ctx: Ctx) -> Response:
@@ -206,10 +211,15 @@ async def save(ctx: Ctx) -> Response:
                        [detail_entry(("checkpoint_id",), problem, ErrorCode.INVALID_ID)])
     check_checkpoint_room(store, job, wanted_id)
 
+    # The control plane may drop the caller's id (spec §6.3); without one, the kit's own
+    # step name is the server's naming already (the spec dialect names every save itself).
+    server_named = ctx.forms.use("save-id-server") and (wanted_id is not None or ctx.settings.dialect == "spec")
+    bare = ctx.forms.use("save-result-fields")
+
     def work() -> dict[str, Any]:
         snapshot = store.engine.save(job.job_id, ckpt_type)
         with store.lock:
-            if ctx.settings.spec_dialect:  # the control plane does not forward the caller's id
+            if server_named:
                 ckpt_id = dialect.save_id(wanted_id, job.global_steps, job.checkpoints)
             else:
                 ckpt_id = wanted_id or f"global_step{job.global_steps}"
@@ -218,10 +228,10 @@ async def save(ctx: Ctx) -> Response:
             steps = job.global_steps
         if ctx.state.mutant("saved-id-unloadable"):
             ckpt_id += "-unsaved"
-        return save_result(job.job_id, ckpt_id, ckpt_type, steps)
+        return save_result(job.job_id, ckpt_id, ckpt_type, steps, bare)
 
     req = store.submit(job, "save", work)
-    req.creates = dialect.save_may_create(wanted_id, ctx.settings.spec_dialect)
+    req.creates = dialect.save_may_create(wanted_id, server_named)
     return ctx.submitted(job, req)
 
 

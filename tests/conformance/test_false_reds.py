@@ -1,7 +1,8 @@
 """The suite passes good servers: the fake, judged as any URL would be (through a plain
-loopback proxy that forwards only the service prefix), in each answer dialect, exits 0 with
-no red clause in profile ``current`` with default options; ``--require-all`` turns the
-clauses it could not judge there into a failure that names them.
+loopback proxy that forwards only the service prefix), in its kit dialect and in the any
+dialect (every form the spec allows, chosen per answer: ``fake-gs --dialect any``, a seed
+of its own), exits 0 with no red clause in profile ``current`` with default options;
+``--require-all`` turns the clauses it could not judge there into a failure that names them.
 
 The mutant self-test (test_mutants.py) proves the suite catches bad servers; this proves it
 does not fail good ones. The two full runs take a minute or two each, so they are marked
@@ -27,12 +28,18 @@ TOKEN = "false-reds-token"
 TIMEOUT_S = 900
 
 
-@pytest.fixture(params=["kit", "spec"])
+#: (dialect, seed): the spec dialect's fixed forms are among the any dialect's choices
+#: (the embedded plain runs of test_mutants.py judge another seed of it).
+DIALECTS = [("kit", 0), ("any", 11)]
+
+
+@pytest.fixture(params=DIALECTS, ids=[d for d, _ in DIALECTS])
 def proxied_fake(request: pytest.FixtureRequest) -> Iterator[str]:
     """The fake (profile current, auth on, the dialect) behind a loopback proxy."""
     from fake_gs import FakeSettings, serve_in_background
 
-    settings = FakeSettings(port=0, profile="current", tokens=(TOKEN,), dialect=request.param,
+    dialect, seed = request.param
+    settings = FakeSettings(port=0, profile="current", tokens=(TOKEN,), dialect=dialect, seed=seed,
                             log_level="warning")
     with serve_in_background(settings) as upstream, loopback_proxy(str(upstream)) as url:
         yield url

@@ -22,7 +22,7 @@ CLI_FLAGS = {
     "--examples", "--clauses", "-n", "--workers", "--require-all", "--randomize",
     "--no-shrink", "--mutant", "--engine", "--status-style", "--delivery", "--dialect",
     "--gs-dialect", "--report", "--markdown", "--junit", "--json", "--record", "--plan",
-    "-v", "--verbose", "--quiet",
+    "-v", "--verbose", "--quiet", "--fake-seed",
 }
 PLUGIN_FLAGS = {
     "--gs-url", "--gs-token", "--gs-token2", "--gs-database", "--gs-schema", "--gs-endpoint",
@@ -30,7 +30,7 @@ PLUGIN_FLAGS = {
     "--gs-json", "--gs-clauses", "--gs-mutant", "--gs-engine", "--gs-max-jobs",
     "--gs-status-style", "--gs-delivery", "--gs-dialect", "--gs-randomize", "--gs-no-shrink",
     "--gs-require-all", "--gs-record", "--gs-plan", "--gs-max-result-mib",
-    "--gs-startup-timeout",
+    "--gs-startup-timeout", "--gs-fake-seed",
 }
 # Parity tapes (issue 25): what a recording keeps of big request bodies.
 CLI_FLAGS |= {"--record-bodies", "--record-budget-mib"}

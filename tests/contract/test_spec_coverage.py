@@ -11,7 +11,14 @@ import pytest
 
 from contract.__main__ import main
 from contract.clauses import CLAUSES
-from contract.spec import SECTIONS, by_source, coverage_gaps, coverage_markdown, source_problems
+from contract.spec import (
+    SECTIONS,
+    by_source,
+    coverage_gaps,
+    coverage_markdown,
+    rule_problems,
+    source_problems,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 SNAPSHOT = ROOT / "docs" / "spec-coverage.md"
@@ -35,7 +42,30 @@ def test_a_missing_or_unknown_source_is_reported(source: str, fragment: str) -> 
 
 
 def test_every_rules_section_has_a_clause_or_a_reason() -> None:
+    """A section of normative rules, or holding a checkable rule of the rules table, is
+    cited by a clause or says why it is not judged."""
     assert coverage_gaps() == []
+
+
+def test_every_checkable_rule_has_a_clause() -> None:
+    assert rule_problems() == []
+
+
+def test_a_rule_without_a_clause_is_reported(monkeypatch: pytest.MonkeyPatch) -> None:
+    from contract import spec_rules
+
+    bare = spec_rules.Rule("5.5", "cancel takes no body", (), "yes", ())
+    monkeypatch.setattr(spec_rules, "RULES", (*spec_rules.RULES, bare))
+    assert rule_problems() == ["§5.5 'cancel takes no body': no clause judges it"]
+    uncited = spec_rules.Rule("2.4", "an uncited rule", ("ADDR-REQID-1",), "yes", ())
+    monkeypatch.setattr(spec_rules, "RULES", (*spec_rules.RULES, uncited))
+    assert "2.4" not in coverage_gaps()  # §2.4 says why no spec clause cites it
+    from contract import spec
+
+    monkeypatch.setattr(spec, "_SECTIONS", (*spec._SECTIONS, spec.Section("99.9", "A new section", "notes")))
+    monkeypatch.setattr(spec, "SECTIONS", {**spec.SECTIONS, "99.9": spec.Section("99.9", "A new section", "notes")})
+    monkeypatch.setattr(spec_rules, "RULES", (*spec_rules.RULES, spec_rules.Rule("99.9", "r", ("ADDR-REQID-1",), "yes", ())))
+    assert coverage_gaps() == ["99.9"]
 
 
 def test_snapshot_matches_the_generated_table() -> None:

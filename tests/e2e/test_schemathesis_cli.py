@@ -9,10 +9,11 @@ phases: the examples phase alone sends every operation a request the fake execut
 sizes: CI's small count (``ST_MAX_EXAMPLES`` per operation, 3 by default; ``ST_SEED``, 19)
 and, marked long, the README's ``--max-examples 100``.
 
-Dialects: the document accepts both forms of the spec (integer error codes, ``detail``
-lists, ``""`` poll fields, delete 204, ``last_lr`` lists); each run repeats against a fake
-started with ``dialect="spec"``. The CI-sized run in the spec dialect is ``slow`` (``tox -e
-slow``; the kit dialect's stays in ``tox -e tests``).
+Two documents: ``contract/openapi.json`` (profile proposed) against the fake in the kit
+dialect, and ``contract/openapi-current.json`` (profile current: every form the spec allows,
+answers open) against a current-profile fake in the any dialect (``dialect="any"``: integer
+codes and 422 detail lists, ``""`` poll fields, request-state synonyms, non-UUID ids,
+unknown fields, 200/204 deletes, 2xx cancels, ``last_lr`` lists, ... chosen per answer).
 """
 
 from __future__ import annotations
@@ -29,18 +30,20 @@ from typing import Any
 
 import pytest
 
-from contract.routes import PREFIX_TEMPLATE, ROUTES
+from contract.routes import PREFIX_TEMPLATE, ROUTES, routes_for
 from fake_gs import FakeServer, start_in_background
 
 ROOT = Path(__file__).resolve().parents[2]
-DOCUMENT = ROOT / "contract" / "openapi.json"
+#: profile -> its committed document (contract.openapi.SNAPSHOTS), and the dialect it is
+#: judged in: the proposed one against the kit's own forms, the current one against all.
+DOCUMENTS = {"proposed": ROOT / "contract" / "openapi.json", "current": ROOT / "contract" / "openapi-current.json"}
+RUNS = [("proposed", "kit"), ("current", "any")]
 ST_CONFIG = ROOT / "contract" / "schemathesis.toml"
 EXAMPLES = int(os.environ.get("ST_MAX_EXAMPLES", "3"))
 SEED = os.environ.get("ST_SEED", "19")
 #: Generated jobs ask for any number of GPUs; an account with room keeps them running.
 ROOMY_ACCOUNT = 10**60
-DIALECTS = ["kit", "spec"]
-ALL_OPERATIONS = frozenset(r.name for r in ROUTES)
+OPERATIONS = {profile: frozenset(r.name for r in routes_for(profile)) for profile in DOCUMENTS}
 
 
 def st_executable() -> str:
@@ -50,9 +53,9 @@ def st_executable() -> str:
     return found
 
 
-def st_command(url: str, report_dir: Path, examples: int) -> list[str]:
+def st_command(url: str, report_dir: Path, examples: int, profile: str = "proposed") -> list[str]:
     """The README's command, plus a seed and a HAR report for the reach check."""
-    return [st_executable(), "--config-file", str(ST_CONFIG), "run", str(DOCUMENT), "--url", url,
+    return [st_executable(), "--config-file", str(ST_CONFIG), "run", str(DOCUMENTS[profile]), "--url", url,
             "--checks", "all", "--phases", "examples,coverage,fuzzing,stateful",
             "--max-examples", str(examples), "--seed", SEED, "--no-color",
             "--report", "har", "--report-dir", str(report_dir)]
@@ -60,9 +63,9 @@ def st_command(url: str, report_dir: Path, examples: int) -> list[str]:
 
 @pytest.fixture
 def fake(request: pytest.FixtureRequest) -> Iterator[FakeServer]:
-    dialect = request.node.callspec.params["dialect"]
+    profile, dialect = request.node.callspec.params["run"]
     server = start_in_background(max_total_gpus=ROOMY_ACCOUNT, log_level="critical", dialect=dialect,
-                                 example_data=True)
+                                 profile=profile, seed=int(SEED), example_data=True)
     yield server
     server.stop()
 
@@ -94,16 +97,18 @@ def answered_2xx(har: dict[str, Any]) -> set[str]:
     return out
 
 
-def run_and_judge(fake: FakeServer, tmp_path: Path, dialect: str, examples: int) -> None:
-    """Run the README's command at ``examples`` per operation and assert: no failure, no
-    internal error, every operation answered 2xx, no missing test data."""
-    done = subprocess.run(st_command(fake.base_url, tmp_path / "reports", examples), cwd=tmp_path,
+def run_and_judge(fake: FakeServer, tmp_path: Path, run: tuple[str, str], examples: int) -> None:
+    """Run the README's command on the profile's document at ``examples`` per operation and
+    assert: no failure, no internal error, every operation answered 2xx, no missing test data."""
+    profile, dialect = run
+    ALL_OPERATIONS = OPERATIONS[profile]
+    done = subprocess.run(st_command(fake.base_url, tmp_path / "reports", examples, profile), cwd=tmp_path,
                           capture_output=True, text=True, timeout=1800)
     out = done.stdout + done.stderr
     har = json.loads(next((tmp_path / "reports").glob("*.json")).read_text(encoding="utf-8"))
     reached = answered_2xx(har)
     missing_data = "Missing test data" in out
-    print(f"\n[{dialect}, {examples} examples] st exit {done.returncode}; 2xx from "
+    print(f"\n[{profile} document, {dialect} dialect, {examples} examples] st exit {done.returncode}; 2xx from "
           f"{len(reached)}/{len(ALL_OPERATIONS)} operations; not reached: {sorted(ALL_OPERATIONS - reached)}; "
           f"missing-test-data warning: {missing_data}\n{out[-1500:]}")
     assert done.returncode == 0, out[-8000:]
@@ -113,14 +118,14 @@ def run_and_judge(fake: FakeServer, tmp_path: Path, dialect: str, examples: int)
 
 
 @pytest.mark.heavy
-@pytest.mark.parametrize("dialect", DIALECTS)
+@pytest.mark.parametrize("run", RUNS, ids=["-".join(r) for r in RUNS])
 def test_schemathesis_cli_finds_nothing_and_reaches_every_operation(fake: FakeServer, tmp_path: Path,
-                                                                    dialect: str) -> None:
-    run_and_judge(fake, tmp_path, dialect, EXAMPLES)
+                                                                    run: tuple[str, str]) -> None:
+    run_and_judge(fake, tmp_path, run, EXAMPLES)
 
 
 @pytest.mark.long
-@pytest.mark.parametrize("dialect", DIALECTS)
-def test_schemathesis_cli_at_the_readme_count(fake: FakeServer, tmp_path: Path, dialect: str) -> None:
+@pytest.mark.parametrize("run", RUNS, ids=["-".join(r) for r in RUNS])
+def test_schemathesis_cli_at_the_readme_count(fake: FakeServer, tmp_path: Path, run: tuple[str, str]) -> None:
     """The README's ``--max-examples 100`` (``tox -e openapi-reach``): the same verdicts."""
-    run_and_judge(fake, tmp_path, dialect, 100)
+    run_and_judge(fake, tmp_path, run, 100)

@@ -168,6 +168,31 @@ def test_settings_marker_isolation_and_state(pytester):
     result.assert_outcomes(passed=3)
 
 
+def test_a_team_opts_into_the_any_dialect_with_the_marker(pytester):
+    """``@pytest.mark.fake_gs(dialect="any", seed=N)``: every form the spec allows, chosen
+    per answer; a refusal the test declares by the kit's code is declared whatever form its
+    body takes, and a test reading the answers by the spec's letter passes."""
+    result = run(pytester, """
+        from contract.states import normalize_job_state
+
+        @pytest.mark.fake_gs(dialect="any", seed=7)
+        def test_plumbing_in_any_form(fake_gs):
+            assert fake_gs.settings.dialect == "any"
+            seen = set()
+            for _ in range(12):
+                job = create(fake_gs).json()["job_id"]
+                got = requests.get(fake_gs.service_url + "/" + job, headers=fake_gs.headers).json()
+                seen.add(got["status"])
+                assert normalize_job_state(got["status"]) == "running"
+                cancel = requests.post(fake_gs.service_url + "/" + job + ":cancel", headers=fake_gs.headers)
+                assert 200 <= cancel.status_code < 300
+            fake_gs.expect_error("job_not_found")
+            assert missing_job(fake_gs).status_code == 404
+            assert len(seen) > 1, seen  # another spelling than the kit's showed up
+    """)
+    result.assert_outcomes(passed=1)
+
+
 def test_open_chunk_group_fails_the_test(pytester):
     result = run(pytester, """
         from contract import wire

@@ -122,12 +122,12 @@ def test_error_answers_are_built_from_the_contracts_error_models() -> None:
     assert isinstance(kit, m.ErrorEnvelope)
     assert answers.render(kit) == error_body(ErrorCode.VALIDATION_FAILED, "bad", detail)
     assert answers.render(envelope(ErrorCode.JOB_NOT_FOUND, "gone")) == error_body(ErrorCode.JOB_NOT_FOUND, "gone")
-    listed = dialect.error(kit, 400)
-    assert isinstance(listed, m.DetailListError)
+    listed, status = dialect.error(kit, 400)
+    assert isinstance(listed, m.DetailListError) and status == 400
     assert answers.render(listed) == {"detail": [{"loc": ["body", "x"], "msg": "missing", "type": "missing"}]}
-    coded = dialect.error(envelope(ErrorCode.JOB_NOT_FOUND, "gone"), 404)
+    coded, _ = dialect.error(envelope(ErrorCode.JOB_NOT_FOUND, "gone"), 404)
     assert isinstance(coded, m.MessageCodeError) and list(answers.render(coded)) == ["message", "code"]
-    restart = dialect.error(envelope(ErrorCode.CHUNK_GROUP_RESTART_REQUIRED, "again"), 409)
+    restart, _ = dialect.error(envelope(ErrorCode.CHUNK_GROUP_RESTART_REQUIRED, "again"), 409)
     assert answers.render(restart) == {"message": "again", "code": "chunk_group_restart_required"}
     for form in (kit, listed, coded, restart):  # every form is an answer the check accepts
         m.ErrorEnvelope.model_validate(answers.render(form), strict=True)

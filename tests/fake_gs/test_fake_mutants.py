@@ -20,6 +20,7 @@ from openapi_mutant_checks import OPENAPI_CHECKS
 from parity_mutant_checks import PARITY_CHECKS
 from recipe_mutant_checks import RECIPE_CHECKS
 from semantic_mutant_checks import SEMANTIC_CHECKS
+from spec_letter_mutant_checks import SPEC_LETTER_CHECKS
 from strict_mutant_checks import STRICT_CHECKS
 from url_run_mutant_checks import URL_RUN_CHECKS
 from verdict_mutant_checks import VERDICT_CHECKS
@@ -297,6 +298,7 @@ CHECKS.update(HARDENING_CHECKS)  # hardening (issue 12)
 CHECKS.update(URL_RUN_CHECKS)  # the url-run mutants (issue 16)
 CHECKS.update(LOAD_CHECKS)  # the load mutants (issue 29)
 CHECKS.update(PARITY_CHECKS)  # the parity mutant (issue 25)
+CHECKS.update(SPEC_LETTER_CHECKS)  # the rules the fake enforces since issue 24
 
 
 def test_every_mutant_has_a_check() -> None:

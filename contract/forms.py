@@ -1,0 +1,133 @@
+"""The answer forms the published spec allows beyond the kit's own, one row each.
+
+The kit's fake answers in one form per answer (the kit dialect); the spec allows others
+(a request may read ``completed``, an id need not be a UUID, an error may be a bare
+``detail`` list answered with 422, ...). Each row here names one such alternative, the
+section of the spec that allows it, and the ``decided`` clauses that pin the kit's own
+form instead (a server using the alternative is conformant, so those clauses are judged
+only on a target that promises the kit's forms: :func:`kit_form_judged`).
+
+One table, read by everything that must agree on it: ``fake-gs --dialect any`` picks
+among every row per answer (seeded; ``fake_gs.dialect``), ``--dialect spec`` always takes
+the rows marked ``spec``; the conformance suite skips the kit-form clauses of a target
+that may use a row; ``gs-parity`` counts a difference a row explains as an equivalence;
+``docs/spec-coverage.md`` shows which spec rules ``--dialect any`` exercises. A test holds
+the fake and the parity comparer to implement every row.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Literal
+
+#: The fake's answer dialects: its own forms, the spec's other forms always, or any form
+#: the spec allows chosen per answer (seeded by ``--seed``).
+Dialect = Literal["kit", "spec", "any"]
+DIALECTS: tuple[Dialect, ...] = ("kit", "spec", "any")
+
+
+@dataclass(frozen=True)
+class Form:
+    """One alternative form a conformant server may answer in."""
+
+    name: str
+    #: The section of the spec that allows the alternative (``6.8``).
+    section: str
+    #: What the alternative looks like, in the kit's words.
+    what: str
+    #: Decided clauses pinning the kit's own form where this row allows another.
+    relaxes: tuple[str, ...] = ()
+    #: ``--dialect spec`` always answers in this form.
+    spec: bool = False
+
+
+#: Fields ``--dialect any`` adds to answers and results (spec §11: results are open; the
+#: spec closes no answer): a client must ignore fields it does not know.
+EXTRA_FIELDS: tuple[str, ...] = ("etag", "server_revision", "labels")
+
+#: Request-state spellings spec §3.3 lists beyond the kit's, by the kit's state.
+REQUEST_STATE_SYNONYMS: dict[str, tuple[str, ...]] = {
+    "done": ("completed", "succeeded"),
+    "cancelled": ("canceled",),
+}
+#: Job-state spellings spec §3.2 mentions beyond the kit's, by the kit's state.
+JOB_STATE_SYNONYMS: dict[str, tuple[str, ...]] = {"cancelled": ("canceled",)}
+
+#: One row per form; ``name | section | spec-dialect? | relaxes | what``.
+_TABLE = """
+request-state-spelling | 3.3 | - | POLL-STATE-2 | a request status spelled completed, succeeded or canceled, or as its raw enum name (REQUEST_STATE_DONE), chosen per answer
+job-state-spelling | 3.2 | - | JOB-STATE-2 | a job status spelled as its enum name (JOB_STATE_RUNNING) or canceled, chosen per answer
+id-shape | 5.1 | - | JOB-CREATE-2 | job ids shaped like the spec's examples (b1fcb345, job-...), not UUIDs; request ids likewise
+list-entry-minimal | 5.3 | - | JOB-LIST-3 | list entries carrying job_id, status and sub_jobs (possibly empty) only
+job-optional-fields | 5.2 | - | - | submitted_by and owner_role left out of a job object
+unknown-fields | 11 | - | - | fields no model declares added to answers, events and results
+error-forms | 3.6 | spec | - | error bodies as {message, code: <status>} or a bare detail list instead of the kit's envelope
+validation-422 | 3.6 | - | ERR-STATUS-1 | a validation failure answered 422 with a detail list
+delete-answer | 5.9 | spec | - | a delete answered 204, or 200 with no body
+cancel-answer | 5.5 | - | CANCEL-ANSWER-1 | a cancel answered 204, 202 or 200 with the job's id and status
+poll-empty-fields | 6.8 | spec | - | an empty poll error or next_cursor as "", a request's error as its message string
+capacity-proto3 | 5.4 | spec | - | capacity without its false and zero fields (proto3 JSON)
+capacity-capped | 5.4 | - | CAP-COUNT-2 | available_gpus capped below max_total_gpus - in_use_gpus (schedulable capacity)
+last-lr-list | 6.2 | spec | - | last_lr as a list (one rate per parameter group)
+last-lr-scheduled | 6.2 | - | STEP-LR-1 | last_lr as a scheduler set it, not the learning_rate the step asked for
+save-id-server | 6.3 | spec | SAVE-ID-2 | a save naming its checkpoint itself, whatever checkpoint_id the caller asked for
+save-result-fields | 6.3 | - | SAVE-RESULT-2 | a save result without checkpoint_path or checkpoint_tag
+request-id-header | 2.4 | - | ADDR-REQID-1 | an answer without the x-snowflake-request-id header
+short-pages | 6.8 | - | POLL-MAXEV-4 | result-chunk pages holding fewer events than max_events allows (never none while some remain)
+bootstrap-polled | 7 | - | OP-ROUTER-2 | bootstrap-router-replay answering a request_id to poll instead of an inline result
+log-cursor | 7.8 | spec | - | opaque tail-logs cursors, and empty non-EOF pages while the job is placing (spec §12.1)
+cancelling-visible | 5.5 | spec | - | a cancelled job seen as cancelling before it is cancelled
+timestamp-form | 5.2 | - | - | timestamps with fractional seconds or a +00:00 offset (RFC 3339 still)
+result-delivery | 9.4 | - | - | a tensor result inline or in result chunks (spec §9.5) whatever its size
+"""
+
+
+def _parse(table: str) -> tuple[Form, ...]:
+    rows = []
+    for line in table.strip().splitlines():
+        name, section, spec, relaxes, what = (cell.strip() for cell in line.split(" | "))
+        rows.append(Form(name, section, what, tuple(relaxes.split()) if relaxes != "-" else (),
+                         spec == "spec"))
+    return tuple(rows)
+
+
+FORMS: dict[str, Form] = {f.name: f for f in _parse(_TABLE)}
+#: The rows ``--dialect spec`` always answers in.
+SPEC_FORMS: frozenset[str] = frozenset(f.name for f in FORMS.values() if f.spec)
+
+
+def forms_of(dialect: str | None) -> frozenset[str]:
+    """The rows a server in ``dialect`` may answer in; None is a server the kit did not
+    build (a URL): it may use every form the spec allows."""
+    if dialect == "kit":
+        return frozenset()
+    if dialect == "spec":
+        return SPEC_FORMS
+    return frozenset(FORMS)
+
+
+def relaxing(cid: str) -> list[Form]:
+    """The rows that allow another form than the one decided clause ``cid`` pins."""
+    return [f for f in FORMS.values() if cid in f.relaxes]
+
+
+def kit_form_clauses() -> frozenset[str]:
+    """Every decided clause that pins a kit form some row relaxes."""
+    return frozenset(cid for f in FORMS.values() for cid in f.relaxes)
+
+
+def kit_form_judged(cid: str, forms: Iterable[str]) -> bool:
+    """Whether kit-form clause ``cid`` is judged on a target that may use ``forms``: only
+    when none of them relaxes it (any other clause: always)."""
+    allowed = set(forms)
+    return not any(f.name in allowed for f in relaxing(cid))
+
+
+def why_not_judged(cid: str, forms: Iterable[str]) -> str:
+    """The not-applicable reason of a kit-form clause on a target that may use ``forms``."""
+    allowed = set(forms)
+    rows = [f for f in relaxing(cid) if f.name in allowed]
+    names = ", ".join(f"{f.name} (spec §{f.section})" for f in rows)
+    return (f"the kit's own form: this target may answer in the form(s) {names} the spec allows "
+            "instead (contract.forms); judged on the fake in its kit dialect")
