@@ -57,9 +57,11 @@ def answer_ids(resp: Mapping[str, Any]) -> set[str]:
 
 
 def polled_request(req: Mapping[str, Any]) -> str | None:
-    """The request id a poll (GET .../requests/{id}) names, else None."""
-    head, sep, tail = str(req.get("path", "")).rpartition("/requests/")
-    return unquote(tail.split("?")[0]) if sep and req.get("method") == "GET" and tail else None
+    """The request id a poll (the get_request route) names, else None."""
+    if req.get("route") != "get_request":
+        return None
+    last = str(req.get("path", "")).split("?")[0].rstrip("/").rsplit("/", 1)[-1]
+    return unquote(last) or None
 
 
 def _next_cursor(resp: Mapping[str, Any]) -> str:

@@ -13,7 +13,8 @@ POLL = "/api/v2/databases/D/schemas/S/cortex-training/job-0001/requests/req-0001
 
 
 def _ex(seq: int, path: str, body: Any, method: str = "GET") -> dict[str, Any]:
-    return {"seq": seq, "request": {"method": method, "path": path},
+    route = "get_request" if method == "GET" and "/requests/" in path else "operation"
+    return {"seq": seq, "request": {"method": method, "path": path, "route": route},
             "response": {"status": 200, "body": {"json": body}}}
 
 
