@@ -118,6 +118,7 @@ def _capped(d: Divergence, p: Pair) -> bool:
     def within(side: str) -> bool:
         base = d.field.rsplit(".", 1)[0]
         free, most, used = (p.at(side, f"{base}.{k}") for k in ("available_gpus", "max_total_gpus", "in_use_gpus"))
+        used = 0 if used is None else used  # proto3 JSON leaves a zero out (spec §5.4)
         return all(isinstance(v, int) for v in (free, most, used)) and 0 <= free <= most - used
     return d.kind == "value" and _leaf(d) == "available_gpus" and within("recorded") and within("new")
 

@@ -51,6 +51,7 @@ def _suite(tmp_path: Path, name: str, *extra: str, clauses: str = CHEAP) -> dict
     return json.loads(out.read_text())
 
 
+@pytest.mark.slow
 @pytest.mark.heavy
 def test_xdist_aggregates_like_a_single_process(tmp_path):
     serial = _suite(tmp_path, "serial")

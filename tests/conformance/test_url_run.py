@@ -103,6 +103,7 @@ def verdicts(results: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {v["id"]: v for v in results.get("verdicts", [])}
 
 
+@pytest.mark.slow
 @pytest.mark.heavy
 def test_one_job_judges_its_end_and_a_chunked_result(tmp_path: Path) -> None:
     """Default options, one job: the cancel clauses on the run's own job and the delivery
@@ -186,7 +187,7 @@ def test_the_plan_leaves_out_only_what_one_job_cannot_judge(tmp_path: Path) -> N
     assert re.search(r"planned: \d+ of \d+ MUST clauses", proc.stdout)
 
 
-@pytest.mark.slow
+@pytest.mark.long
 @pytest.mark.heavy
 def test_default_url_run_skips_only_what_one_job_cannot_judge(tmp_path: Path) -> None:
     """The whole suite, default options, against the fake as a URL: every skipped MUST

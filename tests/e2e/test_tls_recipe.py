@@ -125,6 +125,7 @@ def _read_until_env(proc: subprocess.Popen[str], env_file: Path, timeout_s: floa
     return env_file.read_text()
 
 
+@pytest.mark.slow
 @pytest.mark.heavy
 def test_cli_tls_prints_base_ca_and_exports_and_gs_conformance_passes(tmp_path: Path) -> None:
     env_file = tmp_path / "fake.env"
