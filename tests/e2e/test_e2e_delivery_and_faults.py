@@ -49,7 +49,8 @@ def test_frame_results_inline_and_cursor_paged(make_fake: Any, delivery: str) ->
         if delivery == "inline":
             assert page["result"]["encoding"] == "base64" and not page["events"]
         else:
-            assert page["result"] is None and len(page["events"]) == 2 and page["next_cursor"]
+            # at most max_events chunks a page; fewer when the server cuts pages shorter (spec §6.8)
+            assert page["result"] is None and 1 <= len(page["events"]) <= 2 and page["next_cursor"]
         decoded = rest.wait(job, rid)
         assert decoded["model_outputs"]["logprobs"].shape == (2, 3000)
         # and through the op surface, where the answer is shaped

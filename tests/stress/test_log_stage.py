@@ -133,7 +133,7 @@ def test_unsigned_put_of_a_gigabyte_costs_the_stage_nothing(fake: FakeServer) ->
     assert answer.startswith(b"HTTP/1.1 403") and b"Connection: close" in answer
     assert sent < 64 * MiB  # the stage closed the connection: the body is never read
     time.sleep(0.2)
-    assert rss_bytes(stage.proc.pid) - rss0 < 8 * MiB
+    assert rss_bytes(stage.proc.pid) - rss0 < 16 * MiB  # a quarter of what was pushed: it does not follow
     assert tree_bytes(stage.tmp) - disk0 == 0
 
 
