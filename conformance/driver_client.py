@@ -16,7 +16,7 @@ import requests
 
 from conformance import bodies
 from conformance.cost import COST
-from conformance.recorder import RECORDER
+from conformance.recorder import RECORDER, sent_body
 from conformance.target import Target
 from contract.routes import route_of
 
@@ -91,13 +91,8 @@ class ClientDriver:
 
     def _keep_request(self, response: requests.Response, *args: Any, **kwargs: Any) -> None:
         req = response.request
-        body = (
-            req.body
-            if isinstance(req.body, bytes)
-            else (req.body or "").encode()
-            if isinstance(req.body, str)
-            else b""
-        )
+        sent = sent_body(req.body)
+        body = sent.encode() if isinstance(sent, str) else sent or b""
         self.sent.append(
             Sent(req.method or "", req.url or "", req.headers.get("Content-Type", ""), body)
         )
