@@ -1,0 +1,52 @@
+"""Where a chunk group's frame lands: one buffer, written as bytes arrive, decoded in place.
+
+The buffer is an anonymous memory map the size of the declared frame, so every chunk is
+written straight to its offset as its bytes come off the socket, in any order, and the
+finished frame is already contiguous: nothing is joined, and decoding makes its tensors
+views of it (``wire.loads(share=True)``). Only pages bytes are written to take memory
+(the map is made without a swap reservation), so what a group costs follows the bytes
+received; the declared size costs address space only, which the chunk caps bound. Dropping
+the last reference (the group's, then the decoded tensors') unmaps it.
+"""
+
+from __future__ import annotations
+
+import mmap
+import sys
+
+#: Map without reserving swap for the whole size (Linux): untouched pages cost nothing and
+#: a large declared frame never fails for lack of commit charge.
+_NORESERVE = getattr(mmap, "MAP_NORESERVE", 0x4000 if sys.platform.startswith("linux") else 0)
+_PAGE = mmap.PAGESIZE
+
+
+def _anonymous_map(size: int) -> mmap.mmap:
+    if sys.platform == "win32":  # pragma: no cover - the fake runs on POSIX hosts
+        return mmap.mmap(-1, size)
+    flags = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | _NORESERVE
+    return mmap.mmap(-1, size, flags=flags)
+
+
+class GroupBuffer:
+    """One frame's bytes at their final offsets; ``written`` counts the bytes received."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._map = _anonymous_map(max(size, 1))
+        if hasattr(mmap, "MADV_NOHUGEPAGE"):  # one byte written must not fault in 2 MiB
+            self._map.madvise(mmap.MADV_NOHUGEPAGE)
+        self.view = memoryview(self._map)[:size]
+        self.written = 0
+
+    def write(self, pos: int, data: bytes | bytearray | memoryview) -> None:
+        self.view[pos : pos + len(data)] = data
+
+    def span(self, start: int, end: int) -> memoryview:
+        return self.view[start:end]
+
+    def forget(self, start: int, end: int) -> None:
+        """Give the pages wholly inside ``[start, end)`` back to the OS (an abandoned write)."""
+        first = -(-start // _PAGE) * _PAGE
+        last = end // _PAGE * _PAGE
+        if last > first and hasattr(self._map, "madvise"):
+            self._map.madvise(mmap.MADV_DONTNEED, first, last - first)
