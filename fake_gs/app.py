@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.requests import Request
@@ -72,6 +73,19 @@ async def sweep_groups(state: AppState) -> None:
             logging.getLogger("fake_gs").exception("chunk group sweep failed")
 
 
+def warm_up(state: AppState) -> None:
+    """Build the engine and load what it needs (torch: also what decoding tensor frames
+    needs) at start-up, so no call pays seconds of imports (a 3-4 s first call before)."""
+    engine = state.store.engine
+    warm = getattr(engine, "warm_up", None)
+    if warm is None:
+        return
+    try:
+        warm()
+    except ImportError as exc:  # a fake without torch still serves everything tensor-free
+        logging.getLogger("fake_gs").warning("engine warm-up skipped: %s", exc)
+
+
 def create_app(settings: FakeSettings | None = None, *, clock: Clock = SYSTEM_CLOCK, **overrides: Any) -> Starlette:
     """Build the fake's ASGI app; ``app.state.fake`` is its :class:`AppState`, whose timed
     rules read ``clock``."""
@@ -80,6 +94,7 @@ def create_app(settings: FakeSettings | None = None, *, clock: Clock = SYSTEM_CL
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        await run_in_threadpool(warm_up, state)
         sweeper = asyncio.get_running_loop().create_task(sweep_groups(state))
         try:
             yield

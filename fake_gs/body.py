@@ -115,6 +115,8 @@ class BodyReader:
         #: whatever its consumer kept of it.
         self.evicted = False
         self.on_evict: Callable[[], None] | None = None
+        #: Sees every piece as it arrives (the proposed profile's key fingerprint).
+        self.tap: Callable[[Any], None] | None = None
 
     async def _receive(self) -> Any:
         if self.idle_s <= 0:
@@ -155,6 +157,8 @@ class BodyReader:
                 raise ApiError(ErrorCode.PAYLOAD_TOO_LARGE,
                                f"body exceeds the {limit}-byte limit; split it into request chunks")
             if data:
+                if self.tap is not None:
+                    self.tap(data)
                 yield data
             return
         self._declared(limit)
@@ -176,6 +180,8 @@ class BodyReader:
                 self.last_active = time.monotonic()
                 if self.budget is not None:
                     self.budget.take(self, len(chunk))
+                if self.tap is not None:
+                    self.tap(chunk)
                 yield chunk
 
     async def read(self, limit: int) -> bytearray:

@@ -76,11 +76,13 @@ class Sink:
     start: int = 0
     #: ``buffer`` was made for this chunk (chunk 0 of a group not known yet).
     fresh: bool = False
-    #: The group whose ``arriving`` slot this write holds (released by :meth:`done`).
+    #: The group whose ``arriving`` slot this write holds until its fate is decided.
     group: ChunkGroup | None = None
     idx: int = -1
     private: bytearray = field(default_factory=bytearray)
     written: int = 0
+    #: The bytes are hashed into ``buffer``'s frame hash as they arrive.
+    hashing: bool = False
 
     def write(self, data: Any) -> None:
         if self.written + len(data) > self.length:
@@ -88,9 +90,19 @@ class Sink:
                             "bytes its header declares")
         if self.buffer is not None:
             self.buffer.write(self.start + self.written, data)
+            if self.hashing:
+                self.buffer.hash.digest.feed(data)
         else:
             self.private += data
         self.written += len(data)
+
+    def finish(self, kept: bool) -> None:
+        """The chunk's fate is decided: kept in ``buffer`` (its hash stays in) or not (rolled
+        back out); another copy of it waiting for the slot may go on."""
+        if self.hashing and self.buffer is not None:
+            self.buffer.hash.finish(self.idx, kept)
+        self.hashing = False
+        self.done()
 
     def view(self) -> memoryview:
         if self.buffer is not None:
@@ -123,7 +135,8 @@ def choose_sink(group: ChunkGroup | None, route: str, desc: dict[str, Any], leng
     idx, total, size = desc["chunk_idx"], desc["total_chunks"], desc["frame_size_bytes"]
     if group is None:
         if idx == 0 and 0 < length <= size:  # opens a group: its buffer, from the start
-            return Sink(length, GroupBuffer(size), fresh=True)
+            fresh = GroupBuffer(size)
+            return Sink(length, fresh, fresh=True, idx=0, hashing=fresh.hash.start(0))
         return Sink(length)
     usable = (group.status == OPEN and group.buffer is not None and group.route == route
               and idx not in group.received and idx not in group.arriving
@@ -132,7 +145,8 @@ def choose_sink(group: ChunkGroup | None, route: str, desc: dict[str, Any], leng
         start, end = chunk_span(idx, total, group.range_size, size)
         if end - start == length:
             group.arriving[idx] = asyncio.Event()
-            return Sink(length, group.buffer, start, group=group, idx=idx)
+            return Sink(length, group.buffer, start, group=group, idx=idx,
+                        hashing=group.buffer.hash.start(idx))
     return Sink(length)
 
 
@@ -153,5 +167,4 @@ async def receive_payload(body: BodyReader, head: Head, payload_start: int, sink
         raise
     finally:
         body.on_evict = None
-        sink.done()
     return sink.view()

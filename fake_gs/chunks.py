@@ -5,8 +5,8 @@ group's chunks land in one :class:`~fake_gs.group_buffer.GroupBuffer` at their o
 (chunk ``i`` spans ``i * R`` where ``R`` is chunk 0's payload size, as every conforming
 splitter cuts equal ranges), written as their bytes arrive: memory follows the bytes
 received (a chunk 0 declaring a 1 GiB frame costs its own bytes only), the frame is never
-joined, and it is decoded in place. Chunks are hashed in frame order in a worker thread
-while the next chunk is still on the wire. The caps count each open group's declared frame
+joined, and it is decoded in place. Chunks are hashed in frame order on worker threads as
+their bytes arrive (:class:`~fake_gs.group_buffer.FrameHash`). The caps count each open group's declared frame
 size, so what a group can ever hold is refused up front. A finished group keeps only its
 metadata and request id, so a replayed final chunk resolves to the original execution.
 """
@@ -14,12 +14,9 @@ metadata and request id, so a replayed final chunk resolves to the original exec
 from __future__ import annotations
 
 import asyncio
-import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
-
-from starlette.concurrency import run_in_threadpool
 
 from contract.errors import ErrorCode
 from fake_gs.chunk_machine import DONE, FAILED, FINALIZING, OPEN, GroupState, chunk_span
@@ -45,10 +42,6 @@ class ChunkGroup(GroupState):
     replays: int = 0
     finished: asyncio.Event = field(default_factory=asyncio.Event)
     failure: ApiError | None = None
-    #: In-order hashing while chunks arrive: the next index to hash and the running digest.
-    hashed_next: int = 0
-    hasher: Any = field(default_factory=hashlib.sha256)
-    hash_task: asyncio.Task[None] | None = None
     #: Chunk indices whose bytes are being written into the buffer right now, each with
     #: the event set once that write ends (another copy of the chunk waits for it).
     arriving: dict[int, asyncio.Event] = field(default_factory=dict)
@@ -95,7 +88,6 @@ class ChunkGroup(GroupState):
     def release(self) -> None:
         """Forget the buffer: its memory goes once nothing decoded from it is left."""
         self.buffer = None
-        self.hasher = None
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -113,27 +105,25 @@ class ChunkGroup(GroupState):
             "request_id": self.request_id,
         }
 
-    # --- hashing in arrival order ------------------------------------------------------
+    # --- hashing in frame order ----------------------------------------------------------
 
     def advance_hash(self) -> None:
-        """Hash newly contiguous chunks in a worker thread, off the event loop."""
-        idle = self.hash_task is None or self.hash_task.done()
-        if idle and self.hashed_next in self.received and self.buffer is not None:
-            self.hash_task = asyncio.get_running_loop().create_task(self._hash_loop())
-
-    async def _hash_loop(self) -> None:
-        while self.hashed_next in self.received and self.buffer is not None and self.hasher is not None:
-            await run_in_threadpool(self.hasher.update, self.buffer.span(*self.span(self.hashed_next)))
-            self.hashed_next += 1
+        """Queue the chunks now contiguous with the hashed ones (hashed on worker threads,
+        off the event loop); a chunk hashed as it streamed in is already there."""
+        buffer = self.buffer
+        if buffer is None:
+            return
+        frame_hash = buffer.hash
+        while frame_hash.streaming is None and frame_hash.next in self.received:
+            frame_hash.digest.feed(buffer.span(*self.span(frame_hash.next)))
+            frame_hash.next += 1
 
     async def digest(self) -> str:
         """The full frame's sha256 once every chunk is in."""
-        if self.hash_task is not None:
-            await self.hash_task
-        await self._hash_loop()
-        if self.hashed_next != self.total or self.hasher is None:
+        buffer = self.buffer
+        if buffer is None or buffer.hash.next != self.total:
             raise ApiError(ErrorCode.CHUNK_GROUP_MISSING_CHUNKS, f"chunk group {self.group_id} is incomplete")
-        return str(self.hasher.hexdigest())
+        return await buffer.hash.digest.hexdigest()
 
 
 def malformed(message: str) -> ApiError:

@@ -11,8 +11,11 @@ the last reference (the group's, then the decoded tensors') unmaps it.
 
 from __future__ import annotations
 
+import hashlib
 import mmap
 import sys
+
+from fake_gs.stream_digest import OrderedDigest
 
 #: Map without reserving swap for the whole size (Linux): untouched pages cost nothing and
 #: a large declared frame never fails for lack of commit charge.
@@ -27,11 +30,41 @@ def _anonymous_map(size: int) -> mmap.mmap:
     return mmap.mmap(-1, size, flags=flags)
 
 
+class FrameHash:
+    """The frame's sha256, fed in frame order while its bytes arrive: ``next`` is the chunk
+    whose bytes go in next; that chunk may be hashed piece by piece as it streams in
+    (``streaming``), and is rolled back out if it ends up not kept."""
+
+    def __init__(self) -> None:
+        self.digest = OrderedDigest(hashlib.sha256())
+        self.next = 0
+        self.streaming: int | None = None
+
+    def start(self, idx: int) -> bool:
+        """Hash chunk ``idx`` as it arrives, if it is the next one and no other streams."""
+        if idx != self.next or self.streaming is not None:
+            return False
+        self.streaming = idx
+        self.digest.mark()
+        return True
+
+    def finish(self, idx: int, kept: bool) -> None:
+        if self.streaming != idx:
+            return
+        self.streaming = None
+        if kept:
+            self.next = idx + 1
+        else:
+            self.digest.rollback()
+
+
 class GroupBuffer:
-    """One frame's bytes at their final offsets; ``written`` counts the bytes received."""
+    """One frame's bytes at their final offsets (``written`` counts the bytes received) and
+    its running hash."""
 
     def __init__(self, size: int) -> None:
         self.size = size
+        self.hash = FrameHash()
         self._map = _anonymous_map(max(size, 1))
         if hasattr(mmap, "MADV_NOHUGEPAGE"):  # one byte written must not fault in 2 MiB
             self._map.madvise(mmap.MADV_NOHUGEPAGE)

@@ -1,7 +1,8 @@
 """The proposed ``Idempotency-Key`` on data-plane POSTs (profile ``proposed`` only).
 
 The first call with a key reserves it and runs; its successful answer is stored with a
-fingerprint of the method, path and body. A repeat in the same account with the same
+fingerprint of the method, path and body (for an octet body, hashed from its pieces as the
+handler streams them, so the body is never held whole for it). A repeat in the same account with the same
 fingerprint gets that answer again (same ``request_id``, same inline result) and executes
 nothing; a repeat with another fingerprint is ``409 idempotency_conflict``; a repeat that
 arrives while the first call still runs waits for it. Refusals (4xx, 5xx) store nothing:
@@ -28,9 +29,11 @@ from contract.idempotency import (
     MAX_KEY_CHARS,
     REPLAYED_HEADER,
     fingerprint,
+    fingerprint_hasher,
 )
 from contract.routes import Route
 from fake_gs.errors import ApiError
+from fake_gs.stream_digest import OrderedDigest
 
 if TYPE_CHECKING:
     from starlette.requests import Request
@@ -54,6 +57,14 @@ class Entry:
     body: bytes = b""
     media_type: str | None = None
     done: asyncio.Event = field(default_factory=asyncio.Event)
+    #: The fingerprint of a body hashed as it streamed, while its hash is still finishing.
+    pending: asyncio.Future[str] | None = None
+
+    async def settled_fingerprint(self) -> str:
+        if self.pending is not None:
+            self.fingerprint = await self.pending
+            self.pending = None
+        return self.fingerprint
 
 
 class KeyStore:
@@ -133,7 +144,7 @@ async def _settled_entry(state: AppState, owner: str, key: str, fp: str) -> Entr
             raise ApiError(ErrorCode.UNAVAILABLE, f"the first call with this {IDEMPOTENCY_KEY_HEADER} "
                            "is still running; repeat it later", headers={"retry-after": "1"}) from None
         entry = keys.lookup(owner, key, state.store.clock.time())
-    if entry is not None and entry.fingerprint != fp:
+    if entry is not None and await entry.settled_fingerprint() != fp:
         keys.conflicts += 1
         raise ApiError(ErrorCode.IDEMPOTENCY_CONFLICT,
                        f"{IDEMPOTENCY_KEY_HEADER} {key!r} was used with another method, path or body")
@@ -149,19 +160,43 @@ async def keyed(state: AppState, route: Route, request: Request, owner: str, bod
     key = _key_of(request)
     if key is None:
         return await run()
+    keys = state.store.idempotency
+    if route.body == "octet" and keys.lookup(owner, key, state.store.clock.time()) is None:
+        return await _first_use_streamed(state, route, request, owner, body, key, run)
     limit = state.settings.max_body_bytes * (4 if state.mutant("oversize-accepted") else 1)
     data = await body.peek(limit)
     fp = fingerprint(route.method, request.url.path, data)
     entry = await _settled_entry(state, owner, key, fp)
     if entry is not None and not state.mutant("idempotency-repeats-execute"):
         return _replay(state, owner, key, entry)
-    keys = state.store.idempotency
     entry = keys.reserve(owner, key, fp, state.store.clock.time())
     response: Response | None = None
     try:
         response = await run()
         keys.executed += 1
     finally:
+        keys.settle(owner, key, entry, response)
+    response.headers[IDEMPOTENCY_KEY_HEADER] = key
+    return response
+
+
+async def _first_use_streamed(state: AppState, route: Route, request: Request, owner: str, body: BodyReader,
+                              key: str, run: Callable[[], Awaitable[Response]]) -> Response:
+    """A key's first call with an octet body: the handler reads the body as it streams (a
+    chunk goes straight into its group's buffer), and the fingerprint is hashed from the
+    same pieces on the way, instead of the whole body being read first to hash it."""
+    keys = state.store.idempotency
+    digest = OrderedDigest(fingerprint_hasher(route.method, request.url.path))
+    body.tap = digest.feed
+    entry = keys.reserve(owner, key, "", state.store.clock.time())
+    response: Response | None = None
+    try:
+        response = await run()
+        keys.executed += 1
+    finally:
+        body.tap = None
+        if body.done and response is not None:  # a repeat waits for it; this answer does not
+            entry.pending = asyncio.ensure_future(digest.hexdigest())
         keys.settle(owner, key, entry, response)
     response.headers[IDEMPOTENCY_KEY_HEADER] = key
     return response

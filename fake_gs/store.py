@@ -69,8 +69,8 @@ class Store:
 
     @property
     def engine(self) -> Engine:
-        """Built on first use, so a server starts without importing torch. Its own lock:
-        importing an engine may take seconds and must not hold up the store."""
+        """Built on first use (a running fake builds it at start-up: ``fake_gs.app.warm_up``).
+        Its own lock: importing an engine may take seconds and must not hold up the store."""
         with self._engine_lock:
             if self._engine is None:
                 self._engine = self._engine_factory()

@@ -203,7 +203,8 @@ def carry_out(job: JobRec, groups: dict[str, ChunkGroup], group: ChunkGroup | No
         return group
     if decision.keep and group.buffer is not None:
         group.keep(idx, payload.view(), payload.buffer)
-        group.advance_hash()
+        if group.buffer is not payload.buffer:  # copied in: hashed from the buffer
+            group.advance_hash()
     if decision.new_range_size is not None:
         groups[gid] = group
     if isinstance(decision, cm.Execute):
@@ -244,15 +245,24 @@ async def accept_chunk(ctx: Ctx, job: JobRec, head: wire.ChunkHead, body: chunk_
     if isinstance(early, cm.Refuse):  # answered as soon as the body is in; none of it is kept
         await chunk_stream.discard_rest(body)
         raise refuse(early)
-    payload = await chunk_stream.receive_payload(ctx.body, body, head.payload_start, sink)
-    await chunk_stream.settled(groups.get(desc["chunk_group_id"]), desc["chunk_idx"])
-    differs = await resend_differs(groups.get(desc["chunk_group_id"]), desc["chunk_idx"], payload)
-    chunk = chunk._replace(differs_from_stored=differs)
-    del payload
-    with store.lock:
-        decision = decide_chunk(ctx, job, groups, chunk)
-        group = carry_out(job, groups, groups.get(desc["chunk_group_id"]), chunk, decision, sink,
-                          store.clock.monotonic())
+    kept = False
+    try:
+        payload = await chunk_stream.receive_payload(ctx.body, body, head.payload_start, sink)
+        if sink.group is None:  # a copy of its own: wait for a copy writing in place to be judged
+            await chunk_stream.settled(groups.get(desc["chunk_group_id"]), desc["chunk_idx"])
+        differs = await resend_differs(groups.get(desc["chunk_group_id"]), desc["chunk_idx"], payload)
+        chunk = chunk._replace(differs_from_stored=differs)
+        del payload
+        with store.lock:
+            decision = decide_chunk(ctx, job, groups, chunk)
+            group = carry_out(job, groups, groups.get(desc["chunk_group_id"]), chunk, decision, sink,
+                              store.clock.monotonic())
+            kept = isinstance(decision, (cm.Ack, cm.Execute)) and decision.keep and group.buffer is sink.buffer
+    finally:
+        with store.lock:
+            sink.finish(kept)
+            if kept:
+                group.advance_hash()
     del sink
     if isinstance(decision, cm.Ack):
         return chunk_ack(group, desc["chunk_idx"], decision)
@@ -265,13 +275,8 @@ async def accept_chunk(ctx: Ctx, job: JobRec, head: wire.ChunkHead, body: chunk_
 async def run_group(ctx: Ctx, job: JobRec, group: ChunkGroup, builder: Builder, run: cm.Execute) -> RequestRec:
     """Verify the whole frame, decode it, release the buffer, submit (as ``run`` says)."""
     if run.missing:  # only when the machine's missing-chunks rule is waived
-        if group.hash_task is not None:
-            await group.hash_task
         return dummy_submit(ctx, job, ctx.route.name, group)
-    if not run.verify_sha:
-        if group.hash_task is not None:
-            await group.hash_task
-    elif await group.digest() != group.frame_sha256:
+    if run.verify_sha and await group.digest() != group.frame_sha256:
         raise malformed(f"chunk group {group.group_id}: reassembled frame does not match frame_sha256")
     frame = group.frame()
     if run.release_bytes:  # the frame view keeps the bytes until the decoded batch lets go
