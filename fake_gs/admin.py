@@ -63,7 +63,8 @@ async def reset(state: AppState, request: Request, body: BodyReader) -> Response
 
 
 async def dump(state: AppState, request: Request, body: BodyReader) -> Response:
-    return json_response(state.store.dump(labels=lambda owner: state.accounts.label(owner, state.settings.tokens)))
+    dumped = state.store.dump(labels=lambda owner: state.accounts.label(owner, state.settings.tokens))
+    return json_response({**dumped, "inflight": state.inflight.describe()})
 
 
 async def force_job_state(state: AppState, request: Request, body: BodyReader) -> Response:

@@ -10,11 +10,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import threading
 from collections.abc import AsyncIterator
 from typing import Any
 
 from starlette.applications import Starlette
-from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.requests import Request
@@ -94,7 +94,9 @@ def create_app(settings: FakeSettings | None = None, *, clock: Clock = SYSTEM_CL
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        await run_in_threadpool(warm_up, state)
+        # Imports of seconds go on while the server already answers; a call that needs them
+        # before they are done waits for the same import (never a second one).
+        threading.Thread(target=warm_up, args=(state,), name="fake-gs-warm-up", daemon=True).start()
         sweeper = asyncio.get_running_loop().create_task(sweep_groups(state))
         try:
             yield

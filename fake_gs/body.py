@@ -45,6 +45,9 @@ class InflightBudget:
         #: Bodies dropped to make room for another account (the admin state dump shows it).
         self.evicted = 0
 
+    def describe(self) -> dict[str, int]:
+        return {"limit": self.limit, "held": self.held, "peak": self.peak, "evicted": self.evicted}
+
     def take(self, reader: BodyReader, n: int) -> None:
         owner = reader.owner
         if self.held + n > self.limit:
@@ -201,9 +204,10 @@ class BodyReader:
             self.on_evict = None
 
     def _check_evicted(self) -> None:
-        if self.evicted:
+        if self.evicted:  # answered now and the connection closed: the rest is not waited for
+            self.done = True
             raise ApiError(ErrorCode.UNAVAILABLE, "this body was dropped while it arrived, to make room for "
-                           "another account's; send it again", headers={"retry-after": "1"})
+                           "another account's; send it again", headers={"retry-after": "1", "connection": "close"})
 
     def release(self) -> None:
         """The call is over: its body bytes no longer count as in flight."""
