@@ -63,8 +63,15 @@ async def reset(state: AppState, request: Request, body: BodyReader) -> Response
 
 
 async def dump(state: AppState, request: Request, body: BodyReader) -> Response:
-    dumped = state.store.dump(labels=lambda owner: state.accounts.label(owner, state.settings.tokens))
-    return json_response({**dumped, "inflight": state.inflight.describe()})
+    return json_response(state.store.dump(labels=lambda owner: state.accounts.label(owner, state.settings.tokens)))
+
+
+async def budgets(state: AppState, request: Request, body: BodyReader) -> Response:
+    """The server-wide budgets as they stand (fair shares, issue 23): bodies in flight, chunk
+    groups reclaimed for another account's share, and whether start-up loading is over."""
+    return json_response({"inflight": state.inflight.describe(),
+                          "reclaimed_chunk_groups": state.store.chunk_groups.reclaimed,
+                          "warmed_up": state.warmed_up.is_set()})
 
 
 async def force_job_state(state: AppState, request: Request, body: BodyReader) -> Response:
@@ -200,6 +207,7 @@ _ADMIN_TABLE: tuple[tuple[str, str, AdminHandler], ...] = (
     ("GET", "/health", health),
     ("POST", "/reset", reset),
     ("GET", "/state", dump),
+    ("GET", "/budgets", budgets),
     ("POST", "/jobs/{job_id}/state", force_job_state),
     ("POST", "/jobs/{job_id}/hold", hold_job),
     ("GET", "/faults", get_faults),

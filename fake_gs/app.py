@@ -76,14 +76,14 @@ async def sweep_groups(state: AppState) -> None:
 def warm_up(state: AppState) -> None:
     """Build the engine and load what it needs (torch: also what decoding tensor frames
     needs) at start-up, so no call pays seconds of imports (a 3-4 s first call before)."""
-    engine = state.store.engine
-    warm = getattr(engine, "warm_up", None)
-    if warm is None:
-        return
     try:
-        warm()
+        warm = getattr(state.store.engine, "warm_up", None)
+        if warm is not None:
+            warm()
     except ImportError as exc:  # a fake without torch still serves everything tensor-free
         logging.getLogger("fake_gs").warning("engine warm-up skipped: %s", exc)
+    finally:
+        state.warmed_up.set()
 
 
 def create_app(settings: FakeSettings | None = None, *, clock: Clock = SYSTEM_CLOCK, **overrides: Any) -> Starlette:

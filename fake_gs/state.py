@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 
 from fake_gs.answers import require_in_tests
@@ -28,6 +29,8 @@ class AppState:
     inflight: InflightBudget = field(default_factory=lambda: InflightBudget(0))
     #: The admin API's credential when tokens are set: ``--admin-token`` or a random one.
     admin_token: str | None = None
+    #: Set once the engine and its imports are loaded (``fake_gs.app.warm_up``).
+    warmed_up: threading.Event = field(default_factory=threading.Event)
 
     @classmethod
     def build(cls, settings: FakeSettings, clock: Clock = SYSTEM_CLOCK) -> AppState:

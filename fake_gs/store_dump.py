@@ -64,7 +64,6 @@ def dump(store: Store, labels: Callable[[str], str] | None = None) -> dict[str, 
             "chunk_groups": groups,
             "open_chunk_groups": sum(1 for g in groups if g["status"] != DONE),
             "buffered_bytes": sum(g["buffered_bytes"] for g in groups),
-            "reclaimed_chunk_groups": store.chunk_groups.reclaimed,
             "requests": {
                 "total": queue.requests_submitted,
                 "by_op": dict(queue.requests_by_op),

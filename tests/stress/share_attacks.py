@@ -107,14 +107,14 @@ def trickled_bodies(fake: Any, admin: Any, *, holder: str, other: str, bodies: i
             sock.sendall(request_head(f"{host}:{port}", path, len(head) + payload, OCTET, auth(holder)) + head)
             sock.sendall(b"\x00" * sent_bytes)
             socks.append(sock)
-        _until(lambda: admin.state()["inflight"]["held"] >= bodies * sent_bytes)
+        _until(lambda: admin.budgets()["inflight"]["held"] >= bodies * sent_bytes)
         out.extra["rss_held"] = fake.rss()
         started = time.monotonic()
         late = requests.post(service_prefix(base) + f"/{job}/generate", data=b"\x00" * late_bytes,
                              headers={**auth(holder), "Content-Type": OCTET}, timeout=60)
         out.extra["late_refusal"] = (late.status_code, late.json().get("code"), time.monotonic() - started)
         out.extra["result"] = _uploads_through_the_kit(base, other, 4 << 20, 1 << 20)
-        out.extra["evicted"] = admin.state()["inflight"]["evicted"]
+        out.extra["evicted"] = admin.budgets()["inflight"]["evicted"]
     out.statuses = _answers_after_one_more_byte(socks)
     out.rss_peak, out.rss_after = sampler.peak, fake.rss()
     return out

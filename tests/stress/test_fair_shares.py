@@ -17,7 +17,7 @@ def test_accounts_declaring_the_whole_chunk_budget_do_not_block_another() -> Non
     tokens = [arg for t in [*ACCOUNTS, "E"] for arg in ("--token", t)]
     with fake_process(*tokens, "--admin-token", "Z") as fake:
         m = reservations(fake, accounts=ACCOUNTS, frame_size=2048 * MiB, victim="E")
-        state = Admin(fake.base_url, "Z").state()
+        state = Admin(fake.base_url, "Z").budgets()
     assert m.statuses == [202] * 4, m.statuses
     assert "avg_loss" in m.extra["result"]
     assert state["reclaimed_chunk_groups"] == 1
