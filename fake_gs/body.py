@@ -11,6 +11,7 @@ fake allocate 2.4 GB and stall its event loop (issue 12).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -190,9 +191,11 @@ class BodyReader:
     async def read(self, limit: int) -> bytearray:
         buf = bytearray()  # grows with what arrives: a declared length reserves nothing
         self.on_evict = buf.clear
-        async for chunk in self.chunks(limit):
-            buf += chunk
-        self.on_evict = None
+        try:
+            async for chunk in self.chunks(limit):
+                buf += chunk
+        finally:
+            self.on_evict = None
         return buf
 
     def evict(self) -> None:
@@ -200,7 +203,8 @@ class BodyReader:
         (or the handler) answers 503."""
         self.evicted = True
         if self.on_evict is not None:
-            self.on_evict()
+            with contextlib.suppress(BufferError):  # still viewed: freed when the call ends
+                self.on_evict()
             self.on_evict = None
 
     def _check_evicted(self) -> None:

@@ -38,14 +38,17 @@ async def read_head(body: BodyReader, limit: int, max_header: int) -> Head:
     data = bytearray()
     body.on_evict = data.clear
     need = 8
-    while len(data) < need:
-        try:
-            data += await anext(rest)
-        except StopAsyncIteration:
-            break
-        size = wire.frame_head_size(data)
-        if size is not None:
-            need = size if size - 8 <= max_header else 0
+    try:
+        while len(data) < need:
+            try:
+                data += await anext(rest)
+            except StopAsyncIteration:
+                break
+            size = wire.frame_head_size(data)
+            if size is not None:
+                need = size if size - 8 <= max_header else 0
+    finally:
+        body.on_evict = None
     return Head(data, rest)
 
 
@@ -53,16 +56,18 @@ async def discard_rest(head: Head) -> None:
     """Read the rest of a body that is refused, keeping none of it: an oversized body is
     answered 413 whatever else is wrong with it, as when bodies were read whole first."""
     async for _ in head.rest:
-        pass
+        pass  # nothing kept: a drop for another account frees nothing more
 
 
 async def read_rest(body: BodyReader, head: Head) -> bytearray:
     """The whole body: the head and everything after it, in one buffer."""
     data = head.data
     body.on_evict = data.clear
-    async for piece in head.rest:
-        data += piece
-    body.on_evict = None
+    try:
+        async for piece in head.rest:
+            data += piece
+    finally:
+        body.on_evict = None
     return data
 
 

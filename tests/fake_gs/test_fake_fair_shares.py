@@ -75,13 +75,14 @@ def test_open_groups_are_shared_too(make_api) -> None:  # type: ignore[no-untype
 
 
 def test_a_body_over_its_share_gives_way_and_a_refused_body_is_answered_at_once(make_api) -> None:  # type: ignore[no-untyped-def]
-    """a trickles two bodies holding the in-flight budget; b's upload still goes in (a's least
-    recently active body is dropped: 503 on its next byte); a's next body, all of it sent,
-    is refused at once, not after --body-idle-s."""
+    """a trickles two bodies holding the in-flight budget (one of them garbage, refused and
+    being discarded); b's upload still goes in (a's least recently active body is dropped:
+    503 on its next byte); a's next body, all of it sent, is refused at once, not after
+    --body-idle-s."""
     a = make_api("a", max_inflight_bytes=2048 * KiB, body_idle_s=120.0, **TOKENS)
     b = Api(a.base_url, token="b", server=a.server)
     job_a, job_b = a.running_job(), b.running_job()
-    socks = [_trickle(a, job_a, 1000 * KiB) for _ in range(2)]
+    socks = [_trickle(a, job_a, 1000 * KiB, garbage=True), _trickle(a, job_a, 1000 * KiB)]
     assert eventually(lambda: a.server.state.inflight.held >= 2000 * KiB)
     refused = a.post(f"/{job_a}/generate", data=b"\x00" * (64 * KiB), headers=OCTET)  # 60 s, far under the idle
     assert refused.status_code == 503 and refused.headers["retry-after"], refused.text
@@ -98,11 +99,14 @@ def test_a_body_over_its_share_gives_way_and_a_refused_body_is_answered_at_once(
     assert 503 in statuses, statuses
 
 
-def _trickle(api: Api, job: str, sent: int) -> socket.socket:
-    """A chunk upload of 1.5 MiB that sends ``sent`` bytes of its payload, then waits."""
+def _trickle(api: Api, job: str, sent: int, garbage: bool = False) -> socket.socket:
+    """A chunk upload of 1.5 MiB that sends ``sent`` bytes of its payload, then waits
+    (``garbage``: zeros where the chunk header goes)."""
     chunk = zero_frame_chunks(1536 * KiB, 2048 * KiB)[0]
     head = wire.read_chunk_head(chunk)
     assert head is not None
+    if garbage:
+        chunk = bytes(len(chunk))
     host, port = api.base_url.split("//", 1)[1].rsplit(":", 1)
     path = api.prefix.split(api.base_url, 1)[1] + f"/{job}/forward-backward"
     sock = socket.create_connection((host, int(port)), timeout=30)
