@@ -15,6 +15,8 @@ import hashlib
 import mmap
 import sys
 
+from contract.errors import ErrorCode
+from fake_gs.errors import ApiError
 from fake_gs.stream_digest import OrderedDigest
 
 #: Map without reserving swap for the whole size (Linux): untouched pages cost nothing and
@@ -65,7 +67,10 @@ class GroupBuffer:
     def __init__(self, size: int) -> None:
         self.size = size
         self.hash = FrameHash()
-        self._map = _anonymous_map(max(size, 1))
+        try:
+            self._map = _anonymous_map(max(size, 1))
+        except (OSError, OverflowError, ValueError) as exc:  # only past caps raised (or waived)
+            raise ApiError(ErrorCode.BUFFER_LIMIT, f"cannot hold a frame of {size} bytes: {exc}") from None
         if hasattr(mmap, "MADV_NOHUGEPAGE"):  # one byte written must not fault in 2 MiB
             self._map.madvise(mmap.MADV_NOHUGEPAGE)
         self.view = memoryview(self._map)[:size]

@@ -122,15 +122,16 @@ class GroupRegistry:
         return dropped
 
     def _victim(self, asker: str, *, bytes_wanted: bool) -> ChunkGroup | None:
-        """The least recently touched open group of the account most over its share of the
-        budget that is short (bytes when ``bytes_wanted``, else open groups)."""
+        """The least recently touched open group (none of its chunks arriving right now) of
+        the account most over its share of the budget that is short (bytes when
+        ``bytes_wanted``, else open groups)."""
         loads = self.loads()
         if bytes_wanted:
             held, cap = {a: u.reserved for a, u in loads.items()}, self.settings.max_buffered_bytes_total
         else:
             held, cap = {a: u.open_groups for a, u in loads.items()}, self.settings.max_open_groups_total
         for account in shares.over_share(held, asker, cap):
-            candidates = [g for g in self.all() if g.owner == account and g.status == OPEN]
+            candidates = [g for g in self.all() if g.owner == account and g.status == OPEN and not g.arriving]
             if candidates:
                 return min(candidates, key=lambda g: g.touched_at)
         return None

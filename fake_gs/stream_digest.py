@@ -16,7 +16,8 @@ from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
-#: Input up to this size is hashed on the loop at once (queueing costs more).
+#: The first bytes of a digest are hashed on the loop at once (for a small body, queueing
+#: costs more than hashing); past them every piece goes to the threads.
 INLINE_BYTES = 256 * 1024
 
 _POOL = ThreadPoolExecutor(max_workers=4, thread_name_prefix="fake-gs-hash")
@@ -28,13 +29,15 @@ class OrderedDigest:
 
     def __init__(self, hasher: Any) -> None:
         self.hasher = hasher
+        self.fed = 0
         self._saved: Any = None
         self._items: deque[Any] = deque()
         self._lock = threading.Lock()
         self._running: Future[None] | None = None
 
     def feed(self, piece: Any) -> None:
-        if len(piece) <= INLINE_BYTES and self._idle():
+        self.fed += len(piece)
+        if self.fed <= INLINE_BYTES and self._idle():
             self.hasher.update(piece)
         else:
             self._queue(piece)
