@@ -21,25 +21,31 @@ from client.http import Answer, HttpSession
 from contract.idempotency import Idempotency
 from contract.routes import Route
 
+#: Chunks up to this size go as one ``bytes`` (a small copy costs less than a write per piece).
+JOIN_BELOW = 256 * 1024
+
 
 class ChunkBody:
-    """One HTTP body made of pieces sent one after another (a chunk header, then views of
-    the frame). ``requests`` sends it with a ``Content-Length`` (from ``len``) and hands each
-    piece to the socket as it is; it can be iterated again, so a resend sends the same bytes."""
+    """Chunk ``idx`` of a plan as one HTTP body sent in pieces (its header, then views of the
+    frame). ``requests`` sends it with a ``Content-Length`` (from ``len``) and hands each
+    piece to the socket as it is; it can be iterated again, so a resend sends the same
+    bytes. Once its last piece is handed over, the next chunk's header is made, while this
+    chunk is still being answered."""
 
-    def __init__(self, pieces: Sequence[Any]) -> None:
-        self.pieces = tuple(pieces)
-        self.size = sum(len(p) for p in self.pieces)
+    def __init__(self, plan: Any, idx: int) -> None:
+        self.plan, self.idx = plan, idx
 
     def __len__(self) -> int:
-        return self.size
+        return int(self.plan.body_size(self.idx))
 
     def __iter__(self) -> Iterator[Any]:
-        return iter(self.pieces)
+        yield from self.plan.pieces(self.idx)
+        if self.idx + 1 < len(self.plan):
+            self.plan.prefix(self.idx + 1)
 
     def __bytes__(self) -> bytes:
         """The body joined (a copy): for recorders and tests that keep what was sent."""
-        return b"".join(self.pieces)
+        return b"".join(self.plan.pieces(self.idx))
 
 
 def split_frame(
@@ -49,10 +55,11 @@ def split_frame(
     operation: str | None,
     force_chunk: bool,
     chunk_group_id: str | None = None,
-) -> list[ChunkBody]:
+) -> list[ChunkBody | bytes]:
     """The bodies a frame goes as (one holding the frame itself when it may go plain).
 
-    ``frame`` is bytes-like or the parts of ``contract.wire.dumps_parts``; nothing is copied."""
+    ``frame`` is bytes-like or the parts of ``contract.wire.dumps_parts``; nothing is copied
+    but chunks small enough to join (:data:`JOIN_BELOW`)."""
     from contract import wire
 
     plan = wire.plan_chunks(
@@ -63,7 +70,9 @@ def split_frame(
         chunk_group_id=chunk_group_id,
         force_chunk=force_chunk,
     )
-    return [ChunkBody(plan.pieces(idx)) for idx in range(len(plan))]
+    if plan.range_size + wire.CHUNK_HEADER_ALLOWANCE <= JOIN_BELOW:
+        return [plan.chunk(idx) for idx in range(len(plan))]
+    return [ChunkBody(plan, idx) for idx in range(len(plan))]
 
 
 def upload(

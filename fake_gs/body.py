@@ -133,6 +133,11 @@ class BodyReader:
                            f"no body bytes arrived for {self.idle_s:g} s; the request is dropped",
                            headers={"connection": "close"}) from None
 
+    def unread(self, data: bytearray) -> None:
+        """Hand back what was read of the body so far: the next reader gets it first, then
+        the rest as it arrives (a caller that needed only the frame header)."""
+        self._peeked = data
+
     async def peek(self, limit: int) -> bytearray:
         """Read the body now and keep it for the next :meth:`read` (the fault hook peeks at
         an operation's type before the handler runs)."""
@@ -155,18 +160,19 @@ class BodyReader:
     async def chunks(self, limit: int) -> AsyncIterator[bytes | bytearray]:
         """The body's bytes as they arrive (never buffered here), within ``limit``; each
         piece counts against the in-flight budget from its arrival to :meth:`release`."""
-        if self._peeked is not None:
+        seen = 0
+        if self._peeked is not None:  # read before (a peek, or a head handed back): first
             data, self._peeked = self._peeked, None
-            if len(data) > limit:
+            seen = len(data)
+            if seen > limit:
                 raise ApiError(ErrorCode.PAYLOAD_TOO_LARGE,
                                f"body exceeds the {limit}-byte limit; split it into request chunks")
             if data:
                 if self.tap is not None:
                     self.tap(data)
                 yield data
-            return
-        self._declared(limit)
-        seen = 0
+        else:
+            self._declared(limit)
         while not self.done:
             message = await self._receive()
             if message["type"] == "http.disconnect":

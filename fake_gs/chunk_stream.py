@@ -52,6 +52,19 @@ async def read_head(body: BodyReader, limit: int, max_header: int) -> Head:
     return Head(data, rest)
 
 
+def request_chunk_head(data: bytearray) -> wire.ChunkHead | None:
+    """The request chunk ``data`` starts with, or None (a plain frame, a result chunk, or
+    bytes the handler will refuse)."""
+    size = wire.frame_head_size(data)
+    if size is None or len(data) < size:
+        return None
+    try:
+        found = wire.read_chunk_head(data)
+    except wire.WireError:
+        return None
+    return found if found is not None and found.kind == "request" else None
+
+
 async def discard_rest(head: Head) -> None:
     """Read the rest of a body that is refused, keeping none of it: an oversized body is
     answered 413 whatever else is wrong with it, as when bodies were read whole first."""

@@ -2,7 +2,8 @@
 
 The first call with a key reserves it and runs; its successful answer is stored with a
 fingerprint of the method, path and body (for an octet body, hashed from its pieces as the
-handler streams them, so the body is never held whole for it). A repeat in the same account with the same
+handler streams them, so the body is never held whole for it; for a request chunk, its
+header: the chunk-group rules judge its payload). A repeat in the same account with the same
 fingerprint gets that answer again (same ``request_id``, same inline result) and executes
 nothing; a repeat with another fingerprint is ``409 idempotency_conflict``; a repeat that
 arrives while the first call still runs waits for it. Refusals (4xx, 5xx) store nothing:
@@ -32,6 +33,7 @@ from contract.idempotency import (
     fingerprint_hasher,
 )
 from contract.routes import Route
+from fake_gs import chunk_stream
 from fake_gs.errors import ApiError
 from fake_gs.stream_digest import OrderedDigest
 
@@ -161,14 +163,28 @@ async def keyed(state: AppState, route: Route, request: Request, owner: str, bod
     if key is None:
         return await run()
     keys = state.store.idempotency
-    if route.body == "octet" and keys.lookup(owner, key, state.store.clock.time()) is None:
-        return await _first_use_streamed(state, route, request, owner, body, key, run)
     limit = state.settings.max_body_bytes * (4 if state.mutant("oversize-accepted") else 1)
+    if route.body == "octet":
+        head = await chunk_stream.read_head(body, limit, state.settings.max_frame_header_bytes)
+        body.unread(head.data)
+        chunk = chunk_stream.request_chunk_head(head.data)
+        if chunk is not None:
+            fp = fingerprint(route.method, request.url.path, memoryview(head.data)[: chunk.payload_start])
+            return await _keyed_chunk(state, owner, key, fp, run)
+        if keys.lookup(owner, key, state.store.clock.time()) is None:
+            return await _first_use_streamed(state, route, request, owner, body, key, run)
     data = await body.peek(limit)
     fp = fingerprint(route.method, request.url.path, data)
     entry = await _settled_entry(state, owner, key, fp)
     if entry is not None and not state.mutant("idempotency-repeats-execute"):
         return _replay(state, owner, key, entry)
+    return await _reserved_run(state, owner, key, fp, run)
+
+
+async def _reserved_run(state: AppState, owner: str, key: str, fp: str,
+                        run: Callable[[], Awaitable[Response]]) -> Response:
+    """The first call with a key: reserve it, run, keep a successful answer."""
+    keys = state.store.idempotency
     entry = keys.reserve(owner, key, fp, state.store.clock.time())
     response: Response | None = None
     try:
@@ -176,6 +192,24 @@ async def keyed(state: AppState, route: Route, request: Request, owner: str, bod
         keys.executed += 1
     finally:
         keys.settle(owner, key, entry, response)
+    response.headers[IDEMPOTENCY_KEY_HEADER] = key
+    return response
+
+
+async def _keyed_chunk(state: AppState, owner: str, key: str, fp: str,
+                       run: Callable[[], Awaitable[Response]]) -> Response:
+    """A request chunk: its identity is its chunk group (spec: the group id is the
+    idempotency identity of an upload, bound to one frame by ``frame_sha256``), so the
+    key's fingerprint is the chunk's header (group, index, sizes, frame hash) and a repeat
+    with that same header is answered by the chunk-group rules, which never run a frame
+    twice: the original request for a final chunk, progress for another, 409 for other
+    bytes of a chunk the group holds. Another chunk under the key is 409
+    ``idempotency_conflict``. Nothing hashes the payload a second time for the key."""
+    entry = await _settled_entry(state, owner, key, fp)
+    if entry is None:
+        return await _reserved_run(state, owner, key, fp, run)
+    state.store.idempotency.replays += 1
+    response = await run()
     response.headers[IDEMPOTENCY_KEY_HEADER] = key
     return response
 
@@ -195,7 +229,9 @@ async def _first_use_streamed(state: AppState, route: Route, request: Request, o
         keys.executed += 1
     finally:
         body.tap = None
-        if body.done and response is not None:  # a repeat waits for it; this answer does not
+        if body.done and response is not None and digest.ready():
+            entry.fingerprint = str(digest.hasher.hexdigest())
+        elif body.done and response is not None:  # a repeat waits for it; this answer does not
             entry.pending = asyncio.ensure_future(digest.hexdigest())
         keys.settle(owner, key, entry, response)
     response.headers[IDEMPOTENCY_KEY_HEADER] = key

@@ -56,6 +56,10 @@ class OrderedDigest:
         else:
             self._queue(item)
 
+    def ready(self) -> bool:
+        """Everything fed is hashed (the digest can be read without waiting)."""
+        return self._idle()
+
     async def hexdigest(self) -> str:
         """The digest of everything fed (waits, off the loop, for the threads to catch up)."""
         while (running := self._current()) is not None:

@@ -73,17 +73,18 @@ def _chunk_prefix(cut: _Cut, idx: int, total: int, n: int) -> bytes:
     return frame_prefix(_CHUNK_DSS, op, [Spec("payload", "U8", [n], n, b"")])
 
 
-def _prefixes_for(cut: _Cut, range_size: int) -> list[bytes] | None:
-    """Every chunk's header when cutting ranges of ``range_size``; None if one overflows."""
+def _all_fit(cut: _Cut, range_size: int) -> bool:
+    """Do all chunks cut at ``range_size`` fit ``max_bytes``? A header only grows with its
+    chunk's index (padding keeps that order), so the last full chunk and the final one are
+    the two to check; no chunk's header is made until it is sent."""
+    if cut.max_bytes <= 0:
+        return True
     total = max(1, -(-cut.size // range_size))
-    prefixes: list[bytes] = []
-    for idx in range(total):
+    for idx in {max(0, total - 2), total - 1}:
         n = min(range_size, cut.size - idx * range_size)
-        prefix = _chunk_prefix(cut, idx, total, n)
-        if 0 < cut.max_bytes < len(prefix) + n:
-            return None
-        prefixes.append(prefix)
-    return prefixes
+        if cut.max_bytes < len(_chunk_prefix(cut, idx, total, n)) + n:
+            return False
+    return True
 
 
 def _first_range(max_bytes: int) -> int:
@@ -94,14 +95,14 @@ def _first_range(max_bytes: int) -> int:
     return max(1, max_bytes // 2)
 
 
-def _fit_ranges(cut: _Cut) -> tuple[int, list[bytes]]:
-    """The range size whose chunks all fit ``max_bytes``, with every chunk's header."""
+def _fit_range(cut: _Cut) -> int:
+    """The range size whose chunks all fit ``max_bytes``."""
     range_size = max(cut.size, 1) if cut.max_bytes <= 0 else _first_range(cut.max_bytes)
-    while (prefixes := _prefixes_for(cut, range_size)) is None:
+    while not _all_fit(cut, range_size):
         range_size //= 2
         if range_size < 1:
             raise WireError(f"a chunk header alone exceeds max_bytes={cut.max_bytes}")
-    return range_size, prefixes
+    return range_size
 
 
 def _group_label(key: str, chunk_group_id: str | None) -> str | None:
@@ -125,22 +126,47 @@ def _digest(parts: Sequence[memoryview]) -> str:
 class ChunkPlan:
     """How one frame travels: as is (``plain``), or as chunks each made of its chunk header
     followed by views of the frame's own bytes. Nothing is joined: a sender writes
-    :meth:`pieces` one after another, so the frame exists once however it is cut."""
+    :meth:`pieces` one after another, so the frame exists once however it is cut. A chunk's
+    header is made when it is first asked for (:meth:`prefix`), so a sender can make the
+    next one while the current chunk is on the wire."""
 
-    def __init__(self, parts: Sequence[memoryview], prefixes: list[bytes] | None, range_size: int) -> None:
+    def __init__(self, parts: Sequence[memoryview], cut: _Cut | None, range_size: int) -> None:
         self.parts = tuple(parts)
-        self.prefixes = prefixes
+        self.cut = cut
         self.range_size = range_size
         self.size = sum(len(p) for p in self.parts)
+        self.total = 1 if cut is None else max(1, -(-self.size // range_size))
         self._starts = list(itertools.accumulate((len(p) for p in self.parts), initial=0))
+        self._prefixes: dict[int, bytes] = {}
 
     @property
     def plain(self) -> bool:
         """The frame goes as one plain body, without a chunk header."""
-        return self.prefixes is None
+        return self.cut is None
 
     def __len__(self) -> int:
-        return 1 if self.prefixes is None else len(self.prefixes)
+        return self.total
+
+    def span(self, idx: int) -> tuple[int, int]:
+        """The frame bytes chunk ``idx`` carries."""
+        if self.cut is None:
+            return 0, self.size
+        start = idx * self.range_size
+        return start, min(self.size, start + self.range_size)
+
+    def prefix(self, idx: int) -> bytes:
+        """Chunk ``idx``'s header (made once, on first use)."""
+        if self.cut is None:
+            return b""
+        found = self._prefixes.get(idx)
+        if found is None:
+            start, end = self.span(idx)
+            found = self._prefixes[idx] = _chunk_prefix(self.cut, idx, self.total, end - start)
+        return found
+
+    def body_size(self, idx: int) -> int:
+        start, end = self.span(idx)
+        return len(self.prefix(idx)) + end - start
 
     def _views(self, begin: int, end: int) -> list[memoryview]:
         """Views of frame bytes ``[begin, end)``, one per part they fall in."""
@@ -156,10 +182,9 @@ class ChunkPlan:
 
     def pieces(self, idx: int) -> list[memoryview]:
         """Chunk ``idx`` (or the plain frame) as the byte ranges to send in order."""
-        if self.prefixes is None:
+        if self.cut is None:
             return list(self.parts)
-        start = idx * self.range_size
-        return [memoryview(self.prefixes[idx]), *self._views(start, min(self.size, start + self.range_size))]
+        return [memoryview(self.prefix(idx)), *self._views(*self.span(idx))]
 
     def chunk(self, idx: int) -> bytes:
         """Chunk ``idx`` as one ``bytes`` (a copy: for callers that need a single object)."""
@@ -193,8 +218,7 @@ def plan_chunks(
         raise WireError("operation must be a string")
     group = _group_label(key, chunk_group_id)
     cut = _Cut(key, size, _digest(parts), operation, group, max_bytes)
-    range_size, prefixes = _fit_ranges(cut)
-    return ChunkPlan(parts, prefixes, range_size)
+    return ChunkPlan(parts, cut, _fit_range(cut))
 
 
 def encode_byte_chunks(

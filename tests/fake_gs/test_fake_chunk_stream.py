@@ -73,7 +73,7 @@ def test_a_chunk_cut_off_mid_payload_leaves_nothing(make_api) -> None:  # type: 
         assert _post(api, job, chunk).status_code == 202
     final = _post(api, job, chunks[-1])
     assert final.status_code == 200, final.text
-    assert group.executions == 1
+    assert "avg_loss" in api.result(job, final.json()["request_id"]) and group.executions == 1
 
 
 def _second_copy(api: Api, job: str, chunk: bytes, out: list[requests.Response]) -> threading.Thread:
@@ -105,7 +105,9 @@ def test_a_second_copy_of_a_chunk_waits_for_the_first_to_be_judged(make_api, sam
     group = _group(api.server, job, gid)
     kept = group.range_size * (len(chunks) - 1)
     assert bytes(group.buffer.view[:kept]) == frame[:kept], "the first copy's bytes are the ones kept"
-    assert _post(api, job, chunks[-1]).status_code == 200 and group.executions == 1
+    final = _post(api, job, chunks[-1])
+    assert final.status_code == 200, final.text
+    assert "avg_loss" in api.result(job, final.json()["request_id"]) and group.executions == 1
 
 
 def _other_bytes(chunk: bytes) -> bytes:
@@ -114,3 +116,31 @@ def _other_bytes(chunk: bytes) -> bytes:
     assert head is not None
     payload = bytes(b ^ 0xFF for b in chunk[head.payload_start :])
     return chunk[: head.payload_start] + payload
+
+
+def test_a_key_on_a_chunk_names_the_chunk_and_the_group_rules_judge_its_repeats(make_api) -> None:  # type: ignore[no-untyped-def]
+    """Profile proposed: a request chunk's Idempotency-Key fingerprint is the chunk's header
+    (its payload is not hashed again for the key); a repeat with the same header is answered
+    by the chunk-group rules (no second run, the original request id for the final chunk,
+    409 for other bytes), another chunk under the key is 409 idempotency_conflict."""
+    api = make_api()
+    job, gid = api.running_job(), str(uuid.uuid4())
+    _, chunks = _chunks(batch(2, 9000), gid)
+
+    def keyed(chunk: bytes, key: str) -> requests.Response:
+        return api.post(f"/{job}/forward-backward", data=chunk, headers={**OCTET, "Idempotency-Key": key})
+
+    assert keyed(chunks[0], "k0").status_code == 202
+    assert keyed(chunks[0], "k0").status_code == 202
+    other = keyed(chunks[1], "k0")
+    assert other.status_code == 409 and other.json()["code"] == "idempotency_conflict"
+    forged = keyed(_other_bytes(chunks[0]), "k0")
+    assert forged.status_code == 409 and forged.json()["code"] == "chunk_group_conflict"
+    for i, chunk in enumerate(chunks[1:-1], 1):
+        assert keyed(chunk, f"k{i}").status_code == 202
+    first, again = keyed(chunks[-1], "final"), keyed(chunks[-1], "final")
+    assert first.status_code == again.status_code == 200
+    assert first.json()["request_id"] == again.json()["request_id"]
+    assert again.headers["Idempotency-Key"] == "final"
+    api.result(job, first.json()["request_id"])
+    assert _group(api.server, job, gid).executions == 1
