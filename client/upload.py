@@ -70,7 +70,7 @@ def split_frame(
         chunk_group_id=chunk_group_id,
         force_chunk=force_chunk,
     )
-    if plan.range_size + wire.CHUNK_HEADER_ALLOWANCE <= JOIN_BELOW:
+    if min(plan.range_size, plan.size) + wire.CHUNK_HEADER_ALLOWANCE <= JOIN_BELOW:
         return [plan.chunk(idx) for idx in range(len(plan))]
     return [ChunkBody(plan, idx) for idx in range(len(plan))]
 

@@ -101,13 +101,16 @@ class Sink:
     written: int = 0
     #: The bytes are hashed into ``buffer``'s frame hash as they arrive.
     hashing: bool = False
+    #: ``buffer`` is the arrived bytes themselves (a one-chunk frame that came whole).
+    adopted: bool = False
 
     def write(self, data: Any) -> None:
         if self.written + len(data) > self.length:
             raise malformed(f"malformed DSSST1 frame: the chunk carries more than the {self.length} payload "
                             "bytes its header declares")
         if self.buffer is not None:
-            self.buffer.write(self.start + self.written, data)
+            if not self.adopted:
+                self.buffer.write(self.start + self.written, data)
             if self.hashing:
                 self.buffer.hash.digest.feed(data)
         else:
@@ -148,13 +151,16 @@ async def settled(group: ChunkGroup | None, idx: int) -> None:
         await arriving.wait()
 
 
-def choose_sink(group: ChunkGroup | None, route: str, desc: dict[str, Any], length: int) -> Sink:
-    """Where a chunk's payload should be written as it arrives (under the store lock)."""
+def choose_sink(group: ChunkGroup | None, route: str, desc: dict[str, Any], length: int,
+                arrived: memoryview | None = None) -> Sink:
+    """Where a chunk's payload should be written as it arrives (under the store lock);
+    ``arrived``: the whole payload, already in (a one-chunk frame is then kept in place)."""
     idx, total, size = desc["chunk_idx"], desc["total_chunks"], desc["frame_size_bytes"]
     if group is None:
         if idx == 0 and 0 < length <= size:  # opens a group: its buffer, from the start
-            fresh = GroupBuffer(size)
-            return Sink(length, fresh, fresh=True, idx=0, hashing=fresh.hash.start(0))
+            whole = arrived is not None and total == 1 and len(arrived) == length
+            fresh = GroupBuffer(size, arrived if whole else None)
+            return Sink(length, fresh, fresh=True, idx=0, hashing=fresh.hash.start(0), adopted=whole)
         return Sink(length)
     usable = (group.status == OPEN and group.buffer is not None and group.route == route
               and idx not in group.received and idx not in group.arriving

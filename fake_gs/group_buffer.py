@@ -64,17 +64,28 @@ class GroupBuffer:
     """One frame's bytes at their final offsets (``written`` counts the bytes received) and
     its running hash."""
 
-    def __init__(self, size: int) -> None:
+    def __init__(self, size: int, arrived: memoryview | None = None) -> None:
+        """A map of ``size`` bytes, or (``arrived``) the bytes of a one-chunk frame that came
+        whole with its header: kept where they are, nothing mapped or copied."""
         self.size = size
         self.hash = FrameHash()
+        self._map: mmap.mmap | None = None
+        if arrived is not None:
+            self.view = arrived
+        else:
+            self._map = self._mapped(size)
+            self.view = memoryview(self._map)[:size]
+        self.written = 0
+
+    @staticmethod
+    def _mapped(size: int) -> mmap.mmap:
         try:
-            self._map = _anonymous_map(max(size, 1))
+            mapped = _anonymous_map(max(size, 1))
         except (OSError, OverflowError, ValueError) as exc:  # only past caps raised (or waived)
             raise ApiError(ErrorCode.BUFFER_LIMIT, f"cannot hold a frame of {size} bytes: {exc}") from None
         if hasattr(mmap, "MADV_NOHUGEPAGE"):  # one byte written must not fault in 2 MiB
-            self._map.madvise(mmap.MADV_NOHUGEPAGE)
-        self.view = memoryview(self._map)[:size]
-        self.written = 0
+            mapped.madvise(mmap.MADV_NOHUGEPAGE)
+        return mapped
 
     def write(self, pos: int, data: bytes | bytearray | memoryview) -> None:
         self.view[pos : pos + len(data)] = data
@@ -86,5 +97,5 @@ class GroupBuffer:
         """Give the pages wholly inside ``[start, end)`` back to the OS (an abandoned write)."""
         first = -(-start // _PAGE) * _PAGE
         last = end // _PAGE * _PAGE
-        if last > first and hasattr(self._map, "madvise"):
+        if last > first and self._map is not None and hasattr(self._map, "madvise"):
             self._map.madvise(mmap.MADV_DONTNEED, first, last - first)

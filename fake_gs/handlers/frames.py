@@ -235,13 +235,15 @@ async def accept_chunk(ctx: Ctx, job: JobRec, head: wire.ChunkHead, body: chunk_
     store.expire_groups(job.job_id)
     groups = store.job_groups(job.job_id)
     chunk = cm.Chunk(job.job_id, ctx.route.name, desc, head.payload_len)
+    arrived = len(body.data) >= head.payload_start + head.payload_len  # nothing left to stream
     with store.lock:
         early = cm.descriptor_refusal(desc, head.payload_len, ctx.settings.max_body_bytes)
-        if early is None and desc["chunk_group_id"] not in groups:
+        if early is None and desc["chunk_group_id"] not in groups and not arrived:
             early = decide_chunk(ctx, job, groups, chunk)
         if not isinstance(early, cm.Refuse):
+            whole = memoryview(body.data)[head.payload_start :] if arrived else None
             sink = chunk_stream.choose_sink(groups.get(desc["chunk_group_id"]), ctx.route.name, desc,
-                                            head.payload_len)
+                                            head.payload_len, whole)
     if isinstance(early, cm.Refuse):  # answered as soon as the body is in; none of it is kept
         await chunk_stream.discard_rest(body)
         raise refuse(early)
