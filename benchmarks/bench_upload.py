@@ -21,8 +21,9 @@ runs in a process of its own, started fresh for each measurement:
   routes; with ``--baseline`` the baseline tree's figures beside, so "no slower than
   today" is a ratio of ratios measured in the same run.
 
-Every figure is the median of ``--runs`` rounds (default 3; the rounds interleave the
-clients, so load from elsewhere hits all alike) with its range. Targets (issue 28): 512
+Every figure is the median of ``--runs`` rounds (default 3; ``--small-runs``, default 6,
+for the small-call path) with its range; the rounds interleave the clients (the small-call
+stacks in alternating order), so load from elsewhere hits all alike. Targets (issue 28): 512
 MiB at least 0.8x the bare loop, client peak at most 1.3x and fake peak at most 1.3x the
 frame; 64 MiB at least 0.7x; the small-call path no slower than the baseline.
 
@@ -323,8 +324,8 @@ def measure_small(args: argparse.Namespace, servers: dict[str, Any]) -> None:
     stacks = [("this tree", "fake")] + ([("baseline tree", "baseline")] if "baseline" in servers else [])
     rates: dict[str, list[float]] = {label: [] for label, _ in stacks}
     bare: list[float] = []
-    for _ in range(args.runs):
-        for label, server in stacks:
+    for round_no in range(args.small_runs):
+        for label, server in stacks if round_no % 2 == 0 else stacks[::-1]:  # ABBA: drift hits both alike
             proc, tree = servers[server]
             out = run_worker("small-kit", proc.base_url, proc.proc.pid, tree, args)
             rates[label].append(out["calls"] / out["seconds"])
@@ -332,7 +333,7 @@ def measure_small(args: argparse.Namespace, servers: dict[str, Any]) -> None:
         out = run_worker("small-bare", proc.base_url, proc.proc.pid, tree, args)
         bare.append(out["calls"] / out["seconds"])
     print(f"\nsmall-call path: create, {args.calls} forward-backward calls of {args.small_kib} KiB waited to "
-          f"their result, one step ({args.runs} rounds: median [min-max])")
+          f"their result, one step ({args.small_runs} rounds, the stacks' order alternating: median [min-max])")
     print(f"  {'stack':34} {'calls/s':>18} {'vs bare routes':>20}")
     print(f"  {'bare starlette (POST + poll a call)':34} {spread(bare, '.0f'):>18}")
     for label, _ in stacks:
@@ -359,7 +360,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--sizes", type=lambda v: [int(x) for x in v.split(",")], default=[64, 512],
                    help="frame sizes in MiB (default 64,512)")
-    p.add_argument("--runs", type=int, default=3)
+    p.add_argument("--runs", type=int, default=3, help="rounds of the uploads")
+    p.add_argument("--small-runs", type=int, default=6, help="rounds of the small-call path")
     p.add_argument("--calls", type=int, default=200, help="forward-backward calls of the small-call path")
     p.add_argument("--small-kib", type=int, default=64, help="size of each small call's batch in KiB")
     p.add_argument("--baseline", metavar="TREE", help="another checkout (e.g. today's main) measured beside")
@@ -372,7 +374,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--size", type=int, default=0, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.quick:
-        args.sizes, args.runs, args.calls = [64], 1, 50
+        args.sizes, args.runs, args.small_runs, args.calls = [64], 1, 2, 50
     return args
 
 

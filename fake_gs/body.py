@@ -4,8 +4,9 @@ A body grows as its bytes arrive (a ``Content-Length`` is only checked against t
 or is handed on piece by piece as it arrives (:meth:`BodyReader.chunks`: chunk uploads go
 straight into their group's buffer); a body that stalls longer than ``body_idle_s`` is
 answered 408 and freed, and the bytes of every body being received at once are bounded by
-one budget shared fairly between accounts (503 + Retry-After past it). Without these, 40 connections that declare 60 MiB and send one byte each made the
-fake allocate 2.4 GB and stall its event loop (issue 12).
+one budget shared fairly between accounts (503 + Retry-After past it). Without these, 40
+connections that declare 60 MiB and send one byte each made the fake allocate 2.4 GB and
+stall its event loop (issue 12).
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ class InflightBudget:
         #: Bytes in flight per account, and the readers holding them.
         self.by_account: dict[str, int] = {}
         self.readers: dict[str, set[BodyReader]] = {}
-        #: Bodies dropped to make room for another account (the admin state dump shows it).
+        #: Bodies dropped to make room for another account (``GET /_fake/budgets``).
         self.evicted = 0
 
     def describe(self) -> dict[str, int]:
@@ -195,6 +196,11 @@ class BodyReader:
                 yield chunk
 
     async def read(self, limit: int) -> bytearray:
+        if self._peeked is not None and self.done and len(self._peeked) <= limit:
+            data, self._peeked = self._peeked, None  # read whole before (a peek): as it is
+            if self.tap is not None:
+                self.tap(data)
+            return data
         buf = bytearray()  # grows with what arrives: a declared length reserves nothing
         self.on_evict = buf.clear
         try:

@@ -109,10 +109,11 @@ class Sink:
             raise malformed(f"malformed DSSST1 frame: the chunk carries more than the {self.length} payload "
                             "bytes its header declares")
         if self.buffer is not None:
+            pos = self.start + self.written
             if not self.adopted:
-                self.buffer.write(self.start + self.written, data)
-            if self.hashing:
-                self.buffer.hash.digest.feed(data)
+                self.buffer.write(pos, data)
+            if self.hashing:  # from the buffer: a hash running behind holds no piece alive
+                self.buffer.hash.digest.feed(self.buffer.span(pos, pos + len(data)))
         else:
             self.private += data
         self.written += len(data)

@@ -227,45 +227,61 @@ def decide_chunk(ctx: Ctx, job: JobRec, groups: dict[str, ChunkGroup], chunk: cm
                      "reclaimed from other accounts; retry later")
 
 
-async def accept_chunk(ctx: Ctx, job: JobRec, head: wire.ChunkHead, body: chunk_stream.Head,
-                       builder: Builder) -> Response:
-    """One request chunk: refuse what its header alone rules out, stream its payload to where
-    it stays, then let the chunk machine decide and carry the decision out."""
-    store, desc = ctx.store, head.desc
-    store.expire_groups(job.job_id)
-    groups = store.job_groups(job.job_id)
-    chunk = cm.Chunk(job.job_id, ctx.route.name, desc, head.payload_len)
+def place_chunk(ctx: Ctx, job: JobRec, groups: dict[str, ChunkGroup], chunk: cm.Chunk, head: wire.ChunkHead,
+                body: chunk_stream.Head) -> chunk_stream.Sink | cm.Refuse:
+    """Before the payload: the refusal its header alone rules out (a new group over the
+    caps, reclaiming room first if it is within its share), or where its bytes go."""
+    desc = head.desc
     arrived = len(body.data) >= head.payload_start + head.payload_len  # nothing left to stream
-    with store.lock:
+    with ctx.store.lock:
         early = cm.descriptor_refusal(desc, head.payload_len, ctx.settings.max_body_bytes)
         if early is None and desc["chunk_group_id"] not in groups and not arrived:
             early = decide_chunk(ctx, job, groups, chunk)
-        if not isinstance(early, cm.Refuse):
-            whole = memoryview(body.data)[head.payload_start :] if arrived else None
-            sink = chunk_stream.choose_sink(groups.get(desc["chunk_group_id"]), ctx.route.name, desc,
-                                            head.payload_len, whole)
-    if isinstance(early, cm.Refuse):  # answered as soon as the body is in; none of it is kept
-        await chunk_stream.discard_rest(body)
-        raise refuse(early)
+        if isinstance(early, cm.Refuse):
+            return early
+        whole = memoryview(body.data)[head.payload_start :] if arrived else None
+        return chunk_stream.choose_sink(groups.get(desc["chunk_group_id"]), ctx.route.name, desc,
+                                        head.payload_len, whole)
+
+
+async def judge_chunk(ctx: Ctx, job: JobRec, groups: dict[str, ChunkGroup], chunk: cm.Chunk, head: wire.ChunkHead,
+                      body: chunk_stream.Head, sink: Sink) -> tuple[cm.Decision, ChunkGroup]:
+    """Receive the payload into ``sink``, then let the machine decide and carry it out; the
+    slot and the hash the chunk held are settled whatever happens."""
+    store, gid, idx = ctx.store, head.desc["chunk_group_id"], head.desc["chunk_idx"]
     kept = False
     try:
         payload = await chunk_stream.receive_payload(ctx.body, body, head.payload_start, sink)
         if sink.group is None:  # a copy of its own: wait for a copy writing in place to be judged
-            await chunk_stream.settled(groups.get(desc["chunk_group_id"]), desc["chunk_idx"])
-        differs = await resend_differs(groups.get(desc["chunk_group_id"]), desc["chunk_idx"], payload)
-        chunk = chunk._replace(differs_from_stored=differs)
+            await chunk_stream.settled(groups.get(gid), idx)
+        chunk = chunk._replace(differs_from_stored=await resend_differs(groups.get(gid), idx, payload))
         del payload
         with store.lock:
             decision = decide_chunk(ctx, job, groups, chunk)
-            group = carry_out(job, groups, groups.get(desc["chunk_group_id"]), chunk, decision, sink,
-                              store.clock.monotonic())
+            group = carry_out(job, groups, groups.get(gid), chunk, decision, sink, store.clock.monotonic())
             kept = isinstance(decision, (cm.Ack, cm.Execute)) and decision.keep and group.buffer is sink.buffer
     finally:
         with store.lock:
             sink.finish(kept)
             if kept:
                 group.advance_hash()
-    del sink
+    return decision, group
+
+
+async def accept_chunk(ctx: Ctx, job: JobRec, head: wire.ChunkHead, body: chunk_stream.Head,
+                       builder: Builder) -> Response:
+    """One request chunk: refuse what its header alone rules out, stream its payload to where
+    it stays, then let the chunk machine decide and carry the decision out."""
+    desc = head.desc
+    ctx.store.expire_groups(job.job_id)
+    groups = ctx.store.job_groups(job.job_id)
+    chunk = cm.Chunk(job.job_id, ctx.route.name, desc, head.payload_len)
+    placed = place_chunk(ctx, job, groups, chunk, head, body)
+    if isinstance(placed, cm.Refuse):  # answered as soon as the body is in; none of it is kept
+        await chunk_stream.discard_rest(body)
+        raise refuse(placed)
+    decision, group = await judge_chunk(ctx, job, groups, chunk, head, body, placed)
+    del placed
     if isinstance(decision, cm.Ack):
         return chunk_ack(group, desc["chunk_idx"], decision)
     if isinstance(decision, cm.Replay):
