@@ -58,13 +58,19 @@ def test_chunks_land_at_their_offsets_in_any_order(make_api) -> None:  # type: i
     assert group.buffer is None and group.executions == 1
 
 
-def test_a_chunk_cut_off_mid_payload_leaves_nothing(make_api) -> None:  # type: ignore[no-untyped-def]
-    api = make_api()
+def _half_of_chunk_1(api: Api) -> tuple[str, str, bytes, list[bytes], socket.socket]:
+    """A group whose chunk 0 is in and whose chunk 1 is half sent (written in place)."""
     job, gid = api.running_job(), str(uuid.uuid4())
-    _, chunks = _chunks(batch(2, 9000), gid)
+    frame, chunks = _chunks(batch(2, 9000), gid)
     assert _post(api, job, chunks[0]).status_code == 202
     sock = _open_half(api, job, chunks[1])
     assert eventually(lambda: 1 in _group(api.server, job, gid).arriving)
+    return job, gid, frame, chunks, sock
+
+
+def test_a_chunk_cut_off_mid_payload_leaves_nothing(make_api) -> None:  # type: ignore[no-untyped-def]
+    api = make_api()
+    job, gid, _, chunks, sock = _half_of_chunk_1(api)
     sock.close()
     assert eventually(lambda: 1 not in _group(api.server, job, gid).arriving)
     group = _group(api.server, job, gid)
@@ -85,11 +91,7 @@ def _second_copy(api: Api, job: str, chunk: bytes, out: list[requests.Response])
 @pytest.mark.parametrize("same", [True, False])
 def test_a_second_copy_of_a_chunk_waits_for_the_first_to_be_judged(make_api, same: bool) -> None:  # type: ignore[no-untyped-def]
     api = make_api()
-    job, gid = api.running_job(), str(uuid.uuid4())
-    frame, chunks = _chunks(batch(2, 9000), gid)
-    assert _post(api, job, chunks[0]).status_code == 202
-    first = _open_half(api, job, chunks[1])
-    assert eventually(lambda: 1 in _group(api.server, job, gid).arriving)
+    job, gid, frame, chunks, first = _half_of_chunk_1(api)
     seen: list[requests.Response] = []
     thread = _second_copy(api, job, chunks[1] if same else _other_bytes(chunks[1]), seen)
     assert not eventually(lambda: bool(seen), timeout_s=0.3), "the copy waits while the first arrives"
