@@ -126,7 +126,7 @@ def _until(done: Any, timeout_s: float = 30.0) -> None:
         time.sleep(0.02)
 
 
-def _answers_after_one_more_byte(socks: list[socket.socket], wait_s: float = 3.0) -> list[int]:
+def _answers_after_one_more_byte(socks: list[socket.socket], wait_s: float = 1.0) -> list[int]:
     """Each trickling connection sends one more byte: a body dropped for another account is
     answered (503) at once; the others keep waiting (0 here: not answered within ``wait_s``)."""
     import selectors
