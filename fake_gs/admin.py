@@ -71,6 +71,14 @@ async def connections(state: AppState, request: Request, body: BodyReader) -> Re
     return json_response(state.connections.stats())
 
 
+async def budgets(state: AppState, request: Request, body: BodyReader) -> Response:
+    """The server-wide budgets as they stand (fair shares, issue 23): bodies in flight, chunk
+    groups reclaimed for another account's share, and whether start-up loading is over."""
+    return json_response({"inflight": state.inflight.describe(),
+                          "reclaimed_chunk_groups": state.store.chunk_groups.reclaimed,
+                          "warmed_up": state.warmed_up.is_set()})
+
+
 async def force_job_state(state: AppState, request: Request, body: BodyReader) -> Response:
     data = parse_json(await body.read(1024 * 1024) or b"{}")
     status = data.get("status") if isinstance(data, dict) else None
@@ -205,6 +213,7 @@ _ADMIN_TABLE: tuple[tuple[str, str, AdminHandler], ...] = (
     ("POST", "/reset", reset),
     ("GET", "/state", dump),
     ("GET", "/connections", connections),
+    ("GET", "/budgets", budgets),
     ("POST", "/jobs/{job_id}/state", force_job_state),
     ("POST", "/jobs/{job_id}/hold", hold_job),
     ("GET", "/faults", get_faults),

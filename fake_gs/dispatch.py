@@ -163,7 +163,7 @@ async def serve(state: AppState, route: Route, handler: Handler, request: Reques
     note(request.scope, "route", route.name)  # one Starlette route serves a path's methods
     body = BodyReader(request, state.settings, state.inflight)
     try:
-        owner = authenticate(state.settings, request, minted=state.accounts)
+        owner = body.owner = authenticate(state.settings, request, minted=state.accounts)
         action = await decide_fault(state, route, request, body)
         if action is not None:
             if action.drop or action.status is not None:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from contract.models import CreateJobRequest
 from contract.states import JOB_HOLDS_GPUS, JOB_TERMINAL
 from fake_gs import store_dump
+from fake_gs.chunk_machine import Load, Usage
 from fake_gs.chunks import ChunkGroup
 from fake_gs.clock import SYSTEM_CLOCK, Clock
 from fake_gs.example_data import hold_example_data
@@ -68,8 +69,8 @@ class Store:
 
     @property
     def engine(self) -> Engine:
-        """Built on first use, so a server starts without importing torch. Its own lock:
-        importing an engine may take seconds and must not hold up the store."""
+        """Built on first use (a running fake builds it at start-up: ``fake_gs.app.warm_up``).
+        Its own lock: importing an engine may take seconds and must not hold up the store."""
         with self._engine_lock:
             if self._engine is None:
                 self._engine = self._engine_factory()
@@ -210,8 +211,8 @@ class Store:
     def buffered_bytes(self) -> int:
         return self.chunk_groups.buffered_bytes()
 
-    def group_usage(self, owner: str) -> tuple[int, int, int]:
-        return self.chunk_groups.usage(owner)
+    def group_usage(self, owner: str, job: Load) -> Usage:
+        return self.chunk_groups.usage(owner, job)
 
     def note_execution(self, job: JobRec, group: ChunkGroup | None, *, forward_backward: bool) -> None:
         with self.lock:

@@ -71,3 +71,17 @@ class Engine(Protocol):
 
     def export_tensors(self, snapshot: Any) -> dict[str, Any]:
         """name -> CPU tensor, written by the fake as a real safetensors file on export."""
+
+    def warm_up(self) -> None:
+        """Import now what the engine's calls need (the server calls it at start-up, so no
+        request pays seconds of imports)."""
+
+
+def warm_torch() -> None:
+    """torch, and the codec's tensor tables: what both engines and every tensor frame's
+    decode need. One tensor frame through the codec loads them all."""
+    import torch
+
+    from contract import wire
+
+    wire.loads(wire.dumps({"warm": torch.zeros(1)}))

@@ -16,6 +16,7 @@ from typing import Any
 
 from contract.models import GenerateRequest, LogProbsRequest, SubJobConfig
 from contract.shapes import forward_expectation
+from fake_gs.engines.base import warm_torch
 
 DEFAULT_LR = 1e-4
 VOCAB = 32_000
@@ -119,6 +120,9 @@ class ShapeEngine:
     def drop_job(self, job_id: str) -> None:
         with self._lock:
             self._jobs.pop(job_id, None)
+
+    def warm_up(self) -> None:
+        warm_torch()
 
     # --- training -----------------------------------------------------------------------
 

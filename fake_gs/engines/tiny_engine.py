@@ -18,6 +18,7 @@ import torch
 import torch.nn.functional as F
 
 from contract.models import GenerateRequest, LogProbsRequest, SubJobConfig
+from fake_gs.engines.base import warm_torch
 from fake_gs.engines.tiny_batch import Batch
 from fake_gs.engines.tiny_budget import check_batch
 from fake_gs.engines.tiny_jobs import (
@@ -104,6 +105,9 @@ class TinyEngine:
     def drop_job(self, job_id: str) -> None:
         with self._lock:
             self._jobs.pop(job_id, None)
+
+    def warm_up(self) -> None:
+        warm_torch()
 
     def _job(self, job_id: str) -> Job:
         try:
