@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from contract.errors import REQUEST_ID_HEADER, is_error_envelope
-from contract.forms import FORMS
+from contract.forms import EXTRA_FIELDS, FORMS
 from contract.states import JobState, normalize_job_state, normalize_request_state
 
 if TYPE_CHECKING:
@@ -69,8 +69,8 @@ def _states(normalize: Callable[[object], str]) -> Matcher:
 
 
 def _missing(*names: str, where: str = "") -> Matcher:
-    """A field the spec lets a server leave out."""
-    return lambda d, p: d.kind == "missing" and _leaf(d) in names and where in d.field
+    """A field the spec lets a server leave out (left out by either of the two servers)."""
+    return lambda d, p: d.kind in ("missing", "extra") and _leaf(d) in names and where in d.field
 
 
 def _enveloped(body: Any) -> bool:
@@ -91,11 +91,17 @@ def _validation_422(d: Divergence, p: Pair) -> bool:
     return d.kind == "status" and {d.recorded, d.new} == {400, 422} and _enveloped(p.json("new"))
 
 
+def _bare(body: Any) -> bool:
+    """No body, or one holding nothing but the any dialect's invented fields."""
+    return body is None or (isinstance(body, dict) and set(body) <= set(EXTRA_FIELDS))
+
+
 def _empty_success(d: Divergence, p: Pair) -> bool:
     """A success with nothing in it, as 200 {}, 200 with no body, 202, 204, or (a cancel)
     200 naming the job and its status."""
     oks = {p.status("recorded"), p.status("new")} <= {200, 202, 204}
-    naming = d.kind == "extra" and _leaf(d) in ("job_id", "status") and p.json("recorded") in (None, {})
+    bare = _bare(p.json("recorded") if d.kind == "extra" else p.json("new"))
+    naming = d.kind in ("extra", "missing") and _leaf(d) in ("job_id", "status") and bare
     bodiless = d.field == "header content-type" and None in (d.recorded, d.new)
     return oks and (d.kind in ("status", "form") or naming or bodiless)
 
@@ -108,8 +114,12 @@ def _poll_empty(d: Divergence, p: Pair) -> bool:
 
 
 def _capped(d: Divergence, p: Pair) -> bool:
-    return (d.kind == "value" and _leaf(d) == "available_gpus" and isinstance(d.new, int)
-            and isinstance(d.recorded, int) and 0 <= d.new <= d.recorded)
+    """available_gpus capped below max_total_gpus - in_use_gpus, on either side."""
+    def within(side: str) -> bool:
+        base = d.field.rsplit(".", 1)[0]
+        free, most, used = (p.at(side, f"{base}.{k}") for k in ("available_gpus", "max_total_gpus", "in_use_gpus"))
+        return all(isinstance(v, int) for v in (free, most, used)) and 0 <= free <= most - used
+    return d.kind == "value" and _leaf(d) == "available_gpus" and within("recorded") and within("new")
 
 
 def _kind_at(leaf: str, *kinds: str) -> Matcher:
@@ -128,15 +138,20 @@ def _delivery(d: Divergence, p: Pair) -> bool:
 
 
 def _polled_instead(d: Divergence, p: Pair) -> bool:
-    """bootstrap-router-replay answered with a request id to poll instead of inline (spec §7)."""
-    rec, new = p.json("recorded"), p.json("new")
-    return (d.kind in ("missing", "extra") and isinstance(new, Mapping) and "request_id" in new
-            and isinstance(rec, Mapping) and "bootstrapped" in rec)
+    """bootstrap-router-replay answered with a request id to poll on one side, inline on the
+    other (spec §7)."""
+    sides = p.json("recorded"), p.json("new")
+    if d.kind not in ("missing", "extra") or not all(isinstance(s, Mapping) for s in sides):
+        return False
+    return any("request_id" in a and "bootstrapped" in b for a, b in (sides, sides[::-1]))
 
 
 def _unknown_field(d: Divergence, p: Pair) -> bool:
-    """A field no contract model declares (a declared one appearing is a real difference)."""
-    return d.kind == "extra" and _leaf(d) not in DECLARED
+    """A field no contract model declares, on either side (a declared one appearing is a
+    real difference); the any dialect's invented fields (contract.forms.EXTRA_FIELDS) may
+    also carry other values, inside them included."""
+    invented = any(f".{name}" in f"{d.field}." for name in EXTRA_FIELDS)
+    return invented or (d.kind in ("extra", "missing") and _leaf(d) not in DECLARED)
 
 
 def _declared_fields() -> frozenset[str]:
@@ -187,7 +202,7 @@ EQUIVALENCES: dict[str, Matcher] = {
     "job-state-spelling": _states(normalize_job_state),
     "id-shape": _abstracted,
     "list-entry-minimal": lambda d, p: ".jobs[" in d.field and (
-        d.kind == "missing" or (d.kind == "length" and _leaf(d) == "sub_jobs")),
+        d.kind in ("missing", "extra") or (d.kind == "length" and _leaf(d) == "sub_jobs")),
     "job-optional-fields": _missing("submitted_by", "owner_role"),
     "unknown-fields": _unknown_field,
     "error-forms": _error_body,

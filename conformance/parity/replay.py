@@ -25,8 +25,8 @@ from conformance.parity.rebuild import Bodies
 from conformance.parity.resend import learn, request_bytes, request_headers, rewrite_path
 from conformance.parity.targets import EmbeddedTargets, ReplayTarget, Skip, nowhere
 from contract import tape
-from contract.redact import scrub_value
 from contract.forms import forms_of
+from contract.redact import scrub_value
 from contract.states import (
     is_job_terminal,
     is_request_terminal,
@@ -159,14 +159,16 @@ class Replayer:
         blocked when it is not replayed or is refused where the recording was answered."""
         hit = self.deps.blocker(ex, self.ids)
         if hit is not None:
-            result = self.skipped(ex, f"after #{hit[0]}: {hit[1]}", "after")
+            result = self.skipped(ex, f"after #{hit[0]}: {hit[1]}", hit[2])
             self.deps.block(ex, hit, self.ids)
         else:
             result = self.one(ex, settled)
             why = result.skipped if result.skip_kind not in (None, "loop") else (
                 refused(ex["response"], result.new) if result.new is not None else None)
             if why:
-                self.deps.block(ex, (ex["seq"], why), self.ids)
+                self.deps.block(ex, (ex["seq"], why, "after"), self.ids)
+            elif result.new is not None and not result.diverged:
+                self.deps.block_ended_chain(ex, result.new, self.ids)
         self.deps.note(ex)
         return result
 

@@ -103,17 +103,27 @@ def _swap(value: Any, ids: dict[str, str]) -> Any:
     return value
 
 
-def learn(recorded: Any, new: Any, ids: dict[str, str], key: str = "") -> None:
-    """Walk both answers together; an id-like string that differs maps recorded -> new."""
+def learn(recorded: Any, new: Any, ids: dict[str, str], key: str = "", listed: bool = False) -> None:
+    """Walk both answers together; an id-like string that differs maps recorded -> new.
+
+    The first mapping of an id holds, but for a checkpoint id outside a list: a server that
+    names checkpoints itself (spec §6.3) may give a name again once its checkpoint is
+    deleted, and the latest save answer says what the name now stands for."""
     if isinstance(recorded, dict) and isinstance(new, dict):
         for k, v in recorded.items():
             if k in new:
-                learn(v, new[k], ids, k if k not in ("json", "head", "tail") else key)
+                learn(v, new[k], ids, k if k not in ("json", "head", "tail") else key, listed)
     elif isinstance(recorded, list) and isinstance(new, list):
         for a, b in zip(recorded, new, strict=False):
-            learn(a, b, ids, key)
-    elif (isinstance(recorded, str) and isinstance(new, str) and recorded != new
-          and is_id_key(key) and len(recorded) >= MIN_ID and recorded not in ids):
+            learn(a, b, ids, key, True)
+    elif isinstance(recorded, str) and isinstance(new, str) and is_id_key(key) and len(recorded) >= MIN_ID:
+        renamed = key == "checkpoint_id" and not listed
+        if recorded == new:
+            if renamed:
+                ids.pop(recorded, None)
+            return
+        if recorded in ids and not renamed:
+            return
         ids[recorded] = new
         if "://" in recorded and "://" in new:  # an export URL: later calls use its path
             old_tail, new_tail = recorded.rstrip("/").rsplit("/", 1)[-1], new.rstrip("/").rsplit("/", 1)[-1]

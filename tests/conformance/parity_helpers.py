@@ -26,9 +26,10 @@ def replay(tape: Path, **kw: Any) -> Replay:
     return replay_tape(str(tape), replay_ns(**kw))
 
 
-def assert_self_parity(rep: Replay, skipped_ok: frozenset[str] = frozenset()) -> None:
+def assert_self_parity(rep: Replay, skipped_ok: frozenset[str] = frozenset({"form"})) -> None:
     """Self-parity: nothing diverges, and nothing is skipped but for a kind in ``skipped_ok``
-    (never for lack of bytes)."""
+    (never for lack of bytes; ``form``: a poll continuing a cursor chain the new server, in
+    a form the spec allows, had already ended)."""
     assert rep.ok, report.text([rep])
     skipped = [f"#{r.seq} {r.route} [{r.skip_kind}]: {r.skipped}" for r in rep.results
                if r.skipped is not None and r.skip_kind not in skipped_ok]

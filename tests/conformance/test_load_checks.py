@@ -165,6 +165,7 @@ def _outcome() -> report.Outcome:
     tally.exchange("GET get_request", 150, 300, 2, when=1001.0, failed=True)
     tally.violation("ERR-NO500-1", "POST .../step -> 500")
     tally.violation("STEP-COUNT-1", "job J: ...", count=2)
+    tally.violation("ERR-ENVELOPE-1", "POST .../step -> 400 text/plain", count=2)
     return report.Outcome(tally, 2.0, "http://server", counts_decided=False, max_violations=1,
                           cost={"jobs_created": 1, "gpu_minutes": 0.5, "requests": 5,
                                 "bytes_sent": 950, "bytes_received": 700}, fake_cpu_s=None)
@@ -172,7 +173,8 @@ def _outcome() -> report.Outcome:
 
 def test_reports_carry_both_tables_the_cost_and_the_picture() -> None:
     out = _outcome()
-    assert out.counted == 2 and out.exit_code == 1  # ERR-NO500-1 is decided: reported only
+    # ERR-NO500-1 and STEP-COUNT-1 are decided: reported only; ERR-ENVELOPE-1 counts
+    assert out.counted == 2 and out.exit_code == 1
     step = next(r for r in out.routes if r.key == "POST step")
     assert (step.calls, step.p50, step.p99) == (4, 5, 900)
     text = report.text(out)

@@ -31,7 +31,8 @@ PAIRS = {
     "error-forms": (_answer(404, {"code": "job_not_found", "message": "no"}), _answer(404, {"message": "no", "code": 404})),
     "unknown-fields": (_answer(200, {"jobs": []}), _answer(200, {"jobs": [], "etag": "W/1"})),
     "poll-empty-fields": (_answer(200, {"error": None, "next_cursor": None}), _answer(200, {"error": "", "next_cursor": ""})),
-    "capacity-capped": (_answer(200, {"available_gpus": 8}), _answer(200, {"available_gpus": 3})),
+    "capacity-capped": (_answer(200, {"max_total_gpus": 8, "in_use_gpus": 0, "available_gpus": 8}),
+                        _answer(200, {"max_total_gpus": 8, "in_use_gpus": 0, "available_gpus": 3})),
     "last-lr-list": (_answer(200, {"result": {"last_lr": 0.1}}), _answer(200, {"result": {"last_lr": [0.1]}})),
     "delete-answer": (_answer(200, {}), {"status": 204, "headers": {}}),
     "request-id-header": (_answer(200, {}, **{"x-snowflake-request-id": "r"}), _answer(200, {})),
@@ -46,6 +47,16 @@ def test_an_allowed_form_is_an_equivalence_unless_the_target_promises_the_kits(f
     assert any(form in (d.accepted or "") and f"§{FORMS[form].section}" in (d.accepted or "") for d in found)
     strict = compare(recorded, new, {}, forms=frozenset())
     assert any(d.accepted is None for d in strict)
+
+
+def test_capacity_over_its_free_gpus_is_still_a_divergence() -> None:
+    """A capped available_gpus is allowed on either side; one above max_total_gpus -
+    in_use_gpus is not a form the spec allows."""
+    def cap(available: int) -> dict[str, object]:
+        return _answer(200, {"max_total_gpus": 8, "in_use_gpus": 2, "available_gpus": available})
+
+    assert all(d.accepted for d in compare(cap(6), cap(1), {}) + compare(cap(1), cap(6), {}))
+    assert [d.accepted for d in compare(cap(6), cap(7), {})] == [None]
 
 
 def test_a_declared_field_appearing_is_still_a_divergence() -> None:
