@@ -23,7 +23,10 @@ def _owner(tokens: tuple[str, ...], owner: str, labels: Callable[[str], str] | N
 
 
 def _job(store: Store, job: JobRec, owner: str) -> dict[str, Any]:
+    """One job of the dump; ``job_id`` is its id in its account (the dump keys jobs by
+    their key, which differs when another account held that id first)."""
     return {
+        "job_id": job.public_id,
         "status": store.status(job),
         "reason": job.reason,
         "owner": owner,

@@ -103,7 +103,7 @@ def dummy_submit(ctx: Ctx, job: JobRec, op: str, group: ChunkGroup | None = None
 
     def work() -> dict[str, Any]:
         ctx.store.note_execution(job, group, forward_backward=op == "forward_backward")
-        return answers.render(ForwardBackwardResult(job_id=job.job_id, avg_loss=0.0, metrics={},
+        return answers.render(ForwardBackwardResult(job_id=job.public_id, avg_loss=0.0, metrics={},
                                                     post_process_outputs={}))
 
     return ctx.store.submit(job, op, work)
@@ -199,7 +199,7 @@ async def accept_chunk(ctx: Ctx, job: JobRec, desc: dict[str, Any], payload: mem
     store.expire_groups(job.job_id)
     groups = store.job_groups(job.job_id)
     differs = await resend_differs(groups.get(desc["chunk_group_id"]), desc["chunk_idx"], payload)
-    chunk = cm.Chunk(job.job_id, ctx.route.name, desc, len(payload), differs)
+    chunk = cm.Chunk(job.public_id, ctx.route.name, desc, len(payload), differs)
     with store.lock:
         group = groups.get(desc["chunk_group_id"])
         usage = usage_before_open(ctx, job, groups) if group is None else cm.NO_USAGE
