@@ -81,7 +81,7 @@ class JobTable:
         touched nor revealed (the new job gets a key of its own, :meth:`_free_key`)."""
         now = self.clock.time()
         with self.lock:
-            if job_id is not None and (owner, job_id) in self._names:
+            if job_id is not None and self._name_taken(owner, job_id):
                 raise ApiError(ErrorCode.JOB_CONFLICT, f"a job with id {job_id!r} already exists")
             while job_id is None:  # an id of the fake's: unused as a name and as a key
                 job_id = dialect_any.new_job_id(self.settings.forms)
@@ -108,6 +108,12 @@ class JobTable:
             experiment_name=body.experiment_name or "default",
             gpus=sum(c.n_gpus for c in body.sub_job_configs),
         )
+
+    def _name_taken(self, owner: str, job_id: str) -> bool:
+        """Does the caller hold a job of this id (any account, for the ``job-ids-global`` mutant)?"""
+        if self.mutant("job-ids-global"):
+            return any(name == job_id for _, name in self._names)
+        return (owner, job_id) in self._names
 
     def _key_taken(self, key: str) -> bool:
         return key in self.jobs or key in self._reserved
