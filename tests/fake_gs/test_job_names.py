@@ -14,13 +14,15 @@ from typing import Any
 
 import pytest
 import requests
-from fake_gs_api import Api, batch, sampling_config, training_config
+from fake_gs_api import OCTET, Api, batch, sampling_config, training_config
 
+from contract import wire
 from contract.errors import REQUEST_ID_HEADER
 from contract.states import normalize_job_state
 from fake_gs.clock import ManualClock
 from fake_gs.dialect import forms_for
 from fake_gs.server import FakeServer
+from fake_gs.testing.handle import AdminApi, FakeGs
 
 TOKENS = ("tok-a", "tok-b")
 ADMIN = "tok-admin"
@@ -174,7 +176,7 @@ def test_two_accounts_train_their_own_job_of_one_id(make_server) -> None:  # typ
     dump = admin.state()
     by_owner = {job["owner"]: (key, job) for key, job in dump["jobs"].items()}
     (key_a, job_a), (key_b, job_b) = by_owner["token#0"], by_owner["token#1"]
-    assert key_a == x and key_b != x and job_a["job_id"] == job_b["job_id"] == x
+    assert key_a == x and key_b == f"{x}.1" and "job_id" not in job_a and job_b["job_id"] == x
     assert (job_a["global_steps"], job_a["forward_backward_executions"]) == (1, 1)
     assert (job_b["global_steps"], job_b["forward_backward_executions"]) == (3, 2)
     assert job_a["checkpoints"] == ["a-ckpt"] and job_b["checkpoints"] == ["b-ckpt"]
@@ -240,3 +242,26 @@ def test_tiny_engine_serves_a_job_whose_key_is_not_its_id(make_server) -> None: 
     dump = admin.state()["jobs"]
     versions = {job["owner"]: job["weight_versions"] for job in dump.values()}
     assert versions == {"token#0": {f"{x}:sampling:0": 0}, "token#1": {f"{x}:sampling:0": 1}}
+
+
+def test_an_accounts_view_names_its_jobs_by_their_ids(make_server) -> None:  # type: ignore[no-untyped-def]
+    """The pytest handle's state() shows each account its jobs and chunk groups under the
+    ids it uses, though the dump keys Bob's X by another key."""
+    srv = make_server(tokens=TOKENS, admin_token=ADMIN)
+    alice, bob = Api(srv.base_url, TOKENS[0]), Api(srv.base_url, TOKENS[1])
+    x = str(uuid.uuid4())
+    alice.create_job(training_config(), job_id=x)
+    bob.create_job(training_config(), job_id=x)
+    bob.wait_running(x)
+    frame = wire.dumps(batch(), metadata=wire.standard_request_metadata())
+    first = wire.encode_byte_chunks(frame, "request", operation="forward-backward", max_bytes=512,
+                                    chunk_group_id="g1", force_chunk=True)[0]
+    assert bob.post(f"/{x}/forward-backward", data=first, headers=OCTET).status_code in (200, 202)
+
+    def view(token: str, account: str) -> dict[str, Any]:
+        return FakeGs(srv.base_url, token, account, srv.settings, AdminApi(srv.base_url, ADMIN)).state()
+
+    bobs, alices = view(TOKENS[1], "token#1"), view(TOKENS[0], "token#0")
+    assert list(bobs["jobs"]) == list(alices["jobs"]) == [x]
+    assert [(g["job_id"], g["chunk_group_id"]) for g in bobs["chunk_groups"]] == [(x, "g1")]
+    assert bobs["open_chunk_groups"] == 1 and alices["chunk_groups"] == []
