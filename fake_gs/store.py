@@ -93,6 +93,7 @@ class Store:
 
     @property
     def jobs(self) -> dict[str, JobRec]:
+        """Every job by its key (``JobRec.job_id``; a caller's names: :meth:`job_for`)."""
         return self.table.jobs
 
     @property
@@ -121,14 +122,17 @@ class Store:
     def new_job(self, owner: str, body: CreateJobRequest, job_id: str | None = None) -> JobRec:
         return self.table.new_job(owner, body, job_id)
 
-    def release_id(self, job_id: str) -> None:
-        self.table.release_id(job_id)
+    def release(self, job: JobRec) -> None:
+        self.table.release(job)
 
     def register_job(self, job: JobRec) -> None:
         self.table.register_job(job)
 
     def job_for(self, owner: str, job_id: str) -> JobRec:
         return self.table.job_for(owner, job_id)
+
+    def key_for(self, owner: str, job_id: str) -> str | None:
+        return self.table.key_for(owner, job_id)
 
     def status(self, job: JobRec, *, count_poll: bool = False) -> str:
         return self.table.status(job, count_poll=count_poll)

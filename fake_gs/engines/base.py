@@ -26,8 +26,11 @@ class BatchRefused(ValueError):
 class Engine(Protocol):
     name: str
 
-    def create_job(self, job_id: str, sub_jobs: list[SubJobConfig], seed: int) -> None:
-        """Allocate per-sub-job state (weights, optimizer, sampler copy, reference)."""
+    def create_job(self, job_id: str, sub_jobs: list[SubJobConfig], seed: int,
+                   names: list[str] | None = None) -> None:
+        """Allocate per-sub-job state (weights, optimizer, sampler copy, reference).
+        ``job_id`` is the job's key in the fake; ``names`` are the ids the sub-jobs are
+        called by in later calls (default: built from ``job_id``, contract.ids)."""
 
     def drop_job(self, job_id: str) -> None:
         """Release everything held for the job (cancelled/terminated)."""

@@ -92,7 +92,7 @@ class ShapeEngine:
             try:
                 return self._jobs[job_id]
             except KeyError:
-                raise KeyError(f"shape engine has no job {job_id!r}") from None
+                raise KeyError("the shape engine holds no state for this job (it ended)") from None
 
     def _gen(self, job: _Job, salt: int = 0) -> Any:
         import torch
@@ -104,7 +104,8 @@ class ShapeEngine:
 
     # --- lifecycle ----------------------------------------------------------------------
 
-    def create_job(self, job_id: str, sub_jobs: list[SubJobConfig], seed: int) -> None:
+    def create_job(self, job_id: str, sub_jobs: list[SubJobConfig], seed: int,
+                   names: list[str] | None = None) -> None:
         lr = DEFAULT_LR
         for cfg in sub_jobs:
             if cfg.training_config is not None:

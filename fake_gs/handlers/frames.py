@@ -105,7 +105,7 @@ def dummy_submit(ctx: Ctx, job: JobRec, op: str, group: ChunkGroup | None = None
 
     def work() -> dict[str, Any]:
         ctx.store.note_execution(job, group, forward_backward=op == "forward_backward")
-        return answers.render(ForwardBackwardResult(job_id=job.job_id, avg_loss=0.0, metrics={},
+        return answers.render(ForwardBackwardResult(job_id=job.public_id, avg_loss=0.0, metrics={},
                                                     post_process_outputs={}))
 
     return ctx.store.submit(job, op, work)
@@ -275,7 +275,7 @@ async def accept_chunk(ctx: Ctx, job: JobRec, head: wire.ChunkHead, body: chunk_
     desc = head.desc
     ctx.store.expire_groups(job.job_id)
     groups = ctx.store.job_groups(job.job_id)
-    chunk = cm.Chunk(job.job_id, ctx.route.name, desc, head.payload_len)
+    chunk = cm.Chunk(job.public_id, ctx.route.name, desc, head.payload_len)
     placed = place_chunk(ctx, job, groups, chunk, head, body)
     if isinstance(placed, cm.Refuse):  # answered as soon as the body is in; none of it is kept
         await chunk_stream.discard_rest(body)
