@@ -71,8 +71,9 @@ BARE_APP = textwrap.dedent('''
 class Proc:
     """A server subprocess whose first stdout line names its base URL."""
 
-    def __init__(self, argv: list[str]) -> None:
-        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=ROOT)
+    def __init__(self, argv: list[str], cwd: str = ROOT, env: dict[str, str] | None = None) -> None:
+        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=cwd,
+                                     env={**os.environ, **(env or {})})
         assert self.proc.stdout is not None
         line = self.proc.stdout.readline()
         match = re.search(r"http://127\.0\.0\.1:\d+", line)

@@ -1,4 +1,4 @@
-"""The hardening figures (issue 12), each measured on a fake running as a subprocess.
+"""The hardening figures (issues 12 and 23), each measured on a fake running as a subprocess.
 
 1. Slow bodies: 40 connections declare 60 MiB forward-backward bodies and send one byte
    each, held 10 s: the fake's RSS growth, the worst ``/_fake/health`` latency meanwhile,
@@ -17,11 +17,15 @@
 7. Log stage (issue 23): unauthenticated PUTs declaring 1 GiB each push 1.2 GB at the
    execution-log stage: the RSS of the fake and of its stage process, and the stage's temp
    disk, before and after. Bound: < 16 MiB each, temp disk +0.
+8. Fair shares (issue 23, family 4): four accounts each declare a 2 GiB frame with one tiny
+   chunk 0 (the 8 GiB server-wide budget full) and account E's 64 MiB upload still runs; one
+   account trickling 18 bodies holds the 1 GiB in-flight budget, its next small body is
+   refused at once (not after --body-idle-s), and another account's upload still runs.
 
 Run: ``python benchmarks/bench_hardening.py [--quick] [--issue 12|23|all]`` (``--quick``:
 200 result calls and a 3 s hold; ``--issue 23``: only the figures of issue 23: the log
-stage, and families 5-7 in ``bench_hardening_bounds.py``). Exits 1 when a bound is missed. Figures are
-printed, one line each.
+stage, the fair shares, and families 5-7 in ``bench_hardening_bounds.py``). Exits 1 when a
+bound is missed. Figures are printed, one line each.
 """
 
 from __future__ import annotations
@@ -44,7 +48,7 @@ from hostile_attacks import (  # noqa: E402
     results_loop,
     slow_bodies,
 )
-from stress_helpers import fake_process, rest_client, service_prefix  # noqa: E402
+from stress_helpers import Admin, fake_process, rest_client, service_prefix  # noqa: E402
 
 from contract import wire  # noqa: E402
 
@@ -131,6 +135,49 @@ def bench_admin() -> bool:
     return ok
 
 
+def bench_shared_reservations() -> bool:
+    """Issue 23 family 4: four accounts each send one chunk 0 (~460 bytes) declaring a 2 GiB
+    frame, filling the 8 GiB server-wide chunk budget; account E's upload must still run."""
+    from share_attacks import reservations
+
+    accounts = ["A", "B", "C", "D"]
+    args = [arg for t in [*accounts, "E"] for arg in ("--token", t)] + ["--admin-token", "Z"]
+    with fake_process(*args) as fake:
+        started = time.monotonic()
+        m = reservations(fake, accounts=accounts, frame_size=2048 * MiB, victim="E", upload_bytes=64 * MiB,
+                         chunk_bytes=16 * MiB)
+        took = time.monotonic() - started
+        reclaimed = Admin(fake.base_url, "Z").budgets()["reclaimed_chunk_groups"]
+    ok = m.statuses == [202] * 4 and "avg_loss" in m.extra["result"] and m.growth_mib < 64 + 64 * 1.3
+    print(f"shared reservations: 4 accounts x 1 chunk 0 of {m.extra['sent_bytes'] // 4} bytes declaring 2 GiB "
+          f"(8 GiB of the 8 GiB budget) answered {m.statuses}; account E's 64 MiB upload ran "
+          f"({took:.1f} s for all), {reclaimed} idle group reclaimed, whose next chunk answered "
+          f"{sorted(set(m.extra['next_chunk_codes']))}; RSS +{m.growth_mib:.0f} MiB at peak (E's frame: 64): "
+          f"{'OK' if ok else 'MISSED'}")
+    return ok
+
+
+def bench_shared_inflight() -> bool:
+    """Issue 23 family 4: one account trickling 18 chunk bodies holds the 1 GiB in-flight
+    budget; its next (small, fully sent) body must be refused at once, not after the 30 s
+    --body-idle-s, and another account's upload must still run."""
+    from share_attacks import trickled_bodies
+
+    with fake_process("--token", "A", "--token", "B", "--admin-token", "Z") as fake:
+        sent = (1024 * MiB - 64 * 1024) // 18
+        m = trickled_bodies(fake, Admin(fake.base_url, "Z"), holder="A", other="B", bodies=18,
+                            body_bytes=60 * MiB - 8192, sent_bytes=sent)
+    status, code, seconds = m.extra["late_refusal"]
+    ok = (status, code) == (503, "unavailable") and seconds < 5 and "avg_loss" in m.extra["result"] \
+        and m.extra["evicted"] >= 1
+    print(f"shared in-flight budget: account A trickles 18 bodies ({18 * sent / MiB:.0f} MiB of the 1024 MiB "
+          f"budget sent, fake RSS +{(m.extra['rss_held'] - m.rss_before) / MiB:.0f} MiB); A's next 128 KiB body "
+          f"answered {status} {code} in {seconds * 1000:.0f} ms (--body-idle-s 30); account B's upload ran, "
+          f"{m.extra['evicted']} of A's bodies dropped for it (answered {sorted(set(m.statuses))} on their next "
+          f"byte); RSS after {(m.rss_after - m.rss_before) / MiB:+.0f} MiB: {'OK' if ok else 'MISSED'}")
+    return ok
+
+
 def bench_poll_page() -> bool:
     """Transient memory of building one 512-event poll page (64 KiB result chunks): the
     fake's splice of pre-encoded events against re-serialising the event dicts (before)."""
@@ -212,6 +259,7 @@ def main() -> int:
         from bench_hardening_bounds import run
 
         results.append(bench_log_stage(120 * MiB if args.quick else 1200 * 1000 * 1000))
+        results += [bench_shared_reservations(), bench_shared_inflight()]
         results += run(args.quick)
     return 0 if all(results) else 1
 

@@ -27,7 +27,7 @@ import uuid
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import InitVar, dataclass, field
-from typing import TYPE_CHECKING, Any, TypedDict, Unpack
+from typing import TYPE_CHECKING, Any, Protocol, TypedDict, Unpack
 
 import requests
 from urllib3.exceptions import ConnectTimeoutError, NewConnectionError
@@ -197,8 +197,19 @@ class _Call:
         self.key = str(uuid.uuid4()) if data_plane_post else None
 
 
-def _encode(route: Route, json_body: Any, data: bytes | None) -> tuple[bytes | None, dict[str, str]]:
-    """The body bytes and content type a call sends."""
+class PiecesBody(Protocol):
+    """A body sent as pieces (``client.upload.ChunkBody``): its length, then its pieces."""
+
+    def __len__(self) -> int: ...
+
+    def __iter__(self) -> Iterator[Any]: ...
+
+
+Body = bytes | PiecesBody
+
+
+def _encode(route: Route, json_body: Any, data: Body | None) -> tuple[Body | None, dict[str, str]]:
+    """The body (bytes, or pieces sent as they are) and content type a call sends."""
     headers: dict[str, str] = {}
     if route.content_type is not None and (json_body is not None or data is not None):
         headers["Content-Type"] = route.content_type
@@ -268,7 +279,7 @@ class HttpSession:
         *,
         path_params: Mapping[str, str] | None = None,
         json_body: Any = None,
-        data: bytes | None = None,
+        data: Body | None = None,
         query: Mapping[str, Any] | None = None,
         deadline: float | None = None,
         idempotency: Idempotency | None = None,
@@ -295,7 +306,7 @@ class HttpSession:
             self._wait_before_resend(call, outcome, retry_after)
             call.attempt += 1
 
-    def _attempt(self, call: _Call, payload: bytes | None, headers: dict[str, str],
+    def _attempt(self, call: _Call, payload: Body | None, headers: dict[str, str],
                  params: dict[str, Any]) -> tuple[Answer | CortexError, float | None]:
         """One try: the answer, or the failure to resend after (raises when not resent)."""
         route, method = call.route, call.route.method

@@ -34,6 +34,16 @@ def encode_frame(payload: Payload) -> bytes:
     return wire.dumps(dict(payload), metadata=wire.standard_request_metadata())
 
 
+def frame_source(payload: Payload) -> Any:
+    """What an upload sends ``payload`` from, with nothing copied: a frame given as bytes as
+    is, a batch as its frame's parts (the header, then the tensors' own bytes)."""
+    if isinstance(payload, (bytes, bytearray, memoryview)):
+        return payload
+    from contract import wire
+
+    return wire.dumps_parts(dict(payload), metadata=wire.standard_request_metadata())
+
+
 #: Routes whose successful answer may be something other than a JSON object.
 _ANY_JSON = frozenset({"operation", "delete_checkpoint"})
 
@@ -148,7 +158,7 @@ class CortexRestClient:
         except ValueError as exc:
             raise ConfigError(str(exc), route=name, job_id=job_id) from None
         chunks = split_frame(
-            encode_frame(payload),
+            frame_source(payload),
             max_bytes=max_bytes,
             operation=_operation_name(r),
             force_chunk=force_chunk,

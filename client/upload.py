@@ -4,11 +4,16 @@ Every chunk goes to the same path; only the final chunk's answer may carry a
 ``request_id``. On ``chunk_group_restart_required`` the whole group is replayed once from
 chunk 0 with the very same chunks (same group id, same bytes); the other chunk-group codes
 surface as their typed errors.
+
+One copy of the frame: a chunk is sent as its header followed by views of the frame's own
+bytes (:class:`ChunkBody`), so no chunk is ever joined into a new ``bytes``; a batch given
+as tensors is not even joined into a frame (its parts are the tensors' own memory). The
+frame is hashed once, when its chunk headers are made, before the first byte goes out.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from client.errors import ChunkGroupRestartRequired, ProtocolError
@@ -16,19 +21,48 @@ from client.http import Answer, HttpSession
 from contract.idempotency import Idempotency
 from contract.routes import Route
 
+#: Chunks up to this size go as one ``bytes`` (a small copy costs less than a write per piece).
+JOIN_BELOW = 256 * 1024
+
+
+class ChunkBody:
+    """Chunk ``idx`` of a plan as one HTTP body sent in pieces (its header, then views of the
+    frame). ``requests`` sends it with a ``Content-Length`` (from ``len``) and hands each
+    piece to the socket as it is; it can be iterated again, so a resend sends the same
+    bytes. Once its last piece is handed over, the next chunk's header is made, while this
+    chunk is still being answered."""
+
+    def __init__(self, plan: Any, idx: int) -> None:
+        self.plan, self.idx = plan, idx
+
+    def __len__(self) -> int:
+        return int(self.plan.body_size(self.idx))
+
+    def __iter__(self) -> Iterator[Any]:
+        yield from self.plan.pieces(self.idx)
+        if self.idx + 1 < len(self.plan):
+            self.plan.prefix(self.idx + 1)
+
+    def __bytes__(self) -> bytes:
+        """The body joined (a copy): for recorders and tests that keep what was sent."""
+        return b"".join(self.plan.pieces(self.idx))
+
 
 def split_frame(
-    frame: bytes,
+    frame: Any,
     *,
     max_bytes: int,
     operation: str | None,
     force_chunk: bool,
     chunk_group_id: str | None = None,
-) -> list[bytes]:
-    """Cut a frame into request chunks (a list holding the frame itself when it may go plain)."""
+) -> list[ChunkBody | bytes]:
+    """The bodies a frame goes as (one holding the frame itself when it may go plain).
+
+    ``frame`` is bytes-like or the parts of ``contract.wire.dumps_parts``; nothing is copied
+    but chunks small enough to join (:data:`JOIN_BELOW`)."""
     from contract import wire
 
-    return wire.encode_byte_chunks(
+    plan = wire.plan_chunks(
         frame,
         "request",
         operation=operation,
@@ -36,12 +70,15 @@ def split_frame(
         chunk_group_id=chunk_group_id,
         force_chunk=force_chunk,
     )
+    if min(plan.range_size, plan.size) + wire.CHUNK_HEADER_ALLOWANCE <= JOIN_BELOW:
+        return [plan.chunk(idx) for idx in range(len(plan))]
+    return [ChunkBody(plan, idx) for idx in range(len(plan))]
 
 
 def upload(
     http: HttpSession,
     route: Route,
-    chunks: Sequence[bytes],
+    chunks: Sequence[ChunkBody | bytes],
     *,
     path_params: Mapping[str, str],
     deadline: float | None = None,
@@ -60,7 +97,7 @@ def upload(
 def _send_group(
     http: HttpSession,
     route: Route,
-    chunks: Sequence[bytes],
+    chunks: Sequence[ChunkBody | bytes],
     path_params: Mapping[str, str],
     deadline: float | None,
     idempotency: Idempotency | None = None,

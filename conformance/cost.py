@@ -60,7 +60,8 @@ class RunCost:
         """A ``requests`` response hook: bytes on the wire, bodies and header lines."""
         req = response.request
         body = req.body
-        sent = len(body) if isinstance(body, (bytes, str)) else 0
+        # A body sent as pieces (the kit client's chunk uploads) declares its length.
+        sent = len(body) if isinstance(body, (bytes, str)) or hasattr(body, "__len__") else 0
         sent += sum(len(k) + len(v) + 4 for k, v in req.headers.items())
         sent += len(req.method or "") + len(req.url or "") + 12
         # A streamed body is the caller's to read (the kit's client streams every answer):

@@ -17,7 +17,7 @@ import requests
 from client.bounded import mount_bounds
 from conformance import bodies
 from conformance.cost import COST
-from conformance.recorder import RECORDER
+from conformance.recorder import RECORDER, sent_body
 from conformance.target import Target
 from contract.errors import REQUEST_ID_HEADER
 from contract.routes import route_of
@@ -96,13 +96,8 @@ class ClientDriver:
 
     def _keep_request(self, response: requests.Response, *args: Any, **kwargs: Any) -> None:
         req = response.request
-        body = (
-            req.body
-            if isinstance(req.body, bytes)
-            else (req.body or "").encode()
-            if isinstance(req.body, str)
-            else b""
-        )
+        sent = sent_body(req.body)
+        body = sent.encode() if isinstance(sent, str) else sent or b""
         self.sent.append(
             Sent(req.method or "", req.url or "", req.headers.get("Content-Type", ""), body,
                  response.status_code, response.headers.get(REQUEST_ID_HEADER))

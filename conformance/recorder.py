@@ -59,6 +59,14 @@ _SHOWN_REQUEST_HEADERS = ("content-type", "content-length", TOKEN_TYPE_HEADER.lo
 _SHOWN_RESPONSE_HEADERS = ("content-type", REQUEST_ID_HEADER.lower(), "retry-after")
 
 
+def sent_body(body: Any) -> bytes | str | None:
+    """A prepared request's body as bytes: a body sent as pieces (the kit client's chunk
+    uploads) has ``__bytes__``; a stream of unknown kind is not read (None)."""
+    if body is None or isinstance(body, (bytes, str)):
+        return body
+    return bytes(body) if hasattr(body, "__bytes__") else None
+
+
 def preview(body: bytes | str | None, content_type: str = "") -> str:
     """A short, printable rendering of a body: JSON as text, binary as size + head."""
     if body is None or body == b"" or body == "":
@@ -173,7 +181,7 @@ class Recorder:
         if tape is None:
             return
         parts = urlsplit(req.url or "")
-        body = req.body if isinstance(req.body, (bytes, str)) else None
+        body = sent_body(req.body)
         tape.record(
             TapeExchange(
                 method=req.method or "?",
@@ -211,7 +219,7 @@ class Recorder:
     def record_response(self, response: requests.Response, *args: Any, **kwargs: Any) -> None:
         """A ``requests`` response hook."""
         req = response.request
-        body = req.body if isinstance(req.body, (bytes, str)) else None
+        body = sent_body(req.body)
         self.add(
             Exchange(
                 method=req.method or "?",

@@ -329,7 +329,7 @@ _TABLE: tuple[_Row, ...] = (
     ("GEN-SEQLEN-1", _M, "current", "server", "spec §6.6", "A token prompt plus its generated tokens never exceed the sampling sub-job's max_seq_len, whatever max_tokens asks."),
     ("CAP-ACCOUNT-1", _M, "current", "server", "spec §5.4", "Capacity is per account: another account's jobs count neither in the caller's in_use_gpus nor against the caller's max_total_gpus."),
     ("OP-CANCEL-2", _M, "current", "server", "decided", "cancel-request of a request that has not started answers cancelled true and the request never runs (its poll says cancelled); of one running or done it answers cancelled false and the request completes."),
-    ("JOB-ID-1", _M, "current", "server", "decided", "A create body's job_id (a UUID) names the job when free; creating again with an id in use answers 409 (a server that ignores the field is conformant)."),
+    ("JOB-ID-1", _M, "current", "server", "decided", "A create body's job_id (a UUID) names the job within the caller's account when the caller holds no job of that id; creating again with an id the caller holds answers 409 (a server that ignores the field is conformant)."),
     # -- hardening (issue 12) --
     ("AUTH-ADMIN-2", _M, "current", "server", "decided", "With service tokens and an admin token configured, the fake's admin API answers 403 to every service token and 200 to the admin token only."),
     ("LIMIT-ACCOUNT-1", _M, "current", "server", "decided", "Chunk-group caps apply per account (token) as well as per job and per server: one account at its caps does not stop another account's chunked upload."),
@@ -402,6 +402,8 @@ _TABLE: tuple[_Row, ...] = (
     ("CLIENT-POLL-2", _M, "current", "client", "spec §3.4", "The client polls by default from 0.5 s, backing off x1.25 up to 6 s, and gives up after 1800 s."),
     ("CLIENT-NOBODY-1", _M, "current", "client", "spec §5.5", "The client sends cancel (and export, spec §5.8) without a body."),
     ("CLIENT-CONFIG-1", _M, "current", "client", "spec §8.2", "The client refuses, before sending, a PrimeRL config combining an enabled (or default) fused_cross_entropy with fp32_lm_head true or an integer fused_lm_head_token_chunk_size."),
+    # -- hardening round three (issue 23): no existence oracle
+    ("AUTH-ISOLATION-3", _M, "current", "server", "decided", "A create whose job_id another token's job holds answers as a create with a free id of that shape does (never a 409 for it), and leaves that job untouched."),
 )
 
 

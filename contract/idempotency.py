@@ -18,7 +18,7 @@ the one home of the facts both sides need to stop that:
 from __future__ import annotations
 
 import hashlib
-from typing import Literal
+from typing import Any, Literal
 
 Idempotency = Literal["read", "idempotent", "group", "unsafe"]
 
@@ -94,8 +94,14 @@ def may_resend(kind: Idempotency) -> bool:
     return kind != "unsafe"
 
 
+def fingerprint_hasher(method: str, path: str) -> Any:
+    """The fingerprint's hash with the method and path in: feed it the body (in pieces as
+    they arrive, if need be), then take its ``hexdigest()``."""
+    return hashlib.sha256(f"{method.upper()} {path}\n".encode())
+
+
 def fingerprint(method: str, path: str, body: bytes | bytearray | memoryview) -> str:
     """What a repeat of a key must match: the method, the path and the body bytes."""
-    digest = hashlib.sha256(f"{method.upper()} {path}\n".encode())
+    digest = fingerprint_hasher(method, path)
     digest.update(body)
-    return digest.hexdigest()
+    return str(digest.hexdigest())

@@ -28,6 +28,7 @@ from fake_gs.errors import ApiError, validation_error
 from fake_gs.faults import FaultRule, parse_rules
 from fake_gs.handlers.common import BodyReader, json_response, parse_json
 from fake_gs.mutants import MUTANTS
+from fake_gs.records import JobRec
 from fake_gs.state import AppState
 
 ADMIN_PREFIX = "/_fake"
@@ -71,6 +72,31 @@ async def connections(state: AppState, request: Request, body: BodyReader) -> Re
     return json_response(state.connections.stats())
 
 
+async def budgets(state: AppState, request: Request, body: BodyReader) -> Response:
+    """The server-wide budgets as they stand (fair shares, issue 23): bodies in flight, chunk
+    groups reclaimed for another account's share, and whether start-up loading is over."""
+    return json_response({"inflight": state.inflight.describe(),
+                          "reclaimed_chunk_groups": state.store.chunk_groups.reclaimed,
+                          "warmed_up": state.warmed_up.is_set()})
+
+
+def admin_job(state: AppState, request: Request) -> JobRec:
+    """The job an admin path names: by its key (the dump's ``jobs`` keys), or with
+    ``?account=LABEL`` by its id in that account (job ids are per account: two accounts may
+    each hold a job of one id, and the second one's key is not its id)."""
+    name = request.path_params["job_id"]
+    account = _account(request)
+    if account is None:
+        job = state.store.jobs.get(name)
+    else:
+        owner = state.accounts.owner_of(account, state.settings.tokens)
+        key = state.store.key_for(owner, name) if owner is not None else None
+        job = state.store.jobs.get(key) if key is not None else None
+    if job is None:
+        raise ApiError(ErrorCode.JOB_NOT_FOUND, f"job {name!r} not found")
+    return job
+
+
 async def force_job_state(state: AppState, request: Request, body: BodyReader) -> Response:
     data = parse_json(await body.read(1024 * 1024) or b"{}")
     status = data.get("status") if isinstance(data, dict) else None
@@ -78,9 +104,7 @@ async def force_job_state(state: AppState, request: Request, body: BodyReader) -
         raise ApiError(ErrorCode.VALIDATION_FAILED, "body must be {\"status\": ..., \"reason\"?: ...}",
                        [{"loc": ["status"], "msg": "required string", "type": "missing"}])
     reason = data.get("reason") or ""
-    job = state.store.jobs.get(request.path_params["job_id"])
-    if job is None:
-        raise ApiError(ErrorCode.JOB_NOT_FOUND, f"job {request.path_params['job_id']!r} not found")
+    job = admin_job(state, request)
     state.store.force_state(job, status, str(reason))
     return json_response({"job_id": job.job_id, "status": state.store.status(job), "reason": job.reason})
 
@@ -93,9 +117,7 @@ async def hold_job(state: AppState, request: Request, body: BodyReader) -> Respo
     if not isinstance(on, bool):
         raise ApiError(ErrorCode.VALIDATION_FAILED, "body must be {\"hold\": true|false}",
                        [{"loc": ["hold"], "msg": "a boolean", "type": "bool_type"}])
-    job = state.store.jobs.get(request.path_params["job_id"])
-    if job is None:
-        raise ApiError(ErrorCode.JOB_NOT_FOUND, f"job {request.path_params['job_id']!r} not found")
+    job = admin_job(state, request)
     state.store.executors.hold(job.job_id, on)
     return json_response({"job_id": job.job_id, "hold": on})
 
@@ -165,15 +187,16 @@ async def get_traffic(state: AppState, request: Request, body: BodyReader) -> Re
 
 
 def open_groups(state: AppState, account: str) -> list[dict[str, object]]:
-    """Chunk groups still open (chunks missing) on the jobs of one account."""
+    """Chunk groups still open (chunks missing) on the jobs of one account, named by the
+    job ids the account uses."""
     store = state.store
     owner = state.accounts.owner_of(account, state.settings.tokens)
     if owner is None:
         return []
     with store.lock:
-        jobs = {j.job_id for j in store.jobs.values() if j.owner == owner}
-        return [g.describe() for job_id in jobs for g in store.groups.get(job_id, {}).values()
-                if g.status == "open"]
+        names = {j.job_id: j.public_id for j in store.jobs.values() if j.owner == owner}
+        return [{**g.describe(), "job_id": name} for key, name in names.items()
+                for g in store.groups.get(key, {}).values() if g.status == "open"]
 
 
 async def delete_traffic(state: AppState, request: Request, body: BodyReader) -> Response:
@@ -205,6 +228,7 @@ _ADMIN_TABLE: tuple[tuple[str, str, AdminHandler], ...] = (
     ("POST", "/reset", reset),
     ("GET", "/state", dump),
     ("GET", "/connections", connections),
+    ("GET", "/budgets", budgets),
     ("POST", "/jobs/{job_id}/state", force_job_state),
     ("POST", "/jobs/{job_id}/hold", hold_job),
     ("GET", "/faults", get_faults),

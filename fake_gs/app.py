@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import threading
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -72,6 +73,19 @@ async def sweep_groups(state: AppState) -> None:
             logging.getLogger("fake_gs").exception("chunk group sweep failed")
 
 
+def warm_up(state: AppState) -> None:
+    """Build the engine and load what it needs (torch: also what decoding tensor frames
+    needs) at start-up, so no call pays seconds of imports (a 3-4 s first call before)."""
+    try:
+        warm = getattr(state.store.engine, "warm_up", None)
+        if warm is not None:
+            warm()
+    except ImportError as exc:  # a fake without torch still serves everything tensor-free
+        logging.getLogger("fake_gs").warning("engine warm-up skipped: %s", exc)
+    finally:
+        state.warmed_up.set()
+
+
 def create_app(settings: FakeSettings | None = None, *, clock: Clock = SYSTEM_CLOCK, **overrides: Any) -> Starlette:
     """Build the fake's ASGI app; ``app.state.fake`` is its :class:`AppState`, whose timed
     rules read ``clock``."""
@@ -80,6 +94,9 @@ def create_app(settings: FakeSettings | None = None, *, clock: Clock = SYSTEM_CL
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        # Imports of seconds go on while the server already answers; a call that needs them
+        # before they are done waits for the same import (never a second one).
+        threading.Thread(target=warm_up, args=(state,), name="fake-gs-warm-up", daemon=True).start()
         sweeper = asyncio.get_running_loop().create_task(sweep_groups(state))
         try:
             yield

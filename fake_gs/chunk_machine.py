@@ -8,6 +8,9 @@ contract error). Nothing here touches HTTP, asyncio, the store or a clock, so ev
 is tested on plain values; the handler (``fake_gs/handlers/frames.py``) gathers the facts
 under the store lock and carries the decision out.
 
+``Reclaim`` (the server's budgets hold a new group once room is taken back from accounts
+over their fair share) asks the handler to free that room and decide again.
+
 A rule a mutant may waive has a name (:data:`RESTART`, :data:`CAPS`, ...); the mutants
 name the rules they waive and the decisions they transform in ``fake_gs/chunk_hooks.py``.
 """
@@ -19,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from contract.errors import ErrorCode, detail_entry
+from fake_gs import shares
 
 if TYPE_CHECKING:  # the machine reads only the chunk caps of the fake's settings
     from fake_gs.settings import FakeSettings as Limits
@@ -30,7 +34,7 @@ OPEN, FINALIZING, DONE, FAILED = "open", "finalizing", "done", "failed"
 #: Rules a mutant may waive, by name.
 RESTART = "restart"  # a first-seen group starts at chunk 0 (CG-RESTART-1)
 CAPS = "caps"  # open groups and buffered bytes are capped (LIMIT-GROUPS-1)
-ACCOUNT_CAPS = "account-caps"  # ... per account too (LIMIT-ACCOUNT-1)
+ACCOUNT_CAPS = "account-caps"  # ... per account too, and server budgets shared fairly (LIMIT-ACCOUNT-1)
 MISSING = "missing"  # a final chunk with chunks missing is refused (CG-MISSING-1)
 RULES = frozenset({RESTART, CAPS, ACCOUNT_CAPS, MISSING})
 
@@ -86,11 +90,15 @@ class Load:
 
 @dataclass(frozen=True)
 class Usage:
-    """Chunk-group load before a new group opens: of its job, its account, the server."""
+    """Chunk-group load before a new group opens: of its job, its account (``me``), the
+    server, and every account's over the server (``accounts``: for the fair shares)."""
 
     job: Load = Load()
     account: Load = Load()
     server_reserved: int = 0
+    server_open: int = 0
+    accounts: Mapping[str, Load] = field(default_factory=dict)
+    me: str = ""
 
 
 @dataclass(frozen=True)
@@ -131,6 +139,15 @@ class Execute:
 
 
 @dataclass(frozen=True)
+class Reclaim:
+    """A new group the server's budgets hold once this much is freed from accounts over
+    their fair share (their least recently touched open groups); then decide again."""
+
+    bytes: int = 0
+    groups: int = 0
+
+
+@dataclass(frozen=True)
 class Replay:
     """The final chunk of a group that already ran: the original execution's request."""
 
@@ -138,7 +155,7 @@ class Replay:
     execute_again: bool = False
 
 
-Decision = Ack | Execute | Replay | Refuse
+Decision = Ack | Execute | Replay | Refuse | Reclaim
 NO_USAGE = Usage()
 
 
@@ -221,9 +238,43 @@ def _load_refusal(who: str, load: Load, max_open: int, max_bytes: int, size: int
     return None
 
 
-def caps_refusal(chunk: Chunk, limits: Limits, usage: Usage, waived: Set[str] = frozenset()) -> Refuse | None:
+def _server_budget(what: str, held: Mapping[str, int], total: int, mine: int, asked: int, cap: int,
+                   me: str, shared: bool) -> Refuse | int | None:
+    """One server-wide budget (LIMIT-ACCOUNT-1): None if ``asked`` fits, how much to reclaim
+    from accounts over their fair share if the asker is within its own, else a refusal."""
+    if total + asked <= cap:
+        return None
+    share = shares.fair_share(cap, held, me)
+    if shared and mine + asked <= share and shares.over_share(held, me, cap):
+        return total + asked - cap
+    told = f"; this account's share while others upload is {share}" if shared else ""
+    return Refuse(ErrorCode.CHUNK_GROUP_LIMIT, f"the server is {what} (the cap is {cap}{told}); retry later")
+
+
+def server_refusal(size: int, limits: Limits, usage: Usage, shared: bool = True) -> Refuse | Reclaim | None:
+    """The server-wide budgets of a new group: reserved bytes and open groups, each shared
+    fairly between accounts (``shared`` False: first come, first served)."""
+    accounts = usage.accounts
+    found = (
+        _server_budget(f"buffering {usage.server_reserved} chunk bytes", {a: u.reserved for a, u in accounts.items()},
+                       usage.server_reserved, usage.account.reserved, size, limits.max_buffered_bytes_total,
+                       usage.me, shared),
+        _server_budget(f"holding {usage.server_open} open chunk groups", {a: u.open_groups for a, u in accounts.items()},
+                       usage.server_open, usage.account.open_groups, 1, limits.max_open_groups_total, usage.me, shared),
+    )
+    wanted: list[int] = []
+    for verdict in found:
+        if isinstance(verdict, Refuse):
+            return verdict
+        wanted.append(verdict or 0)
+    return Reclaim(wanted[0], wanted[1]) if any(wanted) else None
+
+
+def caps_refusal(chunk: Chunk, limits: Limits, usage: Usage,
+                 waived: Set[str] = frozenset()) -> Refuse | Reclaim | None:
     """LIMIT-GROUPS-1 and LIMIT-ACCOUNT-1 for a new group: open groups and reserved bytes
-    (each open group's declared frame size) per job, per account and for the server."""
+    (each open group's declared frame size) per job, per account and for the server, whose
+    budgets are shared fairly between accounts (:mod:`fake_gs.shares`)."""
     if CAPS in waived:
         return None
     size = int(chunk.desc["frame_size_bytes"])
@@ -233,9 +284,8 @@ def caps_refusal(chunk: Chunk, limits: Limits, usage: Usage, waived: Set[str] = 
         account = Load() if ACCOUNT_CAPS in waived else usage.account
         refusal = _load_refusal("this account", account, limits.max_open_groups_per_account,
                                 limits.max_buffered_bytes_per_account, size)
-    if refusal is None and usage.server_reserved + size > limits.max_buffered_bytes_total:
-        refusal = Refuse(ErrorCode.CHUNK_GROUP_LIMIT, f"the server is buffering {usage.server_reserved} chunk "
-                         f"bytes (the cap is {limits.max_buffered_bytes_total}); retry later")
+    if refusal is None:
+        return server_refusal(size, limits, usage, shared=ACCOUNT_CAPS not in waived)
     return refusal
 
 
@@ -271,13 +321,14 @@ def open_new(chunk: Chunk, limits: Limits, usage: Usage, waived: Set[str] = froz
     if idx != 0 and RESTART not in waived:
         return Refuse(ErrorCode.CHUNK_GROUP_RESTART_REQUIRED,
                       f"chunk group {gid} is not known here; resend the whole group from chunk 0")
-    refusal = caps_refusal(chunk, limits, usage, waived)
-    if refusal is not None:
-        return refusal
+    capped = caps_refusal(chunk, limits, usage, waived)
+    if isinstance(capped, Refuse):
+        return capped
     range_size = first_range_size(chunk.desc, chunk.payload_len)
     if isinstance(range_size, Refuse):
         return range_size
-    return place(chunk, frozenset(), range_size, new=True, waived=waived)
+    placed = place(chunk, frozenset(), range_size, new=True, waived=waived)
+    return capped if capped is not None and not isinstance(placed, Refuse) else placed
 
 
 def decide(chunk: Chunk, group: GroupState | None, limits: Limits, usage: Usage = NO_USAGE,

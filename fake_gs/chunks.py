@@ -1,42 +1,39 @@
 """Chunk groups (facts, section 7): request chunks kept per job until a frame is whole.
 
 The chunk group id is the idempotency key, bound to one frame by ``frame_sha256``. A
-group holds each chunk's payload as a view of the request body it came in (no copy, and
-nothing allocated for chunks not yet received: a chunk 0 declaring a 1 GiB frame costs its
-own bytes only), hashes them in order in a worker thread while the next chunk is still on
-the wire, and joins them into the frame in a worker thread once the last one is in (chunk
-``i`` spans ``i * R`` where ``R`` is chunk 0's payload size, as every conforming splitter
-cuts equal ranges). The caps count each open group's declared frame size, so what a group
-can ever hold is refused up front. A finished group keeps only its metadata and request
-id, so a replayed final chunk resolves to the original execution.
+group's chunks land in one :class:`~fake_gs.group_buffer.GroupBuffer` at their offsets
+(chunk ``i`` spans ``i * R`` where ``R`` is chunk 0's payload size, as every conforming
+splitter cuts equal ranges), written as their bytes arrive: memory follows the bytes
+received (a chunk 0 declaring a 1 GiB frame costs its own bytes only), the frame is never
+joined, and it is decoded in place. Chunks are hashed in frame order on worker threads as
+their bytes arrive (:class:`~fake_gs.group_buffer.FrameHash`). The caps count each open group's declared frame
+size, so what a group can ever hold is refused up front. A finished group keeps only its
+metadata and request id, so a replayed final chunk resolves to the original execution.
 """
 
 from __future__ import annotations
 
 import asyncio
-import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from starlette.concurrency import run_in_threadpool
-
 from contract.errors import ErrorCode
-from fake_gs.chunk_machine import DONE, FAILED, FINALIZING, OPEN, GroupState
+from fake_gs.chunk_machine import DONE, FAILED, FINALIZING, OPEN, GroupState, chunk_span
 from fake_gs.errors import ApiError
+from fake_gs.group_buffer import GroupBuffer
 
 __all__ = ["DONE", "FAILED", "FINALIZING", "OPEN", "ChunkGroup", "malformed", "new_group"]
 
 
-
 @dataclass(kw_only=True)
 class ChunkGroup(GroupState):
-    """A group's state (the machine's view) with its chunks' bytes and bookkeeping."""
+    """A group's state (the machine's view) with its frame buffer and bookkeeping."""
 
     group_id: str
     job_id: str
-    #: Payload views of the chunks received, by index (None once released).
-    parts: dict[int, memoryview] | None
+    #: The frame's bytes as they arrive (None once released).
+    buffer: GroupBuffer | None
     created_at: float
     touched_at: float
     request_id: str | None = None
@@ -45,45 +42,52 @@ class ChunkGroup(GroupState):
     replays: int = 0
     finished: asyncio.Event = field(default_factory=asyncio.Event)
     failure: ApiError | None = None
-    #: In-order hashing while chunks arrive: the next index to hash and the running digest.
-    hashed_next: int = 0
-    hasher: Any = field(default_factory=hashlib.sha256)
-    hash_task: asyncio.Task[None] | None = None
+    #: Chunk indices whose bytes are being written into the buffer right now, each with
+    #: the event set once that write ends (another copy of the chunk waits for it).
+    arriving: dict[int, asyncio.Event] = field(default_factory=dict)
     #: Kept only for the ``replay-double-exec`` mutant, which must run the frame again.
     decoded: Any = None
-
-    #: Bytes of the payloads in ``parts``.
-    held: int = 0
     #: Who owns the group's job (the bearer token), for the per-account caps.
     owner: str = ""
 
     @property
     def buffered_bytes(self) -> int:
-        return self.held if self.parts is not None else 0
+        """Bytes received into the buffer (each kept chunk once)."""
+        return self.buffer.written if self.buffer is not None else 0
 
     @property
     def reserved_bytes(self) -> int:
         """What the group counts against the caps: its whole frame until it is released."""
-        return self.frame_size if self.parts is not None else 0
+        return self.frame_size if self.buffer is not None else 0
 
-    def keep(self, idx: int, payload: memoryview) -> None:
-        assert self.parts is not None
-        self.parts[idx] = payload
-        self.held += len(payload)
+    def span(self, idx: int) -> tuple[int, int]:
+        return chunk_span(idx, self.total, self.range_size, self.frame_size)
+
+    def stored(self, idx: int) -> memoryview | None:
+        """The bytes kept for chunk ``idx``, if any."""
+        if self.buffer is None or idx not in self.received:
+            return None
+        return self.buffer.span(*self.span(idx))
+
+    def keep(self, idx: int, payload: memoryview, written_in: GroupBuffer | None) -> None:
+        """Chunk ``idx`` is in: its bytes are copied to their offset unless they were
+        written there as they arrived (``written_in`` is this group's buffer)."""
+        assert self.buffer is not None
+        start, end = self.span(idx)
+        if written_in is not self.buffer:
+            self.buffer.write(start, payload)
+        self.buffer.written += end - start
         self.received.add(idx)
 
-    async def frame(self) -> bytes:
-        """The whole frame, joined in a worker thread (one copy, off the event loop)."""
-        parts = self.parts
-        if parts is None:
+    def frame(self) -> memoryview:
+        """The whole frame, in place: a view of the buffer (nothing is joined)."""
+        if self.buffer is None:
             raise ApiError(ErrorCode.CHUNK_GROUP_RESTART_REQUIRED, f"chunk group {self.group_id} was released")
-        views = [parts[i] for i in range(self.total)]
-        return await run_in_threadpool(b"".join, views)
+        return self.buffer.view
 
     def release(self) -> None:
-        self.parts = None
-        self.held = 0
-        self.hasher = None
+        """Forget the buffer: its memory goes once nothing decoded from it is left."""
+        self.buffer = None
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -101,27 +105,25 @@ class ChunkGroup(GroupState):
             "request_id": self.request_id,
         }
 
-    # --- hashing in arrival order ------------------------------------------------------
+    # --- hashing in frame order ----------------------------------------------------------
 
     def advance_hash(self) -> None:
-        """Hash newly contiguous chunks in a worker thread, off the event loop."""
-        idle = self.hash_task is None or self.hash_task.done()
-        if idle and self.hashed_next in self.received and self.parts is not None:
-            self.hash_task = asyncio.get_running_loop().create_task(self._hash_loop())
-
-    async def _hash_loop(self) -> None:
-        while self.hashed_next in self.received and self.parts is not None and self.hasher is not None:
-            await run_in_threadpool(self.hasher.update, self.parts[self.hashed_next])
-            self.hashed_next += 1
+        """Queue the chunks now contiguous with the hashed ones (hashed on worker threads,
+        off the event loop); a chunk hashed as it streamed in is already there."""
+        buffer = self.buffer
+        if buffer is None:
+            return
+        frame_hash = buffer.hash
+        while frame_hash.streaming is None and frame_hash.next in self.received:
+            frame_hash.digest.feed(buffer.span(*self.span(frame_hash.next)))
+            frame_hash.next += 1
 
     async def digest(self) -> str:
         """The full frame's sha256 once every chunk is in."""
-        if self.hash_task is not None:
-            await self.hash_task
-        await self._hash_loop()
-        if self.hashed_next != self.total or self.hasher is None:
+        buffer = self.buffer
+        if buffer is None or buffer.hash.next != self.total:
             raise ApiError(ErrorCode.CHUNK_GROUP_MISSING_CHUNKS, f"chunk group {self.group_id} is incomplete")
-        return str(self.hasher.hexdigest())
+        return await buffer.hash.digest.hexdigest()
 
 
 def malformed(message: str) -> ApiError:
@@ -129,7 +131,9 @@ def malformed(message: str) -> ApiError:
 
 
 def new_group(job_id: str, route: str, desc: Mapping[str, Any], range_size: int, now: float,
-              owner: str = "") -> ChunkGroup:
+              owner: str = "", buffer: GroupBuffer | None = None) -> ChunkGroup:
+    """A group opened by its first chunk; ``buffer`` is the one that chunk was written into
+    as it arrived (a new one otherwise)."""
     return ChunkGroup(
         group_id=desc["chunk_group_id"],
         job_id=job_id,
@@ -139,7 +143,7 @@ def new_group(job_id: str, route: str, desc: Mapping[str, Any], range_size: int,
         frame_size=desc["frame_size_bytes"],
         operation=desc.get("operation"),
         range_size=range_size,
-        parts={},
+        buffer=GroupBuffer(desc["frame_size_bytes"]) if buffer is None else buffer,
         created_at=now,
         touched_at=now,
         owner=owner,

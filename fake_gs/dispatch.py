@@ -110,13 +110,19 @@ async def peek_chunk_index(state: AppState, body: BodyReader) -> tuple[int, int]
     return (idx, total) if isinstance(idx, int) and isinstance(total, int) else None
 
 
-async def apply_fault(state: AppState, action: FaultAction, body: BodyReader, job_id: str | None) -> Response | None:
+def path_job_key(state: AppState, request: Request, owner: str) -> str | None:
+    """The key of the caller's job the path names (job ids are per account), or None."""
+    job_id = request.path_params.get("job_id")
+    return state.store.key_for(owner, job_id) if isinstance(job_id, str) else None
+
+
+async def apply_fault(state: AppState, action: FaultAction, body: BodyReader, job_key: str | None) -> Response | None:
     """Act on a fired rule before the handler runs; a response means "answer this instead"."""
     if action.delay_s > 0:
         await asyncio.sleep(action.delay_s)
-    if action.lose_group and job_id is not None:
-        lost = state.store.lose_groups(job_id)
-        log.info("fault: forgot %d open chunk group(s) of job %s", lost, job_id)
+    if action.lose_group and job_key is not None:
+        lost = state.store.lose_groups(job_key)
+        log.info("fault: forgot %d open chunk group(s) of job %s", lost, job_key)
     if action.drop:
         await body.drain()
         raise DropConnection()
@@ -163,16 +169,15 @@ async def serve(state: AppState, route: Route, handler: Handler, request: Reques
     note(request.scope, "route", route.name)  # one Starlette route serves a path's methods
     body = BodyReader(request, state.settings, state.inflight)
     try:
-        owner = authenticate(state.settings, request, minted=state.accounts)
+        owner = body.owner = authenticate(state.settings, request, minted=state.accounts)
         action = await decide_fault(state, route, request, body)
         if action is not None:
             if action.drop or action.status is not None:
                 note(request.scope, "fault", True)  # the answer is the fault's, not the client's doing
-            job_id = request.path_params.get("job_id")
-            injected = await apply_fault(state, action, body, job_id if isinstance(job_id, str) else None)
+            injected = await apply_fault(state, action, body, path_job_key(state, request, owner))
             if injected is not None:
                 return injected
-        if state.wedged and request.path_params.get("job_id") in state.wedged:
+        if state.wedged and path_job_key(state, request, owner) in state.wedged:
             raise ApiError(ErrorCode.UNAVAILABLE, "job stopped serving after a malformed frame (mutant)")
         response = await keyed(state, route, request, owner, body,
                                lambda: handler(Ctx(state, request, route, owner, body)))
@@ -187,7 +192,7 @@ async def serve(state: AppState, route: Route, handler: Handler, request: Reques
         note(request.scope, "code", str(exc.code))
         if exc.code in (ErrorCode.MALFORMED_FRAME, ErrorCode.LEGACY_PAYLOAD_REFUSED) \
                 and state.mutant("refusal-wedges-job"):
-            state.wedged.add(str(request.path_params.get("job_id")))
+            state.wedged.add(str(path_job_key(state, request, owner)))
         return error_response(state, exc)
     except (DropConnection, ClientDisconnect, asyncio.CancelledError):
         raise

@@ -57,7 +57,7 @@ def _register(store: Store, owner: str, job_id: str) -> JobRec:
     """A job of the document's sample body under ``job_id``, known to the engine."""
     body = CreateJobRequest.model_validate(SAMPLE_JOB)
     job = store.new_job(owner, body, job_id)
-    store.engine.create_job(job.job_id, list(body.sub_job_configs), job.seed)
+    store.engine.create_job(job.job_id, list(body.sub_job_configs), job.seed, [s.sub_job_id for s in job.sub_jobs])
     store.register_job(job)
     return job
 
@@ -71,4 +71,4 @@ def _save(store: Store, job: JobRec, checkpoint_id: str) -> dict[str, Any]:
     snapshot = store.engine.save(job.job_id, _CHECKPOINT_TYPE)
     store.add_checkpoint(job, CheckpointRec(checkpoint_id, job.global_steps, job.last_loss, store.clock.time(),
                                             _CHECKPOINT_TYPE, snapshot, training.config.n_gpus))
-    return save_result(job.job_id, checkpoint_id, _CHECKPOINT_TYPE, job.global_steps)
+    return save_result(job.public_id, checkpoint_id, _CHECKPOINT_TYPE, job.global_steps)

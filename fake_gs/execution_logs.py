@@ -68,7 +68,7 @@ def stage_prefix(job: JobRec) -> str:
     """The run's prefix; the experiment name (the caller's text) as one escaped segment."""
     name = quote(job.experiment_name, safe="")
     name = name.replace(".", "%2E") if not name.strip(".") else name
-    return f"experiments/{name}/versions/{run_name(job.job_id)}"
+    return f"experiments/{name}/versions/{run_name(job.public_id)}"
 
 
 def files_of(job: JobRec, lines: list[dict[str, Any]]) -> dict[str, bytes]:

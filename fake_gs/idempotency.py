@@ -1,7 +1,9 @@
 """The proposed ``Idempotency-Key`` on data-plane POSTs (profile ``proposed`` only).
 
 The first call with a key reserves it and runs; its successful answer is stored with a
-fingerprint of the method, path and body. A repeat in the same account with the same
+fingerprint of the method, path and body (for an octet body, hashed from its pieces as the
+handler streams them, so the body is never held whole for it; for a request chunk, its
+header: the chunk-group rules judge its payload). A repeat in the same account with the same
 fingerprint gets that answer again (same ``request_id``, same inline result) and executes
 nothing; a repeat with another fingerprint is ``409 idempotency_conflict``; a repeat that
 arrives while the first call still runs waits for it. Refusals (4xx, 5xx) store nothing:
@@ -28,9 +30,12 @@ from contract.idempotency import (
     MAX_KEY_CHARS,
     REPLAYED_HEADER,
     fingerprint,
+    fingerprint_hasher,
 )
 from contract.routes import Route
+from fake_gs import chunk_stream
 from fake_gs.errors import ApiError
+from fake_gs.stream_digest import OrderedDigest
 
 if TYPE_CHECKING:
     from starlette.requests import Request
@@ -54,6 +59,14 @@ class Entry:
     body: bytes = b""
     media_type: str | None = None
     done: asyncio.Event = field(default_factory=asyncio.Event)
+    #: The fingerprint of a body hashed as it streamed, while its hash is still finishing.
+    pending: asyncio.Future[str] | None = None
+
+    async def settled_fingerprint(self) -> str:
+        if self.pending is not None:
+            self.fingerprint = await self.pending
+            self.pending = None
+        return self.fingerprint
 
 
 class KeyStore:
@@ -133,7 +146,7 @@ async def _settled_entry(state: AppState, owner: str, key: str, fp: str) -> Entr
             raise ApiError(ErrorCode.UNAVAILABLE, f"the first call with this {IDEMPOTENCY_KEY_HEADER} "
                            "is still running; repeat it later", headers={"retry-after": "1"}) from None
         entry = keys.lookup(owner, key, state.store.clock.time())
-    if entry is not None and entry.fingerprint != fp:
+    if entry is not None and await entry.settled_fingerprint() != fp:
         keys.conflicts += 1
         raise ApiError(ErrorCode.IDEMPOTENCY_CONFLICT,
                        f"{IDEMPOTENCY_KEY_HEADER} {key!r} was used with another method, path or body")
@@ -149,12 +162,28 @@ async def keyed(state: AppState, route: Route, request: Request, owner: str, bod
     key = _key_of(request)
     if key is None:
         return await run()
+    keys = state.store.idempotency
     limit = state.settings.max_body_bytes * (4 if state.mutant("oversize-accepted") else 1)
+    if route.body == "octet":
+        head = await chunk_stream.read_head(body, limit, state.settings.max_frame_header_bytes)
+        body.unread(head.data)
+        chunk = chunk_stream.request_chunk_head(head.data)
+        if chunk is not None:
+            fp = fingerprint(route.method, request.url.path, memoryview(head.data)[: chunk.payload_start])
+            return await _keyed_chunk(state, owner, key, fp, run)
+        if keys.lookup(owner, key, state.store.clock.time()) is None:
+            return await _first_use_streamed(state, route, request, owner, body, key, run)
     data = await body.peek(limit)
     fp = fingerprint(route.method, request.url.path, data)
     entry = await _settled_entry(state, owner, key, fp)
     if entry is not None and not state.mutant("idempotency-repeats-execute"):
         return _replay(state, owner, key, entry)
+    return await _reserved_run(state, owner, key, fp, run)
+
+
+async def _reserved_run(state: AppState, owner: str, key: str, fp: str,
+                        run: Callable[[], Awaitable[Response]]) -> Response:
+    """The first call with a key: reserve it, run, keep a successful answer."""
     keys = state.store.idempotency
     entry = keys.reserve(owner, key, fp, state.store.clock.time())
     response: Response | None = None
@@ -162,6 +191,48 @@ async def keyed(state: AppState, route: Route, request: Request, owner: str, bod
         response = await run()
         keys.executed += 1
     finally:
+        keys.settle(owner, key, entry, response)
+    response.headers[IDEMPOTENCY_KEY_HEADER] = key
+    return response
+
+
+async def _keyed_chunk(state: AppState, owner: str, key: str, fp: str,
+                       run: Callable[[], Awaitable[Response]]) -> Response:
+    """A request chunk: its identity is its chunk group (spec: the group id is the
+    idempotency identity of an upload, bound to one frame by ``frame_sha256``), so the
+    key's fingerprint is the chunk's header (group, index, sizes, frame hash) and a repeat
+    with that same header is answered by the chunk-group rules, which never run a frame
+    twice: the original request for a final chunk, progress for another, 409 for other
+    bytes of a chunk the group holds. Another chunk under the key is 409
+    ``idempotency_conflict``. Nothing hashes the payload a second time for the key."""
+    entry = await _settled_entry(state, owner, key, fp)
+    if entry is None:
+        return await _reserved_run(state, owner, key, fp, run)
+    state.store.idempotency.replays += 1
+    response = await run()
+    response.headers[IDEMPOTENCY_KEY_HEADER] = key
+    return response
+
+
+async def _first_use_streamed(state: AppState, route: Route, request: Request, owner: str, body: BodyReader,
+                              key: str, run: Callable[[], Awaitable[Response]]) -> Response:
+    """A key's first call with an octet body: the handler reads the body as it streams (a
+    chunk goes straight into its group's buffer), and the fingerprint is hashed from the
+    same pieces on the way, instead of the whole body being read first to hash it."""
+    keys = state.store.idempotency
+    digest = OrderedDigest(fingerprint_hasher(route.method, request.url.path))
+    body.tap = digest.feed
+    entry = keys.reserve(owner, key, "", state.store.clock.time())
+    response: Response | None = None
+    try:
+        response = await run()
+        keys.executed += 1
+    finally:
+        body.tap = None
+        if body.done and response is not None and digest.ready():
+            entry.fingerprint = str(digest.hasher.hexdigest())
+        elif body.done and response is not None:  # a repeat waits for it; this answer does not
+            entry.pending = asyncio.ensure_future(digest.hexdigest())
         keys.settle(owner, key, entry, response)
     response.headers[IDEMPOTENCY_KEY_HEADER] = key
     return response

@@ -38,13 +38,19 @@ STARTING = JOB_STARTUP_ORDER[:-1]
 JOB_ENDED_OR_ENDING = JOB_TERMINAL | {JobState.CANCELLING}
 #: How long a cancelled job shows ``cancelling`` at most (contract.forms cancelling-visible).
 CANCELLING_SHOWN_S = 1.0
+#: Joins a public id and a counter into the key of a job whose name another account's job
+#: already has as its key. No id the fake or a caller makes holds one (caller ids are UUIDs,
+#: dialect_any.new_job_id makes hex and ``-``), and a key stays valid wherever it goes: a
+#: URL path segment (the admin API) and an IAM role name (the log stage's per-run role).
+KEY_SEPARATOR = "."
 
 EndJob = Callable[[JobRec, str, str], None]
 
 
 class JobTable:
-    """Jobs by id, under the store's lock; ``end_job`` is the store's (it frees requests
-    and chunk groups as well)."""
+    """Jobs by key, under the store's lock, and each account's names for them (job ids are
+    per account, see :class:`~fake_gs.records.JobRec`); ``end_job`` is the store's (it
+    frees requests and chunk groups as well)."""
 
     def __init__(self, settings: FakeSettings, clock: Clock, lock: threading.RLock, end_job: EndJob) -> None:
         self.settings = settings
@@ -52,8 +58,10 @@ class JobTable:
         self.lock = lock
         self._end_job = end_job
         self.jobs: dict[str, JobRec] = {}
-        #: Ids of jobs being created (between new_job and register_job).
+        #: Keys of jobs being created (between new_job and register_job).
         self._reserved: set[str] = set()
+        #: (owner, public id) -> key, of every job registered or being created.
+        self._names: dict[tuple[str, str], str] = {}
         self.exports: dict[str, ExportRec] = {}
         self.ordinal = 0
         #: Set when admission may change (a job arrived or ended), so reads stay O(1).
@@ -65,15 +73,23 @@ class JobTable:
     # --- creation -------------------------------------------------------------------------
 
     def new_job(self, owner: str, body: CreateJobRequest, job_id: str | None = None) -> JobRec:
-        """Record a job (not yet known to the engine: see :meth:`register_job`); a caller's
-        ``job_id`` is reserved here, so two creates with one id cannot both succeed."""
+        """Record a job (not yet known to the engine: see :meth:`register_job`).
+
+        Job ids are names in the caller's account: a caller's ``job_id`` answers 409 only
+        when the caller already holds (or is creating) a job of that name, so two creates
+        with one id cannot both succeed; another account's job of that name is neither
+        touched nor revealed (the new job gets a key of its own, :meth:`_free_key`)."""
         now = self.clock.time()
         with self.lock:
-            if job_id is not None and (job_id in self.jobs or job_id in self._reserved):
+            if job_id is not None and self._name_taken(owner, job_id):
                 raise ApiError(ErrorCode.JOB_CONFLICT, f"a job with id {job_id!r} already exists")
-            while job_id is None or job_id in self.jobs or job_id in self._reserved:
+            while job_id is None:  # an id of the fake's: unused as a name and as a key
                 job_id = dialect_any.new_job_id(self.settings.forms)
-            self._reserved.add(job_id)
+                if self._key_taken(job_id) or (owner, job_id) in self._names:
+                    job_id = None
+            key = self._free_key(job_id)
+            self._reserved.add(key)
+            self._names[(owner, job_id)] = key
             self.ordinal += 1
             ordinal = self.ordinal
         configs = body.sub_job_configs
@@ -82,7 +98,8 @@ class JobTable:
         explicit_seed = next((c.seed for c in body.sub_job_configs if c.seed is not None), None)
         seed = explicit_seed if explicit_seed is not None else self.settings.seed * 1_000_003 + ordinal
         return JobRec(
-            job_id=job_id,
+            job_id=key,
+            public_id=job_id,
             owner=owner,
             ordinal=ordinal,
             seed=seed,
@@ -92,10 +109,30 @@ class JobTable:
             gpus=sum(c.n_gpus for c in body.sub_job_configs),
         )
 
-    def release_id(self, job_id: str) -> None:
-        """Forget a reserved id whose job was never registered (create failed)."""
+    def _name_taken(self, owner: str, job_id: str) -> bool:
+        """Does the caller hold a job of this id (any account, for the ``job-ids-global`` mutant)?"""
+        if self.mutant("job-ids-global"):
+            return any(name == job_id for _, name in self._names)
+        return (owner, job_id) in self._names
+
+    def _key_taken(self, key: str) -> bool:
+        return key in self.jobs or key in self._reserved
+
+    def _free_key(self, public_id: str) -> str:
+        """The key of a new job named ``public_id``: the name itself while no job has it as
+        its key, else ``{public_id}.{n}`` (:data:`KEY_SEPARATOR`)."""
+        key, n = public_id, 0
+        while self._key_taken(key):
+            n += 1
+            key = f"{public_id}{KEY_SEPARATOR}{n}"
+        return key
+
+    def release(self, job: JobRec) -> None:
+        """Forget a job that was never registered (its create failed): its name and key."""
         with self.lock:
-            self._reserved.discard(job_id)
+            self._reserved.discard(job.job_id)
+            if self._names.get((job.owner, job.public_id)) == job.job_id:
+                del self._names[(job.owner, job.public_id)]
 
     def register_job(self, job: JobRec) -> None:
         with self.lock:
@@ -104,11 +141,21 @@ class JobTable:
             job.log(f"job created with {len(job.sub_jobs)} sub-job(s), {job.gpus} GPU(s)")
             self.readmit()
 
-    def job_for(self, owner: str, job_id: str) -> JobRec:
-        """The caller's job, or 404: another token's job does not exist for the caller."""
+    def key_for(self, owner: str, job_id: str) -> str | None:
+        """The key of the caller's job named ``job_id``, or None (no such job of the caller)."""
         with self.lock:
-            job = self.jobs.get(job_id)
-            if job is None or (job.owner != owner and not self.mutant("cross-token-visible")):
+            key = self._names.get((owner, job_id))
+            return key if key is not None and key in self.jobs else None
+
+    def job_for(self, owner: str, job_id: str) -> JobRec:
+        """The caller's job named ``job_id``, or 404: another account's jobs do not exist
+        for the caller (a job of the same name there included)."""
+        with self.lock:
+            key = self.key_for(owner, job_id)
+            job = self.jobs.get(key) if key is not None else None
+            if job is None and self.mutant("cross-token-visible"):
+                job = self.jobs.get(job_id)
+            if job is None:
                 raise ApiError(ErrorCode.JOB_NOT_FOUND, f"job {job_id!r} not found")
             return job
 
@@ -220,17 +267,17 @@ class JobTable:
             status = self.status(job)
             if status in JOB_CANCEL_IDEMPOTENT:
                 if status == JobState.CANCELLED and self.mutant("cancel-twice-409"):
-                    raise ApiError(ErrorCode.JOB_CONFLICT, f"job {job.job_id} is already cancelled")
+                    raise ApiError(ErrorCode.JOB_CONFLICT, f"job {job.public_id} is already cancelled")
                 if status == JobState.CANCELLING and self.mutant("cancel-cancelling-409"):
-                    raise ApiError(ErrorCode.JOB_CONFLICT, f"job {job.job_id} is being cancelled")
+                    raise ApiError(ErrorCode.JOB_CONFLICT, f"job {job.public_id} is being cancelled")
                 return
             if status in JOB_CANCELLABLE:
                 self._end_job(job, JobState.CANCELLED.value, "cancelled by user")
-                if self.settings.forms.use("cancelling-visible", job.job_id) or self.mutant("cancel-cancelling-409"):
+                if self.settings.forms.use("cancelling-visible", job.public_id) or self.mutant("cancel-cancelling-409"):
                     job.status = JobState.CANCELLING.value
                     job.cancelling_until = self.clock.monotonic() + CANCELLING_SHOWN_S
                 return
-            raise ApiError(ErrorCode.JOB_CONFLICT, f"job {job.job_id} is {status} and cannot be cancelled")
+            raise ApiError(ErrorCode.JOB_CONFLICT, f"job {job.public_id} is {status} and cannot be cancelled")
 
     def mark_ended(self, job: JobRec, status: str, reason: str) -> None:
         """The job's own part of ending: its state, reason and log line."""
@@ -266,7 +313,7 @@ class JobTable:
             ckpt = job.checkpoints.get(checkpoint_id)
             if ckpt is None:
                 raise ApiError(ErrorCode.CHECKPOINT_NOT_FOUND,
-                               f"checkpoint {checkpoint_id!r} not found in job {job.job_id}")
+                               f"checkpoint {checkpoint_id!r} not found in job {job.public_id}")
             return ckpt
 
     def add_checkpoint(self, job: JobRec, ckpt: CheckpointRec) -> None:

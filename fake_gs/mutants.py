@@ -139,6 +139,8 @@ allow-one-route | ADDR-ALLOW-1 | a 405 lists the methods of one matched route, n
 # -- load (issue 29): violations that show only while other requests are in flight --
 concurrent-step-twice | REQ-ONCE-1 STEP-COUNT-1 | a step submitted while another request is in flight on the server executes twice (global_steps goes up by two)
 concurrent-500 | ERR-NO500-1 | one in three steps and saves submitted while another request is in flight on the server answers 500 (and runs nothing)
+# -- hardening round three (issue 23) --
+job-ids-global | AUTH-ISOLATION-3 | job ids are one space for all accounts: creating with another account's job_id answers 409
 # -- parity (issue 25): no clause breaks, a replay of a recorded run sees it --
 avg-loss-flipped-large |  | forward-backward batches of more than 1 MiB of tensors answer their avg_loss with the sign flipped | parity
 """

@@ -71,6 +71,7 @@ class RequestRec:
     """One asynchronous request: what to run, and what the polls see."""
 
     request_id: str
+    #: The job's key (``JobRec.job_id``), never shown.
     job_id: str
     op: str
     created_at: float
@@ -119,6 +120,12 @@ MAX_LOG_ENTRIES = 10_000
 
 @dataclass
 class JobRec:
+    """One job. Two ids: ``job_id`` is the fake-wide key every part of the store, the
+    engine, the executors and the chunk-group registry know the job by; ``public_id`` is
+    its name in its owner's account, the id every answer to the owner shows and every path
+    or body of the owner names (job ids are per account: another account may hold a job of
+    the same name). They are equal unless another account held that name first."""
+
     job_id: str
     owner: str
     ordinal: int
@@ -149,10 +156,14 @@ class JobRec:
     cancelling_until: float | None = None
     #: JSON bytes of the create body this job keeps (its account's share, fake_gs.quotas).
     config_bytes: int = 0
+    #: The job's id as its owner sees it ("": the same as ``job_id``).
+    public_id: str = ""
 
     def __post_init__(self) -> None:
         if not self.updated_at:
             self.updated_at = self.created_at
+        if not self.public_id:
+            self.public_id = self.job_id
 
     def sub_job(self, sub_job_id: str) -> SubJobRec | None:
         return next((s for s in self.sub_jobs if s.sub_job_id == sub_job_id), None)

@@ -71,7 +71,7 @@ class RequestQueue:
             if job.status in JOB_ENDED_OR_ENDING and not (self.mutant("terminated-accepts")
                                                           or self.mutant("late-body-accepted")):
                 raise ApiError(ErrorCode.JOB_NOT_RUNNING,
-                               f"job {job.job_id} is {job.status}: it ended before the call's body arrived")
+                               f"job {job.public_id} is {job.status}: it ended before the call's body arrived")
             self._load_mutants(req)
             self.requests[req.request_id] = req
             self.requests_submitted += 1
@@ -100,7 +100,7 @@ class RequestQueue:
         with self.lock:
             req = self.requests.get(request_id)
             if req is None or req.job_id != job.job_id:
-                raise ApiError(ErrorCode.REQUEST_NOT_FOUND, f"request {request_id!r} not found in job {job.job_id}")
+                raise ApiError(ErrorCode.REQUEST_NOT_FOUND, f"request {request_id!r} not found in job {job.public_id}")
             return req
 
     # --- execution ------------------------------------------------------------------------

@@ -30,8 +30,9 @@ def _refuse(code: ErrorCode, loc: Loc, message: str, kind: str = "value_error") 
 
 
 def requested_job_id(body: CreateJobRequest, mutant: bool) -> str | None:
-    """The caller's job id, which must be a UUID (decided, facts §15: honoured when free; the
-    store answers 409 when it is in use). ``mutant``: ignore it, as the old fake did."""
+    """The caller's job id, which must be a UUID (decided, facts §15: honoured when the caller
+    holds no job of that id; the store answers 409 when it does, whatever other accounts
+    hold). ``mutant``: ignore it, as the old fake did."""
     if body.job_id is None or mutant:
         return None
     try:

@@ -106,7 +106,8 @@ class FakeSettings:
     max_body_bytes: int = option(MAX_BODY_BYTES, "--max-body-mib", "largest accepted request body in MiB (the contract says 60)", bound="positive", unit=MiB)
     max_open_groups_per_job: int = option(64, "--max-open-groups", "open chunk groups per job; one more answers 429 chunk_group_limit", bound="positive", group=_LIM)
     max_buffered_bytes_per_job: int = option(2048 * MiB, "--max-buffered-mib", "chunk bytes buffered per job; more answers 413 buffer_limit", bound="positive", group=_LIM, unit=MiB)
-    max_buffered_bytes_total: int = option(8192 * MiB, "--max-total-buffered-mib", "chunk bytes buffered by all jobs together; more answers 429 chunk_group_limit", bound="positive", group=_LIM, unit=MiB)
+    max_buffered_bytes_total: int = option(8192 * MiB, "--max-total-buffered-mib", "chunk bytes buffered by all jobs together, shared fairly between accounts; more answers 429 chunk_group_limit", bound="positive", group=_LIM, unit=MiB)
+    max_open_groups_total: int = option(1024, "--max-open-groups-total", "open chunk groups of all accounts together, shared fairly between them; one more answers 429 chunk_group_limit", bound="positive", group=_LIM)
     chunk_group_idle_s: float = option(900.0, "--chunk-group-idle-s", "an unfinished chunk group idle this long is forgotten and its bytes freed", bound="non_negative", group=_LIM)
     #: Request-frame limits (LIMIT-FRAME-1), checked before a frame is parsed.
     max_frame_header_bytes: int = option(16 * MiB, "--max-frame-header-bytes", "largest safetensors header of a request frame (checked before parsing)", bound="positive", group=_LIM)
@@ -120,7 +121,7 @@ class FakeSettings:
     max_events_cap: int = option(MAX_EVENTS_CAP, "--max-events-cap", "max_events on a poll is clamped to this (the contract says 512)", bound="positive", group=_LIM)
     #: Hardening (issue 12).
     body_idle_s: float = option(30.0, "--body-idle-s", "a request body with no new bytes this long answers 408 and is freed (0: never)", bound="non_negative", group=_HARD)
-    max_inflight_bytes: int = option(1024 * MiB, "--max-inflight-mib", "bytes of all request bodies being received at once; more answers 503 + Retry-After", bound="positive", group=_HARD, unit=MiB)
+    max_inflight_bytes: int = option(1024 * MiB, "--max-inflight-mib", "bytes of all request bodies being received at once, shared fairly between accounts; more answers 503 + Retry-After", bound="positive", group=_HARD, unit=MiB)
     max_results_bytes: int = option(1024 * MiB, "--max-results-mib", "unread results one job keeps; beyond it the oldest are freed (polls get 410)", bound="positive", group=_HARD, unit=MiB)
     #: A result read to the end stays this long (a retried last page), or until newer reads
     #: of the job push it out of the ``results_read_kept`` newest.

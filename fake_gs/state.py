@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 
 from fake_gs.answers import require_in_tests
@@ -32,6 +33,8 @@ class AppState:
     #: Open connections, their deadlines and the cap (``fake_gs.connections``).
     connections: ConnectionGuard = field(
         default_factory=lambda: ConnectionGuard(FakeSettings(), SYSTEM_CLOCK))
+    #: Set once the engine and its imports are loaded (``fake_gs.app.warm_up``).
+    warmed_up: threading.Event = field(default_factory=threading.Event)
 
     @classmethod
     def build(cls, settings: FakeSettings, clock: Clock = SYSTEM_CLOCK) -> AppState:

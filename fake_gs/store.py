@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from contract.models import CreateJobRequest
 from contract.states import JOB_HOLDS_GPUS, JOB_TERMINAL
 from fake_gs import store_dump
+from fake_gs.chunk_machine import Load, Usage
 from fake_gs.chunks import ChunkGroup
 from fake_gs.clock import SYSTEM_CLOCK, Clock
 from fake_gs.example_data import hold_example_data
@@ -68,8 +69,8 @@ class Store:
 
     @property
     def engine(self) -> Engine:
-        """Built on first use, so a server starts without importing torch. Its own lock:
-        importing an engine may take seconds and must not hold up the store."""
+        """Built on first use (a running fake builds it at start-up: ``fake_gs.app.warm_up``).
+        Its own lock: importing an engine may take seconds and must not hold up the store."""
         with self._engine_lock:
             if self._engine is None:
                 self._engine = self._engine_factory()
@@ -92,6 +93,7 @@ class Store:
 
     @property
     def jobs(self) -> dict[str, JobRec]:
+        """Every job by its key (``JobRec.job_id``; a caller's names: :meth:`job_for`)."""
         return self.table.jobs
 
     @property
@@ -120,14 +122,17 @@ class Store:
     def new_job(self, owner: str, body: CreateJobRequest, job_id: str | None = None) -> JobRec:
         return self.table.new_job(owner, body, job_id)
 
-    def release_id(self, job_id: str) -> None:
-        self.table.release_id(job_id)
+    def release(self, job: JobRec) -> None:
+        self.table.release(job)
 
     def register_job(self, job: JobRec) -> None:
         self.table.register_job(job)
 
     def job_for(self, owner: str, job_id: str) -> JobRec:
         return self.table.job_for(owner, job_id)
+
+    def key_for(self, owner: str, job_id: str) -> str | None:
+        return self.table.key_for(owner, job_id)
 
     def status(self, job: JobRec, *, count_poll: bool = False) -> str:
         return self.table.status(job, count_poll=count_poll)
@@ -210,8 +215,8 @@ class Store:
     def buffered_bytes(self) -> int:
         return self.chunk_groups.buffered_bytes()
 
-    def group_usage(self, owner: str) -> tuple[int, int, int]:
-        return self.chunk_groups.usage(owner)
+    def group_usage(self, owner: str, job: Load) -> Usage:
+        return self.chunk_groups.usage(owner, job)
 
     def note_execution(self, job: JobRec, group: ChunkGroup | None, *, forward_backward: bool) -> None:
         with self.lock:

@@ -23,7 +23,11 @@ def _owner(tokens: tuple[str, ...], owner: str, labels: Callable[[str], str] | N
 
 
 def _job(store: Store, job: JobRec, owner: str) -> dict[str, Any]:
+    """One job of the dump. The dump keys jobs by their key; a job whose id in its account
+    differs from it (another account held that id first) carries that id as ``job_id``."""
+    named = {"job_id": job.public_id} if job.public_id != job.job_id else {}
     return {
+        **named,
         "status": store.status(job),
         "reason": job.reason,
         "owner": owner,

@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 from contract.errors import find_error_code
 from contract.idempotency import DATA_PLANE_ROUTES
 from contract.routes import PREFIX_TEMPLATE, Route
-from contract.wire import WireError, chunk_descriptor
+from contract.wire import WireError, frame_head_size, read_chunk_head
 
 
 @cache
@@ -42,17 +42,35 @@ def path_params(route: Route, url: str) -> dict[str, str]:
 
 def final_chunk(route: Route | None, body: bytes | None) -> bool:
     """Is this body the last (or only) piece of its call? Anything but a request chunk is;
-    a request chunk is when its index is its group's last."""
+    a request chunk is when its index is its group's last. ``body`` may be the chunk's
+    header alone (what :func:`kept_body` keeps of a body sent as pieces)."""
     if route is None or not route.chunked or not body:
         return True
     try:
-        found = chunk_descriptor(body)
+        head = read_chunk_head(body)
     except WireError:
         return True
-    if found is None:
+    if head is None:
         return True
-    _, desc = found
-    return int(desc.get("chunk_idx", 0)) == int(desc.get("total_chunks", 1)) - 1
+    return int(head.desc.get("chunk_idx", 0)) == int(head.desc.get("total_chunks", 1)) - 1
+
+
+def kept_body(data: Any) -> tuple[bytes | None, int]:
+    """What the meter keeps of a request body, and the body's size. Bytes are kept whole; a
+    body sent as pieces (the kit client's chunk uploads: a length, then views of the frame)
+    only up to its frame header, which is all :func:`final_chunk` reads: copying every
+    chunk would double the client's memory under load."""
+    if isinstance(data, (bytes, bytearray, memoryview)):
+        return bytes(data), len(data)
+    if not hasattr(data, "__len__") or not hasattr(data, "__iter__") or isinstance(data, (str, Mapping)):
+        return None, 0
+    head = bytearray()
+    for piece in data:
+        head += piece
+        need = frame_head_size(head)
+        if need is not None and len(head) >= need:
+            break
+    return bytes(head), len(data)
 
 
 @dataclass

@@ -17,7 +17,7 @@ from typing import Any
 import requests
 
 from conformance.load.checks import Judge
-from conformance.load.exchange import Exchange
+from conformance.load.exchange import Exchange, kept_body
 from contract.idempotency import IDEMPOTENCY_KEY_HEADER
 from contract.routes import route_of
 
@@ -45,9 +45,9 @@ class MeteredSession(requests.Session):
                 **kwargs: Any) -> requests.Response:
         method, url = str(method), str(url)
         data = kwargs.get("data")
-        body = bytes(data) if isinstance(data, (bytes, bytearray, memoryview)) else None
+        body, size = kept_body(data)
         sent_headers = kwargs.get("headers") or {}
-        ex = Exchange(route_of(method, url), method, url, time.time(), len(body or b""),
+        ex = Exchange(route_of(method, url), method, url, time.time(), size,
                       request_body=body, key=sent_headers.get(IDEMPOTENCY_KEY_HEADER),
                       query=dict(kwargs.get("params") or {}))
         self.judge.sending(ex)

@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import secrets
+import string
+
 import pytest
 
+from conformance import bodies
 from conformance.checks import refused
 from conformance.driver_raw import RawDriver, encode
-from conformance.verdict import Soft
+from conformance.verdict import Soft, expect
 from contract.auth import TOKEN_TYPE, TOKEN_TYPE_HEADER, unrelated_token
 from contract.clauses import checks
 from contract.errors import ErrorCode
+from contract.states import is_job_terminal, normalize_job_state
 
 
 def _needs_auth(target) -> None:
@@ -109,4 +114,39 @@ def test_other_accounts_data_plane_is_404(gs_raw, gs_raw2, gs_job):
         gs_raw.settle(jid, rid)
     for ans in attempts:
         refused(ans, soft, "AUTH-ISOLATION-2", statuses=[404])
+    soft.check()
+
+
+def _same_shape(job_id: str) -> str:
+    """A fresh id shaped like ``job_id``: each hex digit replaced by a random one."""
+    return "".join(secrets.choice("0123456789abcdef") if c in string.hexdigits else c for c in job_id)
+
+
+@checks("AUTH-ISOLATION-3")
+def test_another_accounts_job_id_is_no_conflict(gs_target, gs_raw, gs_raw2, gs_opts, gs_budget, gs_ledger):
+    """The second token creating a job with a job id of the first token's gets what a free id
+    of that shape gets (a 409 for it alone would say the other account's job exists), and
+    the first token's job carries on. A job of its own: the second token now holds that id."""
+    if not gs_target.embedded:
+        gs_budget.take(2, "a job, and another account's under its id")
+    body = bodies.small_job(str(gs_opts.model))
+    first = gs_raw.create_job(body)
+    theirs = first.field("job_id")
+    expect("AUTH-ISOLATION-3", first.ok and isinstance(theirs, str), f"create with the first token: {first}")
+    gs_ledger.add(gs_raw, theirs)
+    taken = gs_raw2.create_job({**body, "job_id": theirs})
+    soft = Soft()
+    if taken.ok and isinstance(taken.field("job_id"), str):
+        gs_ledger.add(gs_raw2, taken.field("job_id"))
+    elif not taken.ok:
+        free = gs_raw2.create_job({**body, "job_id": _same_shape(theirs)})
+        if free.ok and isinstance(free.field("job_id"), str):
+            gs_ledger.add(gs_raw2, free.field("job_id"))
+        soft.expect("AUTH-ISOLATION-3", taken.status == free.status and taken.status != 409,
+                    f"create with another account's job id: {taken}; with a free id of that shape: {free}")
+    after = gs_raw.get_job(theirs)
+    status = normalize_job_state(after.field("status"))
+    soft.expect("AUTH-ISOLATION-3", after.status == 200 and after.field("job_id") == theirs
+                and not is_job_terminal(status),
+                f"the first token's job after the second token's create: {after}")
     soft.check()

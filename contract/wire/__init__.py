@@ -7,7 +7,8 @@ The public face of the codec; each concern lives in its own module:
 * ``tree``: Python objects <-> the DSSST1 tree (``dumps``/``loads``);
 * ``torch_io``: tensor bytes in and out, the only part that imports torch (lazily, so
   ``import contract.wire`` stays light and frames without tensors never load it);
-* ``chunks``: one frame cut into chunk frames and reassembled;
+* ``chunks``: one frame cut into chunk frames (joined, or planned as pieces to send as
+  they are) and reassembled, and a chunk's header read before its payload arrives;
 * ``delivery``: result-chunk poll events and inline results around frames.
 
 Import from ``contract.wire``; the module split is not part of the interface.
@@ -20,11 +21,16 @@ from contract.wire.chunks import (
     MIN_RESULT_CHUNK_BYTES,
     REQUEST_CHUNK_KEY,
     RESULT_CHUNK_KEY,
+    ChunkHead,
+    ChunkPlan,
     chunk_descriptor,
     chunk_payload,
     decode_byte_chunks,
     encode_byte_chunks,
+    frame_head_size,
     min_chunk_bytes,
+    plan_chunks,
+    read_chunk_head,
     split_chunk,
 )
 from contract.wire.delivery import (
@@ -42,6 +48,7 @@ from contract.wire.frame import (
     METADATA_KEY,
     ROOT_TENSOR_KEY,
     WIRE_VERSION,
+    FrameParts,
     read_metadata,
     sniff_refused_payload,
 )
@@ -52,13 +59,16 @@ from contract.wire.limits import (
     REQUEST_FRAME_LIMITS,
     WireLimits,
 )
-from contract.wire.tree import dumps, loads, loads_with_metadata
+from contract.wire.tree import dumps, dumps_parts, loads, loads_with_metadata
 
 __all__ = [
     "CHUNK_HEADER_ALLOWANCE",
+    "ChunkHead",
+    "ChunkPlan",
     "DEFAULT_LIMITS",
     "DTYPE_ITEMSIZE",
     "EMPTY_TENSOR_KEY",
+    "FrameParts",
     "MAX_HEADER_BYTES",
     "METADATA_KEY",
     "MIN_RESULT_CHUNK_BYTES",
@@ -76,12 +86,16 @@ __all__ = [
     "decode_inline",
     "decode_result_chunk_events",
     "dumps",
+    "dumps_parts",
     "encode_byte_chunks",
+    "frame_head_size",
     "inline_frame",
     "is_inline_frame",
     "loads",
     "loads_with_metadata",
     "min_chunk_bytes",
+    "plan_chunks",
+    "read_chunk_head",
     "read_metadata",
     "result_chunk_events",
     "sniff_refused_payload",

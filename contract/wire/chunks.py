@@ -9,13 +9,15 @@ else listed in the facts. Splitting hashes the frame once and copies each byte o
 
 from __future__ import annotations
 
+import bisect
 import hashlib
+import itertools
 import uuid
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 from contract.wire.basics import WireError, as_bytes, byte_view, json_text
-from contract.wire.frame import Spec, frame_prefix, parse_frame
+from contract.wire.frame import FrameParts, Spec, frame_prefix, parse_frame
 from contract.wire.limits import CHUNK_HEADER_ALLOWANCE, DEFAULT_LIMITS
 
 REQUEST_CHUNK_KEY = "request_chunk"
@@ -71,17 +73,18 @@ def _chunk_prefix(cut: _Cut, idx: int, total: int, n: int) -> bytes:
     return frame_prefix(_CHUNK_DSS, op, [Spec("payload", "U8", [n], n, b"")])
 
 
-def _prefixes_for(cut: _Cut, range_size: int) -> list[bytes] | None:
-    """Every chunk's header when cutting ranges of ``range_size``; None if one overflows."""
+def _all_fit(cut: _Cut, range_size: int) -> bool:
+    """Do all chunks cut at ``range_size`` fit ``max_bytes``? A header only grows with its
+    chunk's index (padding keeps that order), so the last full chunk and the final one are
+    the two to check; no chunk's header is made until it is sent."""
+    if cut.max_bytes <= 0:
+        return True
     total = max(1, -(-cut.size // range_size))
-    prefixes: list[bytes] = []
-    for idx in range(total):
+    for idx in {max(0, total - 2), total - 1}:
         n = min(range_size, cut.size - idx * range_size)
-        prefix = _chunk_prefix(cut, idx, total, n)
-        if 0 < cut.max_bytes < len(prefix) + n:
-            return None
-        prefixes.append(prefix)
-    return prefixes
+        if cut.max_bytes < len(_chunk_prefix(cut, idx, total, n)) + n:
+            return False
+    return True
 
 
 def _first_range(max_bytes: int) -> int:
@@ -92,14 +95,14 @@ def _first_range(max_bytes: int) -> int:
     return max(1, max_bytes // 2)
 
 
-def _fit_ranges(cut: _Cut) -> tuple[int, list[bytes]]:
-    """The range size whose chunks all fit ``max_bytes``, with every chunk's header."""
+def _fit_range(cut: _Cut) -> int:
+    """The range size whose chunks all fit ``max_bytes``."""
     range_size = max(cut.size, 1) if cut.max_bytes <= 0 else _first_range(cut.max_bytes)
-    while (prefixes := _prefixes_for(cut, range_size)) is None:
+    while not _all_fit(cut, range_size):
         range_size //= 2
         if range_size < 1:
             raise WireError(f"a chunk header alone exceeds max_bytes={cut.max_bytes}")
-    return range_size, prefixes
+    return range_size
 
 
 def _group_label(key: str, chunk_group_id: str | None) -> str | None:
@@ -112,8 +115,114 @@ def _group_label(key: str, chunk_group_id: str | None) -> str | None:
     return group
 
 
+def _digest(parts: Sequence[memoryview]) -> str:
+    """The frame's sha256, over its parts in order (hashed once, nothing joined)."""
+    hasher = hashlib.sha256()
+    for part in parts:
+        hasher.update(part)
+    return hasher.hexdigest()
+
+
+class ChunkPlan:
+    """How one frame travels: as is (``plain``), or as chunks each made of its chunk header
+    followed by views of the frame's own bytes. Nothing is joined: a sender writes
+    :meth:`pieces` one after another, so the frame exists once however it is cut. A chunk's
+    header is made when it is first asked for (:meth:`prefix`), so a sender can make the
+    next one while the current chunk is on the wire."""
+
+    def __init__(self, parts: Sequence[memoryview], cut: _Cut | None, range_size: int) -> None:
+        self.parts = tuple(parts)
+        self.cut = cut
+        self.range_size = range_size
+        self.size = sum(len(p) for p in self.parts)
+        self.total = 1 if cut is None else max(1, -(-self.size // range_size))
+        self._starts = list(itertools.accumulate((len(p) for p in self.parts), initial=0))
+        self._prefixes: dict[int, bytes] = {}
+
+    @property
+    def plain(self) -> bool:
+        """The frame goes as one plain body, without a chunk header."""
+        return self.cut is None
+
+    def __len__(self) -> int:
+        return self.total
+
+    def span(self, idx: int) -> tuple[int, int]:
+        """The frame bytes chunk ``idx`` carries."""
+        if self.cut is None:
+            return 0, self.size
+        start = idx * self.range_size
+        return start, min(self.size, start + self.range_size)
+
+    def prefix(self, idx: int) -> bytes:
+        """Chunk ``idx``'s header (made once, on first use)."""
+        if self.cut is None:
+            return b""
+        found = self._prefixes.get(idx)
+        if found is None:
+            start, end = self.span(idx)
+            found = self._prefixes[idx] = _chunk_prefix(self.cut, idx, self.total, end - start)
+        return found
+
+    def body_size(self, idx: int) -> int:
+        start, end = self.span(idx)
+        return len(self.prefix(idx)) + end - start
+
+    def _views(self, begin: int, end: int) -> list[memoryview]:
+        """Views of frame bytes ``[begin, end)``, one per part they fall in."""
+        out: list[memoryview] = []
+        i = bisect.bisect_right(self._starts, begin) - 1
+        while begin < end:
+            base, part = self._starts[i], self.parts[i]
+            stop = min(end, base + len(part))
+            if stop > begin:
+                out.append(part[begin - base : stop - base])
+            begin, i = max(begin, stop), i + 1
+        return out
+
+    def pieces(self, idx: int) -> list[memoryview]:
+        """Chunk ``idx`` (or the plain frame) as the byte ranges to send in order."""
+        if self.cut is None:
+            return list(self.parts)
+        return [memoryview(self.prefix(idx)), *self._views(*self.span(idx))]
+
+    def chunk(self, idx: int) -> bytes:
+        """Chunk ``idx`` as one ``bytes`` (a copy: for callers that need a single object)."""
+        return b"".join(self.pieces(idx))
+
+
+def _frame_parts(frame: Any) -> tuple[memoryview, ...]:
+    if isinstance(frame, FrameParts):
+        return frame.parts
+    return (byte_view(frame),)
+
+
+def plan_chunks(
+    frame: Any,
+    kind: str,
+    operation: str | None = None,
+    max_bytes: int = 0,
+    chunk_group_id: str | None = None,
+    force_chunk: bool = False,
+) -> ChunkPlan:
+    """How ``frame`` (bytes-like, or the :class:`FrameParts` of ``dumps_parts``) is cut into
+    DSSST1 chunk frames of at most ``max_bytes`` each (facts §7); see :func:`encode_byte_chunks`."""
+    key = _chunk_key(kind)
+    if not isinstance(max_bytes, int):
+        raise WireError(f"max_bytes must be an int, not {type(max_bytes).__name__}")
+    parts = _frame_parts(frame)
+    size = sum(len(p) for p in parts)
+    if not force_chunk and (max_bytes <= 0 or size <= max_bytes):
+        return ChunkPlan(parts, None, max(size, 1))
+    if operation is not None and not isinstance(operation, str):
+        raise WireError("operation must be a string")
+    group = _group_label(key, chunk_group_id)
+    cut = _Cut(key, size, _digest(parts), operation, group, max_bytes)
+    return ChunkPlan(parts, cut, _fit_range(cut))
+
+
 def encode_byte_chunks(
-    frame: bytes,
+    frame: Any,
     kind: str,
     operation: str | None = None,
     max_bytes: int = 0,
@@ -126,23 +235,13 @@ def encode_byte_chunks(
     ``force_chunk``. ``chunk_group_id`` is used for request chunks only (a fresh uuid4 when
     None). Any ``max_bytes`` that holds one chunk header plus one payload byte works:
     ranges start at ``max_bytes - 8192`` (half of a smaller ``max_bytes``) and halve until
-    every chunk fits. The frame is hashed once and each byte copied once.
+    every chunk fits. The frame is hashed once and each byte copied once; senders that can
+    write a chunk in pieces use :func:`plan_chunks` and copy nothing.
     """
-    key = _chunk_key(kind)
-    if not isinstance(max_bytes, int):
-        raise WireError(f"max_bytes must be an int, not {type(max_bytes).__name__}")
-    mv = byte_view(frame)
-    if not force_chunk and (max_bytes <= 0 or len(mv) <= max_bytes):
+    plan = plan_chunks(frame, kind, operation, max_bytes, chunk_group_id, force_chunk)
+    if plan.plain and not isinstance(frame, FrameParts):
         return [as_bytes(frame)]
-    if operation is not None and not isinstance(operation, str):
-        raise WireError("operation must be a string")
-    group = _group_label(key, chunk_group_id)
-    cut = _Cut(key, len(mv), hashlib.sha256(mv).hexdigest(), operation, group, max_bytes)
-    range_size, prefixes = _fit_ranges(cut)
-    return [
-        b"".join((prefix, mv[idx * range_size : (idx + 1) * range_size]))
-        for idx, prefix in enumerate(prefixes)
-    ]
+    return [plan.chunk(idx) for idx in range(len(plan))]
 
 
 def min_chunk_bytes(frame_size: int = 2**40, kind: str = "result", operation: str | None = None) -> int:
@@ -166,6 +265,9 @@ class _Chunk(NamedTuple):
     kind: str
     desc: dict[str, Any]
     payload: memoryview
+    #: Where the payload starts in the chunk frame, and its declared length.
+    start: int
+    length: int
 
 
 def _check_descriptor(kind: str, desc: Any) -> dict[str, Any]:
@@ -186,9 +288,11 @@ def _check_descriptor(kind: str, desc: Any) -> dict[str, Any]:
     return desc
 
 
-def _parse_chunk(data: Any, what: str = "chunk") -> _Chunk | None:
-    """Parse a chunk frame (None for a plain DSSST1 frame); WireError on garbage."""
-    frame = parse_frame(byte_view(data, what), DEFAULT_LIMITS)
+def _parse_chunk(data: Any, what: str = "chunk", head_only: bool = False) -> _Chunk | None:
+    """Parse a chunk frame (None for a plain DSSST1 frame); WireError on garbage.
+    ``head_only``: ``data`` holds the header and maybe part of the payload."""
+    mv = byte_view(data, what)
+    frame = parse_frame(mv, DEFAULT_LIMITS, head_only=head_only)
     op = frame.op or {}
     found = [k for k in (REQUEST_CHUNK_KEY, RESULT_CHUNK_KEY) if k in op]
     if not found:
@@ -202,7 +306,36 @@ def _parse_chunk(data: Any, what: str = "chunk") -> _Chunk | None:
         raise WireError(f"{what} tree must be exactly {{'payload': uint8 tensor}}")
     if entry.code != "U8" or len(entry.shape) != 1:
         raise WireError(f"{what} payload must be a 1-D uint8 tensor")
-    return _Chunk(kind, desc, frame.data[entry.begin : entry.end])
+    data_start = len(mv) - len(frame.data)
+    return _Chunk(kind, desc, frame.data[entry.begin : entry.end], data_start + entry.begin,
+                  entry.end - entry.begin)
+
+
+class ChunkHead(NamedTuple):
+    """A chunk known from its header alone: its payload is still arriving."""
+
+    kind: str
+    desc: dict[str, Any]
+    #: Where the payload starts in the chunk frame, and how many bytes it declares.
+    payload_start: int
+    payload_len: int
+
+
+def frame_head_size(data: Any) -> int | None:
+    """The bytes a frame's header takes (length field included): what a reader must hold
+    before :func:`read_chunk_head` can parse it; None while fewer than 8 bytes are in."""
+    mv = byte_view(data)
+    if len(mv) < 8:
+        return None
+    return 8 + int.from_bytes(mv[:8], "little")
+
+
+def read_chunk_head(head: Any) -> ChunkHead | None:
+    """The chunk whose frame starts with ``head`` (at least :func:`frame_head_size` bytes),
+    checked as :func:`split_chunk` checks a whole one; None for a plain frame. The caller
+    checks that exactly ``payload_len`` payload bytes follow the header."""
+    parsed = _parse_chunk(head, head_only=True)
+    return None if parsed is None else ChunkHead(parsed.kind, parsed.desc, parsed.start, parsed.length)
 
 
 def split_chunk(chunk: bytes) -> tuple[str, dict[str, Any], memoryview] | None:

@@ -109,12 +109,34 @@ def frame_prefix(dss: str, op: str | None, specs: list[Spec]) -> bytes:
     return struct.pack("<Q", size) + raw + b" " * (size - len(raw))
 
 
-def build_frame(dss: str, op: str | None, specs: list[Spec]) -> bytes:
-    """The whole frame: prefix, then each tensor's bytes in safetensors order."""
+class FrameParts(NamedTuple):
+    """One frame as the byte ranges it is made of, in frame order (the header first), not
+    yet copied anywhere: what a sender streams as is and ``dumps`` writes out once."""
+
+    parts: tuple[memoryview, ...]
+    size: int
+
+    def write_into(self, out: Any, offset: int = 0) -> None:
+        """Copy the frame into the writable buffer ``out`` at ``offset`` (each byte once)."""
+        target = byte_view(out, "output buffer")
+        for part in self.parts:
+            target[offset : offset + len(part)] = part
+            offset += len(part)
+
+    def to_bytes(self) -> bytes:
+        """The frame as one ``bytes``: its size is known up front, so the result is allocated
+        once and each part copied into it once (CPython's join sizes first, then copies with
+        the GIL released); nothing is joined twice."""
+        return b"".join(self.parts)
+
+
+def frame_parts(dss: str, op: str | None, specs: list[Spec]) -> FrameParts:
+    """The frame's parts: prefix, then each tensor's bytes in safetensors order."""
     specs = sorted(specs, key=lambda s: (_RANK[s.code], s.name))
-    parts: list[Any] = [frame_prefix(dss, op, specs)]
-    parts.extend(s.data for s in specs if s.nbytes)
-    return b"".join(parts)
+    parts = [memoryview(frame_prefix(dss, op, specs))]
+    parts.extend(byte_view(s.data, f"tensor {s.name!r}") for s in specs if s.nbytes)
+    return FrameParts(tuple(parts), sum(len(p) for p in parts))
+
 
 
 # --------------------------------------------------------------------------- reading
@@ -236,11 +258,22 @@ def metadata_json(meta: dict[str, str], key: str, limits: WireLimits) -> Any:
     return json_value(text, f"{key} metadata")
 
 
-def parse_frame(mv: memoryview, limits: WireLimits) -> Frame:
-    """Read and check a whole frame's header (not its tensors) within ``limits``."""
+def _declared_data_len(header: dict[str, Any]) -> int:
+    """The data section the header's entries describe: their largest end offset (0 when no
+    entry names a usable one; the entry checks then say what is wrong)."""
+    ends = [info["data_offsets"][1] for info in header.values()
+            if type(info) is dict and type(info.get("data_offsets")) is list and len(info["data_offsets"]) == 2]
+    return max((end for end in ends if type(end) is int and end >= 0), default=0)
+
+
+def parse_frame(mv: memoryview, limits: WireLimits, *, head_only: bool = False) -> Frame:
+    """Read and check a whole frame's header (not its tensors) within ``limits``.
+
+    ``head_only``: ``mv`` holds the header and maybe the start of the data; the entries must
+    tile the data section they declare, which the caller then checks arrives in full."""
     header, data = read_header(mv, limits)
     meta = header_metadata(header)
-    entries = _entries(header, len(data), limits)
+    entries = _entries(header, _declared_data_len(header) if head_only else len(data), limits)
     if "dss" not in meta:
         raise WireError("not a DSSST1 frame: no dss entry in __metadata__")
     dss = metadata_json(meta, "dss", limits)

@@ -3,7 +3,8 @@
 torch (and numpy) are imported on first use, so ``import contract.wire`` stays light and
 frames without tensors never load torch. Written tensors are read through a zero-copy
 view where possible; decoded tensors own their memory (each a fresh writable buffer behind
-``torch.frombuffer``), never aliasing the caller's buffer or each other.
+``torch.frombuffer``), never aliasing the caller's buffer or each other, unless the caller
+hands its writable buffer over (``share``): then aligned tensors are views of it.
 """
 
 from __future__ import annotations
@@ -137,13 +138,32 @@ def _flat_tensor(torch: Any, src: memoryview, code: str, key: str) -> Any:
     return torch.frombuffer(buf, dtype=dtype)
 
 
-def make_tensor(src: memoryview, code: str, shape: list[int], key: str) -> Any:
-    """The tensor of dtype ``code`` and ``shape`` (``[]``: a scalar) that ``src`` holds."""
+def _shared_tensor(torch: Any, src: memoryview, code: str, key: str) -> Any | None:
+    """A 1-D tensor of dtype ``code`` over ``src`` itself (no copy), or None where sharing is
+    not safe: a read-only buffer, or bytes not aligned to the dtype's item size."""
+    itemsize = DTYPES[code][1]
+    if src.readonly:
+        return None
+    raw = torch.frombuffer(src, dtype=torch.uint8)
+    if raw.data_ptr() % itemsize:
+        return None
+    if code == "BOOL" and raw.max().item() > 1:
+        raise WireError(f"bool tensor {key[:80]!r} holds bytes other than 0 and 1")
+    return raw.view(_torch_dtypes()[code])
+
+
+def make_tensor(src: memoryview, code: str, shape: list[int], key: str, *, share: bool = False) -> Any:
+    """The tensor of dtype ``code`` and ``shape`` (``[]``: a scalar) that ``src`` holds.
+
+    ``share``: the tensor may be a view of ``src`` (the caller hands its buffer over) where
+    the buffer allows it; otherwise it owns a copy."""
     torch = _torch()
     try:
         if not len(src):
             return torch.empty(shape, dtype=_torch_dtypes()[code])
-        flat = _flat_tensor(torch, src, code, key)
+        flat = _shared_tensor(torch, src, code, key) if share else None
+        if flat is None:
+            flat = _flat_tensor(torch, src, code, key)
         if len(shape) == 1:
             return flat
         return flat.view(*shape) if shape else flat.view(())

@@ -34,8 +34,9 @@ from contract.wire.frame import (
     ROOT_TENSOR_KEY,
     WIRE_VERSION,
     Frame,
+    FrameParts,
     Spec,
-    build_frame,
+    frame_parts,
     parse_frame,
 )
 from contract.wire.limits import DEFAULT_LIMITS, WireLimits
@@ -162,11 +163,9 @@ def _op_text(metadata: dict[str, Any] | None) -> str | None:
     return json_text(metadata, "metadata")
 
 
-def dumps(obj: Any, metadata: dict[str, Any] | None = None) -> bytes:
-    """Encode ``obj`` (nested dict/list/tuple/JSON scalars/tensors) as one DSSST1 frame.
-
-    ``metadata`` (JSON object) is stored under the header's ``__metadata__["op"]``.
-    """
+def dumps_parts(obj: Any, metadata: dict[str, Any] | None = None) -> FrameParts:
+    """The frame ``dumps`` writes, as its parts: the header, then views of the tensors' own
+    bytes (nothing copied). The tensors must not change until the parts are written or sent."""
     encoder = _Encoder(DEFAULT_LIMITS.max_depth)
     try:
         tree, _ = encoder.encode(obj, None, 1)
@@ -175,16 +174,26 @@ def dumps(obj: Any, metadata: dict[str, Any] | None = None) -> bytes:
     op = _op_text(metadata)
     dss = json_text({"v": WIRE_VERSION, "tree": tree}, "frame tree")
     specs = encoder.specs or [Spec(EMPTY_TENSOR_KEY, "U8", [1], 1, b"\x00")]
-    return build_frame(dss, op, specs)
+    return frame_parts(dss, op, specs)
+
+
+def dumps(obj: Any, metadata: dict[str, Any] | None = None) -> bytes:
+    """Encode ``obj`` (nested dict/list/tuple/JSON scalars/tensors) as one DSSST1 frame.
+
+    ``metadata`` (JSON object) is stored under the header's ``__metadata__["op"]``. The
+    frame is one buffer sized up front; each tensor byte is copied into it once.
+    """
+    return dumps_parts(obj, metadata).to_bytes()
 
 
 class _Decoder:
     """Rebuilds the Python object from a parsed frame, materialising tensors on the way."""
 
-    def __init__(self, frame: Frame, max_depth: int) -> None:
+    def __init__(self, frame: Frame, max_depth: int, share: bool = False) -> None:
         self.entries = frame.entries
         self.data = frame.data
         self.max_depth = max_depth
+        self.share = share
         self.used: set[str] = set()
 
     def node(self, node: Any, depth: int) -> Any:
@@ -231,13 +240,13 @@ class _Decoder:
                 shape = []
             elif scalar is not False:
                 raise WireError(f'tensor {key[:80]!r}: options must be {{"scalar": bool}}')
-        return make_tensor(self.data[begin:end], code, shape, key)
+        return make_tensor(self.data[begin:end], code, shape, key, share=self.share)
 
 
-def _loads(data: Any, limits: WireLimits | None) -> tuple[Any, dict[str, Any]]:
+def _loads(data: Any, limits: WireLimits | None, share: bool = False) -> tuple[Any, dict[str, Any]]:
     limits = DEFAULT_LIMITS if limits is None else limits
     frame = parse_frame(byte_view(data), limits)
-    decoder = _Decoder(frame, limits.max_depth)
+    decoder = _Decoder(frame, limits.max_depth, share)
     try:
         obj = decoder.node(frame.tree, 1)
     except RecursionError:
@@ -248,9 +257,15 @@ def _loads(data: Any, limits: WireLimits | None) -> tuple[Any, dict[str, Any]]:
     return obj, frame.op or {}
 
 
-def loads(data: bytes | bytearray | memoryview, *, limits: WireLimits | None = None) -> Any:
-    """Decode a DSSST1 frame; garbage of any kind raises WireError."""
-    return _loads(data, limits)[0]
+def loads(data: bytes | bytearray | memoryview, *, limits: WireLimits | None = None,
+          share: bool = False) -> Any:
+    """Decode a DSSST1 frame; garbage of any kind raises WireError.
+
+    ``share``: the caller hands ``data`` over (it must not change it afterwards), so tensors
+    may be views of it instead of copies: a writable buffer whose tensors sit at addresses
+    aligned to their item size (as every safetensors writer lays them out) decodes with no
+    second copy of its bytes."""
+    return _loads(data, limits, share)[0]
 
 
 def loads_with_metadata(

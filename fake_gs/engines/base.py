@@ -26,8 +26,11 @@ class BatchRefused(ValueError):
 class Engine(Protocol):
     name: str
 
-    def create_job(self, job_id: str, sub_jobs: list[SubJobConfig], seed: int) -> None:
-        """Allocate per-sub-job state (weights, optimizer, sampler copy, reference)."""
+    def create_job(self, job_id: str, sub_jobs: list[SubJobConfig], seed: int,
+                   names: list[str] | None = None) -> None:
+        """Allocate per-sub-job state (weights, optimizer, sampler copy, reference).
+        ``job_id`` is the job's key in the fake; ``names`` are the ids the sub-jobs are
+        called by in later calls (default: built from ``job_id``, contract.ids)."""
 
     def drop_job(self, job_id: str) -> None:
         """Release everything held for the job (cancelled/terminated)."""
@@ -71,3 +74,17 @@ class Engine(Protocol):
 
     def export_tensors(self, snapshot: Any) -> dict[str, Any]:
         """name -> CPU tensor, written by the fake as a real safetensors file on export."""
+
+    def warm_up(self) -> None:
+        """Import now what the engine's calls need (the server calls it at start-up, so no
+        request pays seconds of imports)."""
+
+
+def warm_torch() -> None:
+    """torch, and the codec's tensor tables: what both engines and every tensor frame's
+    decode need. One tensor frame through the codec loads them all."""
+    import torch
+
+    from contract import wire
+
+    wire.loads(wire.dumps({"warm": torch.zeros(1)}))

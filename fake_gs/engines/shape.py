@@ -16,6 +16,7 @@ from typing import Any
 
 from contract.models import GenerateRequest, LogProbsRequest, SubJobConfig
 from contract.shapes import forward_expectation
+from fake_gs.engines.base import warm_torch
 
 DEFAULT_LR = 1e-4
 VOCAB = 32_000
@@ -91,7 +92,7 @@ class ShapeEngine:
             try:
                 return self._jobs[job_id]
             except KeyError:
-                raise KeyError(f"shape engine has no job {job_id!r}") from None
+                raise KeyError("the shape engine holds no state for this job (it ended)") from None
 
     def _gen(self, job: _Job, salt: int = 0) -> Any:
         import torch
@@ -103,7 +104,8 @@ class ShapeEngine:
 
     # --- lifecycle ----------------------------------------------------------------------
 
-    def create_job(self, job_id: str, sub_jobs: list[SubJobConfig], seed: int) -> None:
+    def create_job(self, job_id: str, sub_jobs: list[SubJobConfig], seed: int,
+                   names: list[str] | None = None) -> None:
         lr = DEFAULT_LR
         for cfg in sub_jobs:
             if cfg.training_config is not None:
@@ -119,6 +121,9 @@ class ShapeEngine:
     def drop_job(self, job_id: str) -> None:
         with self._lock:
             self._jobs.pop(job_id, None)
+
+    def warm_up(self) -> None:
+        warm_torch()
 
     # --- training -----------------------------------------------------------------------
 

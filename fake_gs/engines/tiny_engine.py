@@ -18,6 +18,7 @@ import torch
 import torch.nn.functional as F
 
 from contract.models import GenerateRequest, LogProbsRequest, SubJobConfig
+from fake_gs.engines.base import warm_torch
 from fake_gs.engines.tiny_batch import Batch
 from fake_gs.engines.tiny_budget import check_batch
 from fake_gs.engines.tiny_jobs import (
@@ -65,7 +66,8 @@ class TinyEngine:
     def initial_seed(self, model_name: str) -> int:
         return (self.seed * 1_000_003 + zlib.crc32(model_name.encode())) % (2**63)
 
-    def create_job(self, job_id: str, sub_jobs: list[SubJobConfig], seed: int) -> None:
+    def create_job(self, job_id: str, sub_jobs: list[SubJobConfig], seed: int,
+                   names: list[str] | None = None) -> None:
         """Build the models: every sub-job starts from the same seeded initial weights."""
         if not sub_jobs:
             raise ValueError("a job needs at least one sub-job")
@@ -76,7 +78,7 @@ class TinyEngine:
         base = TinyLM(self.model_config, seed=init_seed)
         base.requires_grad_(False).eval()
         subs: dict[str, SubJob] = {}
-        for sid, cfg in zip(sub_job_ids(job_id, sub_jobs), sub_jobs, strict=True):
+        for sid, cfg in zip(names or sub_job_ids(job_id, sub_jobs), sub_jobs, strict=True):
             model = TinyLM(self.model_config, seed=init_seed).requires_grad_(False).eval()
             if cfg.job_type == "training":
                 model.requires_grad_(True).train()
@@ -105,15 +107,18 @@ class TinyEngine:
         with self._lock:
             self._jobs.pop(job_id, None)
 
+    def warm_up(self) -> None:
+        warm_torch()
+
     def _job(self, job_id: str) -> Job:
         try:
             return self._jobs[job_id]
         except KeyError:
-            raise KeyError(f"tiny engine has no job {job_id!r}") from None
+            raise KeyError("the tiny engine holds no state for this job (it ended)") from None
 
     def _trainer(self, job: Job) -> tuple[SubJob, torch.optim.Optimizer]:
         if job.trainer is None or job.optimizer is None:
-            raise ValueError(f"job {job.job_id} has no training sub-job")
+            raise ValueError("the job has no training sub-job")
         return job.trainer, job.optimizer
 
     @contextlib.contextmanager
@@ -260,13 +265,13 @@ class TinyEngine:
         with self._locked(job_id) as job:
             src = job.sub_jobs.get(source) if source else job.trainer
             if src is None:
-                raise ValueError(f"unknown weight-sync source {source!r} for job {job_id}")
+                raise ValueError(f"unknown weight-sync source {source!r} (not a sub-job of the job)")
             names = list(targets) or [
                 s.sub_job_id for s in job.sub_jobs.values() if s.job_type == "sampling"
             ]
             unknown = [t for t in names if t not in job.sub_jobs]
             if unknown:
-                raise ValueError(f"unknown weight-sync targets {unknown} for job {job_id}")
+                raise ValueError(f"unknown weight-sync targets {unknown} (not sub-jobs of the job)")
             state = weights_of(src.model)
             for name in names:
                 if name != src.sub_job_id and self.mutant != "tiny-stale-sampler":
@@ -299,7 +304,7 @@ class TinyEngine:
         with self._locked(job_id) as job:
             target = job.sub_jobs.get(sub_job_id) if sub_job_id else job.trainer
             if target is None:
-                raise ValueError(f"job {job_id} has no sub-job {sub_job_id!r} to load into")
+                raise ValueError(f"the job has no sub-job {sub_job_id!r} to load into")
             if target.job_type != "training":
                 if self.mutant != "tiny-sampler-fresh":
                     target.model.load_state_dict({k: v.clone() for k, v in snapshot.weights.items()})

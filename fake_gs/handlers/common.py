@@ -152,7 +152,7 @@ class Ctx:
         if wanted:
             status = self.store.status(job)
             if status not in wanted and not (status in TERMINAL and self.state.mutant("terminated-accepts")):
-                raise ApiError(ErrorCode.JOB_NOT_RUNNING, f"job {job.job_id} is {status}, not running")
+                raise ApiError(ErrorCode.JOB_NOT_RUNNING, f"job {job.public_id} is {status}, not running")
         return job
 
     def job_status_text(self, status: str) -> str:
@@ -164,8 +164,8 @@ class Ctx:
 
     def submitted(self, job: JobRec, req: RequestRec, count: int | None = None) -> Response:
         """The submission answer; generate-stream's carries the prompt ``count``."""
-        answer = SubmitResponse(request_id=req.request_id, job_id=job.job_id) if count is None else \
-            GenerateStreamSubmitResponse(request_id=req.request_id, job_id=job.job_id, count=count)
+        answer = SubmitResponse(request_id=req.request_id, job_id=job.public_id) if count is None else \
+            GenerateStreamSubmitResponse(request_id=req.request_id, job_id=job.public_id, count=count)
         body = answers.render(answer)
         if self.state.mutant("submit-missing-job-id"):
             del body["job_id"]

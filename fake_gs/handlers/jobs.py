@@ -49,7 +49,7 @@ def job_view(ctx: Ctx, job: JobRec, *, count_poll: bool = False) -> m.Job:
         reason = ""
     tokens, forms = ctx.settings.tokens, ctx.forms
     fields: dict[str, Any] = dict(
-        job_id=job.job_id,
+        job_id=job.public_id,
         status=shown,
         reason=reason,
         created_at=dialect_any.timestamp(forms, job.created_at, rfc3339(job.created_at)),
@@ -137,11 +137,12 @@ async def create_job(ctx: Ctx) -> Response:
     job_id = requested_job_id(body, ctx.state.mutant("job-id-ignored"))
     check_config_rules(body, job_id, ctx.settings.mutant)
     inits = source_checkpoints(ctx, body)
-    job = ctx.store.new_job(ctx.owner, body, job_id)  # 409 when the id is in use
+    job = ctx.store.new_job(ctx.owner, body, job_id)  # 409 when the caller holds the id
     job.config_bytes = config_bytes
     engine = await run_in_threadpool(lambda: ctx.store.engine)
+    names = [sub.sub_job_id for sub in job.sub_jobs]
     try:
-        await run_in_threadpool(engine.create_job, job.job_id, list(body.sub_job_configs), job.seed)
+        await run_in_threadpool(engine.create_job, job.job_id, list(body.sub_job_configs), job.seed, names)
         for init in inits:
             sub = job.sub_jobs[init.index]
             await run_in_threadpool(partial(engine.load, job.job_id, init.ckpt.snapshot,
@@ -150,12 +151,12 @@ async def create_job(ctx: Ctx) -> Response:
                 job.global_steps = init.ckpt.global_steps
     except BaseException as exc:
         engine.drop_job(job.job_id)
-        ctx.store.release_id(job.job_id)
+        ctx.store.release(job)
         if isinstance(exc, (ValueError, KeyError)):
             raise ApiError(ErrorCode.INVALID_ARGUMENT, f"cannot create the job: {exc}") from None
         raise
     ctx.store.register_job(job)
-    return json_response(m.CreateJobResponse(job_id=job.job_id))
+    return json_response(m.CreateJobResponse(job_id=job.public_id))
 
 
 async def list_jobs(ctx: Ctx) -> Response:
@@ -190,10 +191,10 @@ async def cancel_job(ctx: Ctx) -> Response:
     await no_body(ctx)
     ctx.store.cancel(job)
     shown = ctx.job_status_text(ctx.store.status(job))
-    return dialect_any.cancel_answer(ctx.forms, job.job_id, shown)
+    return dialect_any.cancel_answer(ctx.forms, job.public_id, shown)
 
 
 async def get_experiment_run(ctx: Ctx) -> Response:
     job = ctx.job()
     return json_response(m.ExperimentRun(experiment_name=job.experiment_name,
-                                         experiment_run_name=run_name(job.job_id)))
+                                         experiment_run_name=run_name(job.public_id)))

@@ -56,7 +56,7 @@ def route_operation(ctx: Ctx, job: JobRec, env: OperationEnvelope) -> SubJobRec:
     if env.sub_job_id:
         by_id = job.sub_job(env.sub_job_id)
         if by_id is None:
-            raise ApiError(ErrorCode.SUB_JOB_NOT_FOUND, f"sub_job_id {env.sub_job_id!r} is not a sub-job of job {job.job_id}",
+            raise ApiError(ErrorCode.SUB_JOB_NOT_FOUND, f"sub_job_id {env.sub_job_id!r} is not a sub-job of job {job.public_id}",
                            [detail_entry(("sub_job_id",), "unknown sub-job", "value_error")])
     if env.sub_job_type:
         wanted = _job_type(env.sub_job_type)
@@ -70,17 +70,17 @@ def route_operation(ctx: Ctx, job: JobRec, env: OperationEnvelope) -> SubJobRec:
         if len(candidates) == 1:
             return candidates[0]
         if not candidates:
-            raise ApiError(ErrorCode.SUB_JOB_NOT_FOUND, f"job {job.job_id} has no {wanted} sub-job",
+            raise ApiError(ErrorCode.SUB_JOB_NOT_FOUND, f"job {job.public_id} has no {wanted} sub-job",
                            [detail_entry(("sub_job_type",), "no such sub-job", "value_error")])
         raise ApiError(ErrorCode.ROUTING_CONFLICT,
-                       f"job {job.job_id} has {len(candidates)} {wanted} sub-jobs; name one with sub_job_id",
+                       f"job {job.public_id} has {len(candidates)} {wanted} sub-jobs; name one with sub_job_id",
                        [detail_entry(("sub_job_type",), "ambiguous", ErrorCode.ROUTING_CONFLICT)])
     if by_id is not None:
         return by_id
     if (env.operation_type in HINT_REQUIRED and len(job.sub_jobs) > 1
             and not ctx.state.mutant("routing-hint-optional")):
         raise ApiError(ErrorCode.ROUTING_HINT_REQUIRED,
-                       f"job {job.job_id} has {len(job.sub_jobs)} sub-jobs; name the receiver of "
+                       f"job {job.public_id} has {len(job.sub_jobs)} sub-jobs; name the receiver of "
                        f"{env.operation_type} with sub_job_id or sub_job_type",
                        [detail_entry(("sub_job_id",), "required on a job with several sub-jobs", "missing")])
     natural = job.of_type(OPERATION_NATURAL_TARGET[env.operation_type])
@@ -90,7 +90,7 @@ def route_operation(ctx: Ctx, job: JobRec, env: OperationEnvelope) -> SubJobRec:
 def _own_sub_job(job: JobRec, sub_job_id: str, loc: tuple[str | int, ...]) -> SubJobRec:
     sub = job.sub_job(sub_job_id)
     if sub is None:
-        raise ApiError(ErrorCode.SUB_JOB_NOT_FOUND, f"{sub_job_id!r} is not a sub-job of job {job.job_id}",
+        raise ApiError(ErrorCode.SUB_JOB_NOT_FOUND, f"{sub_job_id!r} is not a sub-job of job {job.public_id}",
                        [detail_entry(loc, "unknown sub-job", "value_error")])
     return sub
 

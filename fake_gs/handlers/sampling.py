@@ -32,7 +32,7 @@ def sampler(ctx: Ctx, job: JobRec) -> SubJobRec:
     if not subs and ctx.state.mutant("generate-on-trainer"):
         subs = job.sub_jobs
     if not subs:
-        raise ApiError(ErrorCode.SUB_JOB_NOT_FOUND, f"job {job.job_id} has no sampling sub-job to generate with")
+        raise ApiError(ErrorCode.SUB_JOB_NOT_FOUND, f"job {job.public_id} has no sampling sub-job to generate with")
     return subs[0]
 
 
@@ -103,7 +103,7 @@ def build_generate(ctx: Ctx, job: JobRec, obj: Any, group: ChunkGroup | None) ->
     request = generate_request(ctx, job, obj)
 
     def work() -> dict[str, Any]:
-        return answers.render(GenerateResult(job_id=job.job_id, results=_results(ctx, job, request)))
+        return answers.render(GenerateResult(job_id=job.public_id, results=_results(ctx, job, request)))
 
     return ctx.store.submit(job, "generate", work, force_frame=True, group_id=group.group_id if group else None)
 
@@ -133,6 +133,6 @@ async def log_probs(ctx: Ctx) -> Response:
     check_bounds(request)
 
     def work() -> dict[str, Any]:
-        return answers.render(LogProbsResult(job_id=job.job_id, **ctx.store.engine.log_probs(job.job_id, request)))
+        return answers.render(LogProbsResult(job_id=job.public_id, **ctx.store.engine.log_probs(job.job_id, request)))
 
     return ctx.submitted(job, ctx.store.submit(job, "log_probs", work, force_frame=True))

@@ -31,7 +31,7 @@ from fake_gs.rules import dp_compatible, restores_optimizer
 def training_sub_job(job: JobRec) -> SubJobRec:
     subs = job.of_type("training")
     if not subs:
-        raise ApiError(ErrorCode.SUB_JOB_NOT_FOUND, f"job {job.job_id} has no training sub-job")
+        raise ApiError(ErrorCode.SUB_JOB_NOT_FOUND, f"job {job.public_id} has no training sub-job")
     return subs[0]
 
 
@@ -107,7 +107,7 @@ def build_forward_backward(ctx: Ctx, job: JobRec, obj: Any, group: ChunkGroup | 
         with store.lock:
             job.last_loss = loss
         return answers.render(m.ForwardBackwardResult(
-            job_id=job.job_id, avg_loss=loss, metrics=full_metrics(out.get("metrics")) if proposed else {},
+            job_id=job.public_id, avg_loss=loss, metrics=full_metrics(out.get("metrics")) if proposed else {},
             post_process_outputs=out.get("post_process_outputs") or {}))
 
     return store.submit(job, "forward_backward", work, group_id=group.group_id if group else None)
@@ -228,7 +228,7 @@ async def save(ctx: Ctx) -> Response:
             steps = job.global_steps
         if ctx.state.mutant("saved-id-unloadable"):
             ckpt_id += "-unsaved"
-        return save_result(job.job_id, ckpt_id, ckpt_type, steps, bare)
+        return save_result(job.public_id, ckpt_id, ckpt_type, steps, bare)
 
     req = store.submit(job, "save", work)
     req.creates = dialect.save_may_create(wanted_id, server_named)
@@ -254,7 +254,7 @@ async def load(ctx: Ctx) -> Response:
         named = job.sub_job(body.target_sub_job_id)
         if named is None:
             raise ApiError(ErrorCode.SUB_JOB_NOT_FOUND,
-                           f"target_sub_job_id {body.target_sub_job_id!r} is not a sub-job of job {job.job_id}",
+                           f"target_sub_job_id {body.target_sub_job_id!r} is not a sub-job of job {job.public_id}",
                            [detail_entry(("target_sub_job_id",), "not a sub-job of this job", "value_error")])
         if named.job_type != "training":
             raise ApiError(ErrorCode.NOT_IMPLEMENTED,
@@ -283,7 +283,7 @@ async def load(ctx: Ctx) -> Response:
         answer = m.LoadResult(checkpoint_id=ckpt.checkpoint_id, global_steps=steps,
                               checkpoint_type=ckpt.checkpoint_type)
         if source is not job:
-            answer.source_job_id = source.job_id
+            answer.source_job_id = source.public_id
         return answers.render(answer)
 
     return ctx.submitted(job, store.submit(job, "load", work))

@@ -129,11 +129,14 @@ class FakeGs:
         return [Exchange.from_json(raw) for raw in self.traffic_view()["exchanges"]]
 
     def state(self) -> dict[str, Any]:
-        """``GET /_fake/state`` narrowed to this account: its jobs and their chunk groups."""
+        """``GET /_fake/state`` narrowed to this account: its jobs and their chunk groups,
+        named by the job ids this account uses (the dump's keys may differ, fake_gs.records)."""
         dump: dict[str, Any] = self.admin.call("GET", "state")
-        jobs = {jid: job for jid, job in dump.get("jobs", {}).items() if job.get("owner") == self.account}
-        groups = [g for g in dump.get("chunk_groups", []) if g.get("job_id") in jobs]
-        dump["jobs"] = jobs
+        names = {key: job.get("job_id", key) for key, job in dump.get("jobs", {}).items()
+                 if job.get("owner") == self.account}
+        groups = [{**g, "job_id": names[g["job_id"]]} for g in dump.get("chunk_groups", [])
+                  if g.get("job_id") in names]
+        dump["jobs"] = {names[key]: job for key, job in dump.get("jobs", {}).items() if key in names}
         dump["chunk_groups"] = groups
         dump["open_chunk_groups"] = sum(1 for g in groups if g.get("status") != chunks.DONE)
         dump["buffered_bytes"] = sum(int(g.get("buffered_bytes", 0)) for g in groups)

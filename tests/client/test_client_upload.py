@@ -154,3 +154,24 @@ def test_forward_operation_envelope_and_size_cap() -> None:
     assert body["operation_type"] == "forward"
     assert body["payload"]["content_type"] == "application/octet-stream"
     assert wire.loads(base64.b64decode(body["payload"]["payload_b64"]))["kwargs"] == {"x": 1}
+
+
+def test_big_chunks_go_as_pieces_of_the_frame_with_a_content_length() -> None:
+    """A chunk over the join size is the chunk header plus views of the frame (no joined
+    copy), sent with a Content-Length; the next chunk's header is made once this chunk's
+    pieces are handed over, while it is still being answered."""
+    from client.upload import JOIN_BELOW, ChunkBody, split_frame
+
+    frame = wire.dumps({"args": [], "kwargs": {"input_ids": torch.arange(200_000)}})
+    bodies = split_frame(frame, max_bytes=2 * JOIN_BELOW, operation="forward-backward", force_chunk=True)
+    assert len(bodies) == 4 and all(isinstance(b, ChunkBody) for b in bodies)
+    first = bodies[0]
+    assert isinstance(first, ChunkBody)
+    header, *views = list(first)
+    assert all(v.obj is frame for v in views) and len(first) == len(header) + sum(len(v) for v in views)
+    assert set(first.plan._prefixes) == {0, 1}, "chunk 1's header is ready once chunk 0 is handed over"
+    with loopback(_answer_final) as srv:
+        _rest(srv.url, max_chunk_bytes=2 * JOIN_BELOW).forward_backward("j", frame)
+        seen = list(srv.seen)
+    assert all("content-length" in s.headers and "transfer-encoding" not in s.headers for s in seen)
+    assert wire.decode_byte_chunks([s.body for s in seen], "request") == frame

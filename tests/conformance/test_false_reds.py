@@ -82,13 +82,14 @@ def test_require_all_fails_on_the_skipped_musts_and_names_them(
     fails the run and names each."""
     lenient, results, _, _ = gs_conformance(proxied_fake, tmp_path, "--clauses", "AUTH-*")
     skipped = sorted(v["id"] for v in results["verdicts"] if v["status"] == "skipped")
-    assert skipped == ["AUTH-ADMIN-1", "AUTH-ADMIN-2", "AUTH-ISOLATION-1", "AUTH-ISOLATION-2"], \
+    assert skipped == ["AUTH-ADMIN-1", "AUTH-ADMIN-2", "AUTH-ISOLATION-1", "AUTH-ISOLATION-2",
+                       "AUTH-ISOLATION-3"], \
         results["counts"]
     assert lenient == 0
     strict, _, output, _ = gs_conformance(
         proxied_fake, tmp_path, "--clauses", "AUTH-*", "--require-all"
     )
     assert strict == 1, output[-3000:]
-    assert "--require-all: 4 skipped MUST clauses fail the run" in output
+    assert "--require-all: 5 skipped MUST clauses fail the run" in output
     assert all(cid in output for cid in skipped)
     assert "--token2" in output  # what would enable the isolation clauses

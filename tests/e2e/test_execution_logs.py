@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import sys
+import uuid
 from collections.abc import Iterator
 
 import pytest
@@ -136,3 +137,23 @@ def test_client_errors_are_typed(fake: FakeServer, monkeypatch: pytest.MonkeyPat
         CortexRestClient(config(fake, token=TOKEN + "-other")).fetch_execution_logs(str(client.job_id))
     assert err.value.status == 404
     client.shutdown()
+
+
+def test_two_accounts_download_their_own_job_of_one_id(fake: FakeServer) -> None:
+    """Job ids are per account: both accounts hold a job named X, each download holds that
+    account's own lines under ``run-X``, with the sub-job ids the account uses."""
+    mine, theirs = (CortexRestClient(config(fake, token=t)) for t in (TOKEN + "-other", TOKEN))
+    name = str(uuid.uuid4())
+    for rest in (theirs, mine):
+        assert rest.create_job({**create_job_body(config(fake)), "job_id": name})["job_id"] == name
+        rest.wait_running(name)
+    theirs.wait(name, theirs.step(name)["request_id"])
+    theirs.cancel_job(name)
+    assert mine.get_experiment_run(name)["experiment_run_name"] == f"run-{name}"
+    own, other = mine.fetch_execution_logs(name), theirs.fetch_execution_logs(name)
+    for logs in (own, other):
+        assert sorted(e["sub_job_id"] for e in logs) == [f"{name}:sampling:0", f"{name}:training:0"]
+        assert all(f"/versions/run-{name}/_logs/" in e["s3_uri"] for e in logs)
+    assert all("(step) done" not in e["content"] and "job cancelled" not in e["content"] for e in own)
+    assert all("(step) done" in e["content"] and "job cancelled" in e["content"] for e in other)
+    assert {e["s3_uri"].split("/")[2] for e in own}.isdisjoint({e["s3_uri"].split("/")[2] for e in other})

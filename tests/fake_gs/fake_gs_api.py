@@ -179,3 +179,18 @@ def decode_result(ans: dict[str, Any]) -> Any:
     if wire.is_inline_frame(result):
         return wire.loads(wire.decode_inline(result))
     return {} if result is None else result
+
+
+def zero_frame_chunks(frame_size: int, max_bytes: int, route: str = "forward-backward") -> list[bytes]:
+    """The chunks of a forward-backward frame of about ``frame_size`` bytes of zero ids,
+    without holding the frame: its tensor is zero pages of a fresh map."""
+    import mmap
+
+    import torch
+
+    cols = 1024
+    rows = max(1, frame_size // (cols * 8))
+    ids = torch.frombuffer(mmap.mmap(-1, rows * cols * 8), dtype=torch.int64).reshape(rows, cols)
+    parts = wire.dumps_parts({"args": [], "kwargs": {"input_ids": ids}}, metadata=wire.standard_request_metadata())
+    plan = wire.plan_chunks(parts, "request", route, max_bytes, str(uuid.uuid4()), True)
+    return [plan.chunk(i) for i in range(len(plan))]

@@ -1,12 +1,13 @@
-"""Liveness checks for the hardening mutants (issue 12), merged into test_fake_mutants.CHECKS."""
+"""Liveness checks for the hardening mutants (issues 12 and 23), merged into test_fake_mutants.CHECKS."""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable
 from typing import Any
 
 import requests
-from fake_gs_api import OCTET, Api, batch, eventually
+from fake_gs_api import OCTET, Api, batch, eventually, training_config
 from limit_mutant_checks import _chunks
 
 
@@ -48,6 +49,13 @@ def late_body_accepted(api: Api) -> None:
     assert status == 200  # submitted on a cancelled job
 
 
+def job_ids_global(api: Api) -> None:
+    """Account 'b' creating with account 'a''s job id: 409, as if the id were b's."""
+    theirs = api.create_job(training_config(), job_id=str(uuid.uuid4()))
+    body = {"sub_job_configs": [training_config()], "job_id": theirs}
+    assert Api(api.base_url, "b").post("/", json=body).status_code == 409
+
+
 HARDENING_CHECKS: dict[str, tuple[Callable[[Api], None], dict[str, Any]]] = {
     "service-token-admin": (service_token_admin, {"token": "a", "tokens": ("a", "b"), "admin_token": "z"}),
     # A frame of batch(2, 600) is 19,552 bytes: the account's cap holds 2, the server's 3.
@@ -56,4 +64,5 @@ HARDENING_CHECKS: dict[str, tuple[Callable[[Api], None], dict[str, Any]]] = {
                                                     "max_buffered_bytes_total": 64 * 1024}),
     "results-never-freed": (results_never_freed, {"result_grace_s": 0.0, "results_read_kept": 1}),
     "late-body-accepted": (late_body_accepted, {}),
+    "job-ids-global": (job_ids_global, {"token": "a", "tokens": ("a", "b")}),
 }

@@ -209,6 +209,40 @@ def test_open_chunk_group_fails_the_test(pytester):
     result.stdout.fnmatch_lines(["*chunk group * of job * (forward_backward) left open: 1 of 3 chunks received*"])
 
 
+def test_an_abandoned_big_upload_does_not_fail_a_later_test(pytester):
+    """Tests of one worker share a fake (each its own account): a test that abandons an
+    upload holding most of the server's chunk budget does not make a later correct test's
+    upload answer 429; the abandoned group gives way to the later account's fair share."""
+    result = run(pytester, """
+        import mmap, uuid
+        import torch
+        from contract import wire
+        from client.rest import CortexRestClient
+
+        ROOMY = pytest.mark.fake_gs(max_buffered_bytes_total=4 * 1024 * 1024)
+
+        @ROOMY
+        @pytest.mark.fake_gs_gate(allow=("open_chunk_groups",))
+        def test_abandons_a_big_upload(fake_gs):
+            job = create(fake_gs).json()["job_id"]
+            ids = torch.frombuffer(mmap.mmap(-1, 3584 * 1024), dtype=torch.int64).reshape(-1, 64)
+            plan = wire.plan_chunks(wire.dumps_parts({"args": [], "kwargs": {"input_ids": ids}}), "request",
+                                    "forward-backward", 64 * 1024, str(uuid.uuid4()), True)
+            headers = {**fake_gs.headers, "Content-Type": "application/octet-stream"}
+            url = f"{fake_gs.service_url}/{job}/forward-backward"
+            assert requests.post(url, data=plan.chunk(0), headers=headers).status_code == 202
+
+        @ROOMY
+        def test_uploads_after_it(fake_gs):
+            client = CortexRestClient(fake_gs.client_config(max_chunk_bytes=512 * 1024, retries=0))
+            job = create(fake_gs).json()["job_id"]
+            client.wait_running(job)
+            batch = {"args": [], "kwargs": {"input_ids": torch.ones(2048, 64, dtype=torch.int64)}}
+            assert "avg_loss" in client.wait(job, client.forward_backward(job, batch)["request_id"])
+    """)
+    result.assert_outcomes(passed=2)
+
+
 def test_coverage_report_and_floor(pytester):
     body = """
         def test_create(fake_gs):

@@ -10,7 +10,7 @@ import uuid
 
 import pytest
 import requests
-from fake_gs_api import Api, training_config
+from fake_gs_api import Api, eventually, training_config
 
 from contract.errors import REQUEST_ID_HEADER, is_error_envelope
 from contract.routes import ROUTES, routes_for
@@ -136,12 +136,20 @@ def test_cli_port_0_prints_its_url_and_answers() -> None:
         assert requests.get(base + "/_fake/health", timeout=3).json()["status"] == "ok"
         rest = "".join(proc.stdout.readline() for _ in range(2))
         assert "/api/v2/databases/" in rest
+        assert eventually(lambda: _loaded_torch(proc.pid), timeout_s=120.0), \
+            "the engine's torch loads at start-up, before any call needs it"
         job = requests.post(base + "/api/v2/databases/D/schemas/S/cortex-training/",
                             json={"sub_job_configs": [training_config()]}, timeout=10)
         assert job.status_code == 200
     finally:
         proc.terminate()
         proc.wait(10)
+
+
+def _loaded_torch(pid: int) -> bool:
+    import psutil
+
+    return any("libtorch" in m.path for m in psutil.Process(pid).memory_maps())
 
 
 def test_cli_help_documents_every_option() -> None:

@@ -73,6 +73,9 @@ class Admin:
     def state(self) -> dict[str, Any]:
         return dict(self._call("GET", "state"))
 
+    def budgets(self) -> dict[str, Any]:
+        return dict(self._call("GET", "budgets"))
+
     def set_faults(self, rules: list[dict[str, Any]]) -> list[dict[str, Any]]:
         return list(self._call("PUT", "faults", {"rules": rules})["rules"])
 
@@ -146,6 +149,19 @@ class PeakSampler:
             pass
 
 
+def _wait_warmed_up(base_url: str, args: tuple[str, ...], deadline: float) -> None:
+    """Until the fake has loaded its engine (torch) at start-up: RSS measured from here on
+    is the fake's work, not its imports (the admin API answers with the admin token, if set)."""
+    token = args[args.index("--admin-token") + 1] if "--admin-token" in args else None
+    if token is None and "--token" in args:
+        return  # a random admin token: nothing to ask with
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    while time.monotonic() < deadline:
+        if requests.get(base_url + "/_fake/budgets", headers=headers, timeout=10).json().get("warmed_up", True):
+            return
+        time.sleep(0.05)
+
+
 @contextmanager
 def fake_process(*args: str, env: Mapping[str, str] | None = None, timeout_s: float = 60.0) -> Iterator[FakeProcess]:
     """``python -m fake_gs --port 0 ARGS`` on a free port; yields once it serves."""
@@ -170,6 +186,7 @@ def fake_process(*args: str, env: Mapping[str, str] | None = None, timeout_s: fl
             raise RuntimeError("fake-gs did not start:\n" + "".join(lines))
         # Keep draining its output so a chatty server never blocks on a full pipe.
         threading.Thread(target=lambda: [lines.append(x) for x in proc.stdout], daemon=True).start()  # type: ignore[union-attr]
+        _wait_warmed_up(base_url, args, deadline)
         yield FakeProcess(proc, base_url, lines)
     finally:
         proc.terminate()
