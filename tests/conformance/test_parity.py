@@ -88,7 +88,13 @@ def test_conformance_tape_never_holds_a_token(tmp_path: Path) -> None:
     assert {"Bearer <token-1>", "Bearer <token-2>"} <= labels
 
 
-@pytest.mark.parametrize("tape", corpus_tapes(), ids=lambda p: p.name)
+def _corpus_tier(tape: Path) -> list[pytest.MarkDecorator]:
+    """The spec dialect's conformance tape replays in ``slow`` (CI's tests tier keeps to 3
+    minutes); the other tapes in ``tests``."""
+    return [pytest.mark.slow] if "-spec." in tape.name else []
+
+
+@pytest.mark.parametrize("tape", [pytest.param(t, marks=_corpus_tier(t), id=t.name) for t in corpus_tapes()])
 @pytest.mark.heavy
 def test_corpus_replays_to_zero_divergences(tape: Path) -> None:
     """CI holds the fake to its committed recordings: a change of behaviour is a
