@@ -14,6 +14,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -42,7 +43,10 @@ def walkthrough() -> str:
 
 def test_readme_walkthrough_runs_as_written(tmp_path: Path) -> None:
     shutil.copytree(ROOT / "examples", tmp_path / "examples")
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    # `python` in the block is the interpreter running the tests (tox's slow env borrows the
+    # tests env's interpreter, and its own bin holds none of the kit's dependencies)
+    path = os.pathsep.join((str(Path(sys.executable).parent), os.environ.get("PATH", "")))
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "PATH": path}
     for name in ("CORTEX_HOST", "CORTEX_BASE_URL", "CORTEX_PAT", "REQUESTS_CA_BUNDLE", "SSL_CERT_FILE"):
         env.pop(name, None)
     proc = subprocess.run(["bash", "-euo", "pipefail", "-c", walkthrough()], cwd=tmp_path, env=env,
