@@ -244,12 +244,8 @@ class GuardedH11Protocol(H11Protocol):
         self._unset_keepalive_if_required()
         reader._remaining -= len(data)
         conn.client_is_waiting_for_100_continue = False
-        held = len(cycle.body)
         cycle.body += data  # b"" + data is data itself: no copy
-        # Reading pauses only while the handler has not taken the piece before this one (at
-        # most two pieces wait here): uvicorn pauses after every piece over 64 KiB, and the
-        # resume costs an epoll_ctl per piece although the handler takes each one at once.
-        if held and len(cycle.body) > HIGH_WATER_LIMIT:
+        if len(cycle.body) > HIGH_WATER_LIMIT:
             self.flow.pause_reading()
         cycle.message_event.set()
         self.guard.counts["body_pieces_past_h11"] += 1
