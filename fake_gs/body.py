@@ -130,8 +130,9 @@ class BodyReader:
         if self.idle_s <= 0:
             message = await self.request.receive()
         else:
-            try:
-                message = await asyncio.wait_for(self.request.receive(), self.idle_s)
+            try:  # a timeout scope, not wait_for: no task made per message (one per 64-256 KiB)
+                async with asyncio.timeout(self.idle_s):
+                    message = await self.request.receive()
             except TimeoutError:
                 self._time_out(f"no body bytes arrived for {self.idle_s:g} s")
         if self.deadline is not None and self.deadline.passed:

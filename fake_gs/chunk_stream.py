@@ -23,6 +23,9 @@ from fake_gs.chunk_machine import OPEN, chunk_span
 from fake_gs.chunks import ChunkGroup, malformed
 from fake_gs.group_buffer import GroupBuffer
 
+#: Bytes of a chunk's payload handed to the frame hash at once (pieces arrive in 64-256 KiB).
+HASH_SPAN = 1024 * 1024
+
 
 class Head(NamedTuple):
     """What arrived of a body before its frame header could be read, and the rest of it."""
@@ -103,6 +106,8 @@ class Sink:
     hashing: bool = False
     #: ``buffer`` is the arrived bytes themselves (a one-chunk frame that came whole).
     adopted: bool = False
+    #: Payload bytes already fed to the frame hash (it is fed in spans of ``HASH_SPAN``).
+    hashed: int = 0
 
     def write(self, data: Any) -> None:
         if self.written + len(data) > self.length:
@@ -112,11 +117,21 @@ class Sink:
             pos = self.start + self.written
             if not self.adopted:
                 self.buffer.write(pos, data)
-            if self.hashing:  # from the buffer: a hash running behind holds no piece alive
-                self.buffer.hash.digest.feed(self.buffer.span(pos, pos + len(data)))
         else:
             self.private += data
         self.written += len(data)
+        if self.hashing:
+            self._feed_hash()
+
+    def _feed_hash(self) -> None:
+        """Hand the bytes written since the last span to the frame hash once a span is full
+        or the payload is complete: from the buffer (a hash running behind holds no piece
+        alive), in spans, so the hashing threads are woken once per span, not per piece."""
+        if self.written - self.hashed < HASH_SPAN and self.written != self.length:
+            return
+        assert self.buffer is not None
+        self.buffer.hash.digest.feed(self.buffer.span(self.start + self.hashed, self.start + self.written))
+        self.hashed = self.written
 
     def finish(self, kept: bool) -> None:
         """The chunk's fate is decided: kept in ``buffer`` (its hash stays in) or not (rolled

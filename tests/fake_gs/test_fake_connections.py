@@ -142,3 +142,38 @@ def test_when_every_connection_is_busy_the_newest_is_refused_503(make_server) ->
         newest.close()
         assert status == 503 and json.loads(body)["code"] == "unavailable"
     assert _connections(server)["refused"] == 1
+
+
+def test_a_body_read_past_h11_arrives_whole_and_a_pipelined_request_after_it_is_answered(  # type: ignore[no-untyped-def]
+        make_server) -> None:
+    """Body bytes handed to the request without h11 (fake_gs.connections: every piece but
+    the body's last bytes): the handler gets exactly the declared body, the bytes after it
+    are the next request, and h11's state still knows where the body ended."""
+    server = make_server()
+    host, port = _addr(server)
+    rule = {"route": "get_capacity", "nth": 2, "status": 503}
+    body = json.dumps({"rules": [rule]}).encode()
+    body = body[:-1] + b" " * (900 * 1024) + body[-1:]  # many receives' worth of body
+    head = (f"PUT /_fake/faults HTTP/1.1\r\nHost: {host}:{port}\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(body)}\r\n\r\n").encode()
+    health = f"GET /_fake/health HTTP/1.1\r\nHost: {host}:{port}\r\n\r\n".encode()
+    with _sockets(server, 1) as (s,):
+        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        s.sendall(head + body[:1000])
+        for start in range(1000, len(body) - 7, 64 * 1024):
+            s.sendall(body[start : min(start + 64 * 1024, len(body) - 7)])
+        s.sendall(body[-7:] + health)  # the body's end and the next request in one piece
+        status, data = read_answer(s, LIVENESS_TIMEOUT_S)  # the health answer may come along
+        answer, end = json.JSONDecoder().raw_decode(data.decode())
+        rest = data[end:]
+        second = read_answer(s, LIVENESS_TIMEOUT_S) if not rest else read_answer_from(rest)
+    assert status == 200, data
+    assert answer["rules"][0]["status"] == 503
+    assert second[0] == 200 and json.loads(second[1])["status"] == "ok", second
+    assert _connections(server)["body_pieces_past_h11"] > 0
+
+
+def read_answer_from(raw: bytes) -> tuple[int, bytes]:
+    """The status and body of an answer already read whole."""
+    head, _, body = raw.partition(b"\r\n\r\n")
+    return int(head.split(b" ", 2)[1]), body
