@@ -104,6 +104,7 @@ def _batch(seq: int) -> dict:
     return {"args": [], "kwargs": {"input_ids": torch.ones(4, seq, dtype=torch.int64) * 3}}
 
 
+@pytest.mark.slow
 @pytest.mark.heavy
 def test_results_read_to_the_end_are_freed_while_the_job_runs() -> None:
     """forward-no-grad calls with 1 MiB results, each read to the end by the kit's client:
