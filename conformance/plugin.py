@@ -26,7 +26,7 @@ from conformance.recorder import RECORDER, finish_run_tape, start_run_tape
 from conformance.results import ClauseBook, RunResults
 from conformance.runtime import RUNTIME
 from conformance.target import run_secrets
-from contract.clauses import CLAUSES, clauses_of, for_profile
+from contract.clauses import clauses_of, for_profile
 from contract.redact import scrub_text
 
 pytest_plugins = ("conformance.fixtures",)
@@ -169,7 +169,3 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     colour = getattr(terminalreporter, "isatty", False) and os.environ.get("NO_COLOR") is None
     terminalreporter.write_sep("=", "gs-conformance clauses")
     terminalreporter.write_line(reports.text(results, colour=bool(colour)))
-
-
-def all_clause_ids() -> list[str]:
-    return list(CLAUSES)

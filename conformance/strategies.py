@@ -8,7 +8,6 @@ stay below 100 so a real tiny model can embed them.
 from __future__ import annotations
 
 import copy
-import pickle
 import struct
 from typing import Any
 
@@ -216,22 +215,6 @@ def malformed_frames(draw: st.DrawFn, good: bytes) -> bytes:
     if kind == "empty":
         return b""
     return draw(st.binary(min_size=1, max_size=7))
-
-
-def pickle_payloads() -> st.SearchStrategy[bytes]:
-    """Pickles of protocols 2-5 (they start 0x80 0x02..0x05)."""
-    obj = {"input_ids": [[1, 2, 3]]}
-    return st.sampled_from([pickle.dumps(obj, protocol=p) for p in (2, 3, 4, 5)])
-
-
-def torch_save_payload() -> bytes:
-    """What ``torch.save`` writes: a zip archive (starts ``PK\\x03\\x04``)."""
-    import io
-
-    torch = _torch()
-    buf = io.BytesIO()
-    torch.save({"input_ids": torch.ones(1, 3, dtype=torch.int64)}, buf)
-    return buf.getvalue()
 
 
 # --- create-job bodies ------------------------------------------------------------------

@@ -163,11 +163,6 @@ def check_loss(value: Any) -> list[str]:
     return []
 
 
-def expected_global_steps_after_step(previous: int) -> int:
-    """``global_steps`` goes up by one per step."""
-    return previous + 1
-
-
 def _flatten(value: Any) -> list[float]:
     data = value.tolist() if callable(getattr(value, "tolist", None)) else value
     out: list[float] = []

@@ -64,7 +64,3 @@ def validation_error(exc: ValidationError, prefix: tuple[str | int, ...] = ()) -
     ]
     names = ", ".join(".".join(str(p) for p in d["loc"]) or "<body>" for d in details)
     return ApiError(ErrorCode.VALIDATION_FAILED, f"invalid request body: {names}", details)
-
-
-def not_found(code: ErrorCode, what: str, ident: str) -> ApiError:
-    return ApiError(code, f"{what} {ident!r} not found")
