@@ -49,6 +49,7 @@ from contract.idempotency import (
     CLIENT_MUTANT_KEY_DROPPED,
     DATA_PLANE_ROUTES,
     IDEMPOTENCY_KEY_HEADER,
+    RESEND_ONLY_IF_UNSENT,
     Idempotency,
     call_idempotency,
 )
@@ -176,6 +177,8 @@ class _Call:
 
     ``kind`` is the route's idempotency unless ``idempotency`` overrides it (a chunk
     upload is a ``group`` call); every data-plane POST gets one key for all its tries.
+    ``only_if_unsent`` marks a call resent only when no try reached the server
+    (``contract.idempotency.RESEND_ONLY_IF_UNSENT``: create-job, CLIENT-RETRY-2).
     """
 
     route: Route
@@ -185,6 +188,7 @@ class _Call:
     idempotency: InitVar[Idempotency | None]
     kind: Idempotency = field(init=False)
     key: str | None = field(init=False)
+    only_if_unsent: bool = field(init=False)
     attempt: int = 0
     #: A try failed in a way that may have followed execution (unsafe calls only).
     ambiguous: bool = False
@@ -195,6 +199,7 @@ class _Call:
                                                     operation_type=self.operation_type)
         data_plane_post = self.route.method == "POST" and self.route.name in DATA_PLANE_ROUTES
         self.key = str(uuid.uuid4()) if data_plane_post else None
+        self.only_if_unsent = self.route.name in RESEND_ONLY_IF_UNSENT
 
 
 class PiecesBody(Protocol):
@@ -341,7 +346,7 @@ class HttpSession:
                                 requests.exceptions.ChunkedEncodingError)):
             raise failure from exc
         never_ran = connection_never_established(exc)
-        if route.name == "create_job" and not never_ran:
+        if call.only_if_unsent and not never_ran:
             raise CortexConnectionError(
                 f"create-job outcome unknown ({type(exc).__name__}: {exc}); not retried "
                 "so no second job is created; list jobs before trying again",
@@ -356,7 +361,7 @@ class HttpSession:
         status = response.status_code
         policy = self.settings.retry
         retryable = (status in policy.statuses and failure.code not in NON_RETRYABLE_CODES
-                     and call.route.name != "create_job"
+                     and not call.only_if_unsent
                      and not self._route_absent(call.route.name, failure))
         # A 4xx is the server refusing the call; a 503 with Retry-After asks to come back
         # later; a 501 names a call the server does not have. Any other 5xx (a crash, a
@@ -372,8 +377,8 @@ class HttpSession:
     def _judge(self, call: _Call, failure: CortexError, *, never_ran: bool, retryable: bool,
                cause: BaseException | None) -> None:
         """Raise unless the failed try may be sent again (policy, budget, at-most-once)."""
-        # create-job keeps its own rule (never resent once it may have landed; CLIENT-RETRY-2).
-        if not never_ran and call.kind == "unsafe" and call.route.name != "create_job":
+        # An only-if-unsent call keeps its own rule (never resent once it may have landed).
+        if not never_ran and call.kind == "unsafe" and not call.only_if_unsent:
             call.ambiguous = True
             if not (self.keys_supported and call.key) and not self.settings.retry_ambiguous:
                 raise self._ambiguous(call, failure, "not resent: a resend could run it twice") \

@@ -75,6 +75,11 @@ DATA_PLANE_ROUTES: frozenset[str] = frozenset({
     "forward_no_grad", "log_probs",
 })
 
+#: Routes resent only after a failure that provably never reached the server (spec §3.5,
+#: CLIENT-RETRY-2): not after an ambiguous failure, keys or not, nor after any error
+#: answer, so a lost answer never creates a second job.
+RESEND_ONLY_IF_UNSENT: frozenset[str] = frozenset({"create_job"})
+
 #: The kit's client mutant (see ``fake_gs.mutants``): on a resend, the key is left off.
 CLIENT_MUTANT_KEY_DROPPED = "client-key-dropped-on-retry"
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from contract.idempotency import (
     DATA_PLANE_ROUTES,
     OPERATION_IDEMPOTENCY,
+    RESEND_ONLY_IF_UNSENT,
     ROUTE_IDEMPOTENCY,
     call_idempotency,
     fingerprint,
@@ -20,6 +21,9 @@ def test_every_route_and_operation_has_a_kind() -> None:
     assert set(OPERATION_IDEMPOTENCY) == set(OPERATION_PAYLOADS)
     assert set(ROUTES_BY_NAME) >= DATA_PLANE_ROUTES
     assert all(ROUTES_BY_NAME[name].method == "POST" for name in DATA_PLANE_ROUTES)
+    # Only-if-unsent routes are unsafe routes; a name that is no route would guard nothing.
+    assert {"create_job"} == RESEND_ONLY_IF_UNSENT
+    assert all(ROUTE_IDEMPOTENCY[name] == "unsafe" for name in RESEND_ONLY_IF_UNSENT)
 
 
 def test_reads_are_gets_and_state_changing_calls_are_unsafe() -> None:
