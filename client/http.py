@@ -46,7 +46,6 @@ from client.errors import (
 from contract.auth import auth_headers
 from contract.errors import NON_RETRYABLE_CODES
 from contract.idempotency import (
-    CLIENT_MUTANT_KEY_DROPPED,
     DATA_PLANE_ROUTES,
     IDEMPOTENCY_KEY_HEADER,
     RESEND_ONLY_IF_UNSENT,
@@ -59,7 +58,7 @@ from contract.routes import JSON, Route
 if TYPE_CHECKING:
     from client.config import ClientConfig
 
-__all__ = ["Answer", "HttpSession", "HttpSettings", "Seams", "connection_never_established",
+__all__ = ["Answer", "BeforeSend", "HttpSession", "HttpSettings", "Seams", "connection_never_established",
            "how_to_check", "parse_retry_after"]
 
 
@@ -86,8 +85,6 @@ class HttpSettings:
     max_answer_bytes: int = MAX_ANSWER_BYTES
     #: How many times its wire bytes a compressed answer may decode to (``client.bounded``).
     max_answer_inflation: float = MAX_ANSWER_INFLATION
-    #: A client mutant (``contract.idempotency``): for the conformance self-test only.
-    mutant: str | None = None
 
     @classmethod
     def from_config(cls, config: ClientConfig, base: str, prefix: str) -> HttpSettings:
@@ -99,14 +96,20 @@ class HttpSettings:
                       "idempotency_keys": config.supports_idempotency_keys})
 
 
+#: Sees each try's number (0 first) and the headers it is about to send, and may change them.
+BeforeSend = Callable[[int, dict[str, str]], None]
+
+
 class Seams(TypedDict, total=False):
     """What a test (or a second session sharing them) injects: the ``requests`` session,
-    the sleep, the clock and the jitter's random source."""
+    the sleep, the clock, the jitter's random source, and ``before_send``, which the
+    conformance self-test uses to break the client on purpose (its client mutants)."""
 
     session: requests.Session | None
     sleep: Callable[[float], None]
     clock: Callable[[], float]
     rng: random.Random | None
+    before_send: BeforeSend | None
 
 
 def connection_never_established(exc: BaseException) -> bool:
@@ -239,6 +242,7 @@ class HttpSession:
         self.sleep = seams.get("sleep", time.sleep)
         self.clock = seams.get("clock", time.monotonic)
         self.rng = seams.get("rng") or random.Random()
+        self.before_send = seams.get("before_send")
         #: Unsafe calls are resent after ambiguous failures (with their key) once True.
         self.keys_supported = settings.idempotency_keys is True
         #: Routes whose existence on this server is being learnt -> what says it is absent.
@@ -266,7 +270,8 @@ class HttpSession:
 
     def seams(self) -> Seams:
         """This session's seams, for a second session that must share them."""
-        return Seams(session=self.session, sleep=self.sleep, clock=self.clock, rng=self.rng)
+        return Seams(session=self.session, sleep=self.sleep, clock=self.clock, rng=self.rng,
+                     before_send=self.before_send)
 
     @property
     def _verify(self) -> dict[str, Any]:
@@ -321,8 +326,10 @@ class HttpSession:
         timeout = (min(self.settings.connect_timeout_s, remaining),
                    min(self.settings.read_timeout_s, remaining))
         sent = dict(headers)
-        if call.key and not (call.attempt and self.settings.mutant == CLIENT_MUTANT_KEY_DROPPED):
+        if call.key:
             sent[IDEMPOTENCY_KEY_HEADER] = call.key
+        if self.before_send is not None:
+            self.before_send(call.attempt, sent)
         try:
             response = self.session.request(method, call.url, data=payload, params=params or None,
                                             headers=sent, timeout=timeout, stream=True,

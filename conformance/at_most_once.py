@@ -19,9 +19,11 @@ import requests
 
 from client.config import ClientConfig
 from client.errors import AmbiguousOutcome, CortexError
+from client.http import BeforeSend, Seams
 from client.rest import CortexRestClient
 from conformance import bodies
 from conformance.faultproxy import FaultProxy
+from contract.idempotency import CLIENT_MUTANT_KEY_DROPPED, IDEMPOTENCY_KEY_HEADER
 
 #: Client timing for loopback runs: short read time-out, tiny back-off and poll waits.
 FAST_CLIENT: dict[str, Any] = {
@@ -35,6 +37,21 @@ FAST_CLIENT: dict[str, Any] = {
 }
 
 Call = Callable[[CortexRestClient, str], Any]
+
+
+def _drop_key_on_resend(attempt: int, headers: dict[str, str]) -> None:
+    if attempt:
+        headers.pop(IDEMPOTENCY_KEY_HEADER, None)
+
+
+#: The kit's client mutants (``client=True`` in ``fake_gs.mutants``): each a hook the
+#: client is given as its ``before_send`` seam, so the shipped client carries none of them.
+CLIENT_MUTANTS: dict[str, BeforeSend] = {CLIENT_MUTANT_KEY_DROPPED: _drop_key_on_resend}
+
+
+def client_mutant_seams(mutant: str | None) -> Seams:
+    """The seams that apply client mutant ``mutant`` (none for None)."""
+    return Seams(before_send=CLIENT_MUTANTS[mutant]) if mutant else Seams()
 
 
 def _step(rest: CortexRestClient, job: str) -> Any:
@@ -153,8 +170,7 @@ def measure(fake_url: str, job: str, proxy: FaultProxy, routes: tuple[str, ...],
     ``mutant`` names a client mutant to apply (the conformance self-test's teeth)."""
     headers = admin_headers or {}
     rest = CortexRestClient(ClientConfig(base_url=proxy.url, **{**FAST_CLIENT, **config}),
-                            session=session)
-    rest.http.settings.mutant = mutant
+                            session=session, **client_mutant_seams(mutant))
     out: dict[str, Tally] = {}
     try:
         for name in routes:

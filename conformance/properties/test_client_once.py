@@ -19,7 +19,14 @@ import requests
 from client.config import ClientConfig
 from client.errors import AmbiguousOutcome
 from client.rest import CortexRestClient
-from conformance.at_most_once import CURRENT_ROUTES, FAST_CLIENT, PROPOSED_ROUTES, measure, open_job
+from conformance.at_most_once import (
+    CURRENT_ROUTES,
+    FAST_CLIENT,
+    PROPOSED_ROUTES,
+    client_mutant_seams,
+    measure,
+    open_job,
+)
 from conformance.checks import kit_form
 from conformance.fake_admin import FakeAdmin
 from conformance.faultproxy import FaultProxy
@@ -53,10 +60,9 @@ def _config(target: Any, **extra: Any) -> dict[str, Any]:
 
 
 def _rest(target: Any, gs_opts: Any, **extra: Any) -> CortexRestClient:
-    rest = CortexRestClient(ClientConfig(base_url=target.base_url,
-                                         **{**FAST_CLIENT, **_config(target, **extra)}))
-    rest.http.settings.mutant = _client_mutant(gs_opts)
-    return rest
+    return CortexRestClient(ClientConfig(base_url=target.base_url,
+                                         **{**FAST_CLIENT, **_config(target, **extra)}),
+                            **client_mutant_seams(_client_mutant(gs_opts)))
 
 
 @pytest.fixture

@@ -31,3 +31,19 @@ def test_outcome_figures() -> None:
     assert outcome_figure(None) == "succeeded"
     assert outcome_figure(CortexError("x", route="get_request")) == "poll_errors"
     assert outcome_figure(ValueError("x")) == "other_errors"
+
+
+def test_every_client_mutant_has_its_hook() -> None:
+    """A ``client=True`` mutant of the fake's table is applied through the client's
+    ``before_send`` seam; one without a hook would run the plain client and survive."""
+    from conformance.at_most_once import CLIENT_MUTANTS, client_mutant_seams
+    from fake_gs.mutants import MUTANTS
+
+    assert set(CLIENT_MUTANTS) == {name for name, m in MUTANTS.items() if m.client}
+    assert client_mutant_seams(None) == {}
+    headers = {"Idempotency-Key": "k"}
+    for name in CLIENT_MUTANTS:
+        hook = client_mutant_seams(name).get("before_send")
+        assert hook is not None
+        hook(0, headers)
+    assert headers == {"Idempotency-Key": "k"}  # a first try goes out untouched
