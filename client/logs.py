@@ -13,7 +13,7 @@ import dataclasses
 import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from client.errors import (
     AnswerTooLarge,
@@ -34,7 +34,7 @@ from contract.logs import (
 )
 
 if TYPE_CHECKING:
-    from client.rest import CortexRestClient
+    from client.config import ClientConfig
 
 #: Most log files one download reads (a listing that goes on past it is refused).
 MAX_LOG_FILES = 10_000
@@ -45,7 +45,20 @@ MISSING_BOTO3 = (
 )
 
 
-def stage_credentials(rest: CortexRestClient, job_id: str) -> StageCredentials:
+class RunClient(Protocol):
+    """What the download needs of a REST client (``client.rest.CortexRestClient`` is one):
+    named by shape so this module never imports ``client.rest``, which imports it."""
+
+    @property
+    def config(self) -> ClientConfig: ...
+
+    @property
+    def http(self) -> HttpSession: ...
+
+    def get_experiment_run(self, job_id: str) -> dict[str, Any]: ...
+
+
+def stage_credentials(rest: RunClient, job_id: str) -> StageCredentials:
     """Hops 1 and 2: the run's name, then its stage credentials from the SQL API."""
     run = rest.get_experiment_run(job_id)
     experiment, name = run.get("experiment_name"), run.get("experiment_run_name")
@@ -84,7 +97,7 @@ def _s3(creds: StageCredentials, ca_bundle: str | None) -> Any:
     )
 
 
-def fetch_execution_logs(rest: CortexRestClient, job_id: str) -> list[dict[str, str]]:
+def fetch_execution_logs(rest: RunClient, job_id: str) -> list[dict[str, str]]:
     """``[{"sub_job_id", "filename", "s3_uri", "content"}]``, one per log file, in key order.
 
     Every key is checked as it is read (:class:`UnsafeLogKey` for one that would leave its

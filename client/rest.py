@@ -15,6 +15,7 @@ from typing import Any, Unpack
 from client.config import ClientConfig, check_chunk_bytes
 from client.errors import ConfigError, CortexError, PayloadTooLarge, ProtocolError
 from client.http import Answer, HttpSession, HttpSettings, Seams
+from client.logs import fetch_execution_logs as _fetch_execution_logs
 from client.polling import iter_stream_events, wait_job_running, wait_request
 from client.transport import given
 from client.upload import split_frame, upload
@@ -140,9 +141,7 @@ class CortexRestClient:
 
     def fetch_execution_logs(self, job_id: str) -> list[dict[str, str]]:
         """Every log file of the job's run: experiment-run, stage credentials, S3 (spec §12.2)."""
-        from client.logs import fetch_execution_logs
-
-        return fetch_execution_logs(self, job_id)
+        return _fetch_execution_logs(self, job_id)
 
     def delete_checkpoint(self, job_id: str, checkpoint_id: str) -> dict[str, Any]:
         answer = self._json("delete_checkpoint", job_id=job_id, checkpoint_id=checkpoint_id)
