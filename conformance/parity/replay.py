@@ -363,9 +363,15 @@ def _finished(route: str, answer: dict[str, Any]) -> bool:
     return state is not None and bool(terminal(state))
 
 
+#: How a recorded read time-out reads: requests' own, or the bounded reader's whole-answer
+#: bound (client.bounded.AnswerTooSlow, a ReadTimeout).
+_TIMED_OUT = ("Timeout", "AnswerTooSlow", "timed out")
+
+
 def _read_timeout(recorded: dict[str, Any], ms: float) -> float | None:
     """The recording client's read timeout, when it ran out: wait as long, not longer."""
-    return max(ms / 1000, 0.05) if "Timeout" in str(recorded.get("error", "")) else None
+    error = str(recorded.get("error", ""))
+    return max(ms / 1000, 0.05) if any(mark in error for mark in _TIMED_OUT) else None
 
 
 def _state(answer: dict[str, Any], normal: Any) -> str | None:
