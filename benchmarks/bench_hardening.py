@@ -185,8 +185,8 @@ def bench_poll_page() -> bool:
     import tracemalloc
 
     from contract.models import RequestStatus
-    from fake_gs.delivery import chunk_event
-    from fake_gs.handlers.polling import render
+    from fake_gs.answers.delivery import chunk_event
+    from fake_gs.http.handlers.polling import render
 
     frame = os.urandom(512 * 60 * 1024)
     chunks = wire.encode_byte_chunks(frame, "result", max_bytes=64 * 1024, force_chunk=True)[:512]

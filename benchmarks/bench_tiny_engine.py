@@ -50,7 +50,7 @@ def make_batch(batch: int, seq: int) -> dict[str, Any]:
 
 def bare_variant(payload: dict[str, Any]) -> Callable[[], None]:
     from fake_gs.engines.tiny import TinyEngine
-    from fake_gs.engines.tiny_model import TinyLM
+    from fake_gs.engines.tiny.model import TinyLM
 
     model = TinyLM(seed=TinyEngine(0).initial_seed(MODEL))
     ids = payload["kwargs"]["input_ids"]

@@ -8,7 +8,7 @@ form instead (a server using the alternative is conformant, so those clauses are
 only on a target that promises the kit's forms: :func:`kit_form_judged`).
 
 One table, read by everything that must agree on it: ``fake-gs --dialect any`` picks
-among every row per answer (seeded; ``fake_gs.dialect``), ``--dialect spec`` always takes
+among every row per answer (seeded; ``fake_gs.answers.forms``), ``--dialect spec`` always takes
 the rows marked ``spec``; the conformance suite skips the kit-form clauses of a target
 that may use a row; ``gs-parity`` counts a difference a row explains as an equivalence;
 ``docs/spec-coverage.md`` shows which spec rules ``--dialect any`` exercises. A test holds

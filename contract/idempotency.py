@@ -80,7 +80,7 @@ DATA_PLANE_ROUTES: frozenset[str] = frozenset({
 #: answer, so a lost answer never creates a second job.
 RESEND_ONLY_IF_UNSENT: frozenset[str] = frozenset({"create_job"})
 
-#: The kit's client mutant (see ``fake_gs.mutants``): on a resend, the key is left off.
+#: The kit's client mutant (see ``fake_gs.ops.mutants``): on a resend, the key is left off.
 CLIENT_MUTANT_KEY_DROPPED = "client-key-dropped-on-retry"
 
 

@@ -3,7 +3,7 @@ submissions, polls and their events, inline operation answers, polled results, e
 
 Fields are declared in the order the fake writes them (its answers are rendered through
 these models), and every field it sends on purpose is declared: the fake's answer check
-(``fake_gs.answers``) refuses an undeclared one. The OpenAPI document's response schemas
+(``fake_gs.answers.check``) refuses an undeclared one. The OpenAPI document's response schemas
 are these models' JSON schemas.
 """
 

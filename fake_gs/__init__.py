@@ -7,8 +7,8 @@ port for tests (``clock=ManualClock()`` drives its timed rules); ``fake-gs`` /
 
 from __future__ import annotations
 
-from fake_gs.app import create_app
 from fake_gs.clock import Clock, ManualClock
+from fake_gs.http.app import create_app
 from fake_gs.server import FakeServer, serve_in_background, start_in_background
 from fake_gs.settings import FakeSettings, Timing
 

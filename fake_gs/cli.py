@@ -170,7 +170,7 @@ def _exit_on_sigterm(signum: int, frame: Any) -> None:
 
 
 def _tokenizer_main(argv: Sequence[str]) -> int:
-    from fake_gs.tokenizer import main as tokenizer_main
+    from fake_gs.engines.tiny.tokenizer_dir import main as tokenizer_main
 
     return tokenizer_main(argv)
 
@@ -181,7 +181,7 @@ class _Refused(Exception):
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv[:1] == ["tokenizer"]:  # ``fake-gs tokenizer DIR``: same as python -m fake_gs.tokenizer
+    if argv[:1] == ["tokenizer"]:  # ``fake-gs tokenizer DIR``: same as python -m fake_gs.engines.tiny.tokenizer_dir
         return _tokenizer_main(argv[1:])
     args = build_parser().parse_args(argv)
     try:
@@ -201,7 +201,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _open(settings: FakeSettings) -> tuple[Any, socket.socket, Any]:
     """The app, the listening socket and the TLS material (None without --tls)."""
-    from fake_gs.app import create_app
+    from fake_gs.http.app import create_app
     from fake_gs.server import bind_socket
     from fake_gs.tls import TlsUnavailable, make_material
 

@@ -17,11 +17,11 @@ import uvicorn
 from starlette.applications import Starlette
 
 from contract.routes import PREFIX_TEMPLATE
-from fake_gs.app import create_app
 from fake_gs.clock import SYSTEM_CLOCK, Clock
-from fake_gs.connections import protocol_factory
+from fake_gs.http.app import create_app
+from fake_gs.http.app_state import AppState
+from fake_gs.http.connections import protocol_factory
 from fake_gs.settings import FakeSettings
-from fake_gs.state import AppState
 from fake_gs.tls import TlsMaterial, make_material, uvicorn_ssl_options
 
 
@@ -60,7 +60,7 @@ class _Server(uvicorn.Server):
 
 def uvicorn_config(app: Starlette, settings: FakeSettings, **extra: Any) -> uvicorn.Config:
     """uvicorn's configuration for the fake's app: each connection's protocol reports to the
-    app's connection guard (deadlines and the cap, ``fake_gs.connections``)."""
+    app's connection guard (deadlines and the cap, ``fake_gs.http.connections``)."""
     state: AppState = app.state.fake
     return uvicorn.Config(
         app,

@@ -18,10 +18,10 @@ from contract.idempotency import KEY_WINDOW_S
 from contract.limits import MAX_BODY_BYTES, MAX_EVENTS_CAP, MAX_JSON_VALUES, RETENTION_BOUNDS, MiB
 from contract.tape_store import BODY_MODES, BUDGET_MIB
 from contract.wire import MIN_RESULT_CHUNK_BYTES
-from fake_gs.answers import on_by_env
-from fake_gs.dialect import Forms, forms_for
+from fake_gs.answers.check import on_by_env
+from fake_gs.answers.forms import Forms, forms_for
 from fake_gs.engines import ENGINES
-from fake_gs.mutants import MUTANTS
+from fake_gs.ops.mutants import MUTANTS
 from fake_gs.options import bound_of, option
 
 Profile = Literal["current", "proposed"]
@@ -100,7 +100,7 @@ class FakeSettings:
     faults: str | None = option(None, "--faults", "fault rules file (JSON or YAML); also set at run time via /_fake/faults", metavar="FILE")
     log_level: str = option("info", "--log-level", "log verbosity", choices=("critical", "error", "warning", "info", "debug"))
     tls: bool = option(False, "--tls", "serve HTTPS with a certificate from a throwaway CA made now (needs the tls extra); prints the CA bundle and the exports a client needs", group=RECIPE_GROUP)
-    #: Answer forms (fake_gs.dialect); $FAKE_GS_DIALECT sets the default (the e2e tests: any).
+    #: Answer forms (fake_gs.answers.forms); $FAKE_GS_DIALECT sets the default (the e2e tests: any).
     dialect: Dialect = option("kit", "--dialect", env=DIALECT_ENV, help="answer forms: kit (string error codes, null for empty poll fields, ...), spec (the other forms the published spec allows: integer codes and detail lists, '' for empty poll fields, omitted zero capacity fields, last_lr lists, server-chosen checkpoint ids, 204 deletes, empty log pages while placing, a visible cancelling) or any (per answer, a choice seeded by --seed among every form of contract.forms: request-state synonyms, non-UUID ids, 422 detail lists, unknown fields, capped capacity, ...)")
     #: Limits (rarely changed; tests use them to stay small and fast).
     max_body_bytes: int = option(MAX_BODY_BYTES, "--max-body-mib", "largest accepted request body in MiB (the contract says 60)", bound="positive", unit=MiB)
@@ -135,12 +135,12 @@ class FakeSettings:
     #: a cap the least recently written runs' files are dropped (rewritten when asked for).
     max_stage_bytes_per_account: int = option(64 * MiB, "--max-stage-mib-per-account", "execution-log stage bytes one account (token) holds; its least recently fetched runs' files go first", bound="positive", group=_HARD, unit=MiB)
     max_stage_bytes_total: int = option(512 * MiB, "--max-stage-mib", "execution-log stage bytes of all accounts together (the stage process refuses more)", bound="positive", group=_HARD, unit=MiB)
-    #: Per-account retention caps (issue 23; fake_gs.quotas), defaults from contract.limits.
+    #: Per-account retention caps (issue 23; fake_gs.state.quotas), defaults from contract.limits.
     max_text_bytes: int = option(RETENTION_BOUNDS["text_bytes"], "--max-text-bytes", "UTF-8 bytes of one free-text string of a create body (experiment_name, model names, config keys and values); more answers 400 limit_exceeded", bound="positive", group=_HARD)
     max_account_config_bytes: int = option(RETENTION_BOUNDS["job_config_bytes"], "--max-account-config-mib", "create-body bytes one account's jobs keep (list_jobs answers them all); more answers 400 limit_exceeded", bound="positive", group=_HARD, unit=MiB)
     max_checkpoints_per_account: int = option(RETENTION_BOUNDS["checkpoints"], "--max-checkpoints-per-account", "checkpoints one account keeps over all its jobs; a save past it answers 400 limit_exceeded (delete some)", bound="positive", group=_HARD)
     max_exports_per_account: int = option(RETENTION_BOUNDS["exports"], "--max-exports-per-account", "live exports of one account; one more frees its oldest (that URL then answers 404)", bound="positive", group=_HARD)
-    #: Connection deadlines and cap (issue 23; fake_gs.connections).
+    #: Connection deadlines and cap (issue 23; fake_gs.http.connections).
     head_timeout_s: float = option(10.0, "--head-timeout-s", "a request head not complete this long after the connection opened (or its first byte after an answer) is answered 408 and closed (0: never)", bound="non_negative", group=_HARD)
     body_timeout_s: float = option(120.0, "--body-timeout-s", "a request body not complete this long after its head is answered 408 and closed, however steadily it trickles (0: never)", bound="non_negative", group=_HARD)
     max_connections: int = option(1000, "--max-connections", "open connections; one more closes the one waiting longest for a request head (503 when all are busy); lowered to fit the descriptor limit", bound="positive", group=_HARD)
@@ -158,7 +158,7 @@ class FakeSettings:
     example_data: bool = option(False, "--example-data", "hold the resources the OpenAPI document's examples name (a running job, two checkpoints, a done save request, a job to cancel), so a generic tool's examples phase reaches every operation (schemathesis' CLI, README)", group=RECIPE_GROUP)
     traffic: int = option(0, "--traffic", "keep the last N exchanges per account for GET /_fake/traffic (0: off); unknown JSON fields are then reported there instead of refused (unless --strict)", metavar="N")
     #: Check every JSON answer against its contract model; one that does not validate is a
-    #: 500, never sent (fake_gs.answers). On by default where ``FAKE_GS_VALIDATE_ANSWERS=1``
+    #: 500, never sent (fake_gs.answers.check). On by default where ``FAKE_GS_VALIDATE_ANSWERS=1``
     #: (the test suite).
     validate_answers: bool = field(default_factory=on_by_env)
 
@@ -216,7 +216,7 @@ class FakeSettings:
 
     @property
     def forms(self) -> Forms:
-        """The choice of answer form for this fake's dialect and seed (fake_gs.dialect)."""
+        """The choice of answer form for this fake's dialect and seed (fake_gs.answers.forms)."""
         return forms_for(self.dialect, self.seed)
 
 

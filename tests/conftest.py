@@ -1,6 +1,6 @@
 """Shared test settings: hypothesis profiles (small in CI, larger locally), the fake's
 answer check on for every fake a test builds, in this process or a child
-(``fake_gs.answers``: an answer that does not validate is a 500; building a fake without
+(``fake_gs.answers.check``: an answer that does not validate is a 500; building a fake without
 the check fails here), and the tests marked ``heavy`` collected first."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import os
 import pytest
 from hypothesis import HealthCheck, settings
 
-from fake_gs.answers import ENV as VALIDATE_ANSWERS_ENV
+from fake_gs.answers.check import ENV as VALIDATE_ANSWERS_ENV
 
 os.environ[VALIDATE_ANSWERS_ENV] = "1"
 

@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from fake_gs.engines.base import Engine
 
 #: name -> "module:Class"; each class takes ``seed`` as its first argument (and ``mutant=``
-#: when a mutant of ``fake_gs.mutants`` names that engine).
+#: when a mutant of ``fake_gs.ops.mutants`` names that engine).
 ENGINES: dict[str, str] = {
     "shape": "fake_gs.engines.shape:ShapeEngine",
     "tiny": "fake_gs.engines.tiny:TinyEngine",
@@ -28,7 +28,7 @@ def load_engine(name: str, seed: int = 0, mutant: str | None = None) -> Engine:
         raise ValueError(f"unknown engine {name!r}; known: {', '.join(sorted(ENGINES))}") from None
     module_name, _, cls_name = target.partition(":")
     cls = getattr(importlib.import_module(module_name), cls_name)
-    from fake_gs.mutants import MUTANTS
+    from fake_gs.ops.mutants import MUTANTS
 
     own = mutant is not None and mutant in MUTANTS and MUTANTS[mutant].engine == name
     engine: Engine = cls(seed, mutant=mutant) if own else cls(seed)

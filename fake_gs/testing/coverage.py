@@ -19,8 +19,8 @@ from typing import Any
 from contract.errors import ErrorCode
 from contract.models import OPERATION_TYPES
 from contract.routes import routes_for
+from fake_gs.ops.traffic import RESULT_FORMS
 from fake_gs.settings import FakeSettings, StatusStyle
-from fake_gs.traffic import RESULT_FORMS
 
 #: Settings of the fake that choose a dialect (``dialect`` exists once the fake has one).
 DIALECT_FIELDS = ("status_style", "dialect")

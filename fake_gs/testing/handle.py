@@ -23,7 +23,7 @@ import requests
 from contract.auth import AUTHORIZATION_HEADER, auth_headers
 from contract.errors import ErrorCode
 from contract.routes import DEFAULT_ENDPOINT, prefix
-from fake_gs import chunks
+from fake_gs.chunking import groups as chunks
 from fake_gs.settings import FakeSettings
 from fake_gs.testing.gate import Exchange, Expectations
 
@@ -130,7 +130,7 @@ class FakeGs:
 
     def state(self) -> dict[str, Any]:
         """``GET /_fake/state`` narrowed to this account: its jobs and their chunk groups,
-        named by the job ids this account uses (the dump's keys may differ, fake_gs.records)."""
+        named by the job ids this account uses (the dump's keys may differ, fake_gs.state.records)."""
         dump: dict[str, Any] = self.admin.call("GET", "state")
         names = {key: job.get("job_id", key) for key, job in dump.get("jobs", {}).items()
                  if job.get("owner") == self.account}

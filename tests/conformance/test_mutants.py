@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from fake_gs.mutants import MUTANTS
+from fake_gs.ops.mutants import MUTANTS
 
 SHARDS = 3
 EXAMPLES = "3"

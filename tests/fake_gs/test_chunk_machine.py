@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 from contract.errors import ErrorCode
-from fake_gs import chunk_hooks
-from fake_gs import chunk_machine as cm
-from fake_gs.mutants import MUTANTS
+from fake_gs.chunking import hooks as chunk_hooks
+from fake_gs.chunking import machine as cm
+from fake_gs.ops.mutants import MUTANTS
 from fake_gs.settings import FakeSettings
 
 ROUTE = "forward_backward"

@@ -12,6 +12,14 @@ import pytest
 
 pytest_plugins = ["pytester"]
 
+# The in-process runs put sys.modules back after each run; torch (which the fake's warm-up
+# imports) cannot be imported a second time once its extension is loaded, so it is loaded
+# here, before any run, and the runs find it already there.
+try:
+    import torch  # noqa: F401
+except ImportError:  # a kit without torch: the fake's warm-up skips it too
+    pass
+
 PLUGIN = ("-p", "fake_gs.testing.plugin", "-p", "no:cacheprovider")
 
 #: Raw calls a client team might make, shared by the generated test files.

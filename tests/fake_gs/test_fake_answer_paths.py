@@ -15,13 +15,16 @@ from starlette.testclient import TestClient
 from contract import models as m
 from contract.errors import ErrorCode, detail_entry, error_body, is_error_envelope
 from contract.routes import prefix, route
-from fake_gs import FakeSettings, answers, create_app, dialect, dispatch, middleware
-from fake_gs import app as app_module
-from fake_gs.delivery import chunk_event
-from fake_gs.errors import envelope
-from fake_gs.handlers import polling
-from fake_gs.handlers.common import json_response
-from fake_gs.state import AppState
+from fake_gs import FakeSettings, create_app
+from fake_gs.answers import check as answers
+from fake_gs.answers import forms as dialect
+from fake_gs.answers.delivery import chunk_event
+from fake_gs.answers.refusals import envelope
+from fake_gs.http import app as app_module
+from fake_gs.http import dispatch, middleware
+from fake_gs.http.app_state import AppState
+from fake_gs.http.handlers import polling
+from fake_gs.http.handlers.context import json_response
 
 PREFIX = prefix("DB", "PUBLIC")
 

@@ -1,4 +1,4 @@
-"""The answer check (fake_gs.answers): on for every fake the tests build, and an answer that
+"""The answer check (fake_gs.answers.check): on for every fake the tests build, and an answer that
 does not validate against its contract model becomes a 500 that is never sent."""
 
 from __future__ import annotations
@@ -14,10 +14,11 @@ from starlette.responses import Response
 from contract import models as m
 from contract import wire
 from contract.routes import ROUTES, answer_model, route
-from fake_gs import FakeSettings, answers
-from fake_gs.dispatch import make_endpoint
-from fake_gs.handlers.common import Ctx, json_response
-from fake_gs.state import AppState
+from fake_gs import FakeSettings
+from fake_gs.answers import check as answers
+from fake_gs.http.app_state import AppState
+from fake_gs.http.dispatch import make_endpoint
+from fake_gs.http.handlers.context import Ctx, json_response
 
 JOB = "00000000-0000-4000-8000-000000000001"
 

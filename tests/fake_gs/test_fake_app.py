@@ -15,8 +15,8 @@ from fake_gs_api import Api, eventually, training_config
 from contract.errors import REQUEST_ID_HEADER, is_error_envelope
 from contract.routes import ROUTES, routes_for
 from fake_gs import FakeSettings, create_app, serve_in_background
-from fake_gs.app import service_routes
-from fake_gs.state import AppState
+from fake_gs.http.app import service_routes
+from fake_gs.http.app_state import AppState
 
 
 @pytest.mark.parametrize("names", [("DB", "PUBLIC", "cortex-training"), ("a b", "s%1", "cortex-post-training")])

@@ -1,4 +1,4 @@
-"""Connection deadlines and the connection cap (issue 23, family 5; fake_gs.connections).
+"""Connection deadlines and the connection cap (issue 23, family 5; fake_gs.http.connections).
 
 Time is the fake's ManualClock: a test opens the sockets, advances the clock past a
 deadline and waits (generously) for the fake's sweep to act; nothing here times the fake.
@@ -146,7 +146,7 @@ def test_when_every_connection_is_busy_the_newest_is_refused_503(make_server) ->
 
 def test_a_body_read_past_h11_arrives_whole_and_a_pipelined_request_after_it_is_answered(  # type: ignore[no-untyped-def]
         make_server) -> None:
-    """Body bytes handed to the request without h11 (fake_gs.connections: every piece but
+    """Body bytes handed to the request without h11 (fake_gs.http.connections: every piece but
     the body's last bytes): the handler gets exactly the declared body, the bytes after it
     are the next request, and h11's state still knows where the body ended."""
     server = make_server()

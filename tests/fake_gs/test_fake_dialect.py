@@ -70,7 +70,7 @@ def test_poll_capacity_step_and_save(spec: Api) -> None:
 
 
 def test_a_failed_request_error_becomes_its_message() -> None:
-    from fake_gs import dialect
+    from fake_gs.answers import forms as dialect
 
     view = {"status": "failed", "error": {"code": "invalid_argument", "message": "bad ids"}, "next_cursor": None}
     assert dialect.poll(view) == {"status": "failed", "error": "bad ids", "next_cursor": ""}

@@ -1,4 +1,4 @@
-"""The fake's choice of answer form (fake_gs.dialect.Forms): none in the kit dialect, the
+"""The fake's choice of answer form (fake_gs.answers.forms.Forms): none in the kit dialect, the
 spec rows always in the spec dialect, a seeded and reproducible choice in the any dialect;
 and the any dialect's answers, served, are answers the contract's models describe."""
 
@@ -10,8 +10,8 @@ import requests
 from contract.forms import FORMS, SPEC_FORMS
 from contract.routes import prefix
 from fake_gs import FakeSettings, serve_in_background
-from fake_gs.dialect import Forms
-from fake_gs.dialect_any import page_size, request_state
+from fake_gs.answers.forms import Forms
+from fake_gs.answers.forms_any import page_size, request_state
 
 
 def test_kit_and_spec_dialects_choose_fixed_forms() -> None:

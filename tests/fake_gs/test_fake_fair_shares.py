@@ -11,8 +11,8 @@ from fake_gs_api import OCTET, Api, batch, eventually, zero_frame_chunks
 
 from conformance.rawhttp import read_answer, request_head
 from contract import wire
-from fake_gs import chunk_machine as cm
-from fake_gs import shares
+from fake_gs.chunking import machine as cm
+from fake_gs.chunking import shares
 from fake_gs.settings import FakeSettings
 
 KiB = 1024

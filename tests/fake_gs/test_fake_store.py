@@ -12,8 +12,8 @@ from fake_gs_api import batch, sampling_config, training_config
 from contract.models import CreateJobRequest
 from contract.states import JobState, RequestState
 from fake_gs import FakeSettings, ManualClock
-from fake_gs.records import JobRec
-from fake_gs.store import Store
+from fake_gs.state.records import JobRec
+from fake_gs.state.store import Store
 
 
 def _no_engine() -> Any:

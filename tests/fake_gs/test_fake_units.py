@@ -11,7 +11,7 @@ import pytest
 from contract import wire
 from contract.limits import MAX_EVENTS_CAP
 from fake_gs import FakeSettings, Timing
-from fake_gs.delivery import (
+from fake_gs.answers.delivery import (
     decode_cursor,
     encode_cursor,
     has_tensor,
@@ -19,8 +19,8 @@ from fake_gs.delivery import (
     parse_max_events,
     prepare,
 )
+from fake_gs.answers.refusals import ApiError
 from fake_gs.engines import ENGINES, load_engine
-from fake_gs.errors import ApiError
 from fake_gs.settings import MIN_RESULT_CHUNK_BYTES
 
 

@@ -19,8 +19,8 @@ from fake_gs_api import OCTET, Api, batch, sampling_config, training_config
 from contract import wire
 from contract.errors import REQUEST_ID_HEADER
 from contract.states import normalize_job_state
+from fake_gs.answers.forms import forms_for
 from fake_gs.clock import ManualClock
-from fake_gs.dialect import forms_for
 from fake_gs.server import FakeServer
 from fake_gs.testing.handle import AdminApi, FakeGs
 

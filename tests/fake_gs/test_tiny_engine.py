@@ -15,8 +15,8 @@ torch = pytest.importorskip("torch")
 from contract.models import GenerateRequest, LogProbsRequest, SubJobConfig  # noqa: E402
 from contract.shapes import check_forward_result, check_generate_result  # noqa: E402
 from fake_gs.engines.tiny import TinyEngine, TinySnapshot  # noqa: E402
-from fake_gs.engines.tiny_model import shifted_logprobs  # noqa: E402
-from fake_gs.engines.tiny_tokenizer import BOS_ID, EOS_ID, PAD_ID, ByteTokenizer  # noqa: E402
+from fake_gs.engines.tiny.byte_tokenizer import BOS_ID, EOS_ID, PAD_ID, ByteTokenizer  # noqa: E402
+from fake_gs.engines.tiny.model import shifted_logprobs  # noqa: E402
 
 MODEL = "Qwen/Qwen3-0.6B"
 

@@ -22,8 +22,8 @@ from test_tiny_engine import sub_jobs  # noqa: E402
 from contract.models import GenerateRequest  # noqa: E402
 from fake_gs.cli import main as fake_gs_main  # noqa: E402
 from fake_gs.engines.tiny import TinyEngine  # noqa: E402
-from fake_gs.engines.tiny_tokenizer import BOS_ID, EOS_ID, PAD_ID, ByteTokenizer  # noqa: E402
-from fake_gs.tokenizer import TokenizerUnavailable, write_tokenizer_dir  # noqa: E402
+from fake_gs.engines.tiny.byte_tokenizer import BOS_ID, EOS_ID, PAD_ID, ByteTokenizer  # noqa: E402
+from fake_gs.engines.tiny.tokenizer_dir import TokenizerUnavailable, write_tokenizer_dir  # noqa: E402
 
 TEXTS = ["hello", "héllo wörld  \n\ttabs", "日本語 ok", ""]
 

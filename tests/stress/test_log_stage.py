@@ -33,8 +33,8 @@ from client.errors import UnsafeLogKey  # noqa: E402
 from client.logs import write_log_files  # noqa: E402
 from contract.logs import StageCredentials, log_key  # noqa: E402
 from fake_gs import FakeSettings  # noqa: E402
-from fake_gs.execution_logs import StageProcess  # noqa: E402
 from fake_gs.server import FakeServer, start_in_background  # noqa: E402
+from fake_gs.state.execution_logs import StageProcess  # noqa: E402
 
 A, B = "stage-token-a-" + secrets.token_hex(4), "stage-token-b-" + secrets.token_hex(4)
 MiB = 1024 * 1024

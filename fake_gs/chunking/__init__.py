@@ -1,0 +1,11 @@
+"""Request chunk groups (spec §9.3, §6.1): how a frame sent in chunks becomes whole.
+
+``machine`` is the protocol as one pure state machine (the restart rule lives there);
+``hooks`` is where the chunk-protocol mutants change it, by name; ``groups`` keeps one
+group's chunks per job; ``buffer`` is where a group's frame lands as bytes arrive;
+``registry`` finds, expires and loses groups; ``digest`` hashes bytes as they arrive;
+``shares`` splits server-wide budgets fairly between accounts.
+
+May import: ``fake_gs.engines``, ``fake_gs.answers``, ``fake_gs.ops`` and ``contract``;
+never ``fake_gs.state`` or ``fake_gs.http``.
+"""

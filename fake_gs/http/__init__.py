@@ -1,0 +1,15 @@
+"""The fake's HTTP side: from the ASGI app down to the handler of one route.
+
+``app`` builds the Starlette app (and seeds the OpenAPI examples' resources,
+``example_data``); ``connections`` caps and times connections below it; ``middleware``
+adds the request id and the log line; ``routing`` turns ``contract.routes`` into routes;
+``dispatch`` is the wrapper every service route passes (auth, faults, refusals);
+``body`` and ``frame_body`` read request bodies as they arrive; ``auth`` maps tokens to
+accounts; ``idempotency`` answers a repeated ``Idempotency-Key``; ``admin`` serves
+``/_fake/``; ``recording`` writes what arrives to a parity tape; ``app_state`` is what one running fake holds; ``handlers/`` has one module
+per group of routes.
+
+May import: ``fake_gs.state``, ``fake_gs.chunking``, ``fake_gs.engines``,
+``fake_gs.answers``, ``fake_gs.ops`` and ``contract``; nothing below imports it
+(import-linter's layers contract for the fake, ``.importlinter``).
+"""

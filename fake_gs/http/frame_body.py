@@ -1,0 +1,210 @@
+"""An octet body read as it arrives: its frame header first, then its bytes go where they stay.
+
+A plain frame is read whole (it is decoded from that one buffer, in place). A request
+chunk's header is read first; its payload then streams straight to the offset it takes in
+its group's buffer (:class:`~fake_gs.chunking.buffer.GroupBuffer`): chunk 0 of a new group
+into a fresh buffer that becomes the group's, a next chunk of a known open group into that
+group's buffer. Only a chunk that cannot go there (a resend of bytes already kept, one
+racing another copy of itself, one of a group not known here) gets a buffer of its own.
+The chunk machine still decides once the payload is in; a chunk it refuses, or one whose
+body breaks off, leaves nothing behind.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+from contract import wire
+from fake_gs.chunking.buffer import GroupBuffer
+from fake_gs.chunking.groups import ChunkGroup, malformed
+from fake_gs.chunking.machine import OPEN, chunk_span
+from fake_gs.http.body import BodyReader
+
+#: Bytes of a chunk's payload handed to the frame hash at once (pieces arrive in 64-256 KiB).
+HASH_SPAN = 1024 * 1024
+
+
+class Head(NamedTuple):
+    """What arrived of a body before its frame header could be read, and the rest of it."""
+
+    data: bytearray
+    rest: AsyncIterator[bytes | bytearray]
+
+
+async def read_head(body: BodyReader, limit: int, max_header: int) -> Head:
+    """Read until the frame's header is in (or the body ends, or the header length is over
+    ``max_header``: the caller refuses that)."""
+    rest = body.chunks(limit).__aiter__()
+    data = bytearray()
+    body.on_evict = data.clear
+    need = 8
+    try:
+        while len(data) < need:
+            try:
+                data += await anext(rest)
+            except StopAsyncIteration:
+                break
+            size = wire.frame_head_size(data)
+            if size is not None:
+                need = size if size - 8 <= max_header else 0
+    finally:
+        body.on_evict = None
+    return Head(data, rest)
+
+
+def request_chunk_head(data: bytearray) -> wire.ChunkHead | None:
+    """The request chunk ``data`` starts with, or None (a plain frame, a result chunk, or
+    bytes the handler will refuse)."""
+    size = wire.frame_head_size(data)
+    if size is None or len(data) < size:
+        return None
+    try:
+        found = wire.read_chunk_head(data)
+    except wire.WireError:
+        return None
+    return found if found is not None and found.kind == "request" else None
+
+
+async def discard_rest(head: Head) -> None:
+    """Read the rest of a body that is refused, keeping none of it: an oversized body is
+    answered 413 whatever else is wrong with it, as when bodies were read whole first."""
+    async for _ in head.rest:
+        pass  # nothing kept: a drop for another account frees nothing more
+
+
+async def read_rest(body: BodyReader, head: Head) -> bytearray:
+    """The whole body: the head and everything after it, in one buffer."""
+    data = head.data
+    body.on_evict = data.clear
+    try:
+        async for piece in head.rest:
+            data += piece
+    finally:
+        body.on_evict = None
+    return data
+
+
+@dataclass
+class Sink:
+    """Where one chunk's payload goes: ``buffer`` at ``start`` (a group's, or a new one that
+    becomes the new group's), or a private bytearray."""
+
+    length: int
+    buffer: GroupBuffer | None = None
+    start: int = 0
+    #: ``buffer`` was made for this chunk (chunk 0 of a group not known yet).
+    fresh: bool = False
+    #: The group whose ``arriving`` slot this write holds until its fate is decided.
+    group: ChunkGroup | None = None
+    idx: int = -1
+    private: bytearray = field(default_factory=bytearray)
+    written: int = 0
+    #: The bytes are hashed into ``buffer``'s frame hash as they arrive.
+    hashing: bool = False
+    #: ``buffer`` is the arrived bytes themselves (a one-chunk frame that came whole).
+    adopted: bool = False
+    #: Payload bytes already fed to the frame hash (it is fed in spans of ``HASH_SPAN``).
+    hashed: int = 0
+
+    def write(self, data: Any) -> None:
+        if self.written + len(data) > self.length:
+            raise malformed(f"malformed DSSST1 frame: the chunk carries more than the {self.length} payload "
+                            "bytes its header declares")
+        if self.buffer is not None:
+            pos = self.start + self.written
+            if not self.adopted:
+                self.buffer.write(pos, data)
+        else:
+            self.private += data
+        self.written += len(data)
+        if self.hashing:
+            self._feed_hash()
+
+    def _feed_hash(self) -> None:
+        """Hand the bytes written since the last span to the frame hash once a span is full
+        or the payload is complete: from the buffer (a hash running behind holds no piece
+        alive), in spans, so the hashing threads are woken once per span, not per piece."""
+        if self.written - self.hashed < HASH_SPAN and self.written != self.length:
+            return
+        assert self.buffer is not None
+        self.buffer.hash.digest.feed(self.buffer.span(self.start + self.hashed, self.start + self.written))
+        self.hashed = self.written
+
+    def finish(self, kept: bool) -> None:
+        """The chunk's fate is decided: kept in ``buffer`` (its hash stays in) or not (rolled
+        back out); another copy of it waiting for the slot may go on."""
+        if self.hashing and self.buffer is not None:
+            self.buffer.hash.finish(self.idx, kept)
+        self.hashing = False
+        self.done()
+
+    def view(self) -> memoryview:
+        if self.buffer is not None:
+            return self.buffer.span(self.start, self.start + self.length)
+        return memoryview(self.private)
+
+    def forget(self) -> None:
+        """Free what was written (the body was dropped or broke off)."""
+        if self.buffer is not None:
+            self.buffer.forget(self.start, self.start + self.written)
+        else:
+            self.private.clear()
+
+    def done(self) -> None:
+        if self.group is not None:
+            settled = self.group.arriving.pop(self.idx, None)
+            if settled is not None:
+                settled.set()
+            self.group = None
+
+
+async def settled(group: ChunkGroup | None, idx: int) -> None:
+    """Wait until no other copy of chunk ``idx`` is being written into the group's buffer."""
+    while group is not None and (arriving := group.arriving.get(idx)) is not None:
+        await arriving.wait()
+
+
+def choose_sink(group: ChunkGroup | None, route: str, desc: dict[str, Any], length: int,
+                arrived: memoryview | None = None) -> Sink:
+    """Where a chunk's payload should be written as it arrives (under the store lock);
+    ``arrived``: the whole payload, already in (a one-chunk frame is then kept in place)."""
+    idx, total, size = desc["chunk_idx"], desc["total_chunks"], desc["frame_size_bytes"]
+    if group is None:
+        if idx == 0 and 0 < length <= size:  # opens a group: its buffer, from the start
+            whole = arrived is not None and total == 1 and len(arrived) == length
+            fresh = GroupBuffer(size, arrived if whole else None)
+            return Sink(length, fresh, fresh=True, idx=0, hashing=fresh.hash.start(0), adopted=whole)
+        return Sink(length)
+    usable = (group.status == OPEN and group.buffer is not None and group.route == route
+              and idx not in group.received and idx not in group.arriving
+              and (group.total, group.frame_size) == (total, size) and idx < total)
+    if usable:
+        start, end = chunk_span(idx, total, group.range_size, size)
+        if end - start == length:
+            group.arriving[idx] = asyncio.Event()
+            return Sink(length, group.buffer, start, group=group, idx=idx,
+                        hashing=group.buffer.hash.start(idx))
+    return Sink(length)
+
+
+async def receive_payload(body: BodyReader, head: Head, payload_start: int, sink: Sink) -> memoryview:
+    """Write the chunk's payload (what came with the head, then the rest) into ``sink``;
+    the body must carry exactly the declared payload."""
+    body.on_evict = sink.forget
+    try:
+        with memoryview(head.data) as arrived:
+            sink.write(arrived[payload_start:])
+        async for piece in head.rest:
+            sink.write(piece)
+        if sink.written != sink.length:
+            raise malformed(f"malformed DSSST1 frame: the chunk's payload ended after {sink.written} of the "
+                            f"{sink.length} bytes its header declares")
+    except BaseException:
+        sink.forget()
+        raise
+    finally:
+        body.on_evict = None
+    return sink.view()

@@ -1,0 +1,261 @@
+"""The fake's asynchronous requests: submission onto the job's serial executor, execution,
+the status a poll shows, waiters, and cancellation (spec §7.7).
+
+Request latency is computed on read (``polls:N`` counts polls, ``seconds:T`` reads the
+injected clock), so nothing sleeps; engines run outside the store's lock.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
+from contract.errors import ErrorCode, error_body
+from contract.states import JOB_TERMINAL, RequestState
+from fake_gs.answers import delivery
+from fake_gs.answers import forms_any as dialect_any
+from fake_gs.answers.refusals import ApiError
+from fake_gs.clock import Clock
+from fake_gs.settings import FakeSettings
+from fake_gs.state import result_retention as results
+from fake_gs.state.executor import Executors
+from fake_gs.state.job_table import JOB_ENDED_OR_ENDING
+from fake_gs.state.records import JobRec, RequestRec
+
+log = logging.getLogger("fake_gs.state.store")
+
+#: Request failures caused by the request's content rather than by a bug.
+INPUT_ERRORS = (ValueError, LookupError, TypeError, RuntimeError, ArithmeticError)
+#: What one execution produced: (error body, delivered result, stream events).
+Outcome = tuple[dict[str, Any] | None, delivery.Delivered | None, list[dict[str, Any]]]
+
+
+class RequestQueue:
+    """Requests by id, under the store's lock; ``jobs`` is the job table's dict."""
+
+    def __init__(self, settings: FakeSettings, clock: Clock, lock: threading.RLock,
+                 executors: Executors, jobs: dict[str, JobRec]) -> None:
+        self.settings = settings
+        self.clock = clock
+        self.lock = lock
+        self.executors = executors
+        self._jobs = jobs
+        self.requests: dict[str, RequestRec] = {}
+        #: Requests ever submitted (records of ended jobs are dropped; this count is not).
+        self.requests_submitted = 0
+        self.requests_by_op: Counter[str] = Counter()
+        #: Requests whose work ran (at-most-once proofs compare it with client successes).
+        self.executed_by_op: Counter[str] = Counter()
+        self.internal_errors = 0
+        #: The load mutants' state (issue 29): steps picked to run twice, crowded submits seen.
+        self._run_twice: set[str] = set()
+        self._crowded = 0
+
+    def mutant(self, name: str) -> bool:
+        return self.settings.mutant == name
+
+    # --- submission -----------------------------------------------------------------------
+
+    def submit(self, job: JobRec, op: str, work: Callable[[], Any], *, force_frame: bool = False,
+               stream: bool = False, group_id: str | None = None, request_id: str | None = None) -> RequestRec:
+        """Queue ``work`` on the job's serial executor and return its request record (a
+        ``request_id`` chosen by the caller: the document's example request, fake_gs.http.example_data)."""
+        rid = request_id or dialect_any.new_request_id(self.settings.forms)
+        req = RequestRec(request_id=rid, job_id=job.job_id, op=op, created_at=self.clock.time(),
+                         work=work, force_frame=force_frame, stream=stream, group_id=group_id)
+        with self.lock:
+            # Checked again here, under the lock: the job may have ended while the call's
+            # body was arriving; a call that loses that race leaves nothing behind (409).
+            if job.status in JOB_ENDED_OR_ENDING and not (self.mutant("terminated-accepts")
+                                                          or self.mutant("late-body-accepted")):
+                raise ApiError(ErrorCode.JOB_NOT_RUNNING,
+                               f"job {job.public_id} is {job.status}: it ended before the call's body arrived")
+            self._load_mutants(req)
+            self.requests[req.request_id] = req
+            self.requests_submitted += 1
+            job.requests_total += 1
+            self.requests_by_op[op] += 1
+            self.executors.queue(job.job_id).submit(lambda: self.execute(req))
+        return req
+
+    def _load_mutants(self, req: RequestRec) -> None:
+        """The load mutants (issue 29), acting only while another request is in flight on the
+        server (queued or running, any job), as a server that breaks under concurrency would.
+        Called under the lock; the scan of every request costs only while one is active."""
+        crowded = self.mutant("concurrent-500") and req.op in ("step", "save")
+        twice = self.mutant("concurrent-step-twice") and req.op == "step"
+        if not (crowded or twice) or not any(not r.executed and not r.cancelled
+                                             for r in self.requests.values()):
+            return
+        if twice:
+            self._run_twice.add(req.request_id)
+            return
+        self._crowded += 1
+        if self._crowded % 3 == 1:  # one in three, the first included
+            raise ApiError(ErrorCode.INTERNAL, f"{req.op} failed while other requests were in flight")
+
+    def request_for(self, job: JobRec, request_id: str) -> RequestRec:
+        with self.lock:
+            req = self.requests.get(request_id)
+            if req is None or req.job_id != job.job_id:
+                raise ApiError(ErrorCode.REQUEST_NOT_FOUND, f"request {request_id!r} not found in job {job.public_id}")
+            return req
+
+    # --- execution ------------------------------------------------------------------------
+
+    def execute(self, req: RequestRec) -> None:
+        """Run the request's work (on its job's executor thread) and record the outcome."""
+        with self.lock:
+            work, req.work = req.work, None
+            if req.cancelled or work is None:
+                self._finish(req)
+                return
+            req.started = True
+            req.updated_at = self.clock.time()
+        outcome = self._run(req, work)
+        if req.request_id in self._run_twice:  # mutant concurrent-step-twice
+            with self.lock:
+                self._run_twice.discard(req.request_id)
+                self.executed_by_op[req.op] += 1
+            outcome = self._run(req, work)
+        del work
+        self._record(req, outcome)
+
+    def _run(self, req: RequestRec, work: Callable[[], Any]) -> Outcome:
+        """Call ``work`` outside the lock; an error becomes the request's error body."""
+        try:
+            result = work()
+            forms, key = self.settings.forms, req.request_id
+            if req.stream:
+                return None, None, [dialect_any.result(forms, f"{key}/{i}", e) for i, e in enumerate(result)]
+            s = self.settings
+            mode = s.result_delivery
+            if mode == "auto":
+                mode = forms.pick("result-delivery", ("auto", "inline", "chunks"), key)
+            return None, delivery.prepare(dialect_any.result(forms, key, result), force_frame=req.force_frame,
+                                          mode=mode, chunk_bytes=s.result_chunk_bytes), []
+        except ApiError as exc:
+            return exc.body(), None, []
+        except INPUT_ERRORS as exc:
+            log.info("request %s (%s) failed: %s", req.request_id, req.op, exc)
+            return error_body(ErrorCode.INVALID_ARGUMENT, f"{req.op} failed: {exc}"[:2000]), None, []
+        except Exception as exc:
+            log.exception("request %s (%s) crashed", req.request_id, req.op)
+            with self.lock:
+                self.internal_errors += 1
+            return error_body(ErrorCode.INTERNAL, f"{req.op} crashed: {type(exc).__name__}: {exc}"[:2000]), None, []
+
+    def _record(self, req: RequestRec, outcome: Outcome) -> None:
+        error, delivered, events = outcome
+        with self.lock:
+            req.executed = True
+            self.executed_by_op[req.op] += 1
+            req.updated_at = self.clock.time()
+            if not req.cancelled:
+                req.error = error
+                if delivered is not None:
+                    req.result_raw, req.events_raw = delivered.raw, delivered.events
+                    req.result_form = delivered.form
+                    req.result_bytes = delivered.nbytes
+                req.stream_events.extend(events)
+            job = self._jobs.get(req.job_id)
+            if job is not None:
+                if delivered is not None and not req.cancelled and job.status not in JOB_TERMINAL:
+                    results.stored(self.settings, job, req, self.clock.monotonic())
+                job.log(f"request {req.request_id} ({req.op}) {RequestState.FAILED if error else RequestState.DONE}")
+            self._finish(req)
+
+    def _finish(self, req: RequestRec) -> None:
+        req.done_event.set()
+        waiters, req.waiters = req.waiters, []
+        for loop, fut in waiters:
+            try:
+                loop.call_soon_threadsafe(_resolve, fut)
+            except RuntimeError:  # loop closed: nobody is waiting any more
+                pass
+
+    def waiter(self, req: RequestRec) -> asyncio.Future[None] | None:
+        """A future resolved when ``req`` executes, or None if it already has."""
+        with self.lock:
+            if req.executed:
+                return None
+            loop = asyncio.get_running_loop()
+            fut: asyncio.Future[None] = loop.create_future()
+            req.waiters.append((loop, fut))
+            return fut
+
+    # --- what a poll shows ----------------------------------------------------------------
+
+    def gate_passed(self, req: RequestRec) -> bool:
+        """Has the configured latency elapsed for this request (execution aside)?"""
+        timing = self.settings.latency
+        if timing.kind == "instant":
+            return True
+        if timing.kind == "polls":
+            return req.polls >= int(timing.amount)
+        return self.clock.time() - req.created_at >= timing.amount
+
+    def status(self, req: RequestRec) -> str:
+        """The status a poll shows before draining stream events (the one place it is
+        computed); terminal ones are fixed by the poll that first shows them."""
+        if req.final_status is not None:
+            return req.final_status
+        if not req.executed:
+            return (RequestState.RUNNING if req.started else RequestState.PENDING).value
+        if not self.gate_passed(req):
+            return RequestState.RUNNING.value
+        if req.error is not None:
+            return RequestState.FAILED.value
+        return (RequestState.STREAMING if req.stream else RequestState.DONE).value
+
+    # --- cancellation ---------------------------------------------------------------------
+
+    def cancel_request(self, req: RequestRec) -> tuple[bool, str]:
+        """cancel-request (spec §7.7): a request that has not started is cancelled and never
+        runs; one running or done is not (cancelled false, with its visible status)."""
+        with self.lock:
+            if req.final_status is not None:
+                return False, req.final_status
+            status = self.status(req)
+            if status == RequestState.STREAMING:  # events still to drain: not over yet
+                status = (RequestState.RUNNING if req.stream_events else RequestState.DONE).value
+            if req.started and not self.mutant("cancel-request-lies") \
+                    or status in (RequestState.DONE, RequestState.FAILED):
+                return False, status
+            self.cancel(req)
+            return True, RequestState.CANCELLED.value
+
+    def cancel(self, req: RequestRec) -> None:
+        """Mark ``req`` cancelled and free whatever result it holds."""
+        req.cancelled = True
+        req.final_status = RequestState.CANCELLED.value
+        req.updated_at = self.clock.time()
+        req.result_raw = req.events_raw = None
+        req.stream_events.clear()
+        job = self._jobs.get(req.job_id)
+        if job is not None and req.request_id in job.results:
+            results.free(job, req)
+
+    def drop_job(self, job: JobRec) -> None:
+        """The job ended: cancel its queued work, free its results and forget its records
+        (unreachable now: polls need a running job; a running executor keeps its own
+        reference), so ended jobs hold no memory."""
+        with self.lock:
+            self.executors.close_job(job.job_id)
+            for req in self.requests.values():
+                if req.job_id == job.job_id and req.final_status is None and not req.executed:
+                    self.cancel(req)
+            for rid in [rid for rid, req in self.requests.items() if req.job_id == job.job_id]:
+                req = self.requests.pop(rid)
+                req.result_raw = req.events_raw = None
+                req.stream_events.clear()
+            results.forget(job)
+
+
+def _resolve(fut: asyncio.Future[None]) -> None:
+    if not fut.done():
+        fut.set_result(None)

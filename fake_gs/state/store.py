@@ -1,0 +1,235 @@
+"""The in-memory state of the fake: the facade handlers, the admin API and tests call.
+
+It composes a :class:`~fake_gs.state.job_table.JobTable` (jobs, admission, start-up,
+checkpoints, exports), a :class:`~fake_gs.state.request_queue.RequestQueue` (submission,
+execution, waiters, cancellation) and a :class:`~fake_gs.chunking.registry.GroupRegistry`
+(chunk groups), all under one re-entrant lock (critical sections are short; engines run
+outside it), all reading one injected :class:`~fake_gs.clock.Clock`. Ending a job spans
+all three, so it lives here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from contract.models import CreateJobRequest
+from contract.states import JOB_HOLDS_GPUS, JOB_TERMINAL
+from fake_gs.chunking.groups import ChunkGroup
+from fake_gs.chunking.machine import Load, Usage
+from fake_gs.chunking.registry import GroupRegistry
+from fake_gs.clock import SYSTEM_CLOCK, Clock
+from fake_gs.heap import trim_heap
+from fake_gs.state import dump as store_dump
+from fake_gs.state.execution_logs import ExecutionLogs
+from fake_gs.state.executor import Executors
+from fake_gs.state.idempotency_keys import KeyStore
+from fake_gs.state.job_table import STARTING, JobTable
+from fake_gs.state.records import CheckpointRec, ExportRec, JobRec, RequestRec
+from fake_gs.state.request_queue import INPUT_ERRORS, RequestQueue
+
+if TYPE_CHECKING:
+    from fake_gs.engines.base import Engine
+    from fake_gs.settings import FakeSettings
+
+#: Kept for importers of the old names (the sets' home is contract.states).
+ACTIVE = JOB_HOLDS_GPUS
+TERMINAL = JOB_TERMINAL
+__all__ = ["ACTIVE", "INPUT_ERRORS", "STARTING", "TERMINAL", "Store", "trim_heap"]
+
+
+class Store:
+    def __init__(self, settings: FakeSettings, engine_factory: Callable[[], Engine],
+                 clock: Clock = SYSTEM_CLOCK,
+                 seed_resources: Callable[[Store], None] | None = None) -> None:
+        """``seed_resources``: puts back, after every reset, what a fresh store must hold (the
+        app passes the OpenAPI examples' resources; the store knows nothing of the wire)."""
+        self.settings = settings
+        self._seed_resources = seed_resources
+        self.clock = clock
+        self._engine_factory = engine_factory
+        self._engine: Engine | None = None
+        self.lock = threading.RLock()
+        self._engine_lock = threading.Lock()
+        self.executors = Executors(settings.worker_threads)
+        #: Ended jobs' log lines and the S3 stage of the execution-log download (spec §12.2).
+        self.execution_logs = ExecutionLogs(settings)
+        self._reset_state()
+
+    def _reset_state(self) -> None:
+        self.execution_logs.clear()
+        self.table = JobTable(self.settings, self.clock, self.lock, self.end_job)
+        self.queue = RequestQueue(self.settings, self.clock, self.lock, self.executors, self.table.jobs)
+        self.chunk_groups = GroupRegistry(self.settings, self.clock, self.lock)
+        self.http_requests = 0
+        self.idempotency = KeyStore(self.settings.idempotency_window_s, self.settings.max_idempotency_keys)
+        if self._seed_resources is not None:
+            self._seed_resources(self)
+
+    # --- plumbing -------------------------------------------------------------------------
+
+    @property
+    def engine(self) -> Engine:
+        """Built on first use (a running fake builds it at start-up: ``fake_gs.http.app.warm_up``).
+        Its own lock: importing an engine may take seconds and must not hold up the store."""
+        with self._engine_lock:
+            if self._engine is None:
+                self._engine = self._engine_factory()
+            return self._engine
+
+    def mutant(self, name: str) -> bool:
+        return self.settings.mutant == name
+
+    def reset(self) -> None:
+        with self.lock:
+            self.executors.close_all()
+            if self._engine is not None:
+                for job_id in list(self.jobs):
+                    self._engine.drop_job(job_id)
+            self._reset_state()
+
+    def close(self) -> None:
+        self.executors.shutdown()
+        self.execution_logs.close()
+
+    @property
+    def jobs(self) -> dict[str, JobRec]:
+        """Every job by its key (``JobRec.job_id``; a caller's names: :meth:`job_for`)."""
+        return self.table.jobs
+
+    @property
+    def requests(self) -> dict[str, RequestRec]:
+        return self.queue.requests
+
+    @property
+    def groups(self) -> dict[str, dict[str, ChunkGroup]]:
+        return self.chunk_groups.groups
+
+    @property
+    def exports(self) -> dict[str, ExportRec]:
+        return self.table.exports
+
+    @property
+    def internal_errors(self) -> int:
+        """Crashes of handlers and of request work (each one is a bug of the fake)."""
+        return self.queue.internal_errors
+
+    @internal_errors.setter
+    def internal_errors(self, count: int) -> None:
+        self.queue.internal_errors = count
+
+    # --- jobs (the job table) -------------------------------------------------------------
+
+    def new_job(self, owner: str, body: CreateJobRequest, job_id: str | None = None) -> JobRec:
+        return self.table.new_job(owner, body, job_id)
+
+    def release(self, job: JobRec) -> None:
+        self.table.release(job)
+
+    def register_job(self, job: JobRec) -> None:
+        self.table.register_job(job)
+
+    def job_for(self, owner: str, job_id: str) -> JobRec:
+        return self.table.job_for(owner, job_id)
+
+    def key_for(self, owner: str, job_id: str) -> str | None:
+        return self.table.key_for(owner, job_id)
+
+    def status(self, job: JobRec, *, count_poll: bool = False) -> str:
+        return self.table.status(job, count_poll=count_poll)
+
+    def list_jobs(self, owner: str, status: str | None) -> list[JobRec]:
+        return self.table.list_jobs(owner, status)
+
+    def capacity(self, owner: str) -> dict[str, Any]:
+        return self.table.capacity(owner)
+
+    def cancel(self, job: JobRec) -> None:
+        self.table.cancel(job)
+
+    def force_state(self, job: JobRec, status: str, reason: str) -> None:
+        self.table.force_state(job, status, reason)
+
+    def end_job(self, job: JobRec, status: str, reason: str) -> None:
+        """Move a job to a terminal state: free GPUs, drop engine state, cancel queued work,
+        free its results and chunk groups, keep its logs for the execution-log download."""
+        with self.lock:
+            self.table.mark_ended(job, status, reason)
+            self.queue.drop_job(job)
+            self.chunk_groups.drop_job(job.job_id)
+            self.execution_logs.keep(job)
+            job.forget_logs()
+            engine = self._engine
+            self.table.readmit()
+        if engine is not None:
+            engine.drop_job(job.job_id)
+        trim_heap()
+
+    def checkpoint(self, job: JobRec, checkpoint_id: str) -> CheckpointRec:
+        return self.table.checkpoint(job, checkpoint_id)
+
+    def add_checkpoint(self, job: JobRec, ckpt: CheckpointRec) -> None:
+        self.table.add_checkpoint(job, ckpt)
+
+    def delete_checkpoint(self, job: JobRec, checkpoint_id: str) -> None:
+        self.table.delete_checkpoint(job, checkpoint_id)
+
+    def add_export(self, data: bytes, filename: str, owner: str = "") -> tuple[str, ExportRec]:
+        return self.table.add_export(data, filename, owner)
+
+    def export(self, token: str) -> ExportRec | None:
+        return self.table.export(token)
+
+    # --- requests (the request queue) -----------------------------------------------------
+
+    def submit(self, job: JobRec, op: str, work: Callable[[], Any], *, force_frame: bool = False,
+               stream: bool = False, group_id: str | None = None, request_id: str | None = None) -> RequestRec:
+        return self.queue.submit(job, op, work, force_frame=force_frame, stream=stream, group_id=group_id,
+                                 request_id=request_id)
+
+    def request_for(self, job: JobRec, request_id: str) -> RequestRec:
+        return self.queue.request_for(job, request_id)
+
+    def gate_passed(self, req: RequestRec) -> bool:
+        return self.queue.gate_passed(req)
+
+    def request_status(self, req: RequestRec) -> str:
+        return self.queue.status(req)
+
+    def waiter(self, req: RequestRec) -> asyncio.Future[None] | None:
+        return self.queue.waiter(req)
+
+    def cancel_request(self, req: RequestRec) -> tuple[bool, str]:
+        return self.queue.cancel_request(req)
+
+    # --- chunk groups (the registry) ------------------------------------------------------
+
+    def job_groups(self, job_id: str) -> dict[str, ChunkGroup]:
+        return self.chunk_groups.job_groups(job_id)
+
+    def expire_groups(self, job_id: str | None = None) -> int:
+        return self.chunk_groups.expire(job_id)
+
+    def lose_groups(self, job_id: str) -> int:
+        return self.chunk_groups.lose(job_id)
+
+    def buffered_bytes(self) -> int:
+        return self.chunk_groups.buffered_bytes()
+
+    def group_usage(self, owner: str, job: Load) -> Usage:
+        return self.chunk_groups.usage(owner, job)
+
+    def note_execution(self, job: JobRec, group: ChunkGroup | None, *, forward_backward: bool) -> None:
+        with self.lock:
+            if group is not None:
+                group.executions += 1
+            if forward_backward:
+                job.fb_executions += 1
+
+    # --- admin ----------------------------------------------------------------------------
+
+    def dump(self, labels: Callable[[str], str] | None = None) -> dict[str, Any]:
+        """Everything tests want to assert on, as JSON (see :mod:`fake_gs.state.dump`)."""
+        return store_dump.dump(self, labels)
