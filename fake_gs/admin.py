@@ -27,6 +27,7 @@ from fake_gs.auth import authenticate_admin
 from fake_gs.errors import ApiError, validation_error
 from fake_gs.faults import FaultRule, parse_rules
 from fake_gs.handlers.common import BodyReader, json_response, parse_json
+from fake_gs.mutant_seams import Rule
 from fake_gs.mutants import MUTANTS
 from fake_gs.records import JobRec
 from fake_gs.state import AppState
@@ -40,7 +41,7 @@ def _wrap(state: AppState, handler: AdminHandler, *, auth: bool = True) -> Calla
     async def endpoint(request: Request) -> Response:
         body = BodyReader(request, state.settings, state.inflight)
         try:
-            if auth and not state.mutant("admin-open"):
+            if auth and state.settings.seams.enforces(Rule.ADMIN_TOKEN):
                 authenticate_admin(state.settings, request, state.admin_token, state.accounts)
             return await handler(state, request, body)
         except ApiError as exc:

@@ -30,6 +30,7 @@ from fake_gs.errors import envelope
 from fake_gs.handlers import HANDLERS
 from fake_gs.handlers.statements import statement_routes
 from fake_gs.middleware import RequestContextMiddleware
+from fake_gs.mutant_seams import Bend
 from fake_gs.routing import path_routes
 from fake_gs.settings import FakeSettings
 from fake_gs.state import AppState
@@ -44,7 +45,7 @@ def service_routes(state: AppState) -> list[BaseRoute]:
     matches a poll."""
     return path_routes(routes_for(state.settings.profile),
                        lambda spec: make_endpoint(state, spec, HANDLERS[spec.name]), HOT_ROUTES,
-                       lambda: state.mutant("allow-one-route"))
+                       lambda: state.settings.seams.bends(Bend.ALLOW_ONE_ROUTE))
 
 
 async def http_error(request: Request, exc: Exception) -> Response:

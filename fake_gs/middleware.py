@@ -23,6 +23,7 @@ from fake_gs.answers import render
 from fake_gs.dispatch import DropConnection, guarded
 from fake_gs.errors import envelope
 from fake_gs.handlers.common import ENCODED_SLASH
+from fake_gs.mutant_seams import Rule
 from fake_gs.state import AppState
 from fake_gs.traffic import ERROR_BODY_CAP, bearer_of, exchange
 
@@ -99,8 +100,8 @@ class RequestContextMiddleware:
         started = time.perf_counter()
         status = 0
         # spec §2.4: an answer *may* carry the header; the any dialect leaves it off some.
-        add_header = not (self.state.mutant("no-request-id-header")
-                          or self.state.settings.forms.use("request-id-header"))
+        add_header = (self.state.settings.seams.enforces(Rule.REQUEST_ID_HEADER)
+                      and not self.state.settings.forms.use("request-id-header"))
         refusal = bytearray() if self.logs(scope) else None  # an error answer's first bytes
 
         async def send_with_id(message: Message) -> None:

@@ -21,6 +21,7 @@ from fake_gs.clock import Clock
 from fake_gs.errors import ApiError
 from fake_gs.executor import Executors
 from fake_gs.job_table import JOB_ENDED_OR_ENDING
+from fake_gs.mutant_seams import Bend, Rule
 from fake_gs.records import JobRec, RequestRec
 from fake_gs.settings import FakeSettings
 
@@ -53,9 +54,6 @@ class RequestQueue:
         self._run_twice: set[str] = set()
         self._crowded = 0
 
-    def mutant(self, name: str) -> bool:
-        return self.settings.mutant == name
-
     # --- submission -----------------------------------------------------------------------
 
     def submit(self, job: JobRec, op: str, work: Callable[[], Any], *, force_frame: bool = False,
@@ -68,8 +66,7 @@ class RequestQueue:
         with self.lock:
             # Checked again here, under the lock: the job may have ended while the call's
             # body was arriving; a call that loses that race leaves nothing behind (409).
-            if job.status in JOB_ENDED_OR_ENDING and not (self.mutant("terminated-accepts")
-                                                          or self.mutant("late-body-accepted")):
+            if job.status in JOB_ENDED_OR_ENDING and self.settings.seams.enforces(Rule.LATE_BODY_REFUSED):
                 raise ApiError(ErrorCode.JOB_NOT_RUNNING,
                                f"job {job.public_id} is {job.status}: it ended before the call's body arrived")
             self._load_mutants(req)
@@ -84,8 +81,8 @@ class RequestQueue:
         """The load mutants (issue 29), acting only while another request is in flight on the
         server (queued or running, any job), as a server that breaks under concurrency would.
         Called under the lock; the scan of every request costs only while one is active."""
-        crowded = self.mutant("concurrent-500") and req.op in ("step", "save")
-        twice = self.mutant("concurrent-step-twice") and req.op == "step"
+        crowded = self.settings.seams.bends(Bend.CROWDED_500) and req.op in ("step", "save")
+        twice = self.settings.seams.bends(Bend.CROWDED_STEP_TWICE) and req.op == "step"
         if not (crowded or twice) or not any(not r.executed and not r.cancelled
                                              for r in self.requests.values()):
             return
@@ -221,7 +218,7 @@ class RequestQueue:
             status = self.status(req)
             if status == RequestState.STREAMING:  # events still to drain: not over yet
                 status = (RequestState.RUNNING if req.stream_events else RequestState.DONE).value
-            if req.started and not self.mutant("cancel-request-lies") \
+            if req.started and self.settings.seams.enforces(Rule.CANCEL_REQUEST_TRUTH) \
                     or status in (RequestState.DONE, RequestState.FAILED):
                 return False, status
             self.cancel(req)

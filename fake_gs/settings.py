@@ -21,6 +21,7 @@ from contract.wire import MIN_RESULT_CHUNK_BYTES
 from fake_gs.answers import on_by_env
 from fake_gs.dialect import Forms, forms_for
 from fake_gs.engines import ENGINES
+from fake_gs.mutant_seams import Seams, seams_for
 from fake_gs.mutants import MUTANTS
 from fake_gs.options import bound_of, option
 
@@ -209,6 +210,11 @@ class FakeSettings:
         if unknown:
             raise TypeError(f"unknown settings: {', '.join(sorted(unknown))}")
         return replace(self, **overrides)
+
+    @property
+    def seams(self) -> Seams:
+        """Where the running mutant acts (``fake_gs/mutant_seams.py``; none for the plain fake)."""
+        return seams_for(self.mutant)
 
     @property
     def auth_enabled(self) -> bool:

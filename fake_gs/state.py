@@ -40,7 +40,7 @@ class AppState:
     def build(cls, settings: FakeSettings, clock: Clock = SYSTEM_CLOCK) -> AppState:
         """``clock``: the time every timed rule reads (tests pass a ManualClock)."""
         require_in_tests(settings.validate_answers)
-        store = Store(settings, lambda: load_engine(settings.engine, settings.seed, settings.mutant), clock)
+        store = Store(settings, lambda: load_engine(settings.engine, settings.seed, settings.seams.engine_quirks()), clock)
         if settings.faults:
             faults = FaultInjector.from_file(settings.faults, settings.seed)
         else:
@@ -53,6 +53,3 @@ class AppState:
         return cls(settings, store, faults, traffic=TrafficLog(settings.traffic),
                    inflight=InflightBudget(settings.max_inflight_bytes), admin_token=admin_token,
                    connections=ConnectionGuard(settings, clock))
-
-    def mutant(self, name: str) -> bool:
-        return self.settings.mutant == name
