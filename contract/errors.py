@@ -53,14 +53,14 @@ class ErrorCode(StrEnum):
     INTERNAL = "internal"
     #: The fake's execution-log store needs the ``logs`` extra (moto[server], boto3).
     LOGS_EXTRA_MISSING = "logs_extra_missing"
-    # -- strict fake (issue 11) --
+    # -- strict fake --
     SEQUENCE_TOO_LONG = "sequence_too_long"
     DP_SIZE_MISMATCH = "dp_size_mismatch"
     CHECKPOINT_TYPE_MISMATCH = "checkpoint_type_mismatch"
     LORA_NOT_CONFIGURED = "lora_not_configured"
     ROUTING_HINT_REQUIRED = "routing_hint_required"
     WRONG_SUB_JOB_TYPE = "wrong_sub_job_type"
-    # Hardening (issue 12): a stalled body, a freed result, an admin call without the
+    # Hardening: a stalled body, a freed result, an admin call without the
     # admin credential, an id a path cannot carry, a numeric input over a decided bound.
     REQUEST_TIMEOUT = "request_timeout"
     RESULT_EXPIRED = "result_expired"
@@ -107,7 +107,7 @@ STATUS_OF: dict[ErrorCode, int] = {
     ErrorCode.NOT_IMPLEMENTED: 501,
     ErrorCode.LOGS_EXTRA_MISSING: 501,
     ErrorCode.UNAVAILABLE: 503,
-    # -- strict fake (issue 11) --
+    # -- strict fake --
     ErrorCode.SEQUENCE_TOO_LONG: 400,
     ErrorCode.DP_SIZE_MISMATCH: 400,
     ErrorCode.CHECKPOINT_TYPE_MISMATCH: 400,

@@ -74,7 +74,7 @@ async def connections(state: AppState, request: Request, body: BodyReader) -> Re
 
 
 async def budgets(state: AppState, request: Request, body: BodyReader) -> Response:
-    """The server-wide budgets as they stand (fair shares, issue 23): bodies in flight, chunk
+    """The server-wide budgets as they stand (fair shares): bodies in flight, chunk
     groups reclaimed for another account's share, and whether start-up loading is over."""
     return json_response({"inflight": state.inflight.describe(),
                           "reclaimed_chunk_groups": state.store.chunk_groups.reclaimed,

@@ -34,7 +34,7 @@ def _same(token: str, expected: str) -> bool:
 
 def authenticate_admin(settings: FakeSettings, request: Request, admin_token: str | None,
                        minted: Container[str] = ()) -> None:
-    """The admin API (issue 12): with tokens set, only ``admin_token`` opens it; a service
+    """The admin API: with tokens set, only ``admin_token`` opens it; a service
     token, configured or minted at run time, is 403 ``forbidden`` (one account must not
     read, fault or reset another's jobs)."""
     if not settings.tokens:

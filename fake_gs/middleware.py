@@ -150,7 +150,7 @@ class RequestContextMiddleware:
 
     def shown_path(self, scope: Scope, *, with_query: bool = True) -> str:
         """The path as a log line shows it. Paths arrive percent-decoded: control characters
-        are escaped so a "%0A" cannot forge a line (issue 12); an export's download token
-        and credential-looking query values are scrubbed (issue 23)."""
+        are escaped so a "%0A" cannot forge a line; an export's download token
+        and credential-looking query values are scrubbed."""
         query = "?" + scope["query_string"].decode("latin-1") if with_query and scope.get("query_string") else ""
         return printable(scrub_text(str(scope.get("path")) + query, self.state.settings.tokens))

@@ -50,7 +50,7 @@ class RequestQueue:
         #: Requests whose work ran (at-most-once proofs compare it with client successes).
         self.executed_by_op: Counter[str] = Counter()
         self.internal_errors = 0
-        #: The load mutants' state (issue 29): steps picked to run twice, crowded submits seen.
+        #: The load mutants' state: steps picked to run twice, crowded submits seen.
         self._run_twice: set[str] = set()
         self._crowded = 0
 
@@ -78,7 +78,7 @@ class RequestQueue:
         return req
 
     def _load_mutants(self, req: RequestRec) -> None:
-        """The load mutants (issue 29), acting only while another request is in flight on the
+        """The load mutants, acting only while another request is in flight on the
         server (queued or running, any job), as a server that breaks under concurrency would.
         Called under the lock; the scan of every request costs only while one is active."""
         crowded = self.settings.seams.bends(Bend.CROWDED_500) and req.op in ("step", "save")

@@ -1,7 +1,7 @@
 """How long a finished request keeps its result: freed once read, bounded while unread.
 
 A running job used to keep every result until it ended: 600 forward-no-grad calls with
-1 MiB results grew the fake by 1.5 GiB (issue 12). Now a result read to the end stays only
+1 MiB results grew the fake by 1.5 GiB. Now a result read to the end stays only
 for a short grace (a client retrying its last page after a lost answer), at most the
 ``results_read_kept`` most recently read per job; unread results count against
 ``max_results_bytes`` per job and the oldest go first. A poll of a freed result answers

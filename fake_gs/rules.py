@@ -1,4 +1,4 @@
-"""Create-time rules the real service enforces (issue 11, facts §15), kept out of the handlers.
+"""Create-time rules the real service enforces (spec §8, §6.5), kept out of the handlers.
 
 Why here: a fake that accepts a config the service refuses hides the client's bug until
 production. Each check raises :class:`ApiError` with the field it blames; a rule a mutant
@@ -31,7 +31,7 @@ def _refuse(code: ErrorCode, loc: Loc, message: str, kind: str = "value_error") 
 
 
 def requested_job_id(body: CreateJobRequest, seams: Seams) -> str | None:
-    """The caller's job id, which must be a UUID (decided, facts §15: honoured when the caller
+    """The caller's job id, which must be a UUID (honoured when the caller
     holds no job of that id; the store answers 409 when it does, whatever other accounts
     hold). With the rule waived the id is ignored, as the old fake did."""
     if body.job_id is None or not seams.enforces(Rule.CALLER_JOB_ID):

@@ -1,6 +1,6 @@
 """The default engine: seeded, shape-correct results without any model.
 
-Why: clients must be checked for shape handling (facts, section 10) cheaply and
+Why: clients must be checked for shape handling (spec §6.1, §10) cheaply and
 reproducibly. Every value comes from a per-job generator seeded by (job seed, call
 number), so a run replays exactly with the same ``--seed``. torch loads on first use.
 """

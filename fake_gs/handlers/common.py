@@ -230,7 +230,7 @@ async def parse_json_body(data: bytes | bytearray, settings: FakeSettings) -> An
     """A request's JSON body parsed under the fake's cost bounds: more values than
     ``max_json_values`` is a 413 naming the bound, before anything is parsed; a large body
     is parsed off the event loop, so the fake keeps answering meanwhile (a 60 MiB float
-    array on /step stalled health 9-20 s, issue 23)."""
+    array on /step stalled health 9-20 s)."""
     _check_containers(data, settings.max_json_containers)
     values = json_values(data)
     if values > settings.max_json_values:

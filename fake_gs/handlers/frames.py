@@ -2,7 +2,7 @@
 
 A route supplies a *builder* that validates the decoded frame object and submits the
 request; this module owns decoding, the legacy-payload refusal and every chunk-group rule
-(facts, section 7): restart, conflict, missing chunks, at-most-once on replay.
+(spec §9.3): restart, conflict, missing chunks, at-most-once on replay.
 """
 
 from __future__ import annotations

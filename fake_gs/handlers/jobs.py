@@ -42,7 +42,7 @@ def sub_job_view(sub: SubJobRec, shown: str) -> m.SubJob:
 
 
 def job_view(ctx: Ctx, job: JobRec, *, count_poll: bool = False) -> m.Job:
-    """The job object with every field (facts, section 4), in the configured dialect."""
+    """The job object with every field (spec §5.2), in the configured dialect."""
     status = ctx.store.status(job, count_poll=count_poll)
     shown = ctx.job_status_text(status)
     reason = job.reason

@@ -1,4 +1,4 @@
-"""POST /{job_id}/operation: routing hints, then one handler per operation type (facts §8).
+"""POST /{job_id}/operation: routing hints, then one handler per operation type (spec §7).
 
 ``forward`` and ``weight-sync`` answer a request id to poll; the rest answer inline.
 """
@@ -198,7 +198,7 @@ async def op_cancel_request(ctx: Ctx, job: JobRec, target: SubJobRec, payload: A
     assert isinstance(payload, CancelRequestPayload)
     req = ctx.store.request_for(job, payload.request_id)
     cancelled, status = ctx.store.cancel_request(req)
-    # No "request_id" key: an operation answer holding one is a request to poll (facts §8).
+    # No "request_id" key: an operation answer holding one is a request to poll (spec §7).
     return json_response(m.CancelRequestResult(cancelled_request_id=req.request_id, cancelled=cancelled,
                                                status=ctx.request_status_text(status)))
 

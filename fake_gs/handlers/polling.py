@@ -1,4 +1,4 @@
-"""GET /{job_id}/requests/{request_id}: the request status object (facts, section 5).
+"""GET /{job_id}/requests/{request_id}: the request status object (spec §6.8, §9.4).
 
 A poll of a request that is due but still executing waits briefly (``poll_wait_s``) so an
 ``instant`` request is terminal on the first poll after it completes, without spinning.
