@@ -299,20 +299,19 @@ _TABLE: tuple[_Row, ...] = (
     ("SEM-STALE-1", _S, "semantic", "server", "decided", "A sampler not synced keeps its outputs for a fixed seed."),
     ("SEM-SHIFT-1", _S, "semantic", "server", "spec §10.4", "logprobs[:, i] is the log-probability of input_ids[:, i + 1] (the shifted convention)."),
     ("SEM-SIGN-1", _S, "semantic", "server", "decided", "A policy-gradient step raises the log-probability of positive-advantage responses."),
-    # Appended for the schemathesis run of the conformance suite (schema-level promises).
+    # Schema-level promises (judged by the schemathesis run of the conformance suite)
     ("ERR-SCHEMA-1", _M, "current", "server", "decided", "Every answer matches the OpenAPI document (contract.openapi) for its route and status, body and content type."),
     ("ERR-REJECT-1", _M, "current", "server", "decided", "Input that violates the OpenAPI document's request schema is refused with a 4xx, never accepted."),
-    # Appended for limits, faults and hostile input (server bounds; the fake's admin API).
+    # Limits, faults and hostile input: server bounds, the fake's admin API
     ("LIMIT-FRAME-2", _M, "current", "server", "decided", "The frame limits apply to frames reassembled from request chunks: an over-limit frame sent in chunks is refused with a 4xx and a code, and nothing executes."),
     ("LIMIT-RELEASE-1", _M, "current", "server", "decided", "A finished chunk group releases its buffered chunk bytes; only what a replay needs is kept."),
     ("LIMIT-RECOVER-1", _M, "current", "server", "decided", "After refusing hostile input (malformed frames, bad chunk sequences, limit breaches) the server keeps serving normal traffic on the same job."),
     ("AUTH-ADMIN-1", _M, "current", "server", "decided", "With tokens configured, the fake's admin API (/_fake/..., export downloads excepted) answers 401 to calls without a valid bearer token."),
     ("LIMIT-RETRYAFTER-2", _M, "current", "server", "decided", "A refusal for a server limit (429 chunk_group_limit or rate_limited) carries Retry-After (decided), so clients back off instead of spinning."),
     ("LIMIT-EXPIRE-2", _M, "current", "server", "decided", "An abandoned chunk group stops counting against the open-group and buffered-byte caps once the server's idle time has passed (decided)."),
-    # Wave 2: a block per issue, so parallel work appends in different places.
-    # -- verdict --
+    # Operations: the forward operation's proposed log-prob answer
     ("OP-FORWARD-2", _M, "proposed", "server", "proposed", "The forward operation takes a base64 DSSST1 frame, answers a request_id and resolves to model_outputs.logprobs [B, S] (a log-prob API the spec does not promise today)."),
-    # -- strict fake --
+    # Create-time and submit-time rules the real service enforces (checkpoints, operations, job validation)
     ("SAVE-DP-1", _M, "current", "server", "spec §6.4", "A runtime load whose checkpoint came from a sub-job with another n_gpus is refused (a 4xx at submit, or a failed request) unless the target training sub-job was created with load_optimizer_states false; then it loads the weights."),
     ("CKPT-INIT-1", _M, "current", "server", "spec §6.5", "A training sub-job initialised from a checkpoint of a sub-job with another n_gpus is refused at create (4xx) unless its training_config sets load_optimizer_states false."),
     ("CKPT-INIT-2", _M, "current", "server", "spec §6.5", "A sampling sub-job initialised from a checkpoint needs source_checkpoint_info.checkpoint_id naming a weights-only checkpoint that exists; a resumable, unknown or missing one is refused at create (4xx)."),
@@ -330,7 +329,7 @@ _TABLE: tuple[_Row, ...] = (
     ("CAP-ACCOUNT-1", _M, "current", "server", "spec §5.4", "Capacity is per account: another account's jobs count neither in the caller's in_use_gpus nor against the caller's max_total_gpus."),
     ("OP-CANCEL-2", _M, "current", "server", "decided", "cancel-request of a request that has not started answers cancelled true and the request never runs (its poll says cancelled); of one running or done it answers cancelled false and the request completes."),
     ("JOB-ID-1", _M, "current", "server", "decided", "A create body's job_id (a UUID) names the job within the caller's account when the caller holds no job of that id; creating again with an id the caller holds answers 409 (a server that ignores the field is conformant)."),
-    # -- hardening --
+    # Hardening: one account cannot block another, the admin API is the admin's, bounded bodies and results
     ("AUTH-ADMIN-2", _M, "current", "server", "decided", "With service tokens and an admin token configured, the fake's admin API answers 403 to every service token and 200 to the admin token only."),
     ("LIMIT-ACCOUNT-1", _M, "current", "server", "decided", "Chunk-group caps apply per account (token) as well as per job and per server: one account at its caps does not stop another account's chunked upload."),
     ("LIMIT-IDLE-1", _S, "current", "server", "decided", "A request body that stops arriving is answered 408 (or the connection closed) after the server's idle time and its bytes freed, never held until the client gives up."),
@@ -339,7 +338,7 @@ _TABLE: tuple[_Row, ...] = (
     ("WIRE-DUPKEY-1", _M, "current", "server", "decided", "A frame whose safetensors header names a key twice (anywhere, __metadata__ included) is refused with 400, as safetensors refuses it."),
     ("CKPT-ID-1", _S, "current", "server", "decided", "A checkpoint id a URL path cannot carry (., .., /, control characters, not UTF-8) is refused at save with 400, so no checkpoint exists that cannot be exported or deleted."),
     ("LIMIT-BOUNDS-1", _S, "proposed", "server", "decided", "top_k, max_tokens, n and the prompt count have bounds: a call over one answers 400 naming the limit, in bounded time and memory."),
-    # -- at most once --
+    # At most once: Idempotency-Key on the server, the client's resends
     ("IDEM-KEY-1", _M, "proposed", "server", "proposed", "A data-plane POST repeated with the same Idempotency-Key, method, path and body in the same account executes once: the repeat runs nothing again."),
     ("IDEM-KEY-2", _M, "proposed", "server", "proposed", "A repeat of an Idempotency-Key answers the original call's answer (its request_id, or its inline result), never another call's, also after other keyed calls."),
     ("IDEM-KEY-3", _M, "proposed", "server", "proposed", "A repeat of an Idempotency-Key with another method, path or body answers 409 with code idempotency_conflict and executes nothing."),
@@ -348,22 +347,22 @@ _TABLE: tuple[_Row, ...] = (
     ("CLIENT-ONCE-1", _M, "current", "client", "decided", "After an ambiguous failure of a call that is not idempotent (read time-out, connection cut after sending, 500/502/504, 503 without Retry-After), the client does not resend it without idempotency keys: it raises AmbiguousOutcome naming the route, the attempt and the x-snowflake-request-id."),
     ("CLIENT-ONCE-2", _M, "current", "client", "decided", "Idempotent calls (reads, polls, cancel, chunk-group uploads) and failures that prove a call never ran (refused connection, a 4xx refusal, 429, 503 with Retry-After) are still retried."),
     ("CLIENT-ONCE-3", _M, "proposed", "client", "proposed", "The client sends an Idempotency-Key on every data-plane POST and, against a server that honours keys, resends an ambiguously failed call with the same key, so the call executes at most once."),
-    # -- openapi --
+    # Addressing: a 405's Allow header
     ("ADDR-ALLOW-1", _S, "proposed", "server", "proposed", "A method a path does not serve answers 405 with an Allow header listing exactly the methods the OpenAPI document gives that path (HEAD beside GET allowed), as RFC 9110 asks of a 405."),
-    # -- recipes, logs, TLS --
+    # Execution logs
     ("JOB-LOGS-1", _M, "current", "server", "spec §12.2", "POST /api/v2/statements (outside the service prefix) answers the SYSTEM$GET_VSTAGE_WRITE_CREDS statement for the run GET /{job_id}/experiment-run names with scoped S3 credentials that list that run's stage (in the row form the reference client reads)."),
     ("JOB-LOGS-2", _S, "current", "server", "spec §12.2", "A running job's stage holds its logs below _logs/{sub_job_id}/ for sub-jobs of that job, and only for them."),
-    # -- integrations: the surface SkyRL's and verl's Arctic code calls --
+    # Integration surface: what SkyRL's and verl's Arctic code calls
     ("INTEG-JOB-1", _M, "current", "client", "client", "create_arctic_rl_client(config) returns with its job running; reconnect_config() carries the job and sub-job ids, and a client built from that config reattaches to the same job instead of creating one."),
     ("INTEG-JOB-2", _M, "current", "client", "client", "shutdown(), called plainly or awaited, never cancels a job the client reattached to: the job keeps running for its owner."),
     ("INTEG-GEN-1", _M, "current", "client", "client", "generate(prompts=, sampling_params=) answers the list of outputs, one per prompt in order, each with its token_ids and finish_reason."),
     ("INTEG-FB-1", _M, "current", "client", "client", "A fwd_bwd answer carries metrics with a float loss (the service's, else its avg_loss) and a float grad_norm (NaN when the service reports none)."),
     ("INTEG-STEP-1", _M, "current", "client", "client", "A step answer carries a metrics block with a float grad_norm (NaN when the service reports none) and the step's last_lr."),
     ("INTEG-FWD-1", _M, "proposed", "client", "client", "fwd_no_grad(payload, reference_model=) answers per-token log-probs shaped like input_ids under batch.logprobs and batch.log_probs."),
-    # -- load --
+    # Load: calls in flight together
     ("REQ-ONCE-1", _M, "current", "server", "decided", "An accepted async call (answered a request_id) executes exactly once, also while many calls of one or many jobs are in flight: it runs (its poll never answers request_not_found) and no submission runs twice."),
-    # -- spec letter: the kit's own forms and choices split off the spec clauses,
-    # the rules no clause judged, and the status every refusal gets from the kit.
+    # The kit's own forms and choices split off the spec clauses, the rules no clause
+    # judged, and the status every refusal gets from the kit
     ("ERR-STATUS-1", _M, "current", "server", "decided", "A refusal answers the status the kit gives its kind: 400 for invalid input, 401 without a valid token, 404 for an unknown id, 409 for a state conflict, 413 for a body too large, 415 for a wrong content type (the spec fixes a status only in §5.9, §6.4 and §9.3)."),
     ("ADDR-PREFIX-2", _M, "current", "server", "decided", "The fake serves the routes under any database, schema and endpoint name."),
     ("ADDR-CT-4", _M, "current", "server", "spec §2.3", "Control-plane, step, save, load and operation calls take application/json bodies, forward-backward and generate application/octet-stream DSSST1 frames, generate-stream UTF-8 JSON sent as application/octet-stream."),
@@ -402,7 +401,7 @@ _TABLE: tuple[_Row, ...] = (
     ("CLIENT-POLL-2", _M, "current", "client", "spec §3.4", "The client polls by default from 0.5 s, backing off x1.25 up to 6 s, and gives up after 1800 s."),
     ("CLIENT-NOBODY-1", _M, "current", "client", "spec §5.5", "The client sends cancel (and export, spec §5.8) without a body."),
     ("CLIENT-CONFIG-1", _M, "current", "client", "spec §8.2", "The client refuses, before sending, a PrimeRL config combining an enabled (or default) fused_cross_entropy with fp32_lm_head true or an integer fused_lm_head_token_chunk_size."),
-    # -- hardening round three: no existence oracle
+    # Auth: no existence oracle across accounts
     ("AUTH-ISOLATION-3", _M, "current", "server", "decided", "A create whose job_id another token's job holds answers as a create with a free id of that shape does (never a 409 for it), and leaves that job untouched."),
 )
 
