@@ -1,4 +1,4 @@
-"""The hardening figures (issues 12 and 23), each measured on a fake running as a subprocess.
+"""The hardening figures, each measured on a fake running as a subprocess.
 
 1. Slow bodies: 40 connections declare 60 MiB forward-backward bodies and send one byte
    each, held 10 s: the fake's RSS growth, the worst ``/_fake/health`` latency meanwhile,
@@ -14,17 +14,18 @@
    route and Z gets 200.
 6. Poll pages: the transient memory of building one 512-event page, as a multiple of the
    page (spliced from pre-encoded events; bound 1.2x), beside re-serialising event dicts.
-7. Log stage (issue 23): unauthenticated PUTs declaring 1 GiB each push 1.2 GB at the
+7. Log stage: unauthenticated PUTs declaring 1 GiB each push 1.2 GB at the
    execution-log stage: the RSS of the fake and of its stage process, and the stage's temp
    disk, before and after. Bound: < 16 MiB each, temp disk +0.
-8. Fair shares (issue 23, family 4): four accounts each declare a 2 GiB frame with one tiny
+8. Fair shares: four accounts each declare a 2 GiB frame with one tiny
    chunk 0 (the 8 GiB server-wide budget full) and account E's 64 MiB upload still runs; one
    account trickling 18 bodies holds the 1 GiB in-flight budget, its next small body is
    refused at once (not after --body-idle-s), and another account's upload still runs.
 
-Run: ``python benchmarks/bench_hardening.py [--quick] [--issue 12|23|all]`` (``--quick``:
-200 result calls and a 3 s hold; ``--issue 23``: only the figures of issue 23: the log
-stage, the fair shares, and families 5-7 in ``bench_hardening_bounds.py``). Exits 1 when a
+Run: ``python benchmarks/bench_hardening.py [--quick] [--round first|second|all]``
+(``--quick``: 200 result calls and a 3 s hold; ``--round second``: only the second hardening
+round's figures: the log stage, the fair shares, and the deadlines, readers and work bounds
+in ``bench_hardening_bounds.py``). Exits 1 when a
 bound is missed. Figures are printed, one line each.
 """
 
@@ -136,7 +137,7 @@ def bench_admin() -> bool:
 
 
 def bench_shared_reservations() -> bool:
-    """Issue 23 family 4: four accounts each send one chunk 0 (~460 bytes) declaring a 2 GiB
+    """Fair shares: four accounts each send one chunk 0 (~460 bytes) declaring a 2 GiB
     frame, filling the 8 GiB server-wide chunk budget; account E's upload must still run."""
     from share_attacks import reservations
 
@@ -158,7 +159,7 @@ def bench_shared_reservations() -> bool:
 
 
 def bench_shared_inflight() -> bool:
-    """Issue 23 family 4: one account trickling 18 chunk bodies holds the 1 GiB in-flight
+    """Fair shares: one account trickling 18 chunk bodies holds the 1 GiB in-flight
     budget; its next (small, fully sent) body must be refused at once, not after the 30 s
     --body-idle-s, and another account's upload must still run."""
     from share_attacks import trickled_bodies
@@ -242,11 +243,12 @@ def bench_log_stage(total: int) -> bool:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="200 result calls and a 3 s hold (a smoke run)")
-    parser.add_argument("--issue", choices=("12", "23", "all"), default="all",
-                        help="only issue 12's figures, only issue 23's (bench_hardening_bounds.py), or both")
+    parser.add_argument("--round", choices=("first", "second", "all"), default="all",
+                        help="only the first hardening round's figures, only the second's "
+                             "(with bench_hardening_bounds.py), or both")
     args = parser.parse_args()
     results = []
-    if args.issue in ("12", "all"):
+    if args.round in ("first", "all"):
         results += [
             bench_poll_page(),
             bench_slow_bodies(3.0 if args.quick else 10.0),
@@ -255,7 +257,7 @@ def main() -> int:
             bench_admin(),
             bench_results(200 if args.quick else 2000),
         ]
-    if args.issue in ("23", "all"):
+    if args.round in ("second", "all"):
         from bench_hardening_bounds import run
 
         results.append(bench_log_stage(120 * MiB if args.quick else 1200 * 1000 * 1000))

@@ -1,5 +1,5 @@
-"""The hardening figures of issue 23, families 5-7, at the issue's sizes (run by
-``benchmarks/bench_hardening.py --issue 23``, or alone).
+"""The second hardening round's deadlines, readers and work bounds, at the full sizes (run by
+``benchmarks/bench_hardening.py --round second``, or alone).
 
 5. Deadlines: 200 partial heads and 50 bodies trickling a byte every 20 s against
    ``--body-timeout-s 30``: when each is closed and with what; 20,000 idle sockets: the

@@ -23,7 +23,7 @@ runs in a process of its own, started fresh for each measurement:
 
 Every figure is the median of ``--runs`` rounds (default 3; ``--small-runs``, default 6,
 for the small-call path) with its range; the rounds interleave the clients (the small-call
-stacks in alternating order), so load from elsewhere hits all alike. Targets (issue 28): 512
+stacks in alternating order), so load from elsewhere hits all alike. Targets: 512
 MiB at least 0.8x the bare loop, client peak at most 1.3x and fake peak at most 1.3x the
 frame; 64 MiB at least 0.7x; the small-call path no slower than the baseline.
 

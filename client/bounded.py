@@ -1,4 +1,4 @@
-"""Every answer read under a total byte cap and a total time bound (issue 23, family 6).
+"""Every answer read under a total byte cap and a total time bound.
 
 ``requests`` bounds neither: its read timeout is per socket read, so a server dripping one
 byte every 0.5 s kept a call with ``call_timeout_s=3`` waiting 40 s; a body is read whole

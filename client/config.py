@@ -3,7 +3,7 @@
 Importing this module pulls pydantic and the pydantic-only parts of ``contract`` so that a
 Cortex-only driver can build a config without torch, a server or any on-prem stack.
 
-Legacy handling (facts, section 12) happens in one ``mode="before"`` validator so that
+Legacy handling (the configs SkyRL's and verl's code builds) happens in one ``mode="before"`` validator so that
 ``model_fields_set`` names exactly the canonical fields a caller set; the environment
 override relies on that to let explicit fields win.
 """
@@ -122,7 +122,7 @@ class ClientConfig(BaseModel):
 
     backend: Backend = "cortex"
 
-    # --- Cortex addressing (facts, section 2) ---------------------------------------------
+    # --- Cortex addressing (spec §2) ---------------------------------------------
     base_url: str | None = Field(None, description="Explicit service base, e.g. http://127.0.0.1:8080; no PAT sent unless `pat` is set.")
     host: str | None = Field(None, description="Account host; https://{host}; needs a PAT.")
     database: str = "CORTEX"
@@ -172,7 +172,7 @@ class ClientConfig(BaseModel):
     max_chunk_bytes: int = Field(DEFAULT_CHUNK_BYTES, le=MAX_BODY_BYTES, description="Request chunks are cut to at most this size; at least the 8 KiB chunk header allowance plus MIN_CHUNK_PAYLOAD_BYTES.")
     max_answer_bytes: int = Field(MAX_ANSWER_BYTES, gt=0, description="Largest answer body the client reads; a bigger one is refused (AnswerTooLarge) as soon as it is declared or crossed, before it is all in memory.")
     max_events: int | None = Field(None, gt=0, description="`max_events` per poll (server default when unset).")
-    # --- reader bounds (issue 23; defaults from contract.limits) --------------------------
+    # --- reader bounds (defaults from contract.limits) --------------------------
     max_answer_inflation: float = Field(MAX_ANSWER_INFLATION, ge=1, description="How many times its bytes on the wire a compressed answer may decode to (past the first 64 MiB); more is AnswerTooLarge.")
     max_result_bytes: int = Field(_POLL.max_result_bytes, gt=0, description="Result-chunk bytes one request's pages may bring; more is ResultTooLarge.")
     max_result_pages: int = Field(_POLL.max_result_pages, gt=0, description="Pages bringing result chunks (or stream events) one request may take; more is ResultTooLarge.")

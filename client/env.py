@@ -1,4 +1,4 @@
-"""The environment override the factory applies before dispatch (facts, section 12).
+"""The environment override the factory applies before dispatch (as SkyRL's and verl's integration code expects).
 
 Both integrations hard-code an on-prem backend, so a launcher flips them to Cortex with
 ``ARCTIC_RL_BACKEND=cortex`` plus ``CORTEX_*`` variables; they never set a client knob

@@ -1,4 +1,4 @@
-"""The legacy async surface SkyRL and verl call (facts, section 12), over the sync client.
+"""The legacy async surface SkyRL's and verl's integration code calls, over the sync client.
 
 Each coroutine runs the synchronous call in a worker thread (``asyncio.to_thread``) so a
 long poll never blocks the integration's event loop. ``reconnect_config``,

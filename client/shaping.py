@@ -1,4 +1,4 @@
-"""Response shaping the integrations rely on (facts, section 12).
+"""Response shaping the integrations (SkyRL's and verl's code) rely on.
 
 SkyRL and verl were written against the on-prem server's answers. These pure functions
 bend Cortex answers into that shape without copying tensors: loss-only results gain

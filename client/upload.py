@@ -1,4 +1,4 @@
-"""Octet uploads: DSSST1 request chunks with the chunk-group protocol (facts, section 7).
+"""Octet uploads: DSSST1 request chunks with the chunk-group protocol (spec §9.3).
 
 Every chunk goes to the same path; only the final chunk's answer may carry a
 ``request_id``. On ``chunk_group_restart_required`` the whole group is replayed once from

@@ -117,7 +117,7 @@ def _entry_problems(header: dict[str, Any], data_len: int) -> list[str]:
 def inspect_frame(data: bytes) -> FrameView | None:
     """Parse ``data`` as DSSST1; ``None`` when it is not even a safetensors blob.
 
-    ``view.problems`` lists every deviation from the format (facts, section 6).
+    ``view.problems`` lists every deviation from the format (spec §9.2).
     """
     parsed = _safetensors_header(data)
     if parsed is None:

@@ -177,7 +177,7 @@ OPTIONS: tuple[Option, ...] = (
     _opt("record", "Record every HTTP exchange to this parity tape (replay it with "
          "gs-parity); a run under xdist appends each worker's stream in turn, and the CLI "
          "records in one process unless -n is given.", _O, metavar="FILE"),
-    # -- parity tapes (issue 25) --
+    # -- parity tapes --
     _opt("record_bodies", "What --record keeps of a request body too big to keep inline: bytes "
          "(out of line, each distinct body once, within --record-budget-mib) or outline (a frame's "
          "skeleton: tree, dtypes, shapes, value ranges; gs-parity rebuilds it with seeded "

@@ -27,7 +27,7 @@ def read_answer(sock: socket.socket, timeout_s: float, max_bytes: int = MAX_RAW_
     """The status and body of the answer on ``sock`` (status 0 when the server closed the
     connection, or ``timeout_s`` passed, without one). ``timeout_s`` bounds the whole read,
     not each piece, and at most ``max_bytes`` are kept: a server dripping its answer or
-    sending one without end cannot hold the reader (issue 23)."""
+    sending one without end cannot hold the reader."""
     deadline = time.monotonic() + timeout_s
     data = b""
     try:

@@ -90,7 +90,7 @@ def fb_payloads(draw: st.DrawFn) -> dict[str, Any]:
 
 @st.composite
 def verl_batches(draw: st.DrawFn) -> dict[str, Any]:
-    """The verl-GRPO kwargs (facts, section 13): prompt P + response R."""
+    """The verl-GRPO kwargs (spec §10): prompt P + response R."""
     b = draw(st.integers(1, 3))
     p = draw(st.integers(1, 8))
     r = draw(st.integers(1, 8))

@@ -1,4 +1,4 @@
-"""The two auth headers a real host wants (facts, section 2), in one place."""
+"""The two auth headers a real host wants (spec §2), in one place."""
 
 from __future__ import annotations
 

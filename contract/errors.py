@@ -16,110 +16,144 @@ from typing import Any
 
 
 class ErrorCode(StrEnum):
+    """The string codes of the error envelope, grouped by the area of the service that refuses."""
+
+    # Bad input: the body, its JSON or its fields
     INVALID_ARGUMENT = "invalid_argument"
     VALIDATION_FAILED = "validation_failed"
     UNKNOWN_FIELD = "unknown_field"
     MALFORMED_JSON = "malformed_json"
-    MALFORMED_FRAME = "malformed_frame"
-    LEGACY_PAYLOAD_REFUSED = "legacy_payload_refused"
+    INVALID_ID = "invalid_id"
+
+    # Addressing and content types
     UNSUPPORTED_MEDIA_TYPE = "unsupported_media_type"
-    PAYLOAD_TOO_LARGE = "payload_too_large"
-    UNAUTHENTICATED = "unauthenticated"
     NOT_FOUND = "not_found"
     ROUTE_NOT_FOUND = "route_not_found"
+    METHOD_NOT_ALLOWED = "method_not_allowed"
+
+    # Auth
+    UNAUTHENTICATED = "unauthenticated"
+    FORBIDDEN = "forbidden"
+
+    # Jobs: unknown ids, states and create-time rules
     JOB_NOT_FOUND = "job_not_found"
-    REQUEST_NOT_FOUND = "request_not_found"
-    CHECKPOINT_NOT_FOUND = "checkpoint_not_found"
     SUB_JOB_NOT_FOUND = "sub_job_not_found"
     JOB_NOT_RUNNING = "job_not_running"
     JOB_CONFLICT = "job_conflict"
     CONFLICT = "conflict"
-    IDEMPOTENCY_CONFLICT = "idempotency_conflict"
     MODEL_NOT_TRAINABLE = "model_not_trainable"
     UNKNOWN_MODEL = "unknown_model"
+    WRONG_SUB_JOB_TYPE = "wrong_sub_job_type"
+
+    # Checkpoints: save, load and create-time initialisation
+    CHECKPOINT_NOT_FOUND = "checkpoint_not_found"
+    DP_SIZE_MISMATCH = "dp_size_mismatch"
+    CHECKPOINT_TYPE_MISMATCH = "checkpoint_type_mismatch"
+
+    # Data-plane calls and operations
+    SEQUENCE_TOO_LONG = "sequence_too_long"
+    PROMPT_TOO_LONG = "prompt_too_long"
     UNKNOWN_OPERATION_TYPE = "unknown_operation_type"
     ROUTING_CONFLICT = "routing_conflict"
+    ROUTING_HINT_REQUIRED = "routing_hint_required"
+    LORA_NOT_CONFIGURED = "lora_not_configured"
     NOT_IMPLEMENTED = "not_implemented"
-    METHOD_NOT_ALLOWED = "method_not_allowed"
+
+    # DSSST1 frames
+    MALFORMED_FRAME = "malformed_frame"
+    LEGACY_PAYLOAD_REFUSED = "legacy_payload_refused"
+    FRAME_LIMIT = "frame_limit"
+
+    # Chunk groups
     CHUNK_GROUP_RESTART_REQUIRED = "chunk_group_restart_required"
     CHUNK_GROUP_CONFLICT = "chunk_group_conflict"
     CHUNK_GROUP_MISSING_CHUNKS = "chunk_group_missing_chunks"
     CHUNK_GROUP_LIMIT = "chunk_group_limit"
     BUFFER_LIMIT = "buffer_limit"
-    FRAME_LIMIT = "frame_limit"
+
+    # Polling and results
+    REQUEST_NOT_FOUND = "request_not_found"
+    RESULT_EXPIRED = "result_expired"
+
+    # At most once
+    IDEMPOTENCY_CONFLICT = "idempotency_conflict"
+
+    # Limits, load and availability: a body too big or too slow, a bound passed, a server busy
+    PAYLOAD_TOO_LARGE = "payload_too_large"
+    REQUEST_TIMEOUT = "request_timeout"
+    LIMIT_EXCEEDED = "limit_exceeded"
     RATE_LIMITED = "rate_limited"
     UNAVAILABLE = "unavailable"
-    PROMPT_TOO_LONG = "prompt_too_long"
+
+    # The server's own failures
     INTERNAL = "internal"
     #: The fake's execution-log store needs the ``logs`` extra (moto[server], boto3).
     LOGS_EXTRA_MISSING = "logs_extra_missing"
-    # -- strict fake (issue 11) --
-    SEQUENCE_TOO_LONG = "sequence_too_long"
-    DP_SIZE_MISMATCH = "dp_size_mismatch"
-    CHECKPOINT_TYPE_MISMATCH = "checkpoint_type_mismatch"
-    LORA_NOT_CONFIGURED = "lora_not_configured"
-    ROUTING_HINT_REQUIRED = "routing_hint_required"
-    WRONG_SUB_JOB_TYPE = "wrong_sub_job_type"
-    # Hardening (issue 12): a stalled body, a freed result, an admin call without the
-    # admin credential, an id a path cannot carry, a numeric input over a decided bound.
-    REQUEST_TIMEOUT = "request_timeout"
-    RESULT_EXPIRED = "result_expired"
-    FORBIDDEN = "forbidden"
-    INVALID_ID = "invalid_id"
-    LIMIT_EXCEEDED = "limit_exceeded"
 
 
-#: The HTTP status each code is answered with.
+#: The HTTP status each code is answered with (in the enum's order, by area).
 STATUS_OF: dict[ErrorCode, int] = {
+    # Bad input
     ErrorCode.INVALID_ARGUMENT: 400,
     ErrorCode.VALIDATION_FAILED: 400,
     ErrorCode.UNKNOWN_FIELD: 400,
     ErrorCode.MALFORMED_JSON: 400,
-    ErrorCode.MALFORMED_FRAME: 400,
-    ErrorCode.LEGACY_PAYLOAD_REFUSED: 400,
-    ErrorCode.PROMPT_TOO_LONG: 400,
-    ErrorCode.UNKNOWN_OPERATION_TYPE: 400,
-    ErrorCode.ROUTING_CONFLICT: 400,
-    ErrorCode.MODEL_NOT_TRAINABLE: 400,
-    ErrorCode.UNKNOWN_MODEL: 400,
-    ErrorCode.FRAME_LIMIT: 400,
-    ErrorCode.UNAUTHENTICATED: 401,
+    ErrorCode.INVALID_ID: 400,
+    # Addressing and content types
+    ErrorCode.UNSUPPORTED_MEDIA_TYPE: 415,
     ErrorCode.NOT_FOUND: 404,
     ErrorCode.ROUTE_NOT_FOUND: 404,
-    ErrorCode.JOB_NOT_FOUND: 404,
-    ErrorCode.REQUEST_NOT_FOUND: 404,
-    ErrorCode.CHECKPOINT_NOT_FOUND: 404,
-    ErrorCode.SUB_JOB_NOT_FOUND: 400,
     ErrorCode.METHOD_NOT_ALLOWED: 405,
+    # Auth
+    ErrorCode.UNAUTHENTICATED: 401,
+    ErrorCode.FORBIDDEN: 403,
+    # Jobs
+    ErrorCode.JOB_NOT_FOUND: 404,
+    ErrorCode.SUB_JOB_NOT_FOUND: 400,
     ErrorCode.JOB_NOT_RUNNING: 409,
     ErrorCode.JOB_CONFLICT: 409,
     ErrorCode.CONFLICT: 409,
-    ErrorCode.IDEMPOTENCY_CONFLICT: 409,
+    ErrorCode.MODEL_NOT_TRAINABLE: 400,
+    ErrorCode.UNKNOWN_MODEL: 400,
+    ErrorCode.WRONG_SUB_JOB_TYPE: 400,
+    # Checkpoints
+    ErrorCode.CHECKPOINT_NOT_FOUND: 404,
+    ErrorCode.DP_SIZE_MISMATCH: 400,
+    ErrorCode.CHECKPOINT_TYPE_MISMATCH: 400,
+    # Data-plane calls and operations
+    ErrorCode.SEQUENCE_TOO_LONG: 400,
+    ErrorCode.PROMPT_TOO_LONG: 400,
+    ErrorCode.UNKNOWN_OPERATION_TYPE: 400,
+    ErrorCode.ROUTING_CONFLICT: 400,
+    ErrorCode.ROUTING_HINT_REQUIRED: 400,
+    ErrorCode.LORA_NOT_CONFIGURED: 400,
+    ErrorCode.NOT_IMPLEMENTED: 501,
+    # DSSST1 frames
+    ErrorCode.MALFORMED_FRAME: 400,
+    ErrorCode.LEGACY_PAYLOAD_REFUSED: 400,
+    ErrorCode.FRAME_LIMIT: 400,
+    # Chunk groups
     ErrorCode.CHUNK_GROUP_RESTART_REQUIRED: 409,
     ErrorCode.CHUNK_GROUP_CONFLICT: 409,
     ErrorCode.CHUNK_GROUP_MISSING_CHUNKS: 409,
-    ErrorCode.PAYLOAD_TOO_LARGE: 413,
-    ErrorCode.BUFFER_LIMIT: 413,
-    ErrorCode.UNSUPPORTED_MEDIA_TYPE: 415,
     ErrorCode.CHUNK_GROUP_LIMIT: 429,
-    ErrorCode.RATE_LIMITED: 429,
-    ErrorCode.INTERNAL: 500,
-    ErrorCode.NOT_IMPLEMENTED: 501,
-    ErrorCode.LOGS_EXTRA_MISSING: 501,
-    ErrorCode.UNAVAILABLE: 503,
-    # -- strict fake (issue 11) --
-    ErrorCode.SEQUENCE_TOO_LONG: 400,
-    ErrorCode.DP_SIZE_MISMATCH: 400,
-    ErrorCode.CHECKPOINT_TYPE_MISMATCH: 400,
-    ErrorCode.LORA_NOT_CONFIGURED: 400,
-    ErrorCode.ROUTING_HINT_REQUIRED: 400,
-    ErrorCode.WRONG_SUB_JOB_TYPE: 400,
-    ErrorCode.REQUEST_TIMEOUT: 408,
+    ErrorCode.BUFFER_LIMIT: 413,
+    # Polling and results
+    ErrorCode.REQUEST_NOT_FOUND: 404,
     ErrorCode.RESULT_EXPIRED: 410,
-    ErrorCode.FORBIDDEN: 403,
-    ErrorCode.INVALID_ID: 400,
+    # At most once
+    ErrorCode.IDEMPOTENCY_CONFLICT: 409,
+    # Limits, load and availability
+    ErrorCode.PAYLOAD_TOO_LARGE: 413,
+    ErrorCode.REQUEST_TIMEOUT: 408,
     ErrorCode.LIMIT_EXCEEDED: 400,
+    ErrorCode.RATE_LIMITED: 429,
+    ErrorCode.UNAVAILABLE: 503,
+    # The server's own failures
+    ErrorCode.INTERNAL: 500,
+    ErrorCode.LOGS_EXTRA_MISSING: 501,
 }
+
 
 #: The code an answer known only by its status carries (an injected fault that names no
 #: code): the general code of that status in :data:`STATUS_OF`.

@@ -5,7 +5,7 @@ A caller-chosen id must be a single path segment a URL carries intact.
 Ids travel as path segments (``/checkpoints/{checkpoint_id}``). An id that is ``.`` or
 ``..``, holds ``/`` or control characters, or is not valid UTF-8 (a lone surrogate) is
 rewritten or split by URL normalisation, forges log lines, or cannot be encoded at all:
-saved once, it could never be exported or deleted again (issue 12, decided).
+saved once, it could never be exported or deleted again.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Numbers the contract fixes: body limits, event paging, poll and retry policy.
 
-One home for every figure a server or client must agree on (facts, sections 2, 5, 7).
+One home for every figure a server or client must agree on (spec §2, §6, §9).
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ DEFAULT_CHUNK_BYTES = MAX_BODY_BYTES
 #: ``max_events`` on a request poll: default and cap.
 DEFAULT_MAX_EVENTS = 16
 MAX_EVENTS_CAP = 512
-#: generate's default ``max_tokens`` when sampling params give none (facts, section 10).
+#: generate's default ``max_tokens`` when sampling params give none (generate, spec §6.6).
 DEFAULT_MAX_TOKENS = 16
-#: Decided bounds on sampling inputs (issue 12): one small body must not make a server
+#: Decided bounds on sampling inputs: one small body must not make a server
 #: allocate gigabytes (a 134-byte log-probs call with top_k=1000000 took the fake to 3.5 GB).
 #: A server refuses more with 400 naming the limit.
 SAMPLING_BOUNDS: dict[str, int] = {
@@ -34,7 +34,7 @@ SAMPLING_BOUNDS: dict[str, int] = {
     "generated_tokens": 1 << 26,
     "top_k_entries": 1 << 24,
 }
-#: Decided bounds on what a server keeps for one account (issue 23): one free-text string
+#: Decided bounds on what a server keeps for one account: one free-text string
 #: of a create body (``experiment_name``, model names, open config keys and values) in
 #: UTF-8 bytes, the create bodies of all its jobs (their JSON bytes; ``list_jobs`` answers
 #: them all), its checkpoints over all its jobs, and its live exports (oldest freed first).
@@ -47,12 +47,12 @@ RETENTION_BOUNDS: dict[str, int] = {
     "exports": 16,
 }
 #: Most JSON values (numbers, strings, arrays, objects) one JSON request body may hold, a
-#: bound on the cost of parsing it (issue 23): a 60 MiB float array is 15 M Python floats.
+#: bound on the cost of parsing it: a 60 MiB float array is 15 M Python floats.
 MAX_JSON_VALUES = 1 << 22
 #: Largest answer the kit's client parses (a poll page of 512 one-MiB result chunks is
 #: ~700 MiB); a bigger one is a ProtocolError, not a MemoryError deep in the JSON parser.
 MAX_ANSWER_BYTES = 1024 * MiB
-#: Bounds on what one answer may make a reader hold (issue 23): a compressed answer may
+#: Bounds on what one answer may make a reader hold: a compressed answer may
 #: decode to at most ``MAX_ANSWER_INFLATION`` times its bytes on the wire once past
 #: ``INFLATION_FREE_BYTES`` (a 0.6 MB gzip of JSON floats decoded to 600 MiB and took the
 #: client past 4 GiB); one request's result pages carry at most ``MAX_RESULT_BYTES`` of

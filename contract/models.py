@@ -2,7 +2,7 @@
 :mod:`contract.models_answers` and the base in :mod:`contract.models_base`, both
 re-exported here so ``contract.models`` names every model.
 
-Unknown fields are kept, not refused (decided, facts section 8): real clients send extras.
+Unknown fields are kept, not refused: real clients send extras.
 :func:`unknown_fields` lists them so a strict server can refuse them by name. Models whose
 extras are documented pass-through keys (``training_config``, ``inference_config``,
 operation payloads) declare ``open_extras = True`` and are never flagged.

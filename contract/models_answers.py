@@ -127,7 +127,7 @@ class SubmitResponse(Body):
 
 
 class ChunkAccepted(Body):
-    """A non-final chunk's answer: carries no ``request_id`` (facts, section 7)."""
+    """A non-final chunk's answer: carries no ``request_id`` (spec §9.3)."""
 
     chunk_group_id: str | None = None
     chunk_idx: int | None = None
@@ -166,7 +166,7 @@ class ResetPrefixCacheResult(Body):
 
 
 class CancelRequestResult(Body):
-    """No ``request_id`` key: an operation answer holding one is a request to poll (facts §8)."""
+    """No ``request_id`` key: an operation answer holding one is a request to poll (spec §7)."""
 
     cancelled_request_id: str
     cancelled: bool

@@ -1,6 +1,6 @@
 """The base of every body model: extras kept, and :func:`unknown_fields` to list them.
 
-Unknown fields are kept, not refused (decided, facts section 8): real clients send extras.
+Unknown fields are kept, not refused: real clients send extras.
 :func:`unknown_fields` lists them so a strict server can refuse them by name, and so the
 fake's answer check can refuse an answer field no model declares. Models whose extras are
 documented pass-through keys (``training_config``, ``inference_config``, operation

@@ -1,4 +1,4 @@
-"""The models the real service caches (facts, section 14).
+"""The models the real service caches (spec §1.4).
 
 The fake refuses anything else at job creation (unless told to allow any model), and
 inference-only models for training sub-jobs; conformance runs pick the smallest one.

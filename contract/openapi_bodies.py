@@ -72,7 +72,7 @@ def _discriminated(components: dict[str, Any], name: str, prop: str, description
 def refine_sub_job_configs(components: dict[str, Any]) -> None:
     """``SubJobConfig`` becomes a ``oneOf`` discriminated by ``job_type`` (spec §8.1):
     each variant requires its own config, forbids the other one and names the models the
-    service caches for that job type (facts §14: inference-only models cannot train)."""
+    service caches for that job type (spec §1.4: inference-only models cannot train)."""
     base = components["SubJobConfig"]
     variants: Variants = {}
     for job_type, (name, own, other, models) in _SUB_JOB_VARIANTS.items():
@@ -131,7 +131,7 @@ def error_body_schemas(components: dict[str, Any]) -> dict[str, str]:
 
 
 def relax_dialects(components: dict[str, Any]) -> None:
-    """Answer fields the spec dialect spells differently (facts §15): a poll's ``error``
+    """Answer fields the spec dialect spells differently (spec §6.8): a poll's ``error``
     may be ``""`` or a string; ``last_lr`` a number or a list of numbers (spec §6.2)."""
     step = components.get("StepResult")
     if step is not None:

@@ -1,4 +1,4 @@
-"""The one home of keeping credentials out of what the kit writes (issue 23, family 3).
+"""The one home of keeping credentials out of what the kit writes.
 
 Tapes, reports, logs and reprs all go through :func:`scrub_text` (text) or :func:`mask`
 (JSON values). Both know the run's own secrets when given them (its tokens) and recognise

@@ -66,7 +66,7 @@ class Route:
 def segment(value: str, name: str = "path parameter") -> str:
     """``value`` percent-encoded as one path segment: ``/`` and every reserved character are
     encoded, and so are the dots of a ``.`` or ``..`` segment, which URL normalisation (the
-    client's HTTP stack or a proxy) would otherwise remove (issue 12)."""
+    client's HTTP stack or a proxy) would otherwise remove."""
     try:
         quoted = quote(value, safe="")
     except UnicodeEncodeError:

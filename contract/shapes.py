@@ -1,4 +1,4 @@
-"""Shape rules (facts, section 10): what a correct result must look like for a request.
+"""Shape rules (spec §6.1, §10): what a correct result must look like for a request.
 
 Pure functions over duck-typed payloads (anything with ``.shape``/``.dtype``, or nested
 lists), so they need no torch. The fake uses them to synthesise answers; the conformance

@@ -1,7 +1,7 @@
 """Job and request states, their terminal sets, and normalisation of legacy spellings.
 
 Real servers answer ``running``, ``JOB_STATE_RUNNING``, ``canceled`` or ``completed``;
-clients compare only normalised forms (facts, sections 4-5).
+clients compare only normalised forms (spec §3.2, §3.3).
 """
 
 from __future__ import annotations

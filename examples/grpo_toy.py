@@ -9,7 +9,7 @@ Task: the reward of a completion is the fraction of its ``max_tokens`` slots hol
 target byte (default ``a``). A freshly initialised byte-level model emits any of ~256
 bytes, so the reward starts near 0 and a working GRPO loop drives it towards 1.
 
-Each step sends the verl batch layout (facts, section 13), or with ``--layout arctic``
+Each step sends the verl batch layout (spec §10), or with ``--layout arctic``
 ArcticTraining's (spec §10.3): model kwargs under ``kwargs``, and ``advantages``,
 ``loss_mask``, the shifted old log-probs and ``eps_clip`` in a ``context`` block:
 
@@ -116,7 +116,7 @@ def _results(answer: Any) -> list[dict[str, Any]]:
 
 
 def _logprobs(answer: dict[str, Any]) -> torch.Tensor:
-    """``fwd_no_grad`` answers alias ``model_outputs`` to ``batch`` (facts, section 12)."""
+    """``fwd_no_grad`` answers alias ``model_outputs`` to ``batch`` (what SkyRL's and verl's integration code relies on)."""
     for outer in ("batch", "model_outputs"):
         inner = answer.get(outer)
         if isinstance(inner, dict):

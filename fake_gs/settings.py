@@ -22,6 +22,7 @@ from fake_gs.answers.check import on_by_env
 from fake_gs.answers.forms import Forms, forms_for
 from fake_gs.engines import ENGINES
 from fake_gs.ops.mutants import MUTANTS
+from fake_gs.ops.seams import Seams, seams_for
 from fake_gs.options import bound_of, option
 
 Profile = Literal["current", "proposed"]
@@ -69,7 +70,7 @@ class Timing:
 #: The option groups of ``fake-gs --help`` (title: description), in the order shown.
 FLAG_GROUPS = {
     "limits": "bounds so no client can exhaust the fake (LIMIT-* clauses)",
-    "hardening": "bounds on what a hostile or buggy client can hold (issue 12)",
+    "hardening": "bounds on what a hostile or buggy client can hold",
     "TLS and recipes": "what a recipe needs to reach the fake as it reaches the service",
 }
 _LIM, _HARD, RECIPE_GROUP = FLAG_GROUPS
@@ -116,10 +117,10 @@ class FakeSettings:
     max_frame_json_bytes: int = option(16 * MiB, "--max-frame-json-bytes", "largest dss/op JSON metadata string in a request frame", bound="positive", group=_LIM)
     #: Bounds the memory and time a "[[],[],...]" bomb costs (json.loads makes an object of each).
     max_json_containers: int = option(250_000, "--max-json-containers", "JSON arrays/objects allowed in one JSON body or frame header", bound="positive", group=_LIM)
-    #: Bounds the cost of parsing one JSON body (issue 23): values, counted before parsing.
+    #: Bounds the cost of parsing one JSON body: values, counted before parsing.
     max_json_values: int = option(MAX_JSON_VALUES, "--max-json-values", "JSON values (numbers, strings, arrays, objects) allowed in one JSON body; more answers 413 naming the bound, before parsing", bound="positive", group=_LIM)
     max_events_cap: int = option(MAX_EVENTS_CAP, "--max-events-cap", "max_events on a poll is clamped to this (the contract says 512)", bound="positive", group=_LIM)
-    #: Hardening (issue 12).
+    #: Hardening.
     body_idle_s: float = option(30.0, "--body-idle-s", "a request body with no new bytes this long answers 408 and is freed (0: never)", bound="non_negative", group=_HARD)
     max_inflight_bytes: int = option(1024 * MiB, "--max-inflight-mib", "bytes of all request bodies being received at once, shared fairly between accounts; more answers 503 + Retry-After", bound="positive", group=_HARD, unit=MiB)
     max_results_bytes: int = option(1024 * MiB, "--max-results-mib", "unread results one job keeps; beyond it the oldest are freed (polls get 410)", bound="positive", group=_HARD, unit=MiB)
@@ -135,12 +136,12 @@ class FakeSettings:
     #: a cap the least recently written runs' files are dropped (rewritten when asked for).
     max_stage_bytes_per_account: int = option(64 * MiB, "--max-stage-mib-per-account", "execution-log stage bytes one account (token) holds; its least recently fetched runs' files go first", bound="positive", group=_HARD, unit=MiB)
     max_stage_bytes_total: int = option(512 * MiB, "--max-stage-mib", "execution-log stage bytes of all accounts together (the stage process refuses more)", bound="positive", group=_HARD, unit=MiB)
-    #: Per-account retention caps (issue 23; fake_gs.state.quotas), defaults from contract.limits.
+    #: Per-account retention caps (fake_gs.state.quotas), defaults from contract.limits.
     max_text_bytes: int = option(RETENTION_BOUNDS["text_bytes"], "--max-text-bytes", "UTF-8 bytes of one free-text string of a create body (experiment_name, model names, config keys and values); more answers 400 limit_exceeded", bound="positive", group=_HARD)
     max_account_config_bytes: int = option(RETENTION_BOUNDS["job_config_bytes"], "--max-account-config-mib", "create-body bytes one account's jobs keep (list_jobs answers them all); more answers 400 limit_exceeded", bound="positive", group=_HARD, unit=MiB)
     max_checkpoints_per_account: int = option(RETENTION_BOUNDS["checkpoints"], "--max-checkpoints-per-account", "checkpoints one account keeps over all its jobs; a save past it answers 400 limit_exceeded (delete some)", bound="positive", group=_HARD)
     max_exports_per_account: int = option(RETENTION_BOUNDS["exports"], "--max-exports-per-account", "live exports of one account; one more frees its oldest (that URL then answers 404)", bound="positive", group=_HARD)
-    #: Connection deadlines and cap (issue 23; fake_gs.http.connections).
+    #: Connection deadlines and cap (fake_gs.http.connections).
     head_timeout_s: float = option(10.0, "--head-timeout-s", "a request head not complete this long after the connection opened (or its first byte after an answer) is answered 408 and closed (0: never)", bound="non_negative", group=_HARD)
     body_timeout_s: float = option(120.0, "--body-timeout-s", "a request body not complete this long after its head is answered 408 and closed, however steadily it trickles (0: never)", bound="non_negative", group=_HARD)
     max_connections: int = option(1000, "--max-connections", "open connections; one more closes the one waiting longest for a request head (503 when all are busy); lowered to fit the descriptor limit", bound="positive", group=_HARD)
@@ -148,7 +149,7 @@ class FakeSettings:
     #: How long a poll waits for a request that is due but still executing.
     poll_wait_s: float = 1.0
     record: str | None = option(None, "--record", "write a parity tape (JSON lines) of every exchange served, for gs-parity", metavar="FILE")
-    # -- parity tapes (issue 25) --
+    # -- parity tapes --
     record_bodies: str = option("bytes", "--record-bodies", "what --record keeps of a request body too big to keep inline: bytes (out of line, each distinct body once, within --record-budget-mib) or outline (a frame's skeleton; gs-parity rebuilds it with seeded values)", choices=BODY_MODES)
     record_budget_mib: int = option(BUDGET_MIB, "--record-budget-mib", "size budget of the bodies --record keeps out of line; past it bodies are kept as their skeleton, with a warning", bound="positive")
     export_ttl_s: float = 3600.0
@@ -209,6 +210,11 @@ class FakeSettings:
         if unknown:
             raise TypeError(f"unknown settings: {', '.join(sorted(unknown))}")
         return replace(self, **overrides)
+
+    @property
+    def seams(self) -> Seams:
+        """Where the running mutant acts (``fake_gs/ops/seams.py``; none for the plain fake)."""
+        return seams_for(self.mutant)
 
     @property
     def auth_enabled(self) -> bool:

@@ -1,4 +1,4 @@
-"""Calls in flight together (issue 29): every accepted call runs exactly once, none answers
+"""Calls in flight together: every accepted call runs exactly once, none answers
 a 5xx, and the steps among them count one each.
 
 ``gs-load`` judges the same clauses under many concurrent loops; this property is their

@@ -1,4 +1,4 @@
-"""Hardening (issue 12): one account cannot block another, the admin API is the admin's,
+"""Hardening: one account cannot block another, the admin API is the admin's,
 bodies and results are bounded, input over a decided bound is refused with the limit named.
 
 Most of these are decided rules of the fake (a shared fake must stay fair and bounded);

@@ -1,5 +1,5 @@
 """Rules the service enforces that a lax server (or fake) would let a client get wrong
-(issue 11, facts §15): config rules at create, load/sync rules at submit or as a failed
+(spec §8, §6.5): config rules at create, load/sync rules at submit or as a failed
 request, receivers named and of the right type, sequence lengths, capacity per account,
 cancel-request, client-chosen job ids.
 
@@ -83,7 +83,7 @@ def op(driver: RawDriver, job_id: str, kind: str, payload: dict | None = None, *
 
 
 def saved(driver: RawDriver, job_id: str, checkpoint_type: str, cid: str) -> str:
-    """Save on ``job_id``; the id the result names (the only one to use, facts §15)."""
+    """Save on ``job_id``; the id the result names (the only one to use)."""
     _, settled = driver.run_json("save", job_id, bodies.save(None, checkpoint_type))
     body = settled.decoded() if settled is not None else None
     ckpt = body.get("checkpoint_id") if isinstance(body, Mapping) else None

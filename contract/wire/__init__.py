@@ -1,4 +1,4 @@
-"""DSSST1: the tensor wire format of the Cortex Training API (facts, sections 5 to 7).
+"""DSSST1: the tensor wire format of the Cortex Training API (spec §9).
 
 The public face of the codec; each concern lives in its own module:
 

@@ -1,10 +1,10 @@
-"""Chunks: one frame cut into DSSST1 chunk frames and put back together (facts, section 7).
+"""Chunks: one frame cut into DSSST1 chunk frames and put back together (spec §9.3).
 
 A chunk is a DSSST1 frame with tree ``{"payload": uint8[n]}`` and ``op``
 ``{"request_chunk"|"result_chunk": {chunk_idx, total_chunks, frame_sha256,
 frame_size_bytes, operation?, chunk_group_id (request only)}}`` (that key order).
 Reassembly accepts chunks in any order (``chunk_idx`` is explicit) and refuses everything
-else listed in the facts. Splitting hashes the frame once and copies each byte once.
+else spec §9.3 refuses. Splitting hashes the frame once and copies each byte once.
 """
 
 from __future__ import annotations
@@ -206,7 +206,7 @@ def plan_chunks(
     force_chunk: bool = False,
 ) -> ChunkPlan:
     """How ``frame`` (bytes-like, or the :class:`FrameParts` of ``dumps_parts``) is cut into
-    DSSST1 chunk frames of at most ``max_bytes`` each (facts §7); see :func:`encode_byte_chunks`."""
+    DSSST1 chunk frames of at most ``max_bytes`` each (spec §9.3); see :func:`encode_byte_chunks`."""
     key = _chunk_key(kind)
     if not isinstance(max_bytes, int):
         raise WireError(f"max_bytes must be an int, not {type(max_bytes).__name__}")
@@ -229,7 +229,7 @@ def encode_byte_chunks(
     chunk_group_id: str | None = None,
     force_chunk: bool = False,
 ) -> list[bytes]:
-    """Split ``frame`` into DSSST1 chunk frames of at most ``max_bytes`` each (facts §7).
+    """Split ``frame`` into DSSST1 chunk frames of at most ``max_bytes`` each (spec §9.3).
 
     A frame that fits (or any frame when ``max_bytes <= 0``) goes as is unless
     ``force_chunk``. ``chunk_group_id`` is used for request chunks only (a fresh uuid4 when
@@ -440,7 +440,7 @@ def _joined_frame(by_idx: dict[int, memoryview], desc: dict[str, Any]) -> bytes:
 
 
 def decode_byte_chunks(chunks: Sequence[bytes], kind: str | None = None) -> bytes:
-    """Reassemble and verify the frame carried by ``chunks`` (any order; facts §7)."""
+    """Reassemble and verify the frame carried by ``chunks`` (any order; spec §9.3)."""
     parsed = _parse_all(chunks, kind)
     if len(parsed) == 1 and parsed[0] is None:
         return as_bytes(chunks[0])

@@ -1,7 +1,7 @@
 """Envelopes around frames in JSON answers: result-chunk poll events and inline results.
 
 A result too big for one answer travels as ``result_chunk`` poll events (base64 chunk plus
-its sha256); a small one may come inline as base64 (facts §5, form 2). Requests say which
+its sha256); a small one may come inline as base64 (spec §9.4: the inline form). Requests say which
 they accept in the ``op`` metadata of the frame they send.
 """
 
@@ -73,7 +73,7 @@ def decode_result_chunk_events(events: Sequence[dict[str, Any]]) -> bytes:
 
 
 def inline_frame(frame: bytes) -> dict[str, Any]:
-    """Wrap a small frame as an inline base64 result (facts §5, form 2)."""
+    """Wrap a small frame as an inline base64 result (spec §9.4: the inline form)."""
     return {
         "content_type": OCTET_STREAM,
         "encoding": "base64",

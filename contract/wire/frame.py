@@ -1,4 +1,4 @@
-"""DSSST1 framing: the byte layout of one frame, written and read (facts, section 6).
+"""DSSST1 framing: the byte layout of one frame, written and read (spec §9.2).
 
 A frame is one safetensors blob, so decoding never executes anything (no pickle, no
 ``torch.load``). The header is parsed and checked here before any byte reaches torch.

@@ -1,6 +1,6 @@
 """The numbers of the DSSST1 wire: header caps, decoder limits, the chunk header allowance.
 
-One home for every frame limit (facts, sections 6 and 7): the codec, the fake's request
+One home for every frame limit (spec §9.2, §9.3): the codec, the fake's request
 limits, the client's chunk-size check and the suite's properties all import them from here.
 """
 

@@ -1,4 +1,4 @@
-"""The tree codec: a Python object <-> the DSSST1 tree plus its tensors (facts, section 6).
+"""The tree codec: a Python object <-> the DSSST1 tree plus its tensors (spec §9.2).
 
 Tree nodes: ``["t", key]``, ``["t", key, {"scalar": true}]``, ``["j", value]``,
 ``["d", [[k, node], ...]]``, ``["l", [...]]``, ``["u", [...]]``. ``dss`` =

@@ -1,4 +1,4 @@
-"""How a finished request's result reaches the client (facts, section 5).
+"""How a finished request's result reaches the client (spec §6.8, §9.4).
 
 Plain JSON for results without tensors; a DSSST1 frame otherwise, inline (base64) when
 small or asked for, else cut into ``result_chunk`` events paged by an opaque cursor.

@@ -6,6 +6,6 @@ group's chunks per job; ``buffer`` is where a group's frame lands as bytes arriv
 ``registry`` finds, expires and loses groups; ``digest`` hashes bytes as they arrive;
 ``shares`` splits server-wide budgets fairly between accounts.
 
-May import: ``fake_gs.engines``, ``fake_gs.answers``, ``fake_gs.ops`` and ``contract``;
-never ``fake_gs.state`` or ``fake_gs.http``.
+May import: ``fake_gs.engines``, ``fake_gs.answers.check``, ``fake_gs.ops`` and ``contract``;
+never ``fake_gs.http.app_state`` or ``fake_gs.http``.
 """

@@ -1,4 +1,4 @@
-"""Chunk groups (facts, section 7): request chunks kept per job until a frame is whole.
+"""Chunk groups (spec §9.3): request chunks kept per job until a frame is whole.
 
 The chunk group id is the idempotency key, bound to one frame by ``frame_sha256``. A
 group's chunks land in one :class:`~fake_gs.chunking.buffer.GroupBuffer` at their offsets

@@ -1,9 +1,9 @@
-"""Where the chunk-protocol mutants hook into the chunk-group state machine, by name.
+"""The chunk seam: where the chunk-protocol mutants act on the chunk-group state machine.
 
-A mutant either waives one named rule of :mod:`fake_gs.chunking.machine` (the machine then
-decides as if the rule did not exist) or transforms the decision it reached (what an
-``Ack``, ``Execute`` or ``Replay`` does). This table is the only place the chunk protocol
-asks which mutant runs; the mutants themselves (names, clauses) are declared in
+A ``chunk:`` seam point either waives one named rule of :mod:`fake_gs.chunking.machine` (the
+machine then decides as if the rule did not exist) or transforms the decision it reached
+(what an ``Ack``, ``Execute`` or ``Replay`` does). The chunk protocol asks only this seam;
+which mutant names which point (and the clauses it breaks) is the mutant table's business,
 ``fake_gs/ops/mutants.py``.
 """
 
@@ -14,13 +14,8 @@ from dataclasses import replace
 
 from fake_gs.chunking import machine as cm
 
-#: Mutant name -> the machine rule it waives.
-WAIVERS: Mapping[str, str] = {
-    "restart-not-required": cm.RESTART,
-    "groups-uncapped": cm.CAPS,
-    "account-caps-ignored": cm.ACCOUNT_CAPS,
-    "missing-chunks-accepted": cm.MISSING,
-}
+#: The machine rules a ``chunk:`` point may waive (the point is the rule's name).
+WAIVERS: frozenset[str] = cm.RULES
 
 
 Transform = Callable[[cm.Decision], cm.Decision]
@@ -39,25 +34,24 @@ def _both(first: Transform, second: Transform) -> Transform:
     return lambda decision: second(first(decision))
 
 
-#: Mutant name -> how it changes the machine's decision.
+#: ``chunk:`` point -> how it changes the machine's decision.
 TRANSFORMS: Mapping[str, Transform] = {
-    "nonfinal-chunk-request-id": _setting(cm.Ack, leak_request_id=True),
-    "chunk-sha-unchecked": _setting(cm.Execute, verify_sha=False),
-    "group-bytes-kept": _setting(cm.Execute, release_bytes=False),
-    "chunked-limits-skipped": _setting(cm.Execute, frame_limits=False),
-    "replay-double-exec": _both(_setting(cm.Execute, keep_decoded=True), _setting(cm.Replay, execute_again=True)),
+    "ack-leaks-request-id": _setting(cm.Ack, leak_request_id=True),
+    "sha-unverified": _setting(cm.Execute, verify_sha=False),
+    "bytes-kept": _setting(cm.Execute, release_bytes=False),
+    "frame-limits-skipped": _setting(cm.Execute, frame_limits=False),
+    "replay-executes": _both(_setting(cm.Execute, keep_decoded=True), _setting(cm.Replay, execute_again=True)),
 }
 
-
-def waived_by(mutant: str | None) -> frozenset[str]:
-    """The machine rules the fake running ``mutant`` waives."""
-    rule = WAIVERS.get(mutant or "")
-    return frozenset({rule}) if rule is not None else frozenset()
+#: Every point the chunk seam knows.
+POINTS: frozenset[str] = WAIVERS | frozenset(TRANSFORMS)
 
 
-def decide(mutant: str | None, chunk: cm.Chunk, group: cm.GroupState | None, limits: cm.Limits,
+def decide(points: frozenset[str], chunk: cm.Chunk, group: cm.GroupState | None, limits: cm.Limits,
            usage: cm.Usage = cm.NO_USAGE) -> cm.Decision:
-    """The machine's decision as the fake running ``mutant`` (None: none) reaches it."""
-    decision = cm.decide(chunk, group, limits, usage, waived_by(mutant))
-    transform = TRANSFORMS.get(mutant or "")
-    return transform(decision) if transform is not None else decision
+    """The machine's decision as it is reached with the ``chunk:`` seam ``points`` in force
+    (none: the plain machine)."""
+    decision = cm.decide(chunk, group, limits, usage, points & WAIVERS)
+    for point in sorted(points & TRANSFORMS.keys()):
+        decision = TRANSFORMS[point](decision)
+    return decision

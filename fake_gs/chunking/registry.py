@@ -16,6 +16,7 @@ from fake_gs.chunking.groups import DONE, FAILED, OPEN, ChunkGroup
 from fake_gs.chunking.machine import Load, Reclaim, Usage
 from fake_gs.clock import Clock
 from fake_gs.heap import trim_heap
+from fake_gs.ops.seams import Rule
 from fake_gs.settings import FakeSettings
 
 #: Group statuses that hold no open upload any more (FAILED: its execution was refused).
@@ -41,7 +42,7 @@ class GroupRegistry:
     def expire(self, job_id: str | None = None) -> int:
         """Drop open groups idle longer than ``chunk_group_idle_s`` (abandoned uploads) of
         one job, or of every job when ``job_id`` is None; returns how many were dropped."""
-        if self.settings.mutant == "group-never-expires":
+        if not self.settings.seams.enforces(Rule.GROUP_EXPIRY):
             return 0
         limit = self.clock.monotonic() - self.settings.chunk_group_idle_s
         dropped = 0

@@ -11,25 +11,24 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from fake_gs.engines.base import Engine
+    from fake_gs.ops.seams import EngineQuirk
 
-#: name -> "module:Class"; each class takes ``seed`` as its first argument (and ``mutant=``
-#: when a mutant of ``fake_gs.ops.mutants`` names that engine).
+#: name -> "module:Class"; each class takes ``seed`` as its first argument (and ``quirks=``,
+#: the ``engine:`` seam points of a mutant living in that engine, fake_gs/ops/seams.py).
 ENGINES: dict[str, str] = {
     "shape": "fake_gs.engines.shape:ShapeEngine",
     "tiny": "fake_gs.engines.tiny:TinyEngine",
 }
 
 
-def load_engine(name: str, seed: int = 0, mutant: str | None = None) -> Engine:
-    """Import and build the engine registered as ``name`` (told the mutant if it is its own)."""
+def load_engine(name: str, seed: int = 0, quirks: frozenset[EngineQuirk] = frozenset()) -> Engine:
+    """Import and build the engine registered as ``name``, with the numeric ``quirks`` of a
+    mutant living in it (the settings refuse a mutant of another engine)."""
     try:
         target = ENGINES[name]
     except KeyError:
         raise ValueError(f"unknown engine {name!r}; known: {', '.join(sorted(ENGINES))}") from None
     module_name, _, cls_name = target.partition(":")
     cls = getattr(importlib.import_module(module_name), cls_name)
-    from fake_gs.ops.mutants import MUTANTS
-
-    own = mutant is not None and mutant in MUTANTS and MUTANTS[mutant].engine == name
-    engine: Engine = cls(seed, mutant=mutant) if own else cls(seed)
+    engine: Engine = cls(seed, quirks=quirks) if quirks else cls(seed)
     return engine

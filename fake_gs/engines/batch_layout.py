@@ -1,6 +1,6 @@
 """Read a forward(-backward) body the way the service does, whatever layout it came in.
 
-Three layouts reach the training sub-job (spec §10.1, §10.3; facts, sections 12-13):
+Three layouts reach the training sub-job (spec §10.1, §10.3):
 
 - ``{"args", "kwargs": {input_ids, ...}}``: model kwargs, RL tensors beside them;
 - the verl envelope ``{"batch": {...}, "meta": {...}, "processing": {...}}`` (the client

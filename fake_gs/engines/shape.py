@@ -1,6 +1,6 @@
 """The default engine: seeded, shape-correct results without any model.
 
-Why: clients must be checked for shape handling (facts, section 10) cheaply and
+Why: clients must be checked for shape handling (spec §6.1, §10) cheaply and
 reproducibly. Every value comes from a per-job generator seeded by (job seed, call
 number), so a run replays exactly with the same ``--seed``. torch loads on first use.
 """
@@ -17,6 +17,7 @@ from typing import Any
 from contract.models import GenerateRequest, LogProbsRequest, SubJobConfig
 from contract.shapes import forward_expectation
 from fake_gs.engines.base import warm_torch
+from fake_gs.ops.seams import EngineQuirk
 
 DEFAULT_LR = 1e-4
 VOCAB = 32_000
@@ -81,9 +82,9 @@ class ShapeEngine:
 
     name = "shape"
 
-    def __init__(self, seed: int = 0, *, mutant: str | None = None) -> None:
+    def __init__(self, seed: int = 0, *, quirks: frozenset[EngineQuirk] = frozenset()) -> None:
         self.seed = int(seed)
-        self.mutant = mutant
+        self.quirks = quirks
         self._jobs: dict[str, _Job] = {}
         self._lock = threading.Lock()
 
@@ -193,7 +194,7 @@ class ShapeEngine:
 
     def _room(self, job: _Job, prompt: Any, max_tokens: int) -> int:
         """How many tokens a prompt may still get: max_tokens, capped by max_seq_len."""
-        if job.max_seq_len <= 0 or self.mutant == "generation-overruns":
+        if job.max_seq_len <= 0 or EngineQuirk.GENERATION_OVERRUNS in self.quirks:
             return max_tokens
         room = job.max_seq_len - _token_count(prompt)
         if room < 1:

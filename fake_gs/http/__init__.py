@@ -9,7 +9,7 @@ accounts; ``idempotency`` answers a repeated ``Idempotency-Key``; ``admin`` serv
 ``/_fake/``; ``recording`` writes what arrives to a parity tape; ``app_state`` is what one running fake holds; ``handlers/`` has one module
 per group of routes.
 
-May import: ``fake_gs.state``, ``fake_gs.chunking``, ``fake_gs.engines``,
-``fake_gs.answers``, ``fake_gs.ops`` and ``contract``; nothing below imports it
+May import: ``fake_gs.http.app_state``, ``fake_gs.chunking``, ``fake_gs.engines``,
+``fake_gs.answers.check``, ``fake_gs.ops`` and ``contract``; nothing below imports it
 (import-linter's layers contract for the fake, ``.importlinter``).
 """

@@ -29,6 +29,7 @@ from fake_gs.http.auth import authenticate_admin
 from fake_gs.http.handlers.context import BodyReader, json_response, parse_json
 from fake_gs.ops.faults import FaultRule, parse_rules
 from fake_gs.ops.mutants import MUTANTS
+from fake_gs.ops.seams import Rule
 from fake_gs.state.records import JobRec
 
 ADMIN_PREFIX = "/_fake"
@@ -40,7 +41,7 @@ def _wrap(state: AppState, handler: AdminHandler, *, auth: bool = True) -> Calla
     async def endpoint(request: Request) -> Response:
         body = BodyReader(request, state.settings, state.inflight)
         try:
-            if auth and not state.mutant("admin-open"):
+            if auth and state.settings.seams.enforces(Rule.ADMIN_TOKEN):
                 authenticate_admin(state.settings, request, state.admin_token, state.accounts)
             return await handler(state, request, body)
         except ApiError as exc:
@@ -73,7 +74,7 @@ async def connections(state: AppState, request: Request, body: BodyReader) -> Re
 
 
 async def budgets(state: AppState, request: Request, body: BodyReader) -> Response:
-    """The server-wide budgets as they stand (fair shares, issue 23): bodies in flight, chunk
+    """The server-wide budgets as they stand (fair shares): bodies in flight, chunk
     groups reclaimed for another account's share, and whether start-up loading is over."""
     return json_response({"inflight": state.inflight.describe(),
                           "reclaimed_chunk_groups": state.store.chunk_groups.reclaimed,

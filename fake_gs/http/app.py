@@ -33,6 +33,7 @@ from fake_gs.http.handlers import HANDLERS
 from fake_gs.http.handlers.statements import statement_routes
 from fake_gs.http.middleware import RequestContextMiddleware
 from fake_gs.http.routing import path_routes
+from fake_gs.ops.seams import Bend
 from fake_gs.settings import FakeSettings
 
 #: Routes matched first: the hottest ones, whose paths no other route can also match.
@@ -45,7 +46,7 @@ def service_routes(state: AppState) -> list[BaseRoute]:
     matches a poll."""
     return path_routes(routes_for(state.settings.profile),
                        lambda spec: make_endpoint(state, spec, HANDLERS[spec.name]), HOT_ROUTES,
-                       lambda: state.mutant("allow-one-route"))
+                       lambda: state.settings.seams.bends(Bend.ALLOW_ONE_ROUTE))
 
 
 async def http_error(request: Request, exc: Exception) -> Response:

@@ -43,7 +43,7 @@ class AppState:
         """``clock``: the time every timed rule reads (tests pass a ManualClock);
         ``seed_resources``: what the store holds from the start and after each reset."""
         require_in_tests(settings.validate_answers)
-        store = Store(settings, lambda: load_engine(settings.engine, settings.seed, settings.mutant), clock,
+        store = Store(settings, lambda: load_engine(settings.engine, settings.seed, settings.seams.engine_quirks()), clock,
                       seed_resources=seed_resources)
         if settings.faults:
             faults = FaultInjector.from_file(settings.faults, settings.seed)
@@ -57,6 +57,3 @@ class AppState:
         return cls(settings, store, faults, traffic=TrafficLog(settings.traffic),
                    inflight=InflightBudget(settings.max_inflight_bytes), admin_token=admin_token,
                    connections=ConnectionGuard(settings, clock))
-
-    def mutant(self, name: str) -> bool:
-        return self.settings.mutant == name

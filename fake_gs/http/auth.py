@@ -16,6 +16,7 @@ from starlette.requests import Request
 from contract.auth import AUTHORIZATION_HEADER, TOKEN_TYPE, TOKEN_TYPE_HEADER, bearer_token
 from contract.errors import ErrorCode
 from fake_gs.answers.refusals import ApiError
+from fake_gs.ops.seams import Bend, Rule
 from fake_gs.settings import FakeSettings
 
 ANONYMOUS = ""
@@ -33,7 +34,7 @@ def _same(token: str, expected: str) -> bool:
 
 def authenticate_admin(settings: FakeSettings, request: Request, admin_token: str | None,
                        minted: Container[str] = ()) -> None:
-    """The admin API (issue 12): with tokens set, only ``admin_token`` opens it; a service
+    """The admin API: with tokens set, only ``admin_token`` opens it; a service
     token, configured or minted at run time, is 403 ``forbidden`` (one account must not
     read, fault or reset another's jobs)."""
     if not settings.tokens:
@@ -42,7 +43,7 @@ def authenticate_admin(settings: FakeSettings, request: Request, admin_token: st
     if token is not None and admin_token is not None and _same(token, admin_token):
         return
     if token is not None and (token in settings.tokens or token in minted):
-        if settings.mutant == "service-token-admin":
+        if settings.seams.bends(Bend.SERVICE_TOKEN_ADMIN):
             return
         raise ApiError(ErrorCode.FORBIDDEN, "a service token cannot use the admin API; use the --admin-token")
     raise ApiError(ErrorCode.UNAUTHENTICATED, "missing or invalid admin bearer token")
@@ -55,7 +56,7 @@ def authenticate(settings: FakeSettings, request: Request, *, minted: Container[
         return ANONYMOUS
     token = bearer(request)
     known = token is not None and (token in settings.tokens or token in minted)
-    if settings.mutant == "auth-ignored":
+    if not settings.seams.enforces(Rule.TOKENS):
         return token if known and token is not None else ANONYMOUS
     if token is None or not known:
         raise ApiError(ErrorCode.UNAUTHENTICATED, "missing or invalid bearer token")

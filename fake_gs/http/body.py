@@ -6,7 +6,7 @@ straight into their group's buffer); a body that stalls longer than ``body_idle_
 answered 408 and freed, and the bytes of every body being received at once are bounded by
 one budget shared fairly between accounts (503 + Retry-After past it). Without these, 40
 connections that declare 60 MiB and send one byte each made the fake allocate 2.4 GB and
-stall its event loop (issue 12).
+stall its event loop.
 """
 
 from __future__ import annotations

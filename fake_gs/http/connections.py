@@ -1,4 +1,4 @@
-"""Deadlines and a cap for the fake's connections, below the ASGI app (issue 23).
+"""Deadlines and a cap for the fake's connections, below the ASGI app.
 
 uvicorn closes an idle keep-alive connection only after a response. A socket that never
 sends, sends half a request head, or trickles its body one byte every 20 s (under

@@ -30,6 +30,7 @@ from fake_gs.http.handlers import Handler
 from fake_gs.http.handlers.context import BodyReader, Ctx, json_response, parse_json_body
 from fake_gs.http.idempotency import keyed
 from fake_gs.ops.faults import FaultAction
+from fake_gs.ops.seams import Bend, Rewrite, Rule
 from fake_gs.ops.traffic import note
 
 log = logging.getLogger("fake_gs.http.dispatch")
@@ -39,7 +40,7 @@ class DropConnection(Exception):
 
 
 def _headers(state: AppState, headers: dict[str, str]) -> dict[str, str]:
-    if state.mutant("retry-after-missing"):
+    if not state.settings.seams.enforces(Rule.RETRY_AFTER):
         return {k: v for k, v in headers.items() if k.lower() != "retry-after"}
     return headers
 
@@ -55,15 +56,12 @@ def error_answer(state: AppState, found: ErrorEnvelope, status: int,
 
 
 def error_response(state: AppState, exc: ApiError) -> Response:
-    if exc.code == ErrorCode.MALFORMED_FRAME and state.mutant("frame-500"):
+    seams = state.settings.seams
+    if exc.code == ErrorCode.MALFORMED_FRAME and seams.bends(Bend.MALFORMED_FRAME_500):
         return json_response(envelope(ErrorCode.INTERNAL, exc.message), 500)
-    if exc.status == 400 and state.mutant("bare-400"):
+    if exc.status == 400 and seams.bends(Bend.PLAIN_400):
         return PlainTextResponse("Bad Request", 400)
-    found = exc.envelope()
-    if exc.code == ErrorCode.JOB_NOT_FOUND and state.mutant("job-not-found-miscoded"):
-        found = envelope(ErrorCode.JOB_CONFLICT, exc.message, exc.detail)
-    if exc.code == ErrorCode.VALIDATION_FAILED and state.mutant("validation-unnamed"):
-        found = envelope(exc.code, "invalid request body")
+    found = seams.rewrite(Rewrite.ERROR_ENVELOPE, exc.envelope())
     return error_answer(state, found, exc.status, _headers(state, exc.headers))
 
 
@@ -193,7 +191,7 @@ async def serve(state: AppState, route: Route, handler: Handler, request: Reques
         await body.drain()
         note(request.scope, "code", str(exc.code))
         if exc.code in (ErrorCode.MALFORMED_FRAME, ErrorCode.LEGACY_PAYLOAD_REFUSED) \
-                and state.mutant("refusal-wedges-job"):
+                and state.settings.seams.bends(Bend.REFUSAL_WEDGES_JOB):
             state.wedged.add(str(path_job_key(state, request, owner)))
         return error_response(state, exc)
     except (DropConnection, ClientDisconnect, asyncio.CancelledError):

@@ -24,6 +24,7 @@ from fake_gs.answers.refusals import envelope
 from fake_gs.http.app_state import AppState
 from fake_gs.http.dispatch import DropConnection, guarded
 from fake_gs.http.handlers.context import ENCODED_SLASH
+from fake_gs.ops.seams import Rule
 from fake_gs.ops.traffic import ERROR_BODY_CAP, bearer_of, exchange
 
 access_log = logging.getLogger("fake_gs.access")
@@ -99,8 +100,8 @@ class RequestContextMiddleware:
         started = time.perf_counter()
         status = 0
         # spec §2.4: an answer *may* carry the header; the any dialect leaves it off some.
-        add_header = not (self.state.mutant("no-request-id-header")
-                          or self.state.settings.forms.use("request-id-header"))
+        add_header = (self.state.settings.seams.enforces(Rule.REQUEST_ID_HEADER)
+                      and not self.state.settings.forms.use("request-id-header"))
         refusal = bytearray() if self.logs(scope) else None  # an error answer's first bytes
 
         async def send_with_id(message: Message) -> None:
@@ -149,7 +150,7 @@ class RequestContextMiddleware:
 
     def shown_path(self, scope: Scope, *, with_query: bool = True) -> str:
         """The path as a log line shows it. Paths arrive percent-decoded: control characters
-        are escaped so a "%0A" cannot forge a line (issue 12); an export's download token
-        and credential-looking query values are scrubbed (issue 23)."""
+        are escaped so a "%0A" cannot forge a line; an export's download token
+        and credential-looking query values are scrubbed."""
         query = "?" + scope["query_string"].decode("latin-1") if with_query and scope.get("query_string") else ""
         return printable(scrub_text(str(scope.get("path")) + query, self.state.settings.tokens))

@@ -53,7 +53,7 @@ def note(scope: dict[str, Any], key: str, value: Any) -> None:
     scope.setdefault(NOTES, {})[key] = value
 
 
-#: The forms a finished request's result reaches the client in (facts, section 5):
+#: The forms a finished request's result reaches the client in (spec §6.8, §9.4):
 #: plain JSON, an inline base64 frame, result-chunk events, or generate-stream events.
 RESULT_FORMS = ("json", "inline", "chunks", "stream")
 

@@ -7,6 +7,6 @@ requests on each job's serial ``executor``; ``records`` are the plain records ke
 create-time rules; ``quotas`` cap what one account keeps; ``execution_logs`` and
 ``log_stage`` are the S3 stage of spec §12.2; ``dump`` is the admin's view of it all.
 
-May import: ``fake_gs.chunking``, ``fake_gs.engines``, ``fake_gs.answers``,
+May import: ``fake_gs.chunking``, ``fake_gs.engines``, ``fake_gs.answers.check``,
 ``fake_gs.ops`` and ``contract``; never ``fake_gs.http``.
 """

@@ -1,8 +1,8 @@
-"""Create-time rules the real service enforces (issue 11, facts §15), kept out of the handlers.
+"""Create-time rules the real service enforces (spec §8, §6.5), kept out of the handlers.
 
 Why here: a fake that accepts a config the service refuses hides the client's bug until
-production. Each check raises :class:`ApiError` with the field it blames; the mutant that
-drops a rule is named next to it (``fake_gs.ops.mutants``).
+production. Each check raises :class:`ApiError` with the field it blames; a rule a mutant
+may waive asks its seam (``fake_gs/ops/seams.py``).
 """
 
 from __future__ import annotations
@@ -14,14 +14,15 @@ from contract.errors import ErrorCode, detail_entry
 from contract.jobrules import config_problems
 from contract.models import CreateJobRequest, SubJobConfig
 from fake_gs.answers.refusals import ApiError
+from fake_gs.ops.seams import Rule, Seams
 from fake_gs.state.records import CheckpointRec
 
 Loc = tuple[str | int, ...]
-#: Mutants that drop one create-time config rule -> the clause of the rule they drop.
-CONFIG_MUTANTS = {
-    "sp-size-unchecked": "JOBV-SP-1",
-    "offload-mode-unchecked": "JOBV-OFFLOAD-1",
-    "multiplex-id-unchecked": "JOBV-MULTIPLEX-1",
+#: The create-time config rules a mutant may waive -> the clause each one's problems carry.
+CONFIG_RULES = {
+    Rule.SP_SIZE: "JOBV-SP-1",
+    Rule.OFFLOAD_MODE: "JOBV-OFFLOAD-1",
+    Rule.MULTIPLEX_ID: "JOBV-MULTIPLEX-1",
 }
 
 
@@ -29,11 +30,11 @@ def _refuse(code: ErrorCode, loc: Loc, message: str, kind: str = "value_error") 
     return ApiError(code, message, [detail_entry(loc, message, kind)])
 
 
-def requested_job_id(body: CreateJobRequest, mutant: bool) -> str | None:
-    """The caller's job id, which must be a UUID (decided, facts §15: honoured when the caller
+def requested_job_id(body: CreateJobRequest, seams: Seams) -> str | None:
+    """The caller's job id, which must be a UUID (honoured when the caller
     holds no job of that id; the store answers 409 when it does, whatever other accounts
-    hold). ``mutant``: ignore it, as the old fake did."""
-    if body.job_id is None or mutant:
+    hold). With the rule waived the id is ignored, as the old fake did."""
+    if body.job_id is None or not seams.enforces(Rule.CALLER_JOB_ID):
         return None
     try:
         uuid.UUID(body.job_id)
@@ -42,11 +43,11 @@ def requested_job_id(body: CreateJobRequest, mutant: bool) -> str | None:
     return body.job_id
 
 
-def check_config_rules(body: CreateJobRequest, own_job_id: str | None, mutant: str | None) -> None:
+def check_config_rules(body: CreateJobRequest, own_job_id: str | None, seams: Seams) -> None:
     """400 naming every field that breaks a create-time config rule (contract.jobrules),
-    except the one rule a mutant drops."""
-    dropped = CONFIG_MUTANTS.get(mutant or "")
-    problems = [p for p in config_problems(body, own_job_id) if p.clause != dropped]
+    except a rule the running mutant waives."""
+    dropped = {clause for rule, clause in CONFIG_RULES.items() if not seams.enforces(rule)}
+    problems = [p for p in config_problems(body, own_job_id) if p.clause not in dropped]
     if problems:
         raise ApiError(ErrorCode.VALIDATION_FAILED, "; ".join(p.message for p in problems),
                        [detail_entry(p.loc, p.message) for p in problems])
@@ -75,16 +76,16 @@ def restores_optimizer(ckpt: CheckpointRec, cfg: SubJobConfig) -> bool:
     return bool(train is not None and ckpt.checkpoint_type == "resumable" and train.load_optimizer_states is not False)
 
 
-def check_init(i: int, cfg: SubJobConfig, ckpt: CheckpointRec, mutant: str | None) -> InitFrom:
+def check_init(i: int, cfg: SubJobConfig, ckpt: CheckpointRec, seams: Seams) -> InitFrom:
     """The create-time init rules of spec §6.5 for one sub-job and its resolved checkpoint."""
     loc: Loc = ("sub_job_configs", i, "source_checkpoint_info", "checkpoint_id")
     if cfg.job_type == "training":
-        if not dp_compatible(ckpt, cfg) and mutant != "dp-mismatch-loads":
+        if not dp_compatible(ckpt, cfg) and seams.enforces(Rule.DP_SIZE_CHANGE):
             raise _refuse(ErrorCode.DP_SIZE_MISMATCH, ("sub_job_configs", i, "training_config", "load_optimizer_states"),
                           f"checkpoint {ckpt.checkpoint_id!r} was saved with n_gpus={ckpt.n_gpus}; a different "
                           "data-parallel size needs load_optimizer_states false")
         return InitFrom(i, ckpt, restores_optimizer(ckpt, cfg))
-    if ckpt.checkpoint_type != "weights-only" and mutant != "sampler-any-checkpoint":
+    if ckpt.checkpoint_type != "weights-only" and seams.enforces(Rule.SAMPLER_INIT):
         raise _refuse(ErrorCode.CHECKPOINT_TYPE_MISMATCH, loc,
                       f"a {cfg.job_type} sub-job starts from a weights-only checkpoint; "
                       f"{ckpt.checkpoint_id!r} is {ckpt.checkpoint_type}")

@@ -29,6 +29,7 @@ from contract.states import (
 from fake_gs.answers import forms_any as dialect_any
 from fake_gs.answers.refusals import ApiError
 from fake_gs.clock import Clock
+from fake_gs.ops.seams import Bend, Rule
 from fake_gs.settings import FakeSettings
 from fake_gs.state.records import CheckpointRec, ExportRec, JobRec, SubJobRec
 
@@ -66,9 +67,6 @@ class JobTable:
         self.ordinal = 0
         #: Set when admission may change (a job arrived or ended), so reads stay O(1).
         self._admit_dirty = False
-
-    def mutant(self, name: str) -> bool:
-        return self.settings.mutant == name
 
     # --- creation -------------------------------------------------------------------------
 
@@ -111,7 +109,7 @@ class JobTable:
 
     def _name_taken(self, owner: str, job_id: str) -> bool:
         """Does the caller hold a job of this id (any account, for the ``job-ids-global`` mutant)?"""
-        if self.mutant("job-ids-global"):
+        if not self.settings.seams.enforces(Rule.JOB_IDS_PER_ACCOUNT):
             return any(name == job_id for _, name in self._names)
         return (owner, job_id) in self._names
 
@@ -153,7 +151,7 @@ class JobTable:
         with self.lock:
             key = self.key_for(owner, job_id)
             job = self.jobs.get(key) if key is not None else None
-            if job is None and self.mutant("cross-token-visible"):
+            if job is None and not self.settings.seams.enforces(Rule.TOKEN_ISOLATION):
                 job = self.jobs.get(job_id)
             if job is None:
                 raise ApiError(ErrorCode.JOB_NOT_FOUND, f"job {job_id!r} not found")
@@ -163,7 +161,7 @@ class JobTable:
 
     def account(self, job: JobRec) -> str:
         """Capacity is per account (spec §5.4): the owner token, or one for everyone."""
-        return "" if self.mutant("capacity-global") else job.owner
+        return job.owner if self.settings.seams.enforces(Rule.CAPACITY_PER_ACCOUNT) else ""
 
     def readmit(self) -> None:
         """A job arrived or ended: admission may change."""
@@ -185,7 +183,7 @@ class JobTable:
             account = self.account(job)
             if job.admitted_at is not None or job.status != JobState.PENDING or account in blocked:
                 continue
-            if used[account] + job.gpus > self.settings.max_total_gpus and not self.mutant("capacity-ignored"):
+            if used[account] + job.gpus > self.settings.max_total_gpus and self.settings.seams.enforces(Rule.CAPACITY_ADMISSION):
                 blocked.add(account)
                 continue
             used[account] += job.gpus
@@ -238,8 +236,8 @@ class JobTable:
         with self.lock:
             self._admit()
             jobs = [j for j in self.jobs.values()
-                    if j.owner == owner or self.mutant("cross-token-visible")]
-            if status and not self.mutant("status-filter-ignored"):
+                    if j.owner == owner or not self.settings.seams.enforces(Rule.TOKEN_ISOLATION)]
+            if status and self.settings.seams.enforces(Rule.STATUS_FILTER):
                 wanted = {normalize_job_state(s) for s in status.split(",") if s.strip()}
                 jobs = [j for j in jobs if normalize_job_state(self.status(j)) in wanted]
             return jobs
@@ -248,7 +246,7 @@ class JobTable:
         """The caller's account: its ceiling is reserved for it, so has_reservation is true
         and the deprecated reserved_gpus repeats max_total_gpus (spec §5.4)."""
         with self.lock:
-            account = "" if self.mutant("capacity-global") else owner
+            account = owner if self.settings.seams.enforces(Rule.CAPACITY_PER_ACCOUNT) else ""
             in_use = sum(j.gpus for j in self.jobs.values()
                          if self.account(j) == account and self.status(j) in JOB_HOLDS_GPUS)
             total = self.settings.max_total_gpus
@@ -266,14 +264,14 @@ class JobTable:
         with self.lock:
             status = self.status(job)
             if status in JOB_CANCEL_IDEMPOTENT:
-                if status == JobState.CANCELLED and self.mutant("cancel-twice-409"):
+                if status == JobState.CANCELLED and self.settings.seams.bends(Bend.CANCELLED_CANCEL_409):
                     raise ApiError(ErrorCode.JOB_CONFLICT, f"job {job.public_id} is already cancelled")
-                if status == JobState.CANCELLING and self.mutant("cancel-cancelling-409"):
+                if status == JobState.CANCELLING and self.settings.seams.bends(Bend.CANCELLING_LINGERS):
                     raise ApiError(ErrorCode.JOB_CONFLICT, f"job {job.public_id} is being cancelled")
                 return
             if status in JOB_CANCELLABLE:
                 self._end_job(job, JobState.CANCELLED.value, "cancelled by user")
-                if self.settings.forms.use("cancelling-visible", job.public_id) or self.mutant("cancel-cancelling-409"):
+                if self.settings.forms.use("cancelling-visible", job.public_id) or self.settings.seams.bends(Bend.CANCELLING_LINGERS):
                     job.status = JobState.CANCELLING.value
                     job.cancelling_until = self.clock.monotonic() + CANCELLING_SHOWN_S
                 return
@@ -325,7 +323,7 @@ class JobTable:
     def delete_checkpoint(self, job: JobRec, checkpoint_id: str) -> None:
         with self.lock:
             self.checkpoint(job, checkpoint_id)
-            if not self.mutant("deleted-checkpoint-listed"):
+            if self.settings.seams.enforces(Rule.CHECKPOINT_DELETE):
                 del job.checkpoints[checkpoint_id]
             job.log(f"checkpoint {checkpoint_id} deleted")
 

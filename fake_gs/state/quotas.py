@@ -1,4 +1,4 @@
-"""Per-account caps on what the fake keeps for good (issue 23, family 7).
+"""Per-account caps on what the fake keeps for good.
 
 12 creates with a 50 MiB ``experiment_name`` kept +602 MiB (and ``list_jobs`` answered
 600 MiB); 400 saves and 400 exports kept about +210 MiB each, exports for an hour. Now,

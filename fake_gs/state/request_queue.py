@@ -20,6 +20,7 @@ from fake_gs.answers import delivery
 from fake_gs.answers import forms_any as dialect_any
 from fake_gs.answers.refusals import ApiError
 from fake_gs.clock import Clock
+from fake_gs.ops.seams import Bend, Rule
 from fake_gs.settings import FakeSettings
 from fake_gs.state import result_retention as results
 from fake_gs.state.executor import Executors
@@ -51,12 +52,9 @@ class RequestQueue:
         #: Requests whose work ran (at-most-once proofs compare it with client successes).
         self.executed_by_op: Counter[str] = Counter()
         self.internal_errors = 0
-        #: The load mutants' state (issue 29): steps picked to run twice, crowded submits seen.
+        #: The load mutants' state: steps picked to run twice, crowded submits seen.
         self._run_twice: set[str] = set()
         self._crowded = 0
-
-    def mutant(self, name: str) -> bool:
-        return self.settings.mutant == name
 
     # --- submission -----------------------------------------------------------------------
 
@@ -70,8 +68,7 @@ class RequestQueue:
         with self.lock:
             # Checked again here, under the lock: the job may have ended while the call's
             # body was arriving; a call that loses that race leaves nothing behind (409).
-            if job.status in JOB_ENDED_OR_ENDING and not (self.mutant("terminated-accepts")
-                                                          or self.mutant("late-body-accepted")):
+            if job.status in JOB_ENDED_OR_ENDING and self.settings.seams.enforces(Rule.LATE_BODY_REFUSED):
                 raise ApiError(ErrorCode.JOB_NOT_RUNNING,
                                f"job {job.public_id} is {job.status}: it ended before the call's body arrived")
             self._load_mutants(req)
@@ -83,11 +80,11 @@ class RequestQueue:
         return req
 
     def _load_mutants(self, req: RequestRec) -> None:
-        """The load mutants (issue 29), acting only while another request is in flight on the
+        """The load mutants, acting only while another request is in flight on the
         server (queued or running, any job), as a server that breaks under concurrency would.
         Called under the lock; the scan of every request costs only while one is active."""
-        crowded = self.mutant("concurrent-500") and req.op in ("step", "save")
-        twice = self.mutant("concurrent-step-twice") and req.op == "step"
+        crowded = self.settings.seams.bends(Bend.CROWDED_500) and req.op in ("step", "save")
+        twice = self.settings.seams.bends(Bend.CROWDED_STEP_TWICE) and req.op == "step"
         if not (crowded or twice) or not any(not r.executed and not r.cancelled
                                              for r in self.requests.values()):
             return
@@ -223,7 +220,7 @@ class RequestQueue:
             status = self.status(req)
             if status == RequestState.STREAMING:  # events still to drain: not over yet
                 status = (RequestState.RUNNING if req.stream_events else RequestState.DONE).value
-            if req.started and not self.mutant("cancel-request-lies") \
+            if req.started and self.settings.seams.enforces(Rule.CANCEL_REQUEST_TRUTH) \
                     or status in (RequestState.DONE, RequestState.FAILED):
                 return False, status
             self.cancel(req)

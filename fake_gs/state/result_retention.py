@@ -1,7 +1,7 @@
 """How long a finished request keeps its result: freed once read, bounded while unread.
 
 A running job used to keep every result until it ended: 600 forward-no-grad calls with
-1 MiB results grew the fake by 1.5 GiB (issue 12). Now a result read to the end stays only
+1 MiB results grew the fake by 1.5 GiB. Now a result read to the end stays only
 for a short grace (a client retrying its last page after a lost answer), at most the
 ``results_read_kept`` most recently read per job; unread results count against
 ``max_results_bytes`` per job and the oldest go first. A poll of a freed result answers
@@ -11,6 +11,7 @@ clock's monotonic reading.
 
 from __future__ import annotations
 
+from fake_gs.ops.seams import Rule
 from fake_gs.settings import FakeSettings
 from fake_gs.state.records import JobRec, RequestRec
 
@@ -50,7 +51,7 @@ def read_to_end(settings: FakeSettings, job: JobRec, req: RequestRec, now: float
 def sweep(settings: FakeSettings, job: JobRec, now: float) -> None:
     """Free read results past their grace, or beyond the newest ``results_read_kept``."""
     read = [r for r in job.results.values() if r.read_at is not None]
-    if not read or settings.mutant == "results-never-freed":
+    if not read or not settings.seams.enforces(Rule.RESULTS_FREED):
         return
     read.sort(key=lambda r: r.read_at or 0.0, reverse=True)
     limit = now - settings.result_grace_s

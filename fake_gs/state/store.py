@@ -79,9 +79,6 @@ class Store:
                 self._engine = self._engine_factory()
             return self._engine
 
-    def mutant(self, name: str) -> bool:
-        return self.settings.mutant == name
-
     def reset(self) -> None:
         with self.lock:
             self.executors.close_all()

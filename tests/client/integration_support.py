@@ -65,7 +65,7 @@ def launch_on(monkeypatch: pytest.MonkeyPatch, url: str) -> None:
 
 
 def rollout_batch(prompts: list[list[int]], responses: list[list[int]], pad: int = 0) -> dict[str, Any]:
-    """The dense verl-layout batch both integrations send (facts, section 13): prompts
+    """The dense verl-layout batch both integrations send (spec §10): prompts
     left-padded to P, responses right-padded to R, the response-only tensors left-padded to
     P + R, advantages one value per row."""
     import torch

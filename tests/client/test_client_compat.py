@@ -1,4 +1,4 @@
-"""Every SkyRL / verl call pattern (facts, section 12) pinned with the recording transport.
+"""Every SkyRL / verl call pattern (what SkyRL's and verl's integration code relies on) pinned with the recording transport.
 
 The recording transport stands where Cortex would: these tests fix which canonical op and
 which body each legacy call produces, and the backend-neutral shaping the client applies.

@@ -1,4 +1,4 @@
-"""The factory's environment override (facts, section 12)."""
+"""The factory's environment override (what SkyRL's and verl's integration code relies on)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The client's own failures are typed (issue 12): nested answers, ids a URL cannot carry,
+"""The client's own failures are typed: nested answers, ids a URL cannot carry,
 oversize answers; and every path segment is encoded so no id is rewritten on the way."""
 
 from __future__ import annotations

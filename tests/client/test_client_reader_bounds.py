@@ -1,4 +1,4 @@
-"""The client's reader bounds are knobs like the others (issue 23, family 6): config fields,
+"""The client's reader bounds are knobs like the others: config fields,
 environment variables, README rows, and what the session and the poll loop are built with.
 (The bounds against a hostile server: ``tests/stress/test_bounded_readers.py``.)"""
 

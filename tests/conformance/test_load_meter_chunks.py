@@ -1,5 +1,4 @@
-"""gs-load's meter on uploads the kit's client sends as pieces (issue 28's ChunkBody: a
-length, then views of the frame): each chunk is counted at its size, only the last one
+"""gs-load's meter on uploads the kit's client sends as pieces: each chunk is counted at its size, only the last one
 counts as the call, and a non-final chunk's answer is held to ChunkAccepted. Before the
 meter read pieces bodies, every chunk of such an upload counted as a call and as a final
 chunk, so a clean multi-chunk forward-backward reported violations."""

@@ -179,7 +179,7 @@ def test_semantic_clauses_skip_on_the_shape_engine(tmp_path):
     assert record["exit"] == 0
 
 
-#: Clauses corrected to accept every form the spec allows (issue 10): the any-dialect plain
+#: Clauses corrected to accept every form the spec allows: the any-dialect plain
 #: run proves the alternative forms are green, a mutant per clause that a real violation is
 #: still caught.
 CORRECTED = (

@@ -1,4 +1,4 @@
-"""Nothing the kit writes holds a credential of the run (issue 23, family 3).
+"""Nothing the kit writes holds a credential of the run.
 
 The recorders and the reports run with real tokens and real stage credentials, then every
 file they wrote is searched for each secret (kept, compressed request bodies included):

@@ -32,7 +32,7 @@ PLUGIN_FLAGS = {
     "--gs-require-all", "--gs-record", "--gs-plan", "--gs-max-result-mib",
     "--gs-startup-timeout", "--gs-fake-seed",
 }
-# Parity tapes (issue 25): what a recording keeps of big request bodies.
+# Parity tapes: what a recording keeps of big request bodies.
 CLI_FLAGS |= {"--record-bodies", "--record-budget-mib"}
 PLUGIN_FLAGS |= {"--gs-record-bodies", "--gs-record-budget-mib"}
 

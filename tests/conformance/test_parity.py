@@ -105,7 +105,7 @@ def test_corpus_replays_to_zero_divergences(tape: Path) -> None:
     assert rep.ok, report.text([rep])
     replayed = [r for r in rep.results if r.skipped is None]
     assert len(replayed) >= 0.95 * len(rep.results) and len(replayed) > 20
-    # Every request body is in the tape, as bytes or as a skeleton (issue 25).
+    # Every request body is in the tape, as bytes or as a skeleton.
     assert not [r.seq for r in rep.results if r.skip_kind == "bytes"]
 
 
@@ -167,7 +167,7 @@ BEYOND_REPLAY = {
     "logs-stage-empty": "changes only what the stage (an S3 endpoint, listed through boto3) holds; "
                         "the tape records the service's HTTP calls, and the stage-credentials "
                         "answer is the same with or without the mutant",
-    # The load mutants (issue 29) act only while another request is in flight on the
+    # The load mutants act only while another request is in flight on the
     # server; a replay reaches that only by the timing of back-to-back submits, so their
     # judges are gs-load and test_concurrency's held executor, not the corpus.
     "concurrent-step-twice": "acts only while another request is in flight, which a replay "

@@ -1,4 +1,4 @@
-"""A URL run judges everything one job can show (issue 16).
+"""A URL run judges everything one job can show.
 
 The fake is served on loopback and judged as any URL would be (``gs-conformance --url`` in
 a fresh interpreter, default options: one job). The clauses one job can judge (the cancel
@@ -63,11 +63,11 @@ ALLOWED_SKIPS: dict[str, str] = {
     "IDEM-KEY-4": ACCOUNT,
     "SAVE-LOAD-4": JOBS, "SAVE-DP-1": JOBS, "CKPT-INIT-1": JOBS, "CKPT-INIT-2": JOBS,
     "OP-LORA-1": JOBS, "GEN-SAMPLER-1": JOBS, "JOB-ID-1": JOBS, "JOB-LIST-2": JOBS,
-    # issue 24: a create with a debug block may start a job; more jobs to cancel and start from
+    # The spec's letter: a create with a debug block may start a job; more jobs to cancel and start from
     "JOB-DEBUG-1": JOBS, "JOB-DEBUG-2": JOBS, "CANCEL-ACTIVE-2": JOBS, "CKPT-INIT-4": JOBS,
     "CKPT-INIT-5": JOBS,
 }
-#: Clauses that were skipped on a URL before issue 16 and one job judges now.
+#: Clauses that were a URL run once skipped and one job judges now.
 ONE_JOB = (
     "CANCEL-ACTIVE-1,CANCEL-IDEM-1,JOB-RUNNING-2,POLL-CHUNKS-1,POLL-CHUNKS-2,POLL-CURSOR-1,"
     "POLL-MAXEV-1,POLL-MAXEV-2,CHUNK-FORMAT-1,CHUNK-DESC-1,CHUNK-SIZE-1"

@@ -1,4 +1,4 @@
-"""Create-body validation, unknown-field detection and body models (facts, sections 4, 8)."""
+"""Create-body validation, unknown-field detection and body models (spec §5.1, §8)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""One home per fact (issue 15, item 2): route paths, state names, header names and error
+"""One home per fact: route paths, state names, header names and error
 codes are spelled in ``contract/`` only; ``fake_gs/``, ``client/`` and ``conformance/``
 import them. When two rooms each spell a fact they can disagree, and that disagreement is
 the bug this kit exists to catch.

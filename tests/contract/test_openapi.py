@@ -330,7 +330,7 @@ def test_cli_prints_the_snapshot(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_answers_of_both_dialects_match_the_document() -> None:
-    """The spec dialect's forms (facts §15) are answers the document accepts, beside the kit's."""
+    """The spec dialect's forms are answers the document accepts, beside the kit's."""
     doc = build_openapi()
 
     def valid(name: str, body: object) -> bool:

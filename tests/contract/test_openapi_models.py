@@ -70,7 +70,7 @@ def test_document_bodies_are_model_bodies(schema: Any, name: str) -> None:
 
 
 def test_the_original_st202_body_is_outside_the_document() -> None:
-    """The body issue 19 found (a sampling sub-job with no inference_config) no longer
+    """The body the OpenAPI work found (a sampling sub-job with no inference_config) no longer
     validates against the document, and a complete one does."""
     from jsonschema import Draft202012Validator
 

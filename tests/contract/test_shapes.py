@@ -1,4 +1,4 @@
-"""Shape rules (facts, section 10) judge results without torch-specific code paths."""
+"""Shape rules (spec §6.1, §10) judge results without torch-specific code paths."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Normalisation of job and request state spellings (facts, sections 4-5)."""
+"""Normalisation of job and request state spellings (spec §3.2, §3.3)."""
 
 from __future__ import annotations
 

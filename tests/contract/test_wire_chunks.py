@@ -1,4 +1,4 @@
-"""Byte chunking (facts §7): any frame, any valid max_bytes; every corruption is refused."""
+"""Byte chunking (spec §9.3): any frame, any valid max_bytes; every corruption is refused."""
 
 from __future__ import annotations
 
@@ -133,7 +133,7 @@ def test_splitting_rules() -> None:
 @pytest.mark.parametrize("kind", ["request", "result"])
 def test_small_max_bytes_shrink_ranges_until_chunks_fit(max_bytes: int, kind: str) -> None:
     """The reference codec accepts a max_bytes at or under the 8 KiB header allowance and
-    shrinks its ranges until every chunk fits (issue 11); the kit's codec must too."""
+    shrinks its ranges until every chunk fits; the kit's codec must too."""
     frame = frame_of(20_000)
     chunks = split(frame, max_bytes=max_bytes) if kind == "request" else \
         wire.encode_byte_chunks(frame, "result", max_bytes=max_bytes)

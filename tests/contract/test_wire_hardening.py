@@ -1,4 +1,4 @@
-"""Parser differentials (issue 12): a header naming a key twice is refused, as safetensors
+"""Parser differentials: a header naming a key twice is refused, as safetensors
 refuses it, so no two parsers read different frames from the same bytes."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The codec's one-copy paths: frames as parts, chunk plans sent as pieces, chunk headers
-read before their payload, and decoding that shares a handed-over buffer (issue 28)."""
+read before their payload, and decoding that shares a handed-over buffer."""
 
 from __future__ import annotations
 

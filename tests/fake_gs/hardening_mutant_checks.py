@@ -1,4 +1,4 @@
-"""Liveness checks for the hardening mutants (issues 12 and 23), merged into test_fake_mutants.CHECKS."""
+"""Liveness checks for the hardening mutants, merged into test_fake_mutants.CHECKS."""
 
 from __future__ import annotations
 

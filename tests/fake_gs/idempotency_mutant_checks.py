@@ -1,4 +1,4 @@
-"""Liveness checks for the at-most-once mutants (issue 13), merged into test_fake_mutants.CHECKS.
+"""Liveness checks for the at-most-once mutants, merged into test_fake_mutants.CHECKS.
 
 The client mutant (``client=True``) lives in the kit's client, not in the fake: its check
 shows the fake running it still honours keys (the client side is proven by the

@@ -1,4 +1,4 @@
-"""Liveness checks for the limits/faults mutants (issue 6), merged into test_fake_mutants.CHECKS.
+"""Liveness checks for the limits/faults mutants, merged into test_fake_mutants.CHECKS.
 
 Each takes an Api on a fake running that mutant (with the extra settings next to it) and
 asserts the violation shows, with the smallest observation of it.

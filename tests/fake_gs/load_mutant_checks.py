@@ -1,4 +1,4 @@
-"""Liveness checks for the load mutants (issue 29), merged into test_fake_mutants.CHECKS:
+"""Liveness checks for the load mutants, merged into test_fake_mutants.CHECKS:
 each acts only while another request is in flight, so each check holds a job's executor
 (the admin API) to keep one queued, then shows the violation with the next submits."""
 

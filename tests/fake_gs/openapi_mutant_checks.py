@@ -1,4 +1,4 @@
-"""Liveness checks for the OpenAPI mutants (issue 19), merged into
+"""Liveness checks for the OpenAPI mutants, merged into
 test_fake_mutants.CHECKS: each asserts its violation shows, as small as it can."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Liveness check for the parity mutant (issue 25), merged into test_fake_mutants.CHECKS:
+"""Liveness check for the parity mutant, merged into test_fake_mutants.CHECKS:
 a batch past 1 MiB answers its avg_loss negated, a small one as the plain fake does."""
 
 from __future__ import annotations

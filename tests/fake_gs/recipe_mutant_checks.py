@@ -1,4 +1,4 @@
-"""Liveness checks for the recipes/logs/TLS mutants (issue 17), merged into
+"""Liveness checks for the recipes/logs/TLS mutants, merged into
 test_fake_mutants.CHECKS: each asserts its violation shows, as small as it can."""
 
 from __future__ import annotations

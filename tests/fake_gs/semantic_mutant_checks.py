@@ -1,4 +1,4 @@
-"""Liveness checks for the tiny engine's semantic mutants (issue 7), merged into
+"""Liveness checks for the tiny engine's semantic mutants, merged into
 test_fake_mutants.CHECKS.
 
 Each takes an Api on a fake running that mutant with ``--engine tiny`` and shows the

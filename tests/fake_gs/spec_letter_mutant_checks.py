@@ -1,4 +1,4 @@
-"""Liveness checks for the mutants of the rules issue 24 made the fake enforce, merged into
+"""Liveness checks for the mutants of the rules of the spec's letter the fake enforces, merged into
 test_fake_mutants.CHECKS: each shows the call the plain fake refuses being taken."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Liveness checks for the strict-fake mutants (issue 11), merged into test_fake_mutants.CHECKS.
+"""Liveness checks for the strict-fake mutants, merged into test_fake_mutants.CHECKS.
 
 Each takes an Api on a fake running that mutant and shows the dropped rule with the
 smallest observation: the call the plain fake refuses succeeds.

@@ -15,6 +15,7 @@ from contract.errors import ErrorCode
 from fake_gs.chunking import hooks as chunk_hooks
 from fake_gs.chunking import machine as cm
 from fake_gs.ops.mutants import MUTANTS
+from fake_gs.ops.seams import seams_for
 from fake_gs.settings import FakeSettings
 
 ROUTE = "forward_backward"
@@ -214,10 +215,12 @@ def test_the_default_settings_let_a_first_group_open() -> None:
     assert cm.decide(chunk(0), None, FakeSettings()) == cm.Ack(keep=True, new_range_size=100)
 
 
-def test_every_hook_names_a_declared_mutant_and_a_machine_rule() -> None:
-    assert set(chunk_hooks.WAIVERS) <= set(MUTANTS) and set(chunk_hooks.TRANSFORMS) <= set(MUTANTS)
-    assert set(chunk_hooks.WAIVERS.values()) == cm.RULES
-    assert chunk_hooks.waived_by(None) == frozenset() and chunk_hooks.waived_by("frame-500") == frozenset()
+def test_every_chunk_point_is_named_by_a_mutant_and_every_machine_rule_is_a_point() -> None:
+    named = {point for m in MUTANTS.values() for seam, _, point in (p.partition(":") for p in m.seams)
+             if seam == "chunk"}
+    assert named == chunk_hooks.POINTS
+    assert chunk_hooks.WAIVERS == cm.RULES
+    assert seams_for(None).named("chunk") == frozenset() and seams_for("frame-500").named("chunk") == frozenset()
 
 
 @pytest.mark.parametrize(("mutant", "group", "the_chunk", "expected"), [
@@ -235,16 +238,16 @@ def test_every_hook_names_a_declared_mutant_and_a_machine_rule() -> None:
     ("groups-uncapped", None, chunk(0), cm.Ack(keep=True, new_range_size=100)),
     ("account-caps-ignored", None, chunk(0), cm.Ack(keep=True, new_range_size=100)),
 ])
-def test_mutants_change_decisions_by_name(mutant: str | None, group: cm.GroupState | None, the_chunk: cm.Chunk,
+def test_mutants_change_decisions_at_their_chunk_points(mutant: str | None, group: cm.GroupState | None, the_chunk: cm.Chunk,
                                           expected: cm.Decision) -> None:
     full = {"groups-uncapped": cm.Usage(job=cm.Load(open_groups=2)),
             "account-caps-ignored": cm.Usage(account=cm.Load(open_groups=3))}
     usage = full.get(mutant or "", cm.NO_USAGE)
-    assert chunk_hooks.decide(mutant, the_chunk, group, LIMITS, usage) == expected
+    assert chunk_hooks.decide(seams_for(mutant).named("chunk"), the_chunk, group, LIMITS, usage) == expected
 
 
 def test_a_refusal_is_no_mutant_business() -> None:
     """Transforms change what a decision does, never turn a refusal into an acceptance."""
-    for mutant in chunk_hooks.TRANSFORMS:
-        refusal = chunk_hooks.decide(mutant, chunk(1, differs=True), Group(received={0, 1}), LIMITS)
+    for point in chunk_hooks.TRANSFORMS:
+        refusal = chunk_hooks.decide(frozenset({point}), chunk(1, differs=True), Group(received={0, 1}), LIMITS)
         assert isinstance(refusal, cm.Refuse) and refusal.code == ErrorCode.CHUNK_GROUP_CONFLICT

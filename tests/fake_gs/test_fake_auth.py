@@ -67,7 +67,7 @@ def test_admin_needs_a_token_exports_do_not(make_server) -> None:  # type: ignor
 
 def test_service_tokens_get_403_on_every_admin_route(make_server) -> None:  # type: ignore[no-untyped-def]
     """With --token A --token B --admin-token Z: A and B get 403 on every admin route (they
-    could read, fault, force or reset each other's jobs); Z gets 200 (issue 12)."""
+    could read, fault, force or reset each other's jobs); Z gets 200."""
     srv = make_server(tokens=("A", "B"), admin_token="Z")
     job_b = Api(srv.base_url, "B").running_job()
     routes = [("GET", "/_fake/health", None), ("GET", "/_fake/state", None), ("GET", "/_fake/mutants", None),

@@ -1,4 +1,4 @@
-"""Chunks streamed into their group's buffer as they arrive (issue 28): each lands at its
+"""Chunks streamed into their group's buffer as they arrive: each lands at its
 offset, in any order; one cut off mid-payload leaves nothing; a second copy of a chunk
 still arriving waits to be judged against it; the frame is decoded from the buffer."""
 

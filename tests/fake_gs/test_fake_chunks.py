@@ -1,4 +1,4 @@
-"""Chunk groups (facts, section 7): every rule, over real HTTP."""
+"""Chunk groups (spec §9.3): every rule, over real HTTP."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Connection deadlines and the connection cap (issue 23, family 5; fake_gs.http.connections).
+"""Connection deadlines and the connection cap (fake_gs.http.connections).
 
 Time is the fake's ManualClock: a test opens the sockets, advances the clock past a
 deadline and waits (generously) for the fake's sweep to act; nothing here times the fake.

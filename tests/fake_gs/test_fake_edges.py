@@ -1,4 +1,4 @@
-"""The small holes of issue 23 (family 8), each tried again.
+"""The small holes a red-team pass found, each tried again.
 
 - A non-ASCII bearer token answers 401 ``unauthenticated`` on every route of the app
   (service, SQL statement, admin), never a 500.

@@ -1,4 +1,4 @@
-"""Fair shares of the server-wide budgets (issue 23, family 4): an account within its share
+"""Fair shares of the server-wide budgets: an account within its share
 gets room taken back from accounts over theirs (their least recently active holdings), an
 account over its share is refused at once, a lone account uses the whole budget."""
 

@@ -1,4 +1,4 @@
-"""Hardening of the fake (issue 12) that needs no subprocess: result expiry and its 410, the
+"""Hardening of the fake that needs no subprocess: result expiry and its 410, the
 job state checked again once a body has arrived, bounds on sampling inputs."""
 
 from __future__ import annotations
@@ -79,7 +79,7 @@ def _answer(sock: socket.socket) -> tuple[int, dict[str, Any]]:
 @pytest.mark.parametrize("route", ["step", "save", "forward-backward"])
 def test_a_call_whose_body_arrives_after_a_cancel_leaves_nothing(make_api, route: str) -> None:  # type: ignore[no-untyped-def]
     """The handler checks the job before the body arrives; the job is cancelled meanwhile:
-    the call answers 409 job_not_running and no request record or queue is left (issue 12)."""
+    the call answers 409 job_not_running and no request record or queue is left."""
     api = make_api()
     job = api.running_job()
     if route == "forward-backward":

@@ -1,6 +1,6 @@
 """Mutants: the registry is sound, and each mutant really breaks what it claims to.
 
-The conformance suite's self-test (issue 5) proves its checks catch each mutant; here we
+The conformance suite's self-test proves its checks catch each mutant; here we
 only prove each mutant is live, with the smallest observation of its violation.
 """
 
@@ -287,18 +287,18 @@ CHECKS: dict[str, tuple[Callable[[Api], None], dict]] = {  # type: ignore[type-a
 }
 
 
-CHECKS.update(LIMIT_CHECKS)  # the limits/faults mutants (issue 6) keep their checks apart
-CHECKS.update(SEMANTIC_CHECKS)  # the tiny engine's semantic mutants (issue 7)
-CHECKS.update(RECIPE_CHECKS)  # the recipes/logs/TLS mutants (issue 17)
-CHECKS.update(OPENAPI_CHECKS)  # the OpenAPI mutants (issue 19)
-CHECKS.update(STRICT_CHECKS)  # the strict fake's mutants (issue 11)
-CHECKS.update(IDEMPOTENCY_CHECKS)  # the at-most-once mutants (issue 13)
-CHECKS.update(VERDICT_CHECKS)  # the corrected clauses' mutants (issue 10)
-CHECKS.update(HARDENING_CHECKS)  # hardening (issue 12)
-CHECKS.update(URL_RUN_CHECKS)  # the url-run mutants (issue 16)
-CHECKS.update(LOAD_CHECKS)  # the load mutants (issue 29)
-CHECKS.update(PARITY_CHECKS)  # the parity mutant (issue 25)
-CHECKS.update(SPEC_LETTER_CHECKS)  # the rules the fake enforces since issue 24
+CHECKS.update(LIMIT_CHECKS)  # the limits/faults mutants keep their checks apart
+CHECKS.update(SEMANTIC_CHECKS)  # the tiny engine's semantic mutants
+CHECKS.update(RECIPE_CHECKS)  # the recipes/logs/TLS mutants
+CHECKS.update(OPENAPI_CHECKS)  # the OpenAPI mutants
+CHECKS.update(STRICT_CHECKS)  # the strict fake's mutants
+CHECKS.update(IDEMPOTENCY_CHECKS)  # the at-most-once mutants
+CHECKS.update(VERDICT_CHECKS)  # the corrected clauses' mutants
+CHECKS.update(HARDENING_CHECKS)  # hardening
+CHECKS.update(URL_RUN_CHECKS)  # the url-run mutants
+CHECKS.update(LOAD_CHECKS)  # the load mutants
+CHECKS.update(PARITY_CHECKS)  # the parity mutant
+CHECKS.update(SPEC_LETTER_CHECKS)  # the rules of the spec's letter
 
 
 def test_every_mutant_has_a_check() -> None:

@@ -106,7 +106,7 @@ def test_many_result_chunks_are_capped_at_512(make_api) -> None:  # type: ignore
 
 def test_result_chunks_smaller_than_the_header_allowance(make_api) -> None:  # type: ignore[no-untyped-def]
     """--result-chunk-bytes takes any size that holds a chunk header plus a payload byte
-    (issue 11): 4096-byte result chunks reassemble to the frame."""
+   : 4096-byte result chunks reassemble to the frame."""
     api = make_api(result_delivery="chunks", result_chunk_bytes=4096)
     job_id = api.running_job()
     rid = api.submit_frame(job_id, "forward-no-grad", batch(2, 3_000))

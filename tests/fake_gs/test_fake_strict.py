@@ -1,4 +1,4 @@
-"""The fake refuses what the real service refuses (issue 11, facts §15), on both engines.
+"""The fake refuses what the real service refuses (spec §8, §6.5), on both engines.
 
 Each test is one "Why" bullet of the issue: on the old fake every call below succeeded.
 """

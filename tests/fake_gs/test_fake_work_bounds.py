@@ -1,4 +1,4 @@
-"""Work bounded by a limit on the fake (issue 23, family 7): the JSON cost bound, the tiny
+"""Work bounded by a limit on the fake: the JSON cost bound, the tiny
 engine's batch budget and non-finite refusal, per-account retention caps. Each refusal is
 a 4xx with a code naming the bound and leaves no request, job or checkpoint behind.
 (Memory and liveness under the large versions: ``tests/stress/test_work_bounds.py``.)"""

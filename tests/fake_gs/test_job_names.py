@@ -1,4 +1,4 @@
-"""Job ids are names in the caller's account (issue 23, family 8: no existence oracle).
+"""Job ids are names in the caller's account (no existence oracle).
 
 A create body's ``job_id`` (JOB-ID-1) names the job within the caller's account: another
 account holding a job of that id changes nothing the caller sees (the create answers as

@@ -1,4 +1,4 @@
-"""Liveness checks for the url-run mutants (issue 16), merged into test_fake_mutants.CHECKS:
+"""Liveness checks for the url-run mutants, merged into test_fake_mutants.CHECKS:
 each shows its violation with the smallest observation."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Liveness checks for the mutants of the corrected clauses (issue 10), merged into
+"""Liveness checks for the mutants of the corrected clauses, merged into
 test_fake_mutants.CHECKS: each shows its violation with the smallest observation."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
-"""Attacks of issue 23's families 5-7 (deadlines, readers, work), each returning what it
+"""The red-team pass's attacks (deadlines, readers, work), each returning what it
 measured: shared by the stress tests (small sizes, bounds asserted with margin) and
-``benchmarks/bench_hardening.py`` (the issue's sizes, figures printed).
+``benchmarks/bench_hardening.py`` (the full sizes, figures printed).
 
 The fake runs as a subprocess (``stress_helpers.fake_process``) so its RSS is its own; a
 ``Prober`` times ``/_fake/health`` while an attack runs.

@@ -1,5 +1,5 @@
-"""A hostile HTTP server on a free loopback port, for the readers' bounds (issue 23, family
-6): it drips its answers, streams bodies that never end, sends gzip bombs and endless
+"""A hostile HTTP server on a free loopback port, for the readers' bounds: it
+drips its answers, streams bodies that never end, sends gzip bombs and endless
 result pages. Real sockets; each answer is what ``script(request) -> Answer`` yields, and
 the server records how many bytes it got out before the reader hung up.
 """

@@ -1,4 +1,4 @@
-"""The fair-share attacks of issue 23 (family 4), each returning what it measured, shared by
+"""The fair-share attacks of the red-team pass, each returning what it measured, shared by
 ``tests/stress/test_fair_shares.py`` (small sizes) and ``benchmarks/bench_hardening.py``
 (the red team's sizes).
 

@@ -1,4 +1,4 @@
-"""The log-stage attacks (issue 23, family 1), shared by tests/stress/test_log_stage.py
+"""The log-stage attacks, shared by tests/stress/test_log_stage.py
 and benchmarks/bench_hardening.py: a run's credentials as a client gets them, and an
 unauthenticated PUT that declares a large body."""
 

@@ -1,4 +1,4 @@
-"""Every reader has a total byte cap and a total time bound (issue 23, family 6): the
+"""Every reader has a total byte cap and a total time bound: the
 client, the suite's raw driver and probe, the parity replayer, against a hostile server.
 
 Sizes are small; the issue's (600 MiB gzip bombs, 40 s drips, GiBs of endless body) are

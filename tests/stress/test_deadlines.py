@@ -1,5 +1,5 @@
-"""Connection deadlines and the connection cap (issue 23, family 5), against a fake in a
-subprocess (its RSS its own), at small sizes with short deadlines; the issue's sizes are
+"""Connection deadlines and the connection cap, against a fake in a
+subprocess (its RSS its own), at small sizes with short deadlines; the full sizes are
 ``benchmarks/bench_hardening.py``'s. Latency is only a liveness check: health answered
 within its client time-out while the attack runs.
 """

@@ -1,4 +1,4 @@
-"""Fair shares under the red team's attacks (issue 23, family 4), on a fake in a subprocess
+"""Fair shares under the red team's attacks, on a fake in a subprocess
 so its RSS is its own. The figures at the attacks' own sizes: ``benchmarks/bench_hardening.py``."""
 
 from __future__ import annotations

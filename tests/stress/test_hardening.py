@@ -1,4 +1,4 @@
-"""Hardening (issue 12): each attack of the red-team pass, with the bound it must keep.
+"""Hardening: each attack of the red-team pass, with the bound it must keep.
 
 The fake runs as a subprocess where RSS is measured (its own memory only). Bounds carry a
 margin over the issue's figures (2 shared cores): the figures themselves are measured by

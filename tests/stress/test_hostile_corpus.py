@@ -208,7 +208,7 @@ def corpus() -> list[Entry]:
     def js(name: str, route: str, body: bytes, *codes: str) -> None:
         out.append(Entry(name, [Call(route, body, content_type="application/json")], codes))
 
-    # Issue 12: small bodies asking for huge allocations; ids a path cannot carry.
+    # Small bodies asking for huge allocations; ids a path cannot carry.
     js("log-probs-top-k-1e6", "log-probs", b'{"prompts": ["a b c"], "top_k": 1000000}', "limit_exceeded")
     js("log-probs-5000-prompts", "log-probs", json.dumps({"prompts": ["a"] * 5000}).encode(), "limit_exceeded")
     for label, cid in (("dot", b"."), ("dotdot", b".."), ("slash", b"a/b"), ("nul", rb"a\u0000b"),
@@ -283,7 +283,7 @@ def corpus() -> list[Entry]:
     seq("tensors-100k-in-chunks", split(many_tensors(100_000), 4, gid()), *malformed)
     seq("garbage-in-chunks", split(b"\x07" * 50_000, 3, gid()), *malformed)
     seq("over-open-group-cap", [chunk(frame, 0, 2, gid()) for _ in range(5)], "chunk_group_limit")
-    # Parser differentials (issue 12): a key named twice, which safetensors refuses.
+    # Parser differentials: a key named twice, which safetensors refuses.
     meta = json.dumps({"dss": dss(fb_tree())})
     ids_entry = '"kwargs.input_ids":{"dtype":"I64","shape":[1,4],"data_offsets":[0,32]}'
     ids = struct.pack("<4q", 1, 2, 3, 4)

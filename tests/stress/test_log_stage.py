@@ -1,4 +1,4 @@
-"""The execution-log stage is sealed (issue 23, family 1; spec §12.2).
+"""The execution-log stage is sealed (spec §12.2).
 
 Each attack of the red team is tried again against the real stage (moto's S3 server in its
 child process, IAM checks on): account B with its own credentials, with made-up ones and

@@ -1,4 +1,4 @@
-"""One copy of the frame on each side of a big upload (issue 28), measured as multiples of
+"""One copy of the frame on each side of a big upload, measured as multiples of
 the bytes sent: the kit's client holds nothing beyond the batch it was given, the fake
 holds the frame once (its group buffer, decoded in place). The fake runs as a subprocess
 so its RSS is its own; the figures at 64 and 512 MiB: ``benchmarks/bench_upload.py``."""

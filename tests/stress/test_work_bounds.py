@@ -1,4 +1,4 @@
-"""Work on the fake bounded by a limit (issue 23, family 7), against a fake in a subprocess
+"""Work on the fake bounded by a limit, against a fake in a subprocess
 (its RSS its own): the JSON cost bound and parsing off the event loop, the tiny engine's
 batch budget. Small sizes; the issue's (a 59 MiB float array, 1024x1024 ids) are
 ``benchmarks/bench_hardening.py``'s. Health is a liveness check: answered within its

@@ -1,4 +1,4 @@
-"""Attacks of issue 23's family 7 (work on the fake bounded by a limit), each returning what
+"""The red-team pass's attacks (work on the fake bounded by a limit), each returning what
 it measured: the stress tests run them small, ``benchmarks/bench_hardening.py`` at the
 issue's sizes. The fake runs as a subprocess; ``/_fake/health`` is timed meanwhile.
 """

@@ -41,8 +41,9 @@ Conventions (decided here, documented for clients):
   with such ids is refused (ValueError -> a failed request), as a real sampler would.
 - snapshots are in-memory tensor copies; nothing is pickled or ``torch.save``-d.
 
-``mutant`` names one of the ``tiny-*`` mutants of ``fake_gs.ops.mutants``: a deliberate numeric
-bug (one conditional each) that the conformance suite's semantic clauses must catch.
+``quirks`` are the ``engine:`` seam points of a ``tiny-*`` mutant (``fake_gs/ops/seams.py``):
+deliberate numeric bugs (one conditional each) that the conformance suite's semantic clauses
+must catch.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""What one forward(-backward) batch may ask of the tiny engine (issue 23, family 7).
+"""What one forward(-backward) batch may ask of the tiny engine.
 
 One batch of 1024x1024 ids (an 8 MiB frame, a job with ``train_batch_size`` 8) took the
 fake from 341 MiB to 14 GB, and NaN advantages were accepted and poisoned the weights

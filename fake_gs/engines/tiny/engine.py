@@ -36,6 +36,7 @@ from fake_gs.engines.tiny.jobs import (
 from fake_gs.engines.tiny.losses import METRIC_KEYS, post_outputs, rl_loss, sft_loss
 from fake_gs.engines.tiny.model import TinyConfig, TinyLM, shifted_entropy, shifted_logprobs
 from fake_gs.engines.tiny.sampling import Row, sample
+from fake_gs.ops.seams import EngineQuirk
 
 
 class TinyEngine:
@@ -49,10 +50,10 @@ class TinyEngine:
         *,
         model_config: TinyConfig | None = None,
         threads: int | None = 1,
-        mutant: str | None = None,
+        quirks: frozenset[EngineQuirk] = frozenset(),
     ) -> None:
         self.seed = int(seed)
-        self.mutant = mutant
+        self.quirks = quirks
         self.model_config = model_config or TinyConfig()
         self.tokenizer = ByteTokenizer()
         self._jobs: dict[str, Job] = {}
@@ -136,7 +137,7 @@ class TinyEngine:
             batch = Batch.parse(request)
             logits = trainer.model(batch.input_ids, batch.attention_mask, batch.position_ids)
             if batch.is_rl:
-                loss, metrics = rl_loss(batch, logits, job.reference, self.mutant)
+                loss, metrics = rl_loss(batch, logits, job.reference, self.quirks)
             else:
                 loss, metrics = sft_loss(batch, logits)
             loss.backward()
@@ -164,12 +165,12 @@ class TinyEngine:
             grad_norm = total_grad_norm(trainer.model)
             if job.grad_clip:
                 torch.nn.utils.clip_grad_norm_(trainer.model.parameters(), job.grad_clip)
-            if self.mutant == "tiny-step-ascends":
+            if EngineQuirk.STEP_ASCENDS in self.quirks:
                 for group in opt.param_groups:
                     group["maximize"] = True
             opt.step()
             opt.zero_grad(set_to_none=True)
-            if self.mutant == "tiny-sampler-drifts":
+            if EngineQuirk.SAMPLER_DRIFTS in self.quirks:
                 state = weights_of(trainer.model)
                 for sub in job.sub_jobs.values():
                     if sub.job_type == "sampling":
@@ -193,12 +194,12 @@ class TinyEngine:
             else:
                 model = job.trainer.model if job.trainer else self._inference_model(job, "sampling")
             batch = Batch.parse(request, need_loss=False)
-            if self.mutant == "tiny-fwd-ignores-temperature":
+            if EngineQuirk.FORWARD_IGNORES_TEMPERATURE in self.quirks:
                 batch.temperature = 1.0
             with torch.no_grad():
                 logits = model(batch.input_ids, batch.attention_mask, batch.position_ids)
                 logprobs = shifted_logprobs(logits, batch.input_ids, batch.temperature)
-                if self.mutant == "tiny-logprobs-shifted":  # column i scores token i, not i+1
+                if EngineQuirk.LOGPROBS_UNSHIFTED in self.quirks:  # column i scores token i, not i+1
                     logprobs = F.pad(logprobs[:, :-1], (1, 0), value=0.0)
                 outputs = {"logprobs": logprobs}
                 if batch.calculate_entropy:
@@ -274,7 +275,7 @@ class TinyEngine:
                 raise ValueError(f"unknown weight-sync targets {unknown} (not sub-jobs of the job)")
             state = weights_of(src.model)
             for name in names:
-                if name != src.sub_job_id and self.mutant != "tiny-stale-sampler":
+                if name != src.sub_job_id and EngineQuirk.SAMPLER_NOT_SYNCED not in self.quirks:
                     job.sub_jobs[name].model.load_state_dict(state)
             job.weight_version += 1
             return job.weight_version
@@ -306,7 +307,7 @@ class TinyEngine:
             if target is None:
                 raise ValueError(f"the job has no sub-job {sub_job_id!r} to load into")
             if target.job_type != "training":
-                if self.mutant != "tiny-sampler-fresh":
+                if EngineQuirk.SAMPLER_INIT_FRESH not in self.quirks:
                     target.model.load_state_dict({k: v.clone() for k, v in snapshot.weights.items()})
                 return
             trainer, _ = self._trainer(job)
@@ -315,7 +316,7 @@ class TinyEngine:
             job.pending.clear()
             opt = make_optimizer(trainer.model, job.optimizer_spec, job.lr)
             restore = optimizer and snapshot.optimizer_state is not None
-            if restore and self.mutant != "tiny-load-partial":
+            if restore and EngineQuirk.LOAD_PARTIAL not in self.quirks:
                 opt.load_state_dict(clone_tree(snapshot.optimizer_state))
                 job.lr = snapshot.lr
                 for group in opt.param_groups:

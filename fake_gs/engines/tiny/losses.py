@@ -1,7 +1,7 @@
 """The tiny engine's losses: verl's PPO-clip policy loss with its KL and entropy terms, and SFT.
 
 Each term is its own function so the order of operations (and so every number) stays
-that of verl's actor; ``mutant`` names a ``tiny-*`` mutant of ``fake_gs.ops.mutants``.
+that of verl's actor; ``quirks`` are a ``tiny-*`` mutant's engine seam points (``fake_gs/ops/seams.py``).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import torch.nn.functional as F
 from fake_gs.engines.tiny.batch import Batch, as_tensor
 from fake_gs.engines.tiny.byte_tokenizer import VOCAB_SIZE
 from fake_gs.engines.tiny.model import TinyLM, shifted_entropy, shifted_logprobs
+from fake_gs.ops.seams import EngineQuirk
 
 METRIC_KEYS = ("pg_loss", "ppo_kl", "pg_clipfrac", "pg_clipfrac_lower", "kl_loss", "kl_coef")
 
@@ -39,16 +40,16 @@ def aggregate(values: torch.Tensor, mask: torch.Tensor, mode: str) -> torch.Tens
     return masked_mean(values, mask)
 
 
-def rl_loss(batch: Batch, logits: torch.Tensor, reference: TinyLM, mutant: str | None) -> Loss:
+def rl_loss(batch: Batch, logits: torch.Tensor, reference: TinyLM, quirks: frozenset[EngineQuirk]) -> Loss:
     """verl's vanilla PPO-clip policy loss (dual-clip for negative advantages) + KL loss."""
     logp = batch.token_logprobs(logits)
-    loss, metrics = _policy_loss(batch, logp, mutant)
+    loss, metrics = _policy_loss(batch, logp, EngineQuirk.ADVANTAGES_FLIPPED in quirks)
     if batch.loss_config.get("use_kl_loss"):
         loss = loss + _kl_loss(batch, logp, reference, metrics)
     return _entropy_bonus(batch, logits, loss, metrics), metrics
 
 
-def _policy_loss(batch: Batch, logp: torch.Tensor, mutant: str | None) -> Loss:
+def _policy_loss(batch: Batch, logp: torch.Tensor, advantages_flipped: bool) -> Loss:
     """The clipped surrogate; ``old_log_probs`` default to the current ones (ratio 1)."""
     cfg = batch.loss_config
     clip = float(cfg.get("clip_ratio", 0.2))
@@ -59,7 +60,7 @@ def _policy_loss(batch: Batch, logp: torch.Tensor, mutant: str | None) -> Loss:
     adv = batch.aligned("advantages")
     if adv is None:
         raise ValueError(f"loss_fn {batch.loss_fn!r} needs 'advantages'")
-    if mutant == "tiny-advantages-flipped":
+    if advantages_flipped:
         adv = -adv
     old = batch.aligned("old_log_probs")
     if old is None:

@@ -13,6 +13,7 @@ from fake_gs.answers import forms_any as dialect_any
 from fake_gs.answers.forms import Forms
 from fake_gs.http.handlers.context import Ctx, json_response
 from fake_gs.http.handlers.jobs import no_body
+from fake_gs.ops.seams import Bend
 from fake_gs.state.records import CheckpointRec, rfc3339
 
 EXPORT_FILENAME = "model.safetensors"
@@ -47,7 +48,8 @@ async def export_checkpoint(ctx: Ctx) -> Response:
     data = await run_in_threadpool(_safetensors_bytes, ctx, ckpt)
     # The file name is fixed: a checkpoint id never becomes part of a name or a path
     # (CKPT-PATH-1); the traversal-accepted mutant derives it from the id instead.
-    filename = f"{ckpt.checkpoint_id}.safetensors" if ctx.state.mutant("traversal-accepted") else EXPORT_FILENAME
+    filename = f"{ckpt.checkpoint_id}.safetensors" if ctx.settings.seams.bends(Bend.EXPORT_NAME_FROM_ID) \
+        else EXPORT_FILENAME
     token, rec = ctx.store.add_export(data, filename, job.owner)
     base = str(ctx.request.base_url).rstrip("/")
     files = [m.ExportFile(filename=rec.filename, url=f"{base}/_fake/exports/{token}", size_bytes=len(data))]

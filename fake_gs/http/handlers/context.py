@@ -24,6 +24,7 @@ from fake_gs.answers.forms import Forms
 from fake_gs.answers.refusals import ApiError, validation_error
 from fake_gs.http.app_state import AppState
 from fake_gs.http.body import BodyReader
+from fake_gs.ops.seams import Bend, Rewrite, Rule
 from fake_gs.ops.traffic import note, note_unknown
 from fake_gs.settings import FakeSettings
 from fake_gs.state.records import JobRec, RequestRec
@@ -70,13 +71,13 @@ class Ctx:
 
     def body_limit(self) -> int:
         limit = self.settings.max_body_bytes
-        return limit * 4 if self.state.mutant("oversize-accepted") else limit
+        return limit if self.settings.seams.enforces(Rule.BODY_LIMIT) else limit * 4
 
     def media_type(self) -> str:
         return self.request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
 
     def require_media_type(self, expected: str) -> None:
-        if self.state.mutant("wrong-content-type-accepted"):
+        if not self.settings.seams.enforces(Rule.CONTENT_TYPE):
             return
         got = self.media_type()
         if got != expected:
@@ -152,12 +153,12 @@ class Ctx:
         wanted = self.route.needs_states if allowed is None else allowed
         if wanted:
             status = self.store.status(job)
-            if status not in wanted and not (status in TERMINAL and self.state.mutant("terminated-accepts")):
+            if status not in wanted and not (status in TERMINAL and not self.settings.seams.enforces(Rule.ENDED_JOB_REFUSES)):
                 raise ApiError(ErrorCode.JOB_NOT_RUNNING, f"job {job.public_id} is {status}, not running")
         return job
 
     def job_status_text(self, status: str) -> str:
-        enum = self.settings.status_style == "enum" or self.state.mutant("enum-in-short")
+        enum = self.settings.status_style == "enum" or self.settings.seams.bends(Bend.STATUS_ENUM_NAMES)
         return dialect_any.job_state(self.forms, status, enum)
 
     def request_status_text(self, status: str) -> str:
@@ -167,10 +168,7 @@ class Ctx:
         """The submission answer; generate-stream's carries the prompt ``count``."""
         answer = SubmitResponse(request_id=req.request_id, job_id=job.public_id) if count is None else \
             GenerateStreamSubmitResponse(request_id=req.request_id, job_id=job.public_id, count=count)
-        body = answers.render(answer)
-        if self.state.mutant("submit-missing-job-id"):
-            del body["job_id"]
-        return json_response(body)
+        return json_response(self.settings.seams.rewrite(Rewrite.SUBMIT_ANSWER, answers.render(answer)))
 
 
 def integral_floats_as_ints(data: Any) -> Any:
@@ -233,7 +231,7 @@ async def parse_json_body(data: bytes | bytearray, settings: FakeSettings) -> An
     """A request's JSON body parsed under the fake's cost bounds: more values than
     ``max_json_values`` is a 413 naming the bound, before anything is parsed; a large body
     is parsed off the event loop, so the fake keeps answering meanwhile (a 60 MiB float
-    array on /step stalled health 9-20 s, issue 23)."""
+    array on /step stalled health 9-20 s)."""
     _check_containers(data, settings.max_json_containers)
     values = json_values(data)
     if values > settings.max_json_values:

@@ -2,7 +2,7 @@
 
 A route supplies a *builder* that validates the decoded frame object and submits the
 request; this module owns decoding, the legacy-payload refusal and every chunk-group rule
-(facts, section 7): restart, conflict, missing chunks, at-most-once on replay.
+(spec §9.3): restart, conflict, missing chunks, at-most-once on replay.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from fake_gs.chunking.groups import DONE, FAILED, FINALIZING, ChunkGroup, malfor
 from fake_gs.http import frame_body as chunk_stream
 from fake_gs.http.frame_body import Sink
 from fake_gs.http.handlers.context import Ctx, json_containers, json_response
+from fake_gs.ops.seams import Bend, Rule
 from fake_gs.settings import FakeSettings
 from fake_gs.state.records import JobRec, RequestRec
 
@@ -99,7 +100,7 @@ async def decode_frame(ctx: Ctx, data: Any, *, frame_limits: bool = True) -> Any
     else:
         refuse_legacy(data)
         check_header(data, ctx.settings)
-    return await run_in_threadpool(_decode, data, limits, ctx.state.mutant("deep-tree-500"))
+    return await run_in_threadpool(_decode, data, limits, ctx.settings.seams.bends(Bend.DEEP_FRAME_500))
 
 
 def dummy_submit(ctx: Ctx, job: JobRec, op: str, group: ChunkGroup | None = None) -> RequestRec:
@@ -145,7 +146,7 @@ async def submit_frame(ctx: Ctx, job: JobRec, builder: Builder) -> Response:
         ctx.require_media_type(OCTET)
         if not head.data:
             raise ApiError(ErrorCode.MALFORMED_FRAME, "empty body: expected a DSSST1 frame")
-        if wire.sniff_refused_payload(head.data) is not None and ctx.state.mutant("pickle-accepted"):
+        if wire.sniff_refused_payload(head.data) is not None and not ctx.settings.seams.enforces(Rule.PAYLOAD_REFUSED):
             await chunk_stream.discard_rest(head)
             return ctx.submitted(job, dummy_submit(ctx, job, ctx.route.name))
         refuse_legacy(head.data)
@@ -220,7 +221,7 @@ def decide_chunk(ctx: Ctx, job: JobRec, groups: dict[str, ChunkGroup], chunk: cm
     for attempt in range(2):
         group = groups.get(chunk.position[0])
         usage = usage_before_open(ctx, job, groups) if group is None else cm.NO_USAGE
-        decision = chunk_hooks.decide(ctx.settings.mutant, chunk, group, ctx.settings, usage)
+        decision = chunk_hooks.decide(ctx.settings.seams.named("chunk"), chunk, group, ctx.settings, usage)
         if not isinstance(decision, cm.Reclaim):
             return decision
         if attempt == 0:

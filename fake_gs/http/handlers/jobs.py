@@ -18,6 +18,7 @@ from fake_gs.answers import forms as dialect
 from fake_gs.answers import forms_any as dialect_any
 from fake_gs.answers.refusals import ApiError
 from fake_gs.http.handlers.context import Ctx, json_response
+from fake_gs.ops.seams import Bend, Rewrite, Rule
 from fake_gs.state.create_rules import InitFrom, check_config_rules, check_init, requested_job_id
 from fake_gs.state.execution_logs import run_name
 from fake_gs.state.quotas import check_config_room, check_texts
@@ -43,12 +44,12 @@ def sub_job_view(sub: SubJobRec, shown: str) -> m.SubJob:
 
 
 def job_view(ctx: Ctx, job: JobRec, *, count_poll: bool = False) -> m.Job:
-    """The job object with every field (facts, section 4), in the configured dialect."""
+    """The job object with every field (spec §5.2), in the configured dialect."""
     status = ctx.store.status(job, count_poll=count_poll)
     shown = ctx.job_status_text(status)
     reason = job.reason
-    if status == JobState.FAILED and ctx.state.mutant("failed-without-reason"):
-        reason = ""
+    if status == JobState.FAILED:
+        reason = ctx.settings.seams.rewrite(Rewrite.FAILED_JOB_REASON, reason)
     tokens, forms = ctx.settings.tokens, ctx.forms
     fields: dict[str, Any] = dict(
         job_id=job.public_id,
@@ -84,11 +85,11 @@ def _resolve_checkpoint(ctx: Ctx, i: int, cfg: SubJobConfig) -> CheckpointRec | 
     if info is None:
         return None
     loc = ("sub_job_configs", i, "source_checkpoint_info")
-    if "stage_info" in (info.model_extra or {}) and not ctx.state.mutant("init-credentials-taken"):
+    if "stage_info" in (info.model_extra or {}) and ctx.settings.seams.enforces(Rule.INIT_CREDENTIALS):
         # CKPT-INIT-7: the server stamps it (spec §6.5)
         message = "stage_info credentials are stamped by the server; clients must not send them"
         raise ApiError(ErrorCode.VALIDATION_FAILED, message, [detail_entry((*loc, "stage_info"), message)])
-    if not info.source_job_id and ctx.state.mutant("init-any-job"):
+    if not info.source_job_id and ctx.settings.seams.bends(Bend.INIT_ANY_JOB):
         for job in reversed(ctx.store.list_jobs(ctx.owner, None)):
             if info.checkpoint_id in job.checkpoints:
                 return job.checkpoints[info.checkpoint_id]
@@ -107,24 +108,24 @@ def _resolve_checkpoint(ctx: Ctx, i: int, cfg: SubJobConfig) -> CheckpointRec | 
 
 def source_checkpoints(ctx: Ctx, body: CreateJobRequest) -> list[InitFrom]:
     """The sub-jobs that start from a checkpoint, each checked against spec §6.5."""
-    mutant = ctx.settings.mutant
+    seams = ctx.settings.seams
     out = []
     for i, cfg in enumerate(body.sub_job_configs):
         try:
             ckpt = _resolve_checkpoint(ctx, i, cfg)
         except ApiError:
-            if cfg.job_type != "training" and mutant == "sampler-any-checkpoint":
-                continue  # the mutant: an unknown checkpoint starts a fresh sampler
+            if cfg.job_type != "training" and not seams.enforces(Rule.SAMPLER_INIT):
+                continue  # the rule waived: an unknown checkpoint starts a fresh sampler
             raise
         if ckpt is not None:
-            out.append(check_init(i, cfg, ckpt, mutant))
+            out.append(check_init(i, cfg, ckpt, seams))
     return out
 
 
 def check_debug_gate(ctx: Ctx, body: CreateJobRequest) -> None:
     """The fake's debug options are off (spec §5.1: the server gates them): a top-level
     ``debug`` block is refused, not silently ignored (JOB-DEBUG-2)."""
-    if "debug" in (body.model_extra or {}) and not ctx.state.mutant("debug-gate-open"):
+    if "debug" in (body.model_extra or {}) and ctx.settings.seams.enforces(Rule.DEBUG_GATE):
         message = "debug options are not enabled on this server"
         raise ApiError(ErrorCode.VALIDATION_FAILED, message, [detail_entry(("debug",), message, "not_enabled")])
 
@@ -136,8 +137,8 @@ async def create_job(ctx: Ctx) -> Response:
     check_config_room(ctx.store, ctx.owner, config_bytes)
     check_debug_gate(ctx, body)
     check_models(ctx, body)
-    job_id = requested_job_id(body, ctx.state.mutant("job-id-ignored"))
-    check_config_rules(body, job_id, ctx.settings.mutant)
+    job_id = requested_job_id(body, ctx.settings.seams)
+    check_config_rules(body, job_id, ctx.settings.seams)
     inits = source_checkpoints(ctx, body)
     job = ctx.store.new_job(ctx.owner, body, job_id)  # 409 when the caller holds the id
     job.config_bytes = config_bytes
@@ -168,9 +169,7 @@ async def list_jobs(ctx: Ctx) -> Response:
 
 
 async def get_capacity(ctx: Ctx) -> Response:
-    cap = answers.render(m.Capacity(**ctx.store.capacity(ctx.owner)))
-    if ctx.state.mutant("capacity-text"):
-        cap = {k: str(v) if isinstance(v, int) and not isinstance(v, bool) else v for k, v in cap.items()}
+    cap = ctx.settings.seams.rewrite(Rewrite.CAPACITY, answers.render(m.Capacity(**ctx.store.capacity(ctx.owner))))
     cap = dialect.capped(cap, ctx.forms)
     return json_response(dialect.capacity(cap) if ctx.forms.use("capacity-proto3") else cap)
 
@@ -183,7 +182,7 @@ async def get_job(ctx: Ctx) -> Response:
 async def no_body(ctx: Ctx) -> None:
     """A call spec §5.5 / §5.8 sends with no body is refused when it carries one
     (CANCEL-BODY-2)."""
-    if await ctx.raw_body() and not ctx.state.mutant("body-taken"):
+    if await ctx.raw_body() and ctx.settings.seams.enforces(Rule.BODILESS_ROUTES):
         message = f"{ctx.route.name} takes no body"
         raise ApiError(ErrorCode.VALIDATION_FAILED, message, [detail_entry((), message, "no_body")])
 

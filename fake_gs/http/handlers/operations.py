@@ -1,4 +1,4 @@
-"""POST /{job_id}/operation: routing hints, then one handler per operation type (facts §8).
+"""POST /{job_id}/operation: routing hints, then one handler per operation type (spec §7).
 
 ``forward`` and ``weight-sync`` answer a request id to poll; the rest answer inline.
 """
@@ -35,6 +35,7 @@ from fake_gs.answers.refusals import ApiError
 from fake_gs.http.handlers.context import Ctx, json_response
 from fake_gs.http.handlers.frames import decode_frame, refuse_legacy
 from fake_gs.http.handlers.training import forward_object, forward_work
+from fake_gs.ops.seams import Bend, Rewrite, Rule
 from fake_gs.state.records import JobRec, SubJobRec
 
 RUNNING = frozenset({JobState.RUNNING})
@@ -62,7 +63,7 @@ def route_operation(ctx: Ctx, job: JobRec, env: OperationEnvelope) -> SubJobRec:
     if env.sub_job_type:
         wanted = _job_type(env.sub_job_type)
         if by_id is not None:
-            if by_id.job_type != wanted and not ctx.state.mutant("routing-conflict-ignored"):
+            if by_id.job_type != wanted and ctx.settings.seams.enforces(Rule.ROUTING_CONFLICT):
                 raise ApiError(ErrorCode.ROUTING_CONFLICT,
                                f"sub_job_id {by_id.sub_job_id} is a {by_id.job_type} sub-job, not {wanted}",
                                [detail_entry(("sub_job_type",), "disagrees with sub_job_id", ErrorCode.ROUTING_CONFLICT)])
@@ -79,7 +80,7 @@ def route_operation(ctx: Ctx, job: JobRec, env: OperationEnvelope) -> SubJobRec:
     if by_id is not None:
         return by_id
     if (env.operation_type in HINT_REQUIRED and len(job.sub_jobs) > 1
-            and not ctx.state.mutant("routing-hint-optional")):
+            and ctx.settings.seams.enforces(Rule.ROUTING_HINT)):
         raise ApiError(ErrorCode.ROUTING_HINT_REQUIRED,
                        f"job {job.public_id} has {len(job.sub_jobs)} sub-jobs; name the receiver of "
                        f"{env.operation_type} with sub_job_id or sub_job_type",
@@ -120,7 +121,7 @@ async def op_forward(ctx: Ctx, job: JobRec, target: SubJobRec, payload: Any) -> 
     except (binascii.Error, ValueError):
         raise ApiError(ErrorCode.MALFORMED_FRAME, "payload.payload_b64 is not valid base64",
                        [detail_entry(("payload", "payload_b64"), "invalid base64", "value_error")]) from None
-    if len(data) > ctx.settings.max_body_bytes and not ctx.state.mutant("oversize-accepted"):
+    if len(data) > ctx.settings.max_body_bytes and ctx.settings.seams.enforces(Rule.BODY_LIMIT):
         raise ApiError(ErrorCode.PAYLOAD_TOO_LARGE,
                        f"forward payload of {len(data)} bytes exceeds {ctx.settings.max_body_bytes}; operations are not chunked")
     if not data:
@@ -143,7 +144,7 @@ async def op_weight_sync(ctx: Ctx, job: JobRec, target: SubJobRec, payload: Any)
                    for i, t in enumerate(payload.target_sub_job_ids)]
     else:
         targets = [s.sub_job_id for s in job.of_type("sampling")]
-    if payload.weight_format == "lora" and not ctx.state.mutant("lora-unchecked"):
+    if payload.weight_format == "lora" and ctx.settings.seams.enforces(Rule.LORA_PEFT):
         check_lora(job, source, targets)
     store = ctx.store
 
@@ -163,7 +164,7 @@ async def op_bootstrap(ctx: Ctx, job: JobRec, target: SubJobRec, payload: Any) -
     assert isinstance(payload, BootstrapRouterReplayPayload)
     src = _own_sub_job(job, payload.source_sub_job_id, ("payload", "source_sub_job_id"))
     dst = _own_sub_job(job, payload.target_sub_job_id, ("payload", "target_sub_job_id"))
-    if not ctx.state.mutant("bootstrap-any-direction"):
+    if ctx.settings.seams.enforces(Rule.BOOTSTRAP_DIRECTION):
         for sub, want, loc in ((src, "sampling", ("payload", "source_sub_job_id")),
                                (dst, "training", ("payload", "target_sub_job_id")),
                                (target, "training", ("sub_job_id",))):
@@ -187,7 +188,7 @@ async def op_discard(ctx: Ctx, job: JobRec, target: SubJobRec, payload: Any) -> 
 
 
 async def op_reset_prefix_cache(ctx: Ctx, job: JobRec, target: SubJobRec, payload: Any) -> Response:
-    if target.job_type != "sampling" and not ctx.state.mutant("reset-any-sub-job"):
+    if target.job_type != "sampling" and ctx.settings.seams.enforces(Rule.RESET_SAMPLER_ONLY):
         raise ApiError(ErrorCode.WRONG_SUB_JOB_TYPE,
                        f"reset-prefix-cache is a sampling call; {target.sub_job_id} is a {target.job_type} sub-job",
                        [detail_entry(("sub_job_id",), "must be a sampling sub-job", ErrorCode.WRONG_SUB_JOB_TYPE)])
@@ -198,7 +199,7 @@ async def op_cancel_request(ctx: Ctx, job: JobRec, target: SubJobRec, payload: A
     assert isinstance(payload, CancelRequestPayload)
     req = ctx.store.request_for(job, payload.request_id)
     cancelled, status = ctx.store.cancel_request(req)
-    # No "request_id" key: an operation answer holding one is a request to poll (facts §8).
+    # No "request_id" key: an operation answer holding one is a request to poll (spec §7).
     return json_response(m.CancelRequestResult(cancelled_request_id=req.request_id, cancelled=cancelled,
                                                status=ctx.request_status_text(status)))
 
@@ -226,9 +227,7 @@ async def op_tail_logs(ctx: Ctx, job: JobRec, target: SubJobRec, payload: Any) -
         placing = ctx.store.status(job) == JobState.PLACING
         return json_response(m.TailLogsResult(**dialect.log_page(entries, end, eof, placing, payload.cursor)))
     page = answers.render(m.TailLogsResult(entries=entries, next_cursor=str(end), eof=eof))
-    if ctx.state.mutant("tail-logs-no-eof"):
-        del page["eof"]
-    return json_response(page)
+    return json_response(ctx.settings.seams.rewrite(Rewrite.TAIL_LOGS_PAGE, page))
 
 
 Handler = Callable[[Ctx, JobRec, SubJobRec, Any], Awaitable[Response]]
@@ -250,7 +249,7 @@ async def operation(ctx: Ctx) -> Response:
     ctx.note("op", op)
     handler = OPERATIONS.get(op)
     if handler is None or op not in OPERATION_PAYLOADS:
-        if ctx.state.mutant("unknown-op-accepted"):
+        if ctx.settings.seams.bends(Bend.UNKNOWN_OP_RUNS):
             return json_response({})
         raise ApiError(ErrorCode.UNKNOWN_OPERATION_TYPE, f"unknown operation_type {op!r}",
                        [detail_entry(("operation_type",), f"must be one of {sorted(OPERATIONS)}", "enum")])

@@ -1,4 +1,4 @@
-"""GET /{job_id}/requests/{request_id}: the request status object (facts, section 5).
+"""GET /{job_id}/requests/{request_id}: the request status object (spec §6.8, §9.4).
 
 A poll of a request that is due but still executing waits briefly (``poll_wait_s``) so an
 ``instant`` request is terminal on the first poll after it completes, without spinning.
@@ -22,6 +22,7 @@ from fake_gs.answers import forms_any as dialect_any
 from fake_gs.answers.delivery import decode_cursor, encode_cursor, parse_max_events
 from fake_gs.answers.refusals import ApiError
 from fake_gs.http.handlers.context import Ctx, dumps
+from fake_gs.ops.seams import Bend, Rewrite, Rule
 from fake_gs.ops.traffic import result_form
 from fake_gs.state import result_retention as results
 from fake_gs.state.records import JobRec, RequestRec, rfc3339
@@ -29,10 +30,10 @@ from fake_gs.state.records import JobRec, RequestRec, rfc3339
 
 def _page(ctx: Ctx, req: RequestRec, offset: int, max_events: int) -> tuple[list[bytes], str | None]:
     events = req.events_raw or []
-    if ctx.state.mutant("unstable-cursor"):
+    if ctx.settings.seams.bends(Bend.CURSOR_SHIFTS):
         reads = req.cursor_reads[offset] = req.cursor_reads.get(offset, 0) + 1
         offset = min(len(events), offset + reads - 1)
-    if ctx.state.mutant("cursor-page-consumed"):
+    if ctx.settings.seams.bends(Bend.CURSOR_PAGE_CONSUMED):
         reads = req.cursor_reads[offset] = req.cursor_reads.get(offset, 0) + 1
         if reads > 1:
             return [], None
@@ -44,7 +45,7 @@ def _page(ctx: Ctx, req: RequestRec, offset: int, max_events: int) -> tuple[list
 
 def _drain_stream(ctx: Ctx, req: RequestRec, max_events: int) -> list[bytes]:
     count = min(max_events, len(req.stream_events))
-    if ctx.state.mutant("stream-events-repeated") and not req.cursor_reads.get(-1):
+    if ctx.settings.seams.bends(Bend.STREAM_EVENTS_REPEATED) and not req.cursor_reads.get(-1):
         req.cursor_reads[-1] = 1
         return [dumps(e) for e in list(req.stream_events)[:count]]
     return [dumps(req.stream_events.popleft()) for _ in range(count)]
@@ -83,9 +84,7 @@ def render(status: RequestStatus, result: bytes, events: Sequence[bytes]) -> byt
 def _tail(ctx: Ctx, error: Any, cursor: str | None) -> dict[str, Any]:
     """The poll's error and cursor in the fake's dialect (spec: ``""`` for none), and in
     the any dialect maybe a field no model declares."""
-    tail: dict[str, Any] = {"error": error, "next_cursor": cursor}
-    if cursor is None and ctx.state.mutant("poll-next-cursor-missing"):
-        del tail["next_cursor"]
+    tail: dict[str, Any] = ctx.settings.seams.rewrite(Rewrite.POLL_TAIL, {"error": error, "next_cursor": cursor})
     if ctx.settings.dialect == "spec":
         return dialect.poll(tail)
     if ctx.settings.dialect == "any":
@@ -104,7 +103,7 @@ def view(ctx: Ctx, job: JobRec, req: RequestRec, offset: int, max_events: int) -
         elif status == RequestState.DONE:
             status, result, events, cursor = _done(ctx, job, req, offset, max_events)
         elif status == RequestState.FAILED:
-            error = "" if ctx.state.mutant("failed-error-empty") else req.error
+            error = ctx.settings.seams.rewrite(Rewrite.FAILED_REQUEST_ERROR, req.error)
         if status in REQUEST_TERMINAL and req.final_status is None:
             req.final_status = status
             req.updated_at = max(req.updated_at, req.created_at)
@@ -120,7 +119,7 @@ async def get_request(ctx: Ctx) -> Response:
     store = ctx.store
     req = store.request_for(job, ctx.param("request_id"))
     query = ctx.request.query_params
-    max_events = parse_max_events(query.get("max_events"), uncapped=ctx.state.mutant("max-events-uncapped"),
+    max_events = parse_max_events(query.get("max_events"), uncapped=not ctx.settings.seams.enforces(Rule.MAX_EVENTS_CAP),
                                   cap=ctx.settings.max_events_cap)
     offset = decode_cursor(req.request_id, query.get("cursor"))
     with store.lock:

@@ -22,6 +22,7 @@ from fake_gs.answers.refusals import ApiError
 from fake_gs.chunking.groups import ChunkGroup
 from fake_gs.http.handlers.context import Ctx
 from fake_gs.http.handlers.frames import submit_frame
+from fake_gs.ops.seams import Rewrite, Rule
 from fake_gs.state.records import JobRec, RequestRec, SubJobRec
 
 
@@ -29,7 +30,7 @@ def sampler(ctx: Ctx, job: JobRec) -> SubJobRec:
     """The sub-job generate runs on: the sampling one; a job without one cannot generate
     (spec §1.1: generation is a sampling call)."""
     subs = job.of_type("sampling")
-    if not subs and ctx.state.mutant("generate-on-trainer"):
+    if not subs and not ctx.settings.seams.enforces(Rule.SAMPLER_GENERATES):
         subs = job.sub_jobs
     if not subs:
         raise ApiError(ErrorCode.SUB_JOB_NOT_FOUND, f"job {job.public_id} has no sampling sub-job to generate with")
@@ -94,9 +95,7 @@ def generate_request(ctx: Ctx, job: JobRec, obj: Any) -> GenerateRequest:
 
 def _results(ctx: Ctx, job: JobRec, request: GenerateRequest) -> list[dict[str, Any]]:
     results = list(ctx.store.engine.generate(job.job_id, request))
-    if ctx.state.mutant("generate-drops-one") and results:
-        results.pop()
-    return results
+    return ctx.settings.seams.rewrite(Rewrite.GENERATE_RESULTS, results) if results else results
 
 
 def build_generate(ctx: Ctx, job: JobRec, obj: Any, group: ChunkGroup | None) -> RequestRec:

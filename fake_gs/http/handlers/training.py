@@ -24,6 +24,7 @@ from fake_gs.chunking.groups import ChunkGroup
 from fake_gs.engines.base import BatchRefused
 from fake_gs.http.handlers.context import Ctx
 from fake_gs.http.handlers.frames import submit_frame
+from fake_gs.ops.seams import Bend, Rewrite, Rule
 from fake_gs.state.create_rules import dp_compatible, restores_optimizer
 from fake_gs.state.quotas import check_checkpoint_room
 from fake_gs.state.records import CheckpointRec, JobRec, RequestRec, SubJobRec
@@ -93,13 +94,13 @@ def tensor_bytes(obj: Any) -> int:
 
 def build_forward_backward(ctx: Ctx, job: JobRec, obj: Any, group: ChunkGroup | None) -> RequestRec:
     trainer = training_sub_job(job)
-    limit = None if ctx.state.mutant("seq-len-unchecked") else trainer.max_seq_len
+    limit = trainer.max_seq_len if ctx.settings.seams.enforces(Rule.SEQ_LEN) else None
     request = forward_object(obj, limit)
     admit_batch(ctx, request)
     store = ctx.store
-    proposed = ctx.settings.profile == "proposed" and not ctx.state.mutant("fb-metrics-missing")
+    proposed = ctx.settings.profile == "proposed" and ctx.settings.seams.enforces(Rule.PROPOSED_METRICS)
 
-    flip = ctx.state.mutant("avg-loss-flipped-large") and tensor_bytes(request) > LARGE_BATCH_BYTES
+    flip = ctx.settings.seams.bends(Bend.LARGE_BATCH_LOSS_FLIPPED) and tensor_bytes(request) > LARGE_BATCH_BYTES
 
     def work() -> dict[str, Any]:
         out = store.engine.forward_backward(job.job_id, request)
@@ -130,11 +131,7 @@ def forward_work(ctx: Ctx, job: JobRec, request: dict[str, Any], *, reference: b
         out = store.engine.forward(job.job_id, request, reference=reference)
         outputs = out.get("model_outputs")
         if isinstance(outputs, Mapping):
-            outputs = dict(outputs)
-            if ctx.state.mutant("logprobs-short") and "logprobs" in outputs:
-                outputs["logprobs"] = outputs["logprobs"][:, :-1]
-            if ctx.state.mutant("entropy-missing"):
-                outputs.pop("entropy", None)
+            outputs = ctx.settings.seams.rewrite(Rewrite.FORWARD_OUTPUTS, dict(outputs))
             out = {**out, "model_outputs": outputs}
         out.setdefault("metrics", {})
         return out
@@ -171,7 +168,7 @@ async def step(ctx: Ctx) -> Response:
     def work() -> dict[str, Any]:
         out = store.engine.step(job.job_id, body.learning_rate)
         with store.lock:
-            if not ctx.state.mutant("steps-not-incremented"):
+            if ctx.settings.seams.enforces(Rule.STEP_COUNTS):
                 job.global_steps += 1
             steps = job.global_steps
         answer = m.StepResult(global_steps=steps, last_lr=float(out["last_lr"]))
@@ -179,9 +176,7 @@ async def step(ctx: Ctx) -> Response:
             answer.peak_memory = m.PeakMemory(gpu_peak=(1 << 30) + (1 << 20) * steps, cpu_peak=1 << 29)
         if proposed:
             answer.metrics = full_metrics(out.get("metrics"))
-        result = answers.render(answer)
-        if ctx.state.mutant("last-lr-text"):
-            result["last_lr"] = str(result["last_lr"])
+        result = ctx.settings.seams.rewrite(Rewrite.STEP_ANSWER, answers.render(answer))
         result = dialect.scheduled(result, forms)
         return dialect.step_result(result) if forms.use("last-lr-list") else result
 
@@ -227,8 +222,7 @@ async def save(ctx: Ctx) -> Response:
             store.add_checkpoint(job, CheckpointRec(ckpt_id, job.global_steps, job.last_loss, time.time(),
                                                     ckpt_type, snapshot, n_gpus))
             steps = job.global_steps
-        if ctx.state.mutant("saved-id-unloadable"):
-            ckpt_id += "-unsaved"
+        ckpt_id = ctx.settings.seams.rewrite(Rewrite.SAVED_CHECKPOINT_ID, ckpt_id)
         return save_result(job.public_id, ckpt_id, ckpt_type, steps, bare)
 
     req = store.submit(job, "save", work)
@@ -265,7 +259,7 @@ async def load(ctx: Ctx) -> Response:
     source = store.job_for(ctx.owner, body.source_job_id) if body.source_job_id else job
     if not _save_in_flight(ctx, source, body.checkpoint_id):  # REQ-ORDER-1
         store.checkpoint(source, body.checkpoint_id)
-    dp_rule = not ctx.state.mutant("dp-mismatch-loads")
+    dp_rule = ctx.settings.seams.enforces(Rule.DP_SIZE_CHANGE)
 
     def work() -> dict[str, Any]:
         ckpt = store.checkpoint(source, body.checkpoint_id)
@@ -278,7 +272,7 @@ async def load(ctx: Ctx) -> Response:
         store.engine.load(job.job_id, ckpt.snapshot, sub_job_id=target.sub_job_id,
                           optimizer=restores_optimizer(ckpt, target.config))
         with store.lock:
-            if not ctx.state.mutant("load-keeps-steps"):
+            if ctx.settings.seams.enforces(Rule.LOAD_RESTORES_STEPS):
                 job.global_steps = ckpt.global_steps
             steps = job.global_steps
         answer = m.LoadResult(checkpoint_id=ckpt.checkpoint_id, global_steps=steps,
