@@ -34,7 +34,13 @@ from conformance.load.options import markdown_table as load_options_table
 from conformance.options import OPTIONS as SUITE_OPTIONS
 from conformance.parity.cli import build_parser as parity_parser
 from contract.clauses import AREAS, CLAUSES
-from contract.errors import CHUNK_GROUP_CODES, GENERAL_CODE_OF, NON_RETRYABLE_CODES, STATUS_OF, ErrorCode
+from contract.errors import (
+    CHUNK_GROUP_CODES,
+    GENERAL_CODE_OF,
+    NON_RETRYABLE_CODES,
+    STATUS_OF,
+    ErrorCode,
+)
 from fake_gs.faults import FaultRule
 from fake_gs.mutants import MUTANTS
 from fake_gs.options import flag_of
