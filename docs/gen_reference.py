@@ -19,6 +19,8 @@ import inspect
 import os
 import re
 import sys
+import types
+import typing
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import fields
@@ -54,6 +56,8 @@ MiB = 1024 * 1024
 #: Past this many choices an option lists them on their own page (the mutants).
 MAX_CHOICES = 8
 CHOICES_LINK = "see [Mutants](mutants.md)"
+#: The meaning of a limit declared right below another, under the same comment.
+GROUPED = "(with the row above)"
 
 
 def cell(text: Any) -> str:
@@ -157,6 +161,8 @@ def suite_value(opt: Any) -> str:
 def gs_conformance_page() -> str:
     groups: dict[str, list[list[str]]] = {}
     for opt in SUITE_OPTIONS:
+        if not opt.cli and not opt.pytest:
+            continue  # a setting of GsOptions alone, no flag
         cli = " / ".join(code(f) for f in opt.cli) or "(plugin only)"
         plugin = code(opt.pytest) if opt.pytest else "(CLI only)"
         env = code("$" + opt.env) if opt.env else ""
@@ -244,8 +250,9 @@ prints the same. Guide: [verdicts](../server-team/verdicts.md)."""
 
 
 def comments_before(source: str) -> dict[str, str]:
-    """Each module-level name's ``#:`` comment (the lines just above its assignment)."""
-    lines, found = source.splitlines(), {}
+    """Each module-level name's ``#:`` comment: the lines just above its assignment, or, for
+    an assignment right below another, a pointer to it (a group of names shares one comment)."""
+    lines, found, previous = source.splitlines(), {}, ""
     for node in ast.parse(source).body:
         if isinstance(node, ast.Assign | ast.AnnAssign):
             target = node.targets[0] if isinstance(node, ast.Assign) else node.target
@@ -254,16 +261,19 @@ def comments_before(source: str) -> dict[str, str]:
                 while i >= 0 and lines[i].startswith("#:"):
                     above.insert(0, lines[i][2:].strip())
                     i -= 1
-                found[target.id] = re.sub(r" ?\((issue \d+|facts, sections? [\d, ]+)\)", "", " ".join(above))
+                grouped = not above and i >= 0 and lines[i].strip() != ""
+                text = " ".join(above) if above else GROUPED if grouped and previous else ""
+                found[target.id] = previous = re.sub(r" ?\((issue \d+|facts, sections? [\d, ]+)\)", "", text)
     return found
 
 
-def limit_value(value: Any) -> str:
+def limit_value(name: str, value: Any) -> str:
+    """A limit as a reader wants it: byte counts in MiB, other counts with separators."""
     if isinstance(value, dict):
-        return "<br>".join(f"{code(k)}: {limit_value(v)}" for k, v in value.items())
+        return "<br>".join(f"{code(k)}: {limit_value(k, v)}" for k, v in value.items())
     if isinstance(value, frozenset):
         return code(", ".join(str(v) for v in sorted(value)))
-    if isinstance(value, int) and value >= MiB and value % MiB == 0:
+    if isinstance(value, int) and "bytes" in name.lower() and value >= MiB and value % MiB == 0:
         return code(f"{value // MiB} MiB")
     return code(f"{value:,}" if isinstance(value, int) else value)
 
@@ -279,20 +289,23 @@ def fake_limit_rows() -> list[list[str]]:
     return rows
 
 
+def policy_section(cls: type) -> str:
+    rows = [[code(f.name), limit_value(f.name, f.default)] for f in fields(cls)]
+    return f"### `{cls.__name__}`\n\n{inspect.getdoc(cls)}\n\n" + table(("field", "default"), rows)
+
+
 def limits_page() -> str:
     notes = comments_before(inspect.getsource(contract_limits))
-    rows = [[code(name), limit_value(getattr(contract_limits, name)), cell(notes.get(name, ""))]
+    rows = [[code(name), limit_value(name, getattr(contract_limits, name)), cell(notes.get(name, ""))]
             for name in notes if name.isupper() and name != "MiB"]
-    policies = [[code(f"{cls.__name__}.{f.name}"), limit_value(f.default), cell(inspect.getdoc(cls) or "")]
-                for cls in (contract_limits.RetryPolicy, contract_limits.PollPolicy)
-                for f in fields(cls)]
     intro = """
 The numbers the contract fixes (`contract.limits`), then the bounds the fake enforces on
 top of them (its `limits` and `hardening` options; defaults, in the flag's unit). Guide, with
 each refusal: [limits and hardening](../client-teams/limits.md)."""
     return page("Limits", intro,
                 "## The contract's numbers\n\n" + table(("name", "value", "meaning"), rows),
-                "## Retry and poll policy\n\n" + table(("field", "default", "policy"), policies),
+                "## Retry and poll policy\n\n" + policy_section(contract_limits.RetryPolicy),
+                policy_section(contract_limits.PollPolicy),
                 "## The fake's bounds\n\n" + table(("option", "default", "meaning"), fake_limit_rows()))
 
 
@@ -329,11 +342,23 @@ itself, the engine it lives in, or the kit's client."""
     return page("Mutants", intro, table(("mutant", "breaks", "where", "what it does"), rows))
 
 
+def type_name(annotation: Any) -> str:
+    """A field's type as its declaration reads, without the constraints (``int | None``)."""
+    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if origin is typing.Annotated:
+        return type_name(args[0])
+    if origin in (typing.Union, types.UnionType):
+        return " | ".join(type_name(a) for a in args)
+    if annotation is type(None):
+        return "None"
+    return getattr(annotation, "__name__", str(annotation))
+
+
 def faults_page() -> str:
     rows = []
     for name, info in FaultRule.model_fields.items():
-        kind = re.sub(r"typing\.|Annotated\[(\w+), .*?\]\]?", r"\1", str(info.annotation))
-        rows.append([code(name), code(kind), field_default(info), cell(info.description or "")])
+        kind = " \\| ".join(code(part.strip()) for part in type_name(info.annotation).split("|"))
+        rows.append([code(name), kind, field_default(info), cell(info.description or "")])
     intro = """
 The fields of a fault rule (`fake_gs.faults.FaultRule`), read strictly: an unknown field,
 a wrong type or a value out of range is refused. A rule needs one action (`status`, `drop`,
