@@ -4,7 +4,7 @@ For each scenario a fresh fake (profile ``proposed`` or ``current``) serves one 
 kit's client makes ``--calls`` calls of each route through a :class:`FaultProxy` that
 faults ``--rate`` of the data-plane POSTs; the fake's counters say how often each call
 ran. Prints, per scenario and route: calls, successes, AmbiguousOutcome, executions and
-duplicates (a call that ran more than once). The README's "Retries and at-most-once"
+duplicates (a call that ran more than once). The docs' "Retries and at-most-once"
 table comes from ``python benchmarks/bench_at_most_once.py --calls 40``.
 """
 

@@ -120,29 +120,29 @@ class ClientConfig(BaseModel):
 
     model_config = ConfigDict(extra="ignore")
 
-    backend: Backend = "cortex"
+    backend: Backend = Field("cortex", description="`cortex` (this kit's client) or `onprem` (not provided by this kit: a ConfigError says so).")
 
     # --- Cortex addressing (spec §2) ---------------------------------------------
     base_url: str | None = Field(None, description="Explicit service base, e.g. http://127.0.0.1:8080; no PAT sent unless `pat` is set.")
     host: str | None = Field(None, description="Account host; https://{host}; needs a PAT.")
-    database: str = "CORTEX"
+    database: str = Field("CORTEX", description="Database of the path prefix /api/v2/databases/{database}/schemas/{schema}/{endpoint}.")
     schema_name: str = Field("PUBLIC", description="Schema (also accepted as `schema`).")
-    endpoint: str = DEFAULT_ENDPOINT
+    endpoint: str = Field(DEFAULT_ENDPOINT, description="Endpoint name, the prefix's last segment.")
     pat: SecretStr | None = Field(None, description="Programmatic access token value.")
     pat_env_var: str = Field(DEFAULT_PAT_ENV_VAR, description="Environment variable holding the PAT.")
     ca_bundle: str | None = Field(None, description="PEM CA bundle to verify https:// with (e.g. the one `fake-gs --tls` prints); default: $REQUESTS_CA_BUNDLE or the system store.")
 
     # --- job shape -----------------------------------------------------------------------
-    model: str = "Qwen/Qwen3-0.6B"
-    training_gpus: int = Field(1, ge=0)
-    sampling_gpus: int = Field(1, ge=0)
-    log_prob_gpus: int = Field(0, ge=0)
-    max_seq_len: int = Field(4096, gt=0)
-    dtype: str | None = "bfloat16"
-    seed: int | None = 42
-    optimizer: str = "AdamW"
-    lr: float = Field(1e-6, gt=0)
-    train_batch_size: int = Field(1, gt=0)
+    model: str = Field("Qwen/Qwen3-0.6B", description="Model of every sub-job.")
+    training_gpus: int = Field(1, ge=0, description="GPUs of the training sub-job; one sub-job per role with GPUs > 0.")
+    sampling_gpus: int = Field(1, ge=0, description="GPUs of the sampling sub-job (0: none).")
+    log_prob_gpus: int = Field(0, ge=0, description="GPUs of the log-probability sub-job (0: none).")
+    max_seq_len: int = Field(4096, gt=0, description="Longest sequence of every sub-job.")
+    dtype: str | None = Field("bfloat16", description="Weights' dtype, sent in each sub-job's config.")
+    seed: int | None = Field(42, description="Seed sent in each sub-job's config.")
+    optimizer: str = Field("AdamW", description="Optimizer name of the training sub-job's training_config.")
+    lr: float = Field(1e-6, gt=0, description="Learning rate of the training sub-job's optimizer.")
+    train_batch_size: int = Field(1, gt=0, description="train_batch_size of the training sub-job's training_config.")
     training_extra: dict[str, Any] = Field(default_factory=dict, description="Open keys added to the Cortex training_config.")
     sampling_extra: dict[str, Any] = Field(default_factory=dict, description="Open keys added to the sampling inference_config.")
     log_prob_extra: dict[str, Any] = Field(default_factory=dict, description="Open keys added to the log-prob inference_config.")
@@ -156,18 +156,18 @@ class ClientConfig(BaseModel):
     )
 
     # --- timing (defaults from contract.limits) --------------------------------------------
-    connect_timeout_s: float = Field(10.0, gt=0)
-    read_timeout_s: float = Field(300.0, gt=0)
+    connect_timeout_s: float = Field(10.0, gt=0, description="Seconds to connect, per HTTP attempt.")
+    read_timeout_s: float = Field(300.0, gt=0, description="Seconds for one attempt's whole answer, head and body (a server dripping a byte at a time cannot outlive it).")
     call_timeout_s: float = Field(900.0, gt=0, description="Overall deadline of one call, retries included.")
-    retries: int = Field(_RETRY.retries, ge=0)
-    backoff_first_s: float = Field(_RETRY.backoff_first_s, ge=0)
-    backoff_factor: float = Field(_RETRY.backoff_factor, ge=1)
-    backoff_cap_s: float = Field(_RETRY.backoff_cap_s, ge=0)
-    backoff_jitter: float = Field(_RETRY.jitter, ge=0, le=1)
-    poll_first_s: float = Field(_POLL.first_s, ge=0)
-    poll_factor: float = Field(_POLL.factor, ge=1)
-    poll_cap_s: float = Field(_POLL.cap_s, ge=0)
-    poll_timeout_s: float = Field(_POLL.timeout_s, gt=0)
+    retries: int = Field(_RETRY.retries, ge=0, description="Resends of a retryable failure (contract.limits.RetryPolicy).")
+    backoff_first_s: float = Field(_RETRY.backoff_first_s, ge=0, description="First back-off sleep between retries, in seconds.")
+    backoff_factor: float = Field(_RETRY.backoff_factor, ge=1, description="Growth of each back-off sleep over the one before.")
+    backoff_cap_s: float = Field(_RETRY.backoff_cap_s, ge=0, description="Longest back-off sleep, in seconds (a Retry-After header may ask for more).")
+    backoff_jitter: float = Field(_RETRY.jitter, ge=0, le=1, description="Random fraction taken off or added to each back-off sleep.")
+    poll_first_s: float = Field(_POLL.first_s, ge=0, description="First wait between polls of a request, in seconds (contract.limits.PollPolicy).")
+    poll_factor: float = Field(_POLL.factor, ge=1, description="Growth of each poll wait over the one before.")
+    poll_cap_s: float = Field(_POLL.cap_s, ge=0, description="Longest wait between polls, in seconds.")
+    poll_timeout_s: float = Field(_POLL.timeout_s, gt=0, description="How long to poll one request before giving up, in seconds.")
     job_start_timeout_s: float = Field(_POLL.timeout_s, gt=0, description="How long to wait for `running`.")
     max_chunk_bytes: int = Field(DEFAULT_CHUNK_BYTES, le=MAX_BODY_BYTES, description="Request chunks are cut to at most this size; at least the 8 KiB chunk header allowance plus MIN_CHUNK_PAYLOAD_BYTES.")
     max_answer_bytes: int = Field(MAX_ANSWER_BYTES, gt=0, description="Largest answer body the client reads; a bigger one is refused (AnswerTooLarge) as soon as it is declared or crossed, before it is all in memory.")

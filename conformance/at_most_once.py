@@ -5,7 +5,7 @@ each one, once the proxy is idle, the fake's own submission counter for that rou
 (``/_fake/state`` ``requests.by_op``) says how often the call ran. Per call the outcome
 must fit the contract: a success ran exactly once; a call that ran without a success
 raised :class:`AmbiguousOutcome` (or ran out of budget after one); nothing ran twice.
-The tally per route is what the README's "Retries and at-most-once" table reports.
+The tally per route is what the docs' "Retries and at-most-once" table reports.
 """
 
 from __future__ import annotations

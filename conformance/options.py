@@ -2,7 +2,7 @@
 options, the ``gs-conformance`` CLI's argparse, the pytest argv the CLI hands over, and
 :class:`GsOptions`, the parsed options a run reads.
 
-An option's CLI flag is ``--NAME`` and its plugin flag ``--gs-NAME`` (the README promises
+An option's CLI flag is ``--NAME`` and its plugin flag ``--gs-NAME`` (the docs promise
 that prefix); an option only one side offers says so (``cli=False`` / ``plugin=False``), and
 one that is neither (``request_timeout_s``) is a setting of :class:`GsOptions` alone. To add
 an option: add one row here; read it as ``gs_opts.<name>`` in a fixture or property.

@@ -7,7 +7,7 @@ The examples name a running job (``EXAMPLE_JOB_ID``: a training and a sampling s
 checkpoints of it (one for the load and export examples, one the delete example removes, so
 their order does not matter), a finished save request of it (the poll example), and a
 second job, the one the cancel example ends. The fake holds them when started with
-``--example-data``; a server team maps them to resources of its own endpoint (README).
+``--example-data``; a server team maps them to resources of its own endpoint (docs: the schemathesis check).
 """
 
 from __future__ import annotations

@@ -156,7 +156,7 @@ class FakeSettings:
     idempotency_window_s: float = option(KEY_WINDOW_S, "--idempotency-window-s", "proposed profile: how long an Idempotency-Key and its answer are kept", group=_LIM)
     max_idempotency_keys: int = option(10_000, "--max-idempotency-keys", "Idempotency-Keys kept per account (the oldest go first)", bound="positive", group=_LIM)
     worker_threads: int = 4
-    example_data: bool = option(False, "--example-data", "hold the resources the OpenAPI document's examples name (a running job, two checkpoints, a done save request, a job to cancel), so a generic tool's examples phase reaches every operation (schemathesis' CLI, README)", group=RECIPE_GROUP)
+    example_data: bool = option(False, "--example-data", "hold the resources the OpenAPI document's examples name (a running job, two checkpoints, a done save request, a job to cancel), so a generic tool's examples phase reaches every operation (schemathesis' CLI; see the docs' schemathesis page)", group=RECIPE_GROUP)
     traffic: int = option(0, "--traffic", "keep the last N exchanges per account for GET /_fake/traffic (0: off); unknown JSON fields are then reported there instead of refused (unless --strict)", metavar="N")
     #: Check every JSON answer against its contract model; one that does not validate is a
     #: 500, never sent (fake_gs.answers.check). On by default where ``FAKE_GS_VALIDATE_ANSWERS=1``

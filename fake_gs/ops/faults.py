@@ -57,24 +57,24 @@ class FaultRule(BaseModel):
 
     model_config = ConfigDict(extra="forbid", strict=True)
 
-    route: str = "*"
-    method: str | None = None
-    op: str | None = None
-    job: str | None = None
-    chunk: int | str | None = None
-    nth: _Count | None = None
-    after: Annotated[int, Field(ge=0)] | None = None
-    every: _Count | None = None
-    probability: Annotated[float, Field(ge=0, le=1)] | None = None
-    times: _Count | None = None
-    status: Annotated[int, Field(ge=400, le=599)] | None = None
-    code: str | None = None
-    message: str | None = None
-    retry_after: _Seconds | None = None
-    delay_s: _Seconds = 0.0
-    drop: bool = False
-    lose_group: bool = False
-    lose_answer: bool = False
+    route: str = Field("*", description="Route name (create_job, get_job, forward_backward, get_request, step, operation, ...; see contract.routes) or * for every route.")
+    method: str | None = Field(None, description="Only calls with this HTTP method.")
+    op: str | None = Field(None, description="Only operation calls of this operation_type (for other routes: the route name).")
+    job: str | None = Field(None, description="Only calls on this job id.")
+    chunk: int | str | None = Field(None, description="Only request chunks with this chunk_idx, or first / final (a body that is no request chunk does not match).")
+    nth: _Count | None = Field(None, description="Fire on the n-th matching call only.")
+    after: Annotated[int, Field(ge=0)] | None = Field(None, description="Fire only after the first N matching calls (with times: a burst).")
+    every: _Count | None = Field(None, description="Fire on every k-th matching call.")
+    probability: Annotated[float, Field(ge=0, le=1)] | None = Field(None, description="Fire with this probability (seeded by the fake's --seed).")
+    times: _Count | None = Field(None, description="Fire at most this often.")
+    status: Annotated[int, Field(ge=400, le=599)] | None = Field(None, description="Answer this HTTP status with the error envelope.")
+    code: str | None = Field(None, description="The envelope's code (default: the status's general code: 429 rate_limited, 503 unavailable, 409 conflict, ...).")
+    message: str | None = Field(None, description="The envelope's message.")
+    retry_after: _Seconds | None = Field(None, description="Seconds for the Retry-After header (429 and 503 carry 1 by default).")
+    delay_s: _Seconds = Field(0.0, description="Wait this long first (latency; longer than a client's read time-out is a time-out).")
+    drop: bool = Field(False, description="Cut the connection before the call runs: the client sees a connection error, not a status.")
+    lose_group: bool = Field(False, description="Forget the job's unfinished chunk groups (as after a restart), then run the call: the next chunk of a lost group answers 409 chunk_group_restart_required.")
+    lose_answer: bool = Field(False, description="Run the call, then cut the connection instead of answering (the client cannot tell it ran).")
     _seen: int = PrivateAttr(0)
     _fired: int = PrivateAttr(0)
 

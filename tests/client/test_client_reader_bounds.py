@@ -1,5 +1,5 @@
 """The client's reader bounds are knobs like the others: config fields,
-environment variables, README rows, and what the session and the poll loop are built with.
+environment variables, rows of the generated client-config page, and what the session and the poll loop are built with.
 (The bounds against a hostile server: ``tests/stress/test_bounded_readers.py``.)"""
 
 from __future__ import annotations
@@ -37,8 +37,8 @@ def test_explicit_bounds_win_over_the_environment() -> None:
     assert out.max_result_pages == 3
 
 
-def test_the_readme_documents_every_bound_variable() -> None:
-    text = (ROOT / "README.md").read_text()
+def test_the_reference_documents_every_bound_variable() -> None:
+    text = (ROOT / "docs" / "reference" / "client-config.md").read_text()
     for var in ("CORTEX_MAX_ANSWER_INFLATION", "CORTEX_MAX_RESULT_BYTES", "CORTEX_MAX_RESULT_PAGES"):
         assert f"`{var}`" in text, var
 

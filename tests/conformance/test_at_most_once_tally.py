@@ -1,5 +1,5 @@
 """The at-most-once tally: each call's ending and execution count land in the figures the
-README's "Retries and at-most-once" table reports (no server needed)."""
+docs' "Retries and at-most-once" table reports (no server needed)."""
 
 from __future__ import annotations
 

@@ -1,13 +1,13 @@
 """Self-parity: each recorder, in each dialect, records a run against a fake, and the replay
 against a fresh fake finds nothing: 0 divergent, 0 skipped (never for lack of bytes).
 
-Recorders: ``gs-conformance --record`` (against a fake by URL, the README's workflow),
+Recorders: ``gs-conformance --record`` (against a fake by URL, the docs' parity workflow),
 the pytest plugin (``--gs-record``, against the embedded fake) and ``fake-gs --record``
 (in-process, for client traffic and for a conformance run's traffic as the fake sees it).
 Dialects: every one the suite offers (``conformance.options.DIALECTS``), so a new dialect
 is a new parameter here without a line changed. CI runs a small conformance selection
 (big bodies, chunk groups, result-chunk pages, a call to a closed port); ``slow`` runs the
-whole conformance run, the README's three commands, in each dialect.
+whole conformance run, the parity page's three commands, in each dialect.
 """
 
 from __future__ import annotations
@@ -115,7 +115,7 @@ def test_plugin_recorder_self_parity(dialect: str, tmp_path: Path) -> None:
 @pytest.mark.long
 @pytest.mark.parametrize("dialect", DIALECTS)
 def test_full_conformance_run_self_parity(dialect: str, tmp_path: Path) -> None:
-    """The README's three commands at full size (every current property, the URL run's
+    """The parity page's three commands at full size (every current property, the URL run's
     examples, its 64 MiB result): record by URL (and by the fake), replay, nothing found."""
     run, seen = _conformance_url_run(dialect, tmp_path, ["--profile", "current"], 1200)
     end = read_tape(str(run))[-1]

@@ -59,7 +59,7 @@ MIXED = ["drop_after", "pass", "reset", "pass", "drop_before", "pass", "drop_aft
 
 
 def test_measurement_with_mixed_faults() -> None:
-    """A small run of the README measurement (a fixed fault order), all three client modes."""
+    """A small run of the docs' measurement (a fixed fault order), all three client modes."""
     figures = {}
     for profile, config in (("proposed", {"supports_idempotency_keys": True}), ("current", {}),
                             ("current", {"retry_ambiguous": True})):

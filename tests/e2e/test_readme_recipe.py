@@ -1,6 +1,7 @@
-"""The README's "Run a recipe against the fake" walk-through runs as written.
+"""The docs' "Run a recipe against the fake" walk-through runs as written.
 
-The ``bash`` block that starts with ``# walk-through`` is taken from README.md verbatim and
+The ``bash`` block that starts with ``# walk-through`` is taken from that page
+(``docs/recipes/recipes.md``) verbatim and
 run by bash in a scratch directory holding a copy of ``examples/`` (as a fresh clone with
 the kit installed would have): the fake over TLS with a PAT, the tokenizer directory, the
 GRPO example in ArcticTraining's layout over HTTPS, the execution-log download. The run
@@ -23,7 +24,7 @@ for _module in ("torch", "trustme", "tokenizers", "moto", "boto3"):
     pytest.importorskip(_module)
 
 ROOT = Path(__file__).resolve().parents[2]
-SECTION = "## Run a recipe against the fake"
+RECIPE_PAGE = ROOT / "docs" / "recipes" / "recipes.md"
 
 #: Twenty GRPO steps over TLS with the tiny engine: ``slow`` (``tox -e slow``, in CI too);
 #: ``tox -e tests`` keeps the same example's learning and TLS checks (test_grpo_example.py,
@@ -32,16 +33,13 @@ pytestmark = [pytest.mark.xdist_group("grpo_example"), pytest.mark.slow, pytest.
 
 
 def walkthrough() -> str:
-    text = (ROOT / "README.md").read_text()
-    section = text[text.index(SECTION):]
-    section = section[: section.find("\n## ", len(SECTION))]
-    blocks = re.findall(r"```bash\n(.*?)```", section, flags=re.S)
+    blocks = re.findall(r"```bash\n(.*?)```", RECIPE_PAGE.read_text(), flags=re.S)
     found = [b for b in blocks if b.startswith("# walk-through")]
-    assert len(found) == 1, "README needs exactly one '# walk-through' bash block in its section"
+    assert len(found) == 1, f"{RECIPE_PAGE} needs exactly one '# walk-through' bash block"
     return found[0]
 
 
-def test_readme_walkthrough_runs_as_written(tmp_path: Path) -> None:
+def test_the_docs_walkthrough_runs_as_written(tmp_path: Path) -> None:
     shutil.copytree(ROOT / "examples", tmp_path / "examples")
     # `python` in the block is the interpreter running the tests (tox's slow env borrows the
     # tests env's interpreter, and its own bin holds none of the kit's dependencies)
@@ -55,7 +53,7 @@ def test_readme_walkthrough_runs_as_written(tmp_path: Path) -> None:
     with (tmp_path / "grpo.csv").open() as fh:
         rewards = [float(row["mean_reward"]) for row in csv.DictReader(fh)]
     start, end = sum(rewards[:3]) / 3, sum(rewards[-3:]) / 3
-    print(f"README walk-through reward: first 3 {rewards[:3]} last 3 {rewards[-3:]}")
+    print(f"walk-through reward: first 3 {rewards[:3]} last 3 {rewards[-3:]}")
     assert start < 0.05 and end > 0.5, rewards
     assert (tmp_path / "tiny-tokenizer" / "tokenizer.json").is_file()
     logs = sorted(p.relative_to(tmp_path / "logs").as_posix() for p in (tmp_path / "logs").rglob("*.jsonl"))

@@ -1,13 +1,13 @@
 """schemathesis' CLI on ``contract/openapi.json``, run as a server team would, against the fake.
 
-The command is the README's: every check, phases examples, coverage, fuzzing and stateful,
+The command is the docs' (the schemathesis check page): every check, phases examples, coverage, fuzzing and stateful,
 the shipped ``contract/schemathesis.toml``, against a fake holding the resources the
 document's examples name (``--example-data``). It must report no failure (exit status 0),
 the fake must log no internal error, every operation must have answered 2xx (the HAR report
 tells) and schemathesis must warn of no missing test data. Reach does not rest on the random
 phases: the examples phase alone sends every operation a request the fake executes. Two
 sizes: CI's small count (``ST_MAX_EXAMPLES`` per operation, 3 by default; ``ST_SEED``, 19)
-and, marked long, the README's ``--max-examples 100``.
+and, marked long, the page's ``--max-examples 100``.
 
 Two documents: ``contract/openapi.json`` (profile proposed) against the fake in the kit
 dialect, and ``contract/openapi-current.json`` (profile current: every form the spec allows,
@@ -54,7 +54,7 @@ def st_executable() -> str:
 
 
 def st_command(url: str, report_dir: Path, examples: int, profile: str = "proposed") -> list[str]:
-    """The README's command, plus a seed and a HAR report for the reach check."""
+    """The docs' command, plus a seed and a HAR report for the reach check."""
     return [st_executable(), "--config-file", str(ST_CONFIG), "run", str(DOCUMENTS[profile]), "--url", url,
             "--checks", "all", "--phases", "examples,coverage,fuzzing,stateful",
             "--max-examples", str(examples), "--seed", SEED, "--no-color",
@@ -98,7 +98,7 @@ def answered_2xx(har: dict[str, Any]) -> set[str]:
 
 
 def run_and_judge(fake: FakeServer, tmp_path: Path, run: tuple[str, str], examples: int) -> None:
-    """Run the README's command on the profile's document at ``examples`` per operation and
+    """Run the docs' command on the profile's document at ``examples`` per operation and
     assert: no failure, no internal error, every operation answered 2xx, no missing test data."""
     profile, dialect = run
     ALL_OPERATIONS = OPERATIONS[profile]
@@ -127,5 +127,5 @@ def test_schemathesis_cli_finds_nothing_and_reaches_every_operation(fake: FakeSe
 @pytest.mark.long
 @pytest.mark.parametrize("run", RUNS, ids=["-".join(r) for r in RUNS])
 def test_schemathesis_cli_at_the_readme_count(fake: FakeServer, tmp_path: Path, run: tuple[str, str]) -> None:
-    """The README's ``--max-examples 100`` (``tox -e openapi-reach``): the same verdicts."""
+    """The docs' ``--max-examples 100`` (``tox -e openapi-reach``): the same verdicts."""
     run_and_judge(fake, tmp_path, run, 100)

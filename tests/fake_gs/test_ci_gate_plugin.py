@@ -274,10 +274,9 @@ def test_importing_the_plugin_stays_light():
     assert out.stdout.strip() == "[]"
 
 
-def test_readme_ci_test_passes(pytester):
-    """The ten-line test of the README's "Use the fake in your CI" runs green as printed."""
-    text = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    section = text[text.index("## Use the fake in your CI"):]
+def test_the_docs_ci_test_passes(pytester):
+    """The ten-line test of the docs' "Use the fake in your CI" page runs green as printed."""
+    section = (Path(__file__).resolve().parents[2] / "docs" / "client-teams" / "ci-gate.md").read_text()
     start = section.index("```python") + len("```python")
     pytester.makepyfile(test_readme=section[start:section.index("```", start)])
     pytester.runpytest(*PLUGIN).assert_outcomes(passed=1)

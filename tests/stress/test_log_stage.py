@@ -196,7 +196,7 @@ def test_planted_symlinks_are_not_followed(tmp_path: Path) -> None:
 def test_client_and_example_refuse_a_planted_key_from_the_stage(fake: FakeServer, tmp_path: Path) -> None:
     """A stage that lists a key leaving its directory (planted here through the fake's own
     command pipe, as a hostile server would): the download raises UnsafeLogKey, and the
-    README walk-through's ``--logs`` (the example's save_execution_logs) writes nothing."""
+    docs' recipe walk-through's ``--logs`` (the example's save_execution_logs) writes nothing."""
     job_id, creds = new_run(fake.base_url, A)
     stage: StageProcess = fake.state.store.execution_logs.stage()
     planted = creds.prefix.rstrip("/") + f"/_logs/{job_id}:training:0/../../../../escaped.txt"
