@@ -113,7 +113,7 @@ def bench_gzip_bomb() -> bool:
 
 
 def bench_endless_body() -> bool:
-    from conformance.driver_raw import RawDriver
+    from conformance.drivers.raw import RawDriver
     from conformance.parity.replay import Replayer
     from conformance.parity.targets import ReplayTarget
     from conformance.target import Target

@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from client.calls.session import HttpSession
 from client.errors import (
     AnswerTooLarge,
     ConfigError,
@@ -22,7 +23,6 @@ from client.errors import (
     ProtocolError,
     UnsafeLogKey,
 )
-from client.http import HttpSession
 from contract.logs import (
     STATEMENTS_ROUTE,
     StageCredentials,

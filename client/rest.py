@@ -12,13 +12,13 @@ import base64
 from collections.abc import Iterator, Mapping
 from typing import Any, Unpack
 
+from client.calls.polling import iter_stream_events, wait_job_running, wait_request
+from client.calls.session import Answer, HttpSession, HttpSettings, Seams
+from client.calls.upload import split_frame, upload
 from client.config import ClientConfig, check_chunk_bytes
 from client.errors import ConfigError, CortexError, PayloadTooLarge, ProtocolError
-from client.http import Answer, HttpSession, HttpSettings, Seams
 from client.logs import fetch_execution_logs as _fetch_execution_logs
-from client.polling import iter_stream_events, wait_job_running, wait_request
 from client.transport import given
-from client.upload import split_frame, upload
 from contract.limits import MAX_BODY_BYTES
 from contract.models import ASYNC_OPERATIONS, OPERATION_ANSWERS, SubmitResponse
 from contract.routes import OCTET, Route, prefix, route

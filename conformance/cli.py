@@ -17,10 +17,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from conformance import report as reports
 from conformance.options import OPTION, add_cli_arguments, pytest_argv, with_env
-from conformance.progress import Progress
-from conformance.results import RunResults
+from conformance.reporting import render as reports
+from conformance.reporting.progress import Progress
+from conformance.reporting.verdicts import RunResults
 from conformance.target import ProbeError, probe, probe_service
 from contract.routes import prefix
 
@@ -153,7 +153,7 @@ def plan_only(ns: argparse.Namespace) -> int:
 
     import pytest
 
-    from conformance.planner import render_plan
+    from conformance.reporting.planner import render_plan
 
     with tempfile.TemporaryDirectory(prefix="gs-conformance-plan-") as tmp:
         plan_path = str(Path(tmp) / "plan.json")

@@ -11,7 +11,7 @@ from typing import Any
 
 import requests
 
-from client.bounded import mount_bounds
+from client.calls.bounded_read import mount_bounds
 from conformance.target import Target
 
 

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
+from conformance.judging.verdict import ClauseViolation
 from conformance.options import GsOptions, gs_options
 from conformance.target import EmbeddedFakes, ProbeError, Target, probe, remote_target
-from conformance.verdict import ClauseViolation
 
 
 @pytest.fixture(scope="session")
@@ -62,7 +62,7 @@ def gs_variant(gs_target: Target, gs_fakes: EmbeddedFakes) -> Callable[..., Targ
 @pytest.fixture(scope="session")
 def gs_raw(gs_target: Target, gs_opts: GsOptions) -> Iterator[Any]:
     """The raw HTTP driver with the main token."""
-    from conformance.driver_raw import RawDriver
+    from conformance.drivers.raw import RawDriver
 
     driver = RawDriver(gs_target, timeout_s=gs_opts.request_timeout_s)
     yield driver
@@ -72,7 +72,7 @@ def gs_raw(gs_target: Target, gs_opts: GsOptions) -> Iterator[Any]:
 @pytest.fixture(scope="session")
 def gs_raw2(gs_target: Target) -> Iterator[Any]:
     """The raw driver with the second token (skips without one)."""
-    from conformance.driver_raw import RawDriver
+    from conformance.drivers.raw import RawDriver
 
     if not gs_target.token2:
         pytest.skip("needs a second token (--gs-token2) for isolation clauses")
@@ -84,7 +84,7 @@ def gs_raw2(gs_target: Target) -> Iterator[Any]:
 @pytest.fixture(scope="session")
 def gs_anon(gs_target: Target) -> Iterator[Any]:
     """The raw driver sending no Authorization header at all."""
-    from conformance.driver_raw import RawDriver
+    from conformance.drivers.raw import RawDriver
 
     driver = RawDriver(gs_target, token=False)
     yield driver
@@ -134,7 +134,7 @@ def gs_new_job(
 
     Jobs on embedded variants cost nothing and are not budgeted.
     """
-    from conformance.bodies import small_job
+    from conformance.judging.bodies import small_job
 
     def create(
         body: dict[str, Any] | None = None,
@@ -173,7 +173,7 @@ def gs_admin(gs_target: Target) -> Any:
 @pytest.fixture(scope="session")
 def gs_ops(gs_raw: Any, gs_job: Any) -> Any:
     """The op surface over the raw driver, on the shared job."""
-    from conformance.ops import RawOps
+    from conformance.drivers.ops import RawOps
 
     return RawOps(gs_raw, gs_job)
 
@@ -181,7 +181,7 @@ def gs_ops(gs_raw: Any, gs_job: Any) -> Any:
 @pytest.fixture(scope="session")
 def gs_client(gs_target: Target, gs_job: Any, gs_opts: GsOptions) -> Iterator[Any]:
     """The client-transport driver attached to the shared job."""
-    from conformance.driver_client import ClientDriver
+    from conformance.drivers.kit_client import ClientDriver
 
     driver = ClientDriver(gs_target, gs_job.job_id, model=gs_opts.model)
     yield driver
@@ -190,7 +190,7 @@ def gs_client(gs_target: Target, gs_job: Any, gs_opts: GsOptions) -> Iterator[An
 
 @pytest.fixture(scope="session")
 def gs_client_ops(gs_client: Any) -> Any:
-    from conformance.driver_client import ClientOps
+    from conformance.drivers.kit_client import ClientOps
 
     return ClientOps(gs_client)
 
@@ -201,7 +201,7 @@ def gs_source(
 ) -> Callable[[str], Any]:
     """``gs_source('inline'|'chunks')``: (driver, ops) whose results come in that form (a
     fake variant; against a URL the target itself, properties skip on another form)."""
-    from conformance.variants import source
+    from conformance.judging.variants import source
 
     def get(form: str) -> Any:
         ops = None if gs_target.embedded else request.getfixturevalue("gs_ops")

@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from conformance.bodies import shared_job
-from conformance.driver_raw import Answer, RawDriver
+from conformance.drivers.raw import Answer, RawDriver
+from conformance.judging.bodies import shared_job
 from contract.states import JOB_ACTIVE, JobState, normalize_job_state
 
 

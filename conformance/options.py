@@ -18,11 +18,11 @@ from typing import Any, Literal, get_args
 
 import pytest
 
-from conformance.results import clause_ids
+from conformance.reporting.verdicts import clause_ids
 from contract.forms import DIALECTS
-from contract.models_catalog import SMALLEST_TRAINING_MODEL
+from contract.models.catalog import SMALLEST_TRAINING_MODEL
 from contract.routes import DEFAULT_ENDPOINT
-from contract.tape_store import BODY_MODES, BUDGET_MIB
+from contract.tape.body_store import BODY_MODES, BUDGET_MIB
 
 SuiteProfile = Literal["current", "proposed", "semantic"]
 

@@ -4,7 +4,7 @@ Loaded in every pytest session of the repo, so it is inert unless used: it regis
 ``--gs-*`` options (conformance.options) and fixtures (conformance.fixtures), starts no
 server until a fixture asks for one, and only books and reports tests that live in
 ``conformance/properties``. Under pytest-xdist each worker tags its reports with clause ids
-and the controller books them (conformance.booking), so the report is the same with or
+and the controller books them (conformance.reporting.booking), so the report is the same with or
 without ``-n``.
 """
 
@@ -18,12 +18,12 @@ from typing import Any
 
 import pytest
 
-from conformance import booking
-from conformance import report as reports
-from conformance.cost import COST
 from conformance.options import add_pytest_options, gs_options
-from conformance.recorder import RECORDER, finish_run_tape, start_run_tape
-from conformance.results import ClauseBook, RunResults
+from conformance.reporting import booking
+from conformance.reporting import render as reports
+from conformance.reporting.cost import COST
+from conformance.reporting.recorder import RECORDER, finish_run_tape, start_run_tape
+from conformance.reporting.verdicts import ClauseBook, RunResults
 from conformance.runtime import RUNTIME
 from conformance.target import run_secrets
 from contract.clauses import clauses_of, for_profile

@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 
 import requests
 
-from client.bounded import mount_bounds
+from client.calls.bounded_read import mount_bounds
 from conformance.options import GsOptions, SuiteProfile
 from contract.auth import AUTHORIZATION_HEADER
 from contract.auth import auth_headers as contract_auth_headers
@@ -242,7 +242,7 @@ def _settings_kwargs(values: dict[str, Any]) -> dict[str, Any]:
 def _describe_to_tape(target: Target, values: dict[str, Any]) -> None:
     """Name an embedded fake in the parity tape being recorded (``--gs-record``), with the
     settings a replay needs to start the same fake (never its tokens)."""
-    from conformance.recorder import RECORDER
+    from conformance.reporting.recorder import RECORDER
 
     if RECORDER.tape is None:
         return
@@ -268,7 +268,7 @@ def remote_target(options: GsOptions) -> Target:
         engine="remote",
         name="target",
     )
-    from conformance.recorder import RECORDER
+    from conformance.reporting.recorder import RECORDER
 
     RECORDER.tape_server(target.base_url, "target", {"embedded": False, "url": target.base_url},
                          (target.token, target.token2))

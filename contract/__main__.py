@@ -48,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.cmd in ("openapi", "schemathesis-config"):
         from contract.openapi import render
-        from contract.openapi_rules import schemathesis_config
+        from contract.openapi.document_rules import schemathesis_config
 
         return _emit(render(args.profile) if args.cmd == "openapi" else schemathesis_config(), args.output)
     if args.cmd == "clauses":
@@ -58,11 +58,11 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{c.id:20} {c.level:6} {c.profile:9} {c.subject:6} {c.source:10} {c.text}")
         return 0
     if args.cmd == "coverage":
-        from contract.spec import coverage_markdown
+        from contract.specification.sections import coverage_markdown
 
         return _emit(coverage_markdown(), args.output)
     if args.cmd == "spec-index":
-        from contract.spec_index import render_index
+        from contract.specification.index import render_index
 
         with open(args.spec, encoding="utf-8") as fh:
             return _emit(render_index(fh.read()), args.output)

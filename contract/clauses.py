@@ -4,7 +4,7 @@ Each clause has an id (``AREA-TOPIC-N``), a level (MUST/SHOULD), a profile (``cu
 is today's documented surface, ``proposed`` what the seed asks the server to add,
 ``semantic`` the numeric behaviour a real model must show), who must keep it (server or
 client), its source (a section of the published spec, the client, a kit decision or a
-proposal: :mod:`contract.spec` lists the sections) and one sentence. Tests declare what they check with :func:`checks`; the
+proposal: :mod:`contract.specification.sections` lists the sections) and one sentence. Tests declare what they check with :func:`checks`; the
 conformance report is per clause.
 """
 
@@ -41,8 +41,8 @@ class Clause:
 
     @property
     def terms(self) -> tuple[str, ...]:
-        """The spec's terms a ``spec §N`` clause rests on (``contract.clause_terms``)."""
-        from contract.clause_terms import TERMS
+        """The spec's terms a ``spec §N`` clause rests on (``contract.specification.clause_terms``)."""
+        from contract.specification.clause_terms import TERMS
 
         return TERMS.get(self.id, ())
 
@@ -50,7 +50,7 @@ class Clause:
     def statuses(self) -> tuple[int, ...]:
         """The statuses the cited section names for what this clause judges (empty: the
         spec names none, and a refusal is judged as a 4xx with a spec §3.6 body)."""
-        from contract.clause_terms import STATUSES
+        from contract.specification.clause_terms import STATUSES
 
         return STATUSES.get(self.id, ())
 

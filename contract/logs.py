@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from contract.models_answers import StatementResult
+from contract.models.answers import StatementResult
 from contract.routes import Route
 
 #: The Snowflake SQL API route: absolute, not under the cortex-training prefix.

@@ -16,7 +16,7 @@ from typing import Any, Literal
 from contract.forms import Dialect
 from contract.idempotency import KEY_WINDOW_S
 from contract.limits import MAX_BODY_BYTES, MAX_EVENTS_CAP, MAX_JSON_VALUES, RETENTION_BOUNDS, MiB
-from contract.tape_store import BODY_MODES, BUDGET_MIB
+from contract.tape.body_store import BODY_MODES, BUDGET_MIB
 from contract.wire import MIN_RESULT_CHUNK_BYTES
 from fake_gs.answers.check import on_by_env
 from fake_gs.answers.forms import Forms, forms_for

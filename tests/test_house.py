@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("fake_gs",)
+PACKAGES = ("contract", "client", "fake_gs", "conformance")
 MAX_MODULES_PER_FOLDER = 15
 MAX_MODULE_LINES = 450
 MAX_FUNCTION_LINES = 50

@@ -24,12 +24,12 @@ from locust.runners import STATE_STOPPED, MasterRunner
 from client.errors import CortexError
 from conformance.load import options as opts
 from conformance.load import report
-from conformance.load.conclude import conclude
 from conformance.load.fakeproc import EmbeddedFake, FakeStartError
 from conformance.load.jobs import JobPool, Target, job_budget
+from conformance.load.measure.conclude import conclude
+from conformance.load.measure.tally import Tally
 from conformance.load.profile import ProfileError, load_profile
 from conformance.load.run import RUN, SETUP
-from conformance.load.tally import Tally
 from conformance.target import ProbeError, probe, probe_service
 from contract.auth import auth_headers
 from contract.routes import prefix

@@ -2,7 +2,7 @@
 the first user starts, at most ``--max-jobs`` of them, each cancelled when the run ends
 (also on Ctrl-C and SIGTERM: the run's shutdown calls :meth:`JobPool.cancel_all`).
 
-The cost is gs-conformance's (:class:`conformance.cost.RunCost`): each job's lifetime times
+The cost is gs-conformance's (:class:`conformance.reporting.cost.RunCost`): each job's lifetime times
 its GPUs, and the bytes every process of the run sent and received.
 """
 
@@ -16,8 +16,8 @@ from typing import Any
 from client.config import ClientConfig
 from client.errors import CortexError
 from client.rest import CortexRestClient
-from conformance import bodies
-from conformance.cost import RunCost, gpus_of
+from conformance.judging import bodies
+from conformance.reporting.cost import RunCost, gpus_of
 from contract.states import normalize_job_state
 
 log = logging.getLogger("gs-load")

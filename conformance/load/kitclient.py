@@ -11,9 +11,9 @@ from typing import Any
 from client.rest import CortexRestClient
 from client.rl import ArcticRLClient
 from client.transports.cortex import CortexTransport
-from conformance.load.checks import RESULT_CLAUSES, Judge
 from conformance.load.jobs import Target
-from conformance.load.meter import MeteredSession, Report
+from conformance.load.measure.checks import RESULT_CLAUSES, Judge
+from conformance.load.measure.meter import MeteredSession, Report
 
 
 class CheckedRest(CortexRestClient):

@@ -12,10 +12,10 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from conformance.cost import MiB, cost_line
-from conformance.load.checks import JUDGED
+from conformance.load.measure.checks import JUDGED
+from conformance.load.measure.tally import Tally, percentile
 from conformance.load.svg import latency_svg
-from conformance.load.tally import Tally, percentile
+from conformance.reporting.cost import MiB, cost_line
 from contract.clauses import CLAUSES
 
 

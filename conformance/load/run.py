@@ -20,22 +20,19 @@ from __future__ import annotations
 
 import logging
 import resource
-import time
 from typing import Any
 
-import gevent
 from gevent.event import Event
-from locust import between, events
+from locust import User, between
 from locust.env import Environment
-from locust.runners import MasterRunner, WorkerRunner
 
 from conformance.load import options as opts
-from conformance.load.checks import Judge
-from conformance.load.exchange import Exchange
 from conformance.load.jobs import Target
 from conformance.load.kitclient import kit_client
+from conformance.load.measure.checks import Judge
+from conformance.load.measure.exchange import Exchange
+from conformance.load.measure.tally import Tally
 from conformance.load.profile import Profile, profile_from
-from conformance.load.tally import Tally
 
 log = logging.getLogger("gs-load")
 SETUP, STOP, TALLY, HELLO = "gs_setup", "gs_stop", "gs_tally", "gs_hello"
@@ -62,19 +59,19 @@ class LoadRun:
         self.slot, self.slots, self._users = 0, 1, 0
         self.tallies: dict[str, Tally] = {}
         self.host: Any = None  # the master's part (conformance.load.finish.Host)
+        #: The Locust user classes by kind; ``conformance.load.users`` enters them.
+        self.user_classes: dict[str, type[User]] = {}
 
     # --- the workers' part (also the local process's) -------------------------------------
     def apply(self, setup: dict[str, Any]) -> None:
         """Take the master's set-up: where to call, with which jobs and profile."""
-        from conformance.load.users import USERS
-
         self.target = Target(**setup["target"])
         self.jobs = list(setup["jobs"])
         self.profile = profile_from(setup["profile"])
         self.slots = max(1, int(setup.get("slots", 1)))
         runner = self.environment.runner if self.environment else None
         self.slot = max(0, getattr(runner, "worker_index", 0)) % self.slots
-        for kind, cls in USERS.items():
+        for kind, cls in self.user_classes.items():
             low, high = self.profile.kind(kind).think_s
             cls.wait_time = between(low, high)
         self.failed = str(setup.get("failed") or "")
@@ -122,82 +119,3 @@ class LoadRun:
 
 
 RUN = LoadRun()
-
-
-@events.init_command_line_parser.add_listener
-def _arguments(parser: Any) -> None:
-    opts.add_locust_arguments(parser)
-
-
-@events.init.add_listener
-def _init(environment: Environment, runner: Any, **_: Any) -> None:
-    RUN.environment = environment
-    if isinstance(runner, WorkerRunner):
-        RUN.tally.node = f"worker-{runner.client_id}"
-        runner.register_message(SETUP, lambda msg, **_: RUN.apply(msg.data))
-        runner.register_message(STOP, _worker_stop, concurrent=True)
-        runner.send_message(HELLO, None)  # a set-up sent before this worker listened is resent
-        return
-    from conformance.load.finish import Host
-
-    RUN.tally.node = "master" if isinstance(runner, MasterRunner) else "local"
-    if isinstance(runner, MasterRunner):  # before the host: starting the fake lets workers in
-        runner.register_message(TALLY, _tally_in)
-        runner.register_message(HELLO, _hello)
-    RUN.host = Host(environment)
-
-
-def _worker_stop(environment: Environment, msg: Any, **_: Any) -> None:
-    """The master asks: stop the users, then send the tally (test_stop does)."""
-    environment.runner.stop()
-
-
-@events.test_start.add_listener
-def _test_start(environment: Environment, **_: Any) -> None:
-    if RUN.host is not None:
-        RUN.host.start()
-
-
-@events.test_stopping.add_listener
-def _test_stopping(environment: Environment, **_: Any) -> None:
-    runner = environment.runner
-    if not isinstance(runner, MasterRunner):
-        return
-    expected = {client.id for client in runner.clients.all}
-    runner.send_message(STOP, None)
-    deadline = time.monotonic() + float(environment.stop_timeout or 0) + TALLY_GRACE_S
-    while not expected <= set(RUN.tallies) and time.monotonic() < deadline:
-        gevent.sleep(0.1)
-    missing = expected - set(RUN.tallies)
-    if missing:
-        log.error("gs-load: no tally from %d worker(s): %s", len(missing), ", ".join(sorted(missing)))
-
-
-def _hello(environment: Environment, msg: Any, **_: Any) -> None:
-    if RUN.host is not None:
-        RUN.host.hello(str(msg.node_id))
-
-
-def _tally_in(environment: Environment, msg: Any, **_: Any) -> None:
-    RUN.tallies[str(msg.node_id)] = Tally.from_wire(msg.data)
-
-
-@events.test_stop.add_listener
-def _test_stop(environment: Environment, **_: Any) -> None:
-    runner = environment.runner
-    if isinstance(runner, WorkerRunner):
-        runner.send_message(TALLY, RUN.own_tally().to_wire())
-    elif RUN.host is not None:
-        RUN.host.finish()
-
-
-@events.quitting.add_listener
-def _quitting(environment: Environment, **_: Any) -> None:
-    if RUN.host is not None:
-        RUN.host.quitting()
-
-
-@events.quit.add_listener
-def _quit(exit_code: int, **_: Any) -> None:
-    if RUN.host is not None:
-        RUN.host.print_report()

@@ -142,3 +142,4 @@ class Sampler(KitUser):
 
 #: The loops, by profile table.
 USERS: dict[str, type[KitUser]] = {cls.kind: cls for cls in (RLLoop, SFTLoop, Sampler)}
+RUN.user_classes.update(USERS)

@@ -14,8 +14,8 @@ import sys
 
 from conformance.parity import matrix
 from conformance.parity import report as reports
+from conformance.parity.accepted_rules import Rule, RuleError, accepter, load_rules
 from conformance.parity.replay import Replay, Replayer
-from conformance.parity.rules import Rule, RuleError, accepter, load_rules
 from conformance.parity.targets import EmbeddedTargets, UrlTargets
 
 EXIT_OK, EXIT_DIVERGED, EXIT_ERROR, EXIT_NO_SERVER = 0, 1, 2, 3

@@ -158,7 +158,7 @@ def _unknown_field(d: Divergence, p: Pair) -> bool:
 def _declared_fields() -> frozenset[str]:
     from pydantic import BaseModel
 
-    from contract import models_answers
+    from contract.models import answers as models_answers
 
     names: set[str] = set()
     for value in vars(models_answers).values():
@@ -167,7 +167,7 @@ def _declared_fields() -> frozenset[str]:
     return frozenset(names)
 
 
-#: Every field an answer model declares (contract.models_answers).
+#: Every field an answer model declares (contract.models.answers).
 DECLARED = _declared_fields()
 
 

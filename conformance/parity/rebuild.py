@@ -1,5 +1,5 @@
 """Request bodies for a replay: the bytes a tape kept (inline or as a blob), or a frame
-rebuilt from its skeleton (``contract.tape_skeleton``) with seeded values.
+rebuilt from its skeleton (``contract.tape.skeleton``) with seeded values.
 
 A rebuilt frame has the recorded header byte for byte (tree, names, dtypes, shapes, op
 metadata) and, per tensor, values drawn from the recorded range: integers uniformly between
@@ -22,7 +22,7 @@ from typing import Any
 
 from conformance.parity.targets import Skip
 from contract import tape
-from contract.tape_skeleton import Tensor, skeleton_tensors
+from contract.tape.skeleton import Tensor, skeleton_tensors
 from contract.wire import DTYPE_ITEMSIZE
 
 #: Elements generated at a time (bounds the replay's memory on a 60 MiB tensor).

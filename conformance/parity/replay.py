@@ -17,7 +17,7 @@ from urllib.parse import urlencode
 
 import requests
 
-from client.bounded import mount_bounds
+from client.calls.bounded_read import mount_bounds
 from conformance.parity.compare import Divergence, compare
 from conformance.parity.depends import Dependencies, refused
 from conformance.parity.loops import poll_runs
@@ -115,7 +115,7 @@ class Replayer:
         self.loops: dict[int, list[dict[str, Any]]] = {}
         self.bodies = Bodies(())
         self.deps = Dependencies()
-        # Each answer under a byte cap and a total time bound (client.bounded).
+        # Each answer under a byte cap and a total time bound (client.calls.bounded_read).
         self.session = mount_bounds(requests.Session())
         self.session.headers["User-Agent"] = "gs-parity/0.1"
 
@@ -364,7 +364,7 @@ def _finished(route: str, answer: dict[str, Any]) -> bool:
 
 
 #: How a recorded read time-out reads: requests' own, or the bounded reader's whole-answer
-#: bound (client.bounded.AnswerTooSlow, a ReadTimeout).
+#: bound (client.calls.bounded_read.AnswerTooSlow, a ReadTimeout).
 _TIMED_OUT = ("Timeout", "AnswerTooSlow", "timed out")
 
 

@@ -15,8 +15,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from conformance.parity.accepted_rules import accepter, load_rules
 from conformance.parity.replay import Replayer
-from conformance.parity.rules import accepter, load_rules
 from conformance.parity.targets import EmbeddedTargets
 from contract.tape import read_tape
 

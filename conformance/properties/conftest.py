@@ -1,9 +1,9 @@
 """The properties' own hooks: order, plan, and the URL run's one large result.
 
-The end-of-life property cancels the session job (conformance.lifecycle), so in one process
+The end-of-life property cancels the session job (conformance.judging.lifecycle), so in one process
 it must come last; under pytest-xdist it judges a job of its own and the order does not
-matter. The plan (conformance.planner) is read off the collected properties. ``gs_large``
-is the one chunked result a URL run asks for (conformance.large).
+matter. The plan (conformance.reporting.planner) is read off the collected properties. ``gs_large``
+is the one chunked result a URL run asks for (conformance.judging.large).
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ LAST = "gs_last"
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Move ``gs_last`` properties to the end, keeping every other item's order; plan the
-    run (conformance.planner), and with ``--gs-plan PATH`` only write the plan."""
-    from conformance import planner
+    run (conformance.reporting.planner), and with ``--gs-plan PATH`` only write the plan."""
     from conformance.plugin import gs_options
+    from conformance.reporting import planner
 
     last = [item for item in items if item.get_closest_marker(LAST) is not None]
     if last:
@@ -37,8 +37,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 @pytest.fixture(scope="session")
 def gs_large(gs_target: Any, gs_opts: Any, request: pytest.FixtureRequest) -> Any:
     """The run's one large (chunked) result against a URL; None on the embedded fake, whose
-    variants force chunked delivery at any size (conformance.large)."""
-    from conformance.large import LargeResult
+    variants force chunked delivery at any size (conformance.judging.large)."""
+    from conformance.judging.large import LargeResult
 
     if gs_target.embedded:
         return None

@@ -3,7 +3,7 @@
 
 The examples phase of such a tool sends each operation's documented examples first; with
 these held, every operation answers 2xx there in every run, whatever the random phases after
-it draw (contract.openapi_examples says which example names what). Off by default: the fake
+it draw (contract.openapi.examples says which example names what). Off by default: the fake
 then holds nothing at start, as the service does.
 """
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from contract.models import CreateJobRequest
-from contract.openapi_examples import (
+from contract.openapi.examples import (
     EXAMPLE_CANCEL_JOB_ID,
     EXAMPLE_CHECKPOINT_ID,
     EXAMPLE_DELETE_CHECKPOINT_ID,

@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 from client_loopback import FAST, Reply, Seen, loopback, sequence
 
+from client.calls.session import how_to_check
 from client.config import ClientConfig
 from client.errors import AmbiguousOutcome, CortexHTTPError
-from client.http import how_to_check
 from client.rest import CortexRestClient
 from contract.errors import REQUEST_ID_HEADER, error_body
 from contract.idempotency import IDEMPOTENCY_KEY_HEADER

@@ -6,7 +6,7 @@ import random
 
 from virtual_clock import Clock
 
-from client.backoff import Backoff
+from client.calls.backoff import Backoff
 from contract.limits import PollPolicy, RetryPolicy
 
 

@@ -9,6 +9,7 @@ import pytest
 from client_loopback import FAST, Reply, Seen, loopback, sequence
 from virtual_clock import Clock
 
+from client.calls.session import HttpSettings, connection_never_established, parse_retry_after
 from client.config import ClientConfig
 from client.errors import (
     ChunkGroupConflict,
@@ -17,7 +18,6 @@ from client.errors import (
     CortexHTTPError,
     DeadlineExceeded,
 )
-from client.http import HttpSettings, connection_never_established, parse_retry_after
 from client.rest import CortexRestClient
 from contract.errors import REQUEST_ID_HEADER, error_body
 

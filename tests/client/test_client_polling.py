@@ -12,7 +12,7 @@ import torch
 from virtual_clock import Clock
 
 from client import errors
-from client.polling import iter_stream_events, wait_job_running, wait_request
+from client.calls.polling import iter_stream_events, wait_job_running, wait_request
 from contract import wire
 from contract.limits import PollPolicy
 

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from client.bounded import BoundedAdapter
+from client.calls.bounded_read import BoundedAdapter
+from client.calls.session import HttpSession, HttpSettings
 from client.config import ClientConfig
 from client.env import apply_env_override
-from client.http import HttpSession, HttpSettings
 
 ROOT = Path(__file__).resolve().parents[2]
 ENV = {"ARCTIC_RL_BACKEND": "cortex", "CORTEX_BASE_URL": "http://127.0.0.1:9",

@@ -160,7 +160,7 @@ def test_big_chunks_go_as_pieces_of_the_frame_with_a_content_length() -> None:
     """A chunk over the join size is the chunk header plus views of the frame (no joined
     copy), sent with a Content-Length; the next chunk's header is made once this chunk's
     pieces are handed over, while it is still being answered."""
-    from client.upload import JOIN_BELOW, ChunkBody, split_frame
+    from client.calls.upload import JOIN_BELOW, ChunkBody, split_frame
 
     frame = wire.dumps({"args": [], "kwargs": {"input_ids": torch.arange(200_000)}})
     bodies = split_frame(frame, max_bytes=2 * JOIN_BELOW, operation="forward-backward", force_chunk=True)

@@ -8,8 +8,8 @@ from dataclasses import asdict, fields
 
 import pytest
 
-from conformance import report
-from conformance.results import ClauseBook, RunResults, TestOutcome, clause_ids
+from conformance.reporting import render as report
+from conformance.reporting.verdicts import ClauseBook, RunResults, TestOutcome, clause_ids
 from contract.clauses import CLAUSES, Clause, for_profile
 
 
@@ -215,8 +215,8 @@ def test_a_spec_clause_red_fails_a_url_run():
 def test_a_property_that_crashes_is_reported_as_unable_to_judge():
     """An exception other than an assertion (an answer of a type the property did not
     expect) is a red with a message saying the answer could not be judged."""
-    from conformance.booking import failing_example as _example
-    from conformance.verdict import ClauseViolation
+    from conformance.judging.verdict import ClauseViolation
+    from conformance.reporting.booking import failing_example as _example
 
     try:
         float([0.1])  # type: ignore[arg-type]

@@ -16,16 +16,16 @@ from typing import Any
 import pytest
 import requests
 
-from conformance import bodies
+from conformance.judging import bodies
 from conformance.load import batches, report
-from conformance.load.checks import JUDGED, Judge
-from conformance.load.conclude import conclude
-from conformance.load.delivery import DeliveryWatch
 from conformance.load.jobs import JobPool, Target, job_budget
 from conformance.load.kitclient import kit_client
+from conformance.load.measure.checks import JUDGED, Judge
+from conformance.load.measure.conclude import conclude
+from conformance.load.measure.delivery import DeliveryWatch
+from conformance.load.measure.tally import Tally
 from conformance.load.options import markdown_table
 from conformance.load.profile import ProfileError, load_profile, profile_from
-from conformance.load.tally import Tally
 from contract import wire
 from fake_gs import FakeSettings, serve_in_background
 

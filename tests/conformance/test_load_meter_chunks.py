@@ -7,18 +7,18 @@ from __future__ import annotations
 
 import requests
 
-from conformance import bodies
+from conformance.judging import bodies
 from conformance.load import batches
-from conformance.load.checks import Judge
-from conformance.load.exchange import final_chunk, kept_body
 from conformance.load.jobs import JobPool, Target
 from conformance.load.kitclient import kit_client
-from conformance.load.tally import Tally
+from conformance.load.measure.checks import Judge
+from conformance.load.measure.exchange import final_chunk, kept_body
+from conformance.load.measure.tally import Tally
 from contract.routes import route
 from fake_gs import FakeSettings, serve_in_background
 
 FAST = {"poll_first_s": 0.005, "poll_cap_s": 0.02, "backoff_first_s": 0.002, "backoff_cap_s": 0.01}
-CHUNK_BYTES = 512 * 1024  # over client.upload.JOIN_BELOW: the chunks go as pieces
+CHUNK_BYTES = 512 * 1024  # over client.calls.upload.JOIN_BELOW: the chunks go as pieces
 
 
 def test_a_chunked_upload_sent_as_pieces_is_metered_chunk_by_chunk() -> None:
@@ -50,8 +50,8 @@ def test_a_chunked_upload_sent_as_pieces_is_metered_chunk_by_chunk() -> None:
 
 
 def test_the_meter_keeps_a_pieces_body_only_up_to_its_header() -> None:
+    from client.calls.upload import split_frame
     from client.rest import frame_source
-    from client.upload import split_frame
 
     payload = {"input_ids": batches.rl_batch([[1, 2]], [[3]], 4)["batch"]["input_ids"].repeat(60_000, 1)}
     sent = split_frame(frame_source(payload), max_bytes=CHUNK_BYTES, operation="forward_backward",

@@ -27,8 +27,8 @@ import pytest
 import requests
 from loopback_proxy import loopback_proxy
 
+from client.calls.session import HttpSettings
 from client.config import ClientConfig
-from client.http import HttpSettings
 from client.rest import CortexRestClient
 from contract.auth import unrelated_token
 from contract.logs import STATEMENTS_PATH, parse_stage_credentials, stage_credentials_statement

@@ -17,11 +17,11 @@ import requests
 from parity_helpers import replay_ns
 
 from conformance.parity import report
+from conformance.parity.accepted_rules import RuleError, parse_rules
 from conformance.parity.cli import main as parity_main
 from conformance.parity.cli import replay_tape
 from conformance.parity.compare import compare
 from conformance.parity.replay import poll_runs, rewrite_path
-from conformance.parity.rules import RuleError, parse_rules
 from conformance.parity.selftest import corpus_tapes, hunt
 from contract.auth import auth_headers
 from contract.routes import prefix
@@ -99,7 +99,7 @@ def _corpus_tier(tape: Path) -> list[pytest.MarkDecorator]:
 def test_corpus_replays_to_zero_divergences(tape: Path) -> None:
     """CI holds the fake to its committed recordings: a change of behaviour is a
     divergence here until the corpus is re-recorded (python -m conformance.parity.corpus)."""
-    from conformance.parity.rules import load_rules
+    from conformance.parity.accepted_rules import load_rules
 
     rep = replay_tape(str(tape), replay_ns(), load_rules(RULES))
     assert rep.ok, report.text([rep])

@@ -13,14 +13,14 @@ from pathlib import Path
 import pytest
 from parity_helpers import TOKEN, RawJob, assert_self_parity, big_chunk, replay
 
-from conformance import frames
+from conformance.judging import frames
 from conformance.parity import matrix
 from conformance.parity.cli import main as parity_main
 from conformance.parity.rebuild import rebuild_frame
 from contract import wire
 from contract.tape import Exchange, TapeWriter, merge_parts, read_tape, sink_of
-from contract.tape_frames import FrameScan
-from contract.tape_skeleton import skeleton_tensors
+from contract.tape.frames import FrameScan
+from contract.tape.skeleton import skeleton_tensors
 from fake_gs import FakeSettings, serve_in_background
 
 

@@ -23,9 +23,9 @@ from typing import Any
 
 import pytest
 
-from conformance.cost import cost_line, gpus_of
-from conformance.large import LARGE_RESULT_BYTES, dims, result_bytes
-from conformance.planner import unmet
+from conformance.judging.large import LARGE_RESULT_BYTES, dims, result_bytes
+from conformance.reporting.cost import cost_line, gpus_of
+from conformance.reporting.planner import unmet
 from conformance.target import GsOptions
 from contract.limits import MAX_BODY_BYTES, MiB
 

@@ -1,6 +1,6 @@
 """Each ``spec §N`` clause names the spec's terms it rests on, and they are in section N.
 
-The terms are checked against the committed index of the spec (``contract/spec_index.json``,
+The terms are checked against the committed index of the spec (``contract/specification/spec_index.json``,
 always present) and, where the spec itself sits beside the checkout, against its text; the
 index is then also checked for drift from the spec.
 """
@@ -11,9 +11,15 @@ from pathlib import Path
 
 import pytest
 
-from contract.clause_terms import INTERPRETED, STATUSES, TERMS
 from contract.clauses import CLAUSES
-from contract.spec_index import build_index, committed_index, find_spec, missing_terms, sections
+from contract.specification.clause_terms import INTERPRETED, STATUSES, TERMS
+from contract.specification.index import (
+    build_index,
+    committed_index,
+    find_spec,
+    missing_terms,
+    sections,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 SPEC = find_spec(ROOT)
@@ -23,7 +29,7 @@ NO_SPEC = ("the spec (shared/reference/DSS-Server-API-Specification.md) is not b
 
 def test_every_spec_clause_names_its_terms() -> None:
     bare = [c.id for c in CLAUSES.values() if c.spec_section and not c.terms]
-    assert not bare, f"spec clauses without terms (add them to contract/clause_terms.py): {bare}"
+    assert not bare, f"spec clauses without terms (add them to contract/specification/clause_terms.py): {bare}"
     stray = [cid for cid in TERMS if cid not in CLAUSES or not CLAUSES[cid].spec_section]
     assert not stray, f"terms for clauses that do not cite the spec: {stray}"
 
@@ -65,5 +71,5 @@ def test_index_is_derived_from_the_spec() -> None:
     assert SPEC is not None
     rebuilt = {k: frozenset(v) for k, v in build_index(SPEC.read_text(encoding="utf-8")).items()}
     assert rebuilt == committed_index(), (
-        "contract/spec_index.json drifted from the spec: rebuild with `python -m contract "
-        "spec-index --spec <path> -o contract/spec_index.json`")
+        "contract/specification/spec_index.json drifted from the spec: rebuild with `python -m contract "
+        "spec-index --spec <path> -o contract/specification/spec_index.json`")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from contract.clauses import CLAUSES
 from contract.forms import FORMS, SPEC_FORMS, forms_of, kit_form_clauses, kit_form_judged
-from contract.spec import SECTIONS
+from contract.specification.sections import SECTIONS
 
 ROOT = Path(__file__).resolve().parents[2]
 

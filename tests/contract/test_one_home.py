@@ -33,9 +33,9 @@ SCANNED = ("fake_gs", "client", "conformance")
 
 #: Literals that equal a fact's spelling but are not the fact: (file, literal) -> why.
 ALLOWED: dict[tuple[str, str], str] = {
-    ("conformance/results.py", "failed"): "pytest's outcome word (passed/failed/skipped)",
-    ("conformance/booking.py", "failed"): "pytest's outcome word (passed/failed/skipped)",
-    ("conformance/properties/test_proposed.py", "done"): "a completion's text sent to log-probs",
+    ("conformance/reporting/verdicts.py", "failed"): "pytest's outcome word (passed/failed/skipped)",
+    ("conformance/reporting/booking.py", "failed"): "pytest's outcome word (passed/failed/skipped)",
+    ("conformance/properties/whole/test_proposed.py", "done"): "a completion's text sent to log-probs",
     ("fake_gs/chunking/machine.py", "done"): "a chunk group's own state, named once here",
     ("fake_gs/chunking/machine.py", "failed"): "a chunk group's own state, named once here",
     ("fake_gs/http/handlers/sampling.py", "done"): "the stream's closing event's type tag (StreamDoneEvent)",
@@ -202,5 +202,5 @@ def test_a_planted_violation_is_found() -> None:
 
 def test_an_allowance_names_one_file_only() -> None:
     source = 'outcome = "failed"\n'
-    assert not list(scan_source(source, "conformance/results.py"))
+    assert not list(scan_source(source, "conformance/reporting/verdicts.py"))
     assert [h.text for h in scan_source(source, "conformance/other.py")] == ["failed"]

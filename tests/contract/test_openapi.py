@@ -15,9 +15,10 @@ from contract import wire
 from contract.clauses import CLAUSES
 from contract.limits import MAX_BODY_BYTES
 from contract.openapi import SNAPSHOTS, build_openapi, render
-from contract.openapi_answers import REQUIRED
-from contract.openapi_bodies import dumps_sample
-from contract.openapi_examples import (
+from contract.openapi.answer_fields import REQUIRED
+from contract.openapi.bodies import dumps_sample
+from contract.openapi.document_rules import REFUSALS, schemathesis_config
+from contract.openapi.examples import (
     EXAMPLE_CANCEL_JOB_ID,
     EXAMPLE_CHECKPOINT_ID,
     EXAMPLE_DELETE_CHECKPOINT_ID,
@@ -25,7 +26,6 @@ from contract.openapi_examples import (
     EXAMPLE_REQUEST_ID,
     FIRST_SAVE_IDS,
 )
-from contract.openapi_rules import REFUSALS, schemathesis_config
 from contract.routes import PREFIX_TEMPLATE, ROUTES, route, routes_for
 
 SNAPSHOT = Path(__file__).resolve().parents[2] / "contract" / "openapi.json"
@@ -208,7 +208,7 @@ def test_links_give_each_data_plane_call_its_own_key_and_a_body_it_executes() ->
     the target (a generated key would repeat one another route used: a 409), and create-job's
     links to JSON submits send a body the service runs, whole."""
     from contract.idempotency import DATA_PLANE_ROUTES, IDEMPOTENCY_KEY_HEADER
-    from contract.openapi_rules import LINK_BODIES
+    from contract.openapi.document_rules import LINK_BODIES
 
     doc = build_openapi()
     by_id = {op["operationId"]: op for item in doc["paths"].values() for op in item.values()}

@@ -11,7 +11,7 @@ import pytest
 
 from contract.__main__ import main
 from contract.clauses import CLAUSES
-from contract.spec import (
+from contract.specification.sections import (
     SECTIONS,
     by_source,
     coverage_gaps,
@@ -52,7 +52,7 @@ def test_every_checkable_rule_has_a_clause() -> None:
 
 
 def test_a_rule_without_a_clause_is_reported(monkeypatch: pytest.MonkeyPatch) -> None:
-    from contract import spec_rules
+    from contract.specification import checkable_rules as spec_rules
 
     bare = spec_rules.Rule("5.5", "cancel takes no body", (), "yes", ())
     monkeypatch.setattr(spec_rules, "RULES", (*spec_rules.RULES, bare))
@@ -60,7 +60,7 @@ def test_a_rule_without_a_clause_is_reported(monkeypatch: pytest.MonkeyPatch) ->
     uncited = spec_rules.Rule("2.4", "an uncited rule", ("ADDR-REQID-1",), "yes", ())
     monkeypatch.setattr(spec_rules, "RULES", (*spec_rules.RULES, uncited))
     assert "2.4" not in coverage_gaps()  # §2.4 says why no spec clause cites it
-    from contract import spec
+    from contract.specification import sections as spec
 
     monkeypatch.setattr(spec, "_SECTIONS", (*spec._SECTIONS, spec.Section("99.9", "A new section", "notes")))
     monkeypatch.setattr(spec, "SECTIONS", {**spec.SECTIONS, "99.9": spec.Section("99.9", "A new section", "notes")})

@@ -18,7 +18,7 @@ import pytest
 from e2e_fake import running_fake
 from example_loader import load_example
 
-from conformance.properties.test_semantic import FAKE
+from conformance.properties.whole.test_semantic import FAKE
 
 #: Client-side slices of forward-no-grad's shifted [B, P+R] log-probs into [B, R] old
 #: log-probs (response token j sits at column P+j and is scored by column P-1+j).

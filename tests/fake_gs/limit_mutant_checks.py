@@ -59,7 +59,7 @@ def _deep_frame(depth: int) -> bytes:
     """A valid forward-backward frame carrying one tensor nested ``depth`` lists deep."""
     import struct
 
-    from conformance.frames import RawTensor, build_frame
+    from conformance.judging.frames import RawTensor, build_frame
 
     key = "deep" + ".0" * depth
     node: list[Any] = ["t", key]

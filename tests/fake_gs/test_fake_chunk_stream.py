@@ -13,7 +13,7 @@ import pytest
 import requests
 from fake_gs_api import OCTET, Api, batch, eventually
 
-from conformance.rawhttp import read_answer, request_head
+from conformance.drivers.rawhttp import read_answer, request_head
 from contract import wire
 
 MAX = 64 * 1024

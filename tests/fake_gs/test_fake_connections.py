@@ -15,7 +15,7 @@ import pytest
 import requests
 from fake_gs_api import eventually
 
-from conformance.rawhttp import read_answer, request_head
+from conformance.drivers.rawhttp import read_answer, request_head
 from fake_gs import FakeServer
 from fake_gs.clock import ManualClock
 

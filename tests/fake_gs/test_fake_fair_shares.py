@@ -9,7 +9,7 @@ from typing import Any
 
 from fake_gs_api import OCTET, Api, batch, eventually, zero_frame_chunks
 
-from conformance.rawhttp import read_answer, request_head
+from conformance.drivers.rawhttp import read_answer, request_head
 from contract import wire
 from fake_gs.chunking import machine as cm
 from fake_gs.chunking import shares

@@ -10,7 +10,7 @@ import pytest
 from fake_gs_api import MODEL, Api, sampling_config, training_config
 
 from contract.errors import is_error_envelope
-from contract.models_catalog import INFERENCE_ONLY_MODELS, TRAINING_MODELS
+from contract.models.catalog import INFERENCE_ONLY_MODELS, TRAINING_MODELS
 from contract.states import normalize_job_state
 from fake_gs.clock import ManualClock
 

@@ -19,7 +19,7 @@ import requests
 from hostile_attacks import Measured, Prober
 from stress_helpers import PeakSampler
 
-from conformance.rawhttp import request_head
+from conformance.drivers.rawhttp import request_head
 
 OCTET = "application/octet-stream"
 #: How long a health probe may take before it counts as failed (a liveness bound).

@@ -17,8 +17,8 @@ from typing import Any
 import requests
 from stress_helpers import PeakSampler, job_body, service_prefix
 
-from conformance.frames import RawTensor, build_frame
-from conformance.rawhttp import read_answer, request_head
+from conformance.drivers.rawhttp import read_answer, request_head
+from conformance.judging.frames import RawTensor, build_frame
 from contract import wire
 
 MiB = 1024 * 1024

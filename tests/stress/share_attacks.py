@@ -21,7 +21,7 @@ import requests
 from hostile_attacks import OCTET, Measured, _chunk0, create_job
 from stress_helpers import PeakSampler, rest_client, service_prefix
 
-from conformance.rawhttp import read_answer, request_head
+from conformance.drivers.rawhttp import read_answer, request_head
 from contract import wire
 
 PAT = "PROGRAMMATIC_ACCESS_TOKEN"
@@ -72,7 +72,7 @@ def _next_chunk_code(token: str, url: str, chunk0: bytes) -> str:
     """The answer code to the group's chunk 1 (a reclaimed group must be restarted)."""
     desc = dict(wire.chunk_descriptor(chunk0)[1])  # type: ignore[index]
     desc["chunk_idx"] = 1
-    from conformance.frames import RawTensor, build_frame
+    from conformance.judging.frames import RawTensor, build_frame
 
     chunk1 = build_frame(["d", [["payload", ["t", "payload"]]]], [RawTensor("payload", "U8", (1,), b"\x01")],
                          op={"request_chunk": desc})

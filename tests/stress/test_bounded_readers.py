@@ -26,11 +26,11 @@ from hostile_server import (
     result_page,
 )
 
-from client.bounded import AnswerTooBig, AnswerTooSlow, mount_bounds
+from client.calls.bounded_read import AnswerTooBig, AnswerTooSlow, mount_bounds
 from client.config import ClientConfig
 from client.errors import AnswerTooLarge, CortexError, DeadlineExceeded, ResultTooLarge
 from client.rest import CortexRestClient
-from conformance.driver_raw import RawDriver
+from conformance.drivers.raw import RawDriver
 from conformance.target import ProbeError, Target, probe, probe_service
 from contract.limits import INFLATION_FREE_BYTES, MiB
 
@@ -82,11 +82,11 @@ def test_the_suites_driver_hangs_up_on_a_drip_at_its_request_timeout() -> None:
 
 
 def test_the_raw_socket_reader_keeps_a_total_time_and_byte_bound() -> None:
-    """conformance.rawhttp.read_answer (the suite's hand-made calls): its time-out bounds
+    """conformance.drivers.rawhttp.read_answer (the suite's hand-made calls): its time-out bounds
     the whole read, and an endless answer is kept only up to its cap."""
     import socket
 
-    from conformance.rawhttp import read_answer
+    from conformance.drivers.rawhttp import read_answer
 
     def ask(srv: Any, timeout_s: float, **kw: Any) -> tuple[int, bytes]:
         host, port = srv.url.split("//", 1)[1].rsplit(":", 1)

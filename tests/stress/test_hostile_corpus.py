@@ -26,7 +26,7 @@ import pytest
 import requests
 from stress_helpers import Admin, PeakSampler, fake_process, job_body, rest_client, service_prefix
 
-from conformance.frames import RawTensor, build_chunk, build_frame, descriptor, split
+from conformance.judging.frames import RawTensor, build_chunk, build_frame, descriptor, split
 from contract import wire
 from contract.errors import is_error_envelope
 

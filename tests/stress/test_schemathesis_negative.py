@@ -29,7 +29,7 @@ from schemathesis.checks import (
 )
 from stress_helpers import DB, SCHEMA, job_body, rest_client
 
-from conformance.properties.test_schemathesis import bake
+from conformance.properties.whole.test_schemathesis import bake
 from contract.openapi import build_openapi
 from contract.routes import prefix, routes_for
 from fake_gs import FakeServer, start_in_background

@@ -11,7 +11,7 @@ from starlette.responses import Response
 from contract import models as m
 from contract.errors import ErrorCode, detail_entry
 from contract.models import CreateJobRequest, SubJobConfig
-from contract.models_catalog import is_known_model, is_trainable
+from contract.models.catalog import is_known_model, is_trainable
 from contract.states import JobState
 from fake_gs.answers import check as answers
 from fake_gs.answers import forms as dialect

@@ -1,0 +1,99 @@
+"""The Locust event hooks of a load run: which part each process plays, and when.
+
+The sequence (init, test_start, test_stopping, test_stop, quitting, quit) is
+:mod:`conformance.load.run`'s docstring; the state it acts on is that module's :data:`RUN`,
+and the master's part is :class:`conformance.load.finish.Host`. Importing this module
+registers the hooks (the locustfile does).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import gevent
+from locust import events
+from locust.env import Environment
+from locust.runners import MasterRunner, WorkerRunner
+
+from conformance.load import options as opts
+from conformance.load.finish import Host
+from conformance.load.measure.tally import Tally
+from conformance.load.run import HELLO, RUN, SETUP, STOP, TALLY, TALLY_GRACE_S, log
+
+
+@events.init_command_line_parser.add_listener
+def _arguments(parser: Any) -> None:
+    opts.add_locust_arguments(parser)
+
+
+@events.init.add_listener
+def _init(environment: Environment, runner: Any, **_: Any) -> None:
+    RUN.environment = environment
+    if isinstance(runner, WorkerRunner):
+        RUN.tally.node = f"worker-{runner.client_id}"
+        runner.register_message(SETUP, lambda msg, **_: RUN.apply(msg.data))
+        runner.register_message(STOP, _worker_stop, concurrent=True)
+        runner.send_message(HELLO, None)  # a set-up sent before this worker listened is resent
+        return
+    RUN.tally.node = "master" if isinstance(runner, MasterRunner) else "local"
+    if isinstance(runner, MasterRunner):  # before the host: starting the fake lets workers in
+        runner.register_message(TALLY, _tally_in)
+        runner.register_message(HELLO, _hello)
+    RUN.host = Host(environment)
+
+
+def _worker_stop(environment: Environment, msg: Any, **_: Any) -> None:
+    """The master asks: stop the users, then send the tally (test_stop does)."""
+    environment.runner.stop()
+
+
+@events.test_start.add_listener
+def _test_start(environment: Environment, **_: Any) -> None:
+    if RUN.host is not None:
+        RUN.host.start()
+
+
+@events.test_stopping.add_listener
+def _test_stopping(environment: Environment, **_: Any) -> None:
+    runner = environment.runner
+    if not isinstance(runner, MasterRunner):
+        return
+    expected = {client.id for client in runner.clients.all}
+    runner.send_message(STOP, None)
+    deadline = time.monotonic() + float(environment.stop_timeout or 0) + TALLY_GRACE_S
+    while not expected <= set(RUN.tallies) and time.monotonic() < deadline:
+        gevent.sleep(0.1)
+    missing = expected - set(RUN.tallies)
+    if missing:
+        log.error("gs-load: no tally from %d worker(s): %s", len(missing), ", ".join(sorted(missing)))
+
+
+def _hello(environment: Environment, msg: Any, **_: Any) -> None:
+    if RUN.host is not None:
+        RUN.host.hello(str(msg.node_id))
+
+
+def _tally_in(environment: Environment, msg: Any, **_: Any) -> None:
+    RUN.tallies[str(msg.node_id)] = Tally.from_wire(msg.data)
+
+
+@events.test_stop.add_listener
+def _test_stop(environment: Environment, **_: Any) -> None:
+    runner = environment.runner
+    if isinstance(runner, WorkerRunner):
+        runner.send_message(TALLY, RUN.own_tally().to_wire())
+    elif RUN.host is not None:
+        RUN.host.finish()
+
+
+@events.quitting.add_listener
+def _quitting(environment: Environment, **_: Any) -> None:
+    if RUN.host is not None:
+        RUN.host.quitting()
+
+
+@events.quit.add_listener
+def _quit(exit_code: int, **_: Any) -> None:
+    if RUN.host is not None:
+        RUN.host.print_report()

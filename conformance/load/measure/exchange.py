@@ -1,0 +1,144 @@
+"""One HTTP exchange as the load meter saw it: what was sent, what came back, how long it took.
+
+The meter (:mod:`conformance.load.measure.meter`) builds it; the judge
+(:mod:`conformance.load.measure.checks`) and Locust's statistics read it. Nothing here sends.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cache, cached_property
+from typing import Any
+from urllib.parse import urlsplit
+
+from contract.errors import find_error_code
+from contract.idempotency import DATA_PLANE_ROUTES
+from contract.routes import PREFIX_TEMPLATE, Route
+from contract.wire import WireError, frame_head_size, read_chunk_head
+
+
+@cache
+def _params_pattern(template: str) -> re.Pattern[str]:
+    """``template`` under the service prefix, its own parameters as named groups."""
+    prefix_names = set(re.findall(r"\{([^}]*)\}", PREFIX_TEMPLATE))
+
+    def piece(part: str) -> str:
+        if not part.startswith("{"):
+            return re.escape(part)
+        name = part[1:-1]
+        return "[^/]+" if name in prefix_names else f"(?P<{name}>[^/:]+)"
+
+    return re.compile("".join(map(piece, re.split(r"(\{[^}]*\})", PREFIX_TEMPLATE + template))) + "$")
+
+
+def path_params(route: Route, url: str) -> dict[str, str]:
+    """The path parameters (job_id, request_id, ...) of a call to ``route`` at ``url``."""
+    found = _params_pattern(route.path).search(urlsplit(url).path)
+    return found.groupdict() if found else {}
+
+
+def final_chunk(route: Route | None, body: bytes | None) -> bool:
+    """Is this body the last (or only) piece of its call? Anything but a request chunk is;
+    a request chunk is when its index is its group's last. ``body`` may be the chunk's
+    header alone (what :func:`kept_body` keeps of a body sent as pieces)."""
+    if route is None or not route.chunked or not body:
+        return True
+    try:
+        head = read_chunk_head(body)
+    except WireError:
+        return True
+    if head is None:
+        return True
+    return int(head.desc.get("chunk_idx", 0)) == int(head.desc.get("total_chunks", 1)) - 1
+
+
+def kept_body(data: Any) -> tuple[bytes | None, int]:
+    """What the meter keeps of a request body, and the body's size. Bytes are kept whole; a
+    body sent as pieces (the kit client's chunk uploads: a length, then views of the frame)
+    only up to its frame header, which is all :func:`final_chunk` reads: copying every
+    chunk would double the client's memory under load."""
+    if isinstance(data, (bytes, bytearray, memoryview)):
+        return bytes(data), len(data)
+    if not hasattr(data, "__len__") or not hasattr(data, "__iter__") or isinstance(data, (str, Mapping)):
+        return None, 0
+    head = bytearray()
+    for piece in data:
+        head += piece
+        need = frame_head_size(head)
+        if need is not None and len(head) >= need:
+            break
+    return bytes(head), len(data)
+
+
+@dataclass
+class Exchange:
+    """One try of one call. ``status`` None: no answer (``error`` says why)."""
+
+    route: Route | None
+    method: str
+    url: str
+    started: float
+    sent: int
+    request_body: bytes | None = None
+    key: str | None = None
+    query: Mapping[str, Any] = field(default_factory=dict)
+    status: int | None = None
+    headers: Mapping[str, str] = field(default_factory=dict)
+    body: bytes = b""
+    elapsed_ms: float = 0.0
+    error: BaseException | None = None
+    #: Bytes of the answer on the wire (status line, headers, body); 0 without one.
+    received: int = 0
+
+    @property
+    def name(self) -> str:
+        return self.route.name if self.route else "other"
+
+    @cached_property
+    def params(self) -> dict[str, str]:
+        return path_params(self.route, self.url) if self.route else {}
+
+    @cached_property
+    def operation_type(self) -> str | None:
+        if self.name != "operation" or not self.request_body:
+            return None
+        try:
+            kind = json.loads(self.request_body).get("operation_type")
+        except (ValueError, AttributeError):
+            return None
+        return kind if isinstance(kind, str) else None
+
+    @property
+    def fake_op(self) -> str:
+        """The op name the fake's counters use: the route, or ``op:<operation_type>``."""
+        kind = self.operation_type
+        return f"op:{kind}" if kind else self.name
+
+    @property
+    def submits(self) -> bool:
+        """A data-plane POST (a call the server may execute)."""
+        return self.method == "POST" and self.name in DATA_PLANE_ROUTES
+
+    @cached_property
+    def json(self) -> Any:
+        """The answer body as JSON (None when it is not JSON)."""
+        if not self.body:
+            return None
+        try:
+            return json.loads(self.body)
+        except (ValueError, RecursionError):
+            return None
+
+    @property
+    def code(self) -> str | None:
+        return find_error_code(self.json)
+
+    def describe(self) -> str:
+        """``POST .../step -> 500 {...}``: the exchange in one line, for a report's examples."""
+        path = urlsplit(self.url).path
+        shown = path.split("/", 8)[-1] if path.count("/") > 8 else path
+        what = f"{self.status}" if self.status is not None else f"no answer ({self.error!r})"
+        return f"{self.method} .../{shown} -> {what} {self.body[:160]!r}"

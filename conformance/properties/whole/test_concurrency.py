@@ -1,0 +1,86 @@
+"""Calls in flight together: every accepted call runs exactly once, none answers
+a 5xx, and the steps among them count one each.
+
+``gs-load`` judges the same clauses under many concurrent loops; this property is their
+small, deterministic form. On the embedded fake its admin API holds the job's executor, so
+the calls are certainly queued together, and the fake's execution counters say how often
+each ran; against a URL the calls are sent back to back (a step takes longer to run than
+the next submit takes to arrive) and the steps' ``global_steps`` are the evidence.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from conformance.drivers.raw import RawDriver
+from conformance.fake_admin import FakeAdmin
+from conformance.judging.checks import no_5xx
+from conformance.judging.variants import variant_job
+from conformance.judging.verdict import Soft
+from contract.clauses import checks
+from contract.states import RequestState
+
+#: The calls sent together: steps, with a save among them.
+TOGETHER = ("step", "step", "save", "step")
+
+
+def _global_steps(driver: RawDriver, job_id: str, soft: Soft) -> int:
+    """The job's global_steps now, read off one step run alone."""
+    _, settled = driver.run_json("step", job_id, {})
+    body = settled.decoded() if settled is not None and settled.status == RequestState.DONE else {}
+    soft.expect("STEP-COUNT-1", isinstance(body.get("global_steps"), int), f"a lone step: {settled}")
+    return int(body.get("global_steps", -1))
+
+
+def _executed(admin: FakeAdmin | None) -> Counter[str]:
+    return Counter(admin.state()["requests"]["executed_by_op"]) if admin else Counter()
+
+
+def _send_together(driver: RawDriver, job_id: str, admin: FakeAdmin | None) -> list[Any]:
+    """Submit :data:`TOGETHER` while (on the fake) the job's executor is held."""
+    if admin is not None:
+        admin.hold(job_id)
+    try:
+        return [driver.call(name, json_body={}, job_id=job_id) for name in TOGETHER]
+    finally:
+        if admin is not None:
+            admin.hold(job_id, False)
+
+
+@checks("REQ-ONCE-1", "STEP-COUNT-1", "ERR-NO500-1")
+def test_calls_in_flight_together_run_once(gs_target, gs_raw, gs_job, gs_variant):
+    """Steps and a save in flight together: each accepted one ends done, runs once (the
+    fake's counters), the steps count one each, and no submit answers 5xx."""
+    if gs_target.embedded:
+        driver, ops = variant_job(gs_variant("plain-hold"))
+        admin: FakeAdmin | None = FakeAdmin(driver.target)
+        job_id = ops.job_id
+    else:
+        driver, admin, job_id = gs_raw, None, gs_job.job_id
+    soft = Soft()
+    base = _global_steps(driver, job_id, soft)
+    before = _executed(admin)
+    answers = _send_together(driver, job_id, admin)
+    accepted: list[tuple[str, str]] = []
+    for name, ans in zip(TOGETHER, answers, strict=True):
+        no_5xx(ans, soft)
+        rid = ans.field("request_id")
+        if ans.ok and isinstance(rid, str):
+            accepted.append((name, rid))
+    steps: list[int] = []
+    for name, rid in accepted:
+        settled = driver.settle(job_id, rid)
+        soft.expect("REQ-ONCE-1", settled.status == RequestState.DONE,
+                    f"accepted {name} {rid} ended {settled.raw_status} ({settled.last})")
+        if name == "step" and settled.status == RequestState.DONE:
+            steps.append(int(settled.decoded().get("global_steps", -1)))
+    wanted = list(range(base + 1, base + 1 + len(steps)))
+    soft.expect("STEP-COUNT-1", sorted(steps) == wanted,
+                f"{len(steps)} steps in flight together after global_steps {base} came back as {steps}")
+    if admin is not None:
+        ran = _executed(admin) - before
+        calls = Counter(name for name, _ in accepted)
+        soft.expect("REQ-ONCE-1", all(ran[op] == calls[op] for op in calls),
+                    f"accepted calls {dict(calls)} executed {dict(ran)} times")
+    soft.check()

@@ -1,0 +1,288 @@
+"""What the OpenAPI document says beyond schemas: links, and the rules schemas cannot state.
+
+* Links let a generic tool walk a job's life from the document alone: create-job yields
+  the ``job_id`` of every job-scoped operation that needs nothing else, each submit the
+  ``request_id`` of a poll (and of a cancel-request operation), save the job's checkpoint
+  list, and that list the ``checkpoint_id`` of load, export and delete. A poll links to the list
+  too (a done save has left a checkpoint there); not to the checkpoint itself, since only
+  a save's result holds one and a link that cannot resolve fails schemathesis' run.
+* ``x-gs-clauses`` lists, per operation, the clause ids judging rules JSON Schema cannot
+  express (state, cross-field arithmetic, DSSST1 frame contents, ...).
+* ``x-gs-refusals``: the statuses those rules give a schema-valid request. The generated
+  schemathesis config (``contract/schemathesis.toml``) tells schemathesis' positive-data
+  check to expect exactly these, operation by operation, and nothing more.
+* The document's examples, and the resources they name, live in ``contract.openapi.examples``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel
+
+from contract.idempotency import DATA_PLANE_ROUTES, IDEMPOTENCY_KEY_HEADER
+from contract.logs import STATEMENTS_ROUTE, stage_credentials_statement
+from contract.openapi.examples import (
+    EXECUTED_BODIES,
+    REQUEST_EXAMPLES,
+    SAMPLE_JOB,
+    request_examples,
+)
+from contract.routes import ROUTES, Route
+
+#: operation -> clause ids judging what the operation's schemas cannot express.
+GS_CLAUSES: dict[str, tuple[str, ...]] = {
+    "create_job": ("CAP-QUEUE-1", "JOB-SUBJOB-1", "JOB-MODEL-2", "ERR-NOSTATE-1"),
+    "list_jobs": ("JOB-LIST-2", "AUTH-ISOLATION-1"),
+    "get_capacity": ("CAP-COUNT-1",),
+    "get_job": ("JOB-GET-1", "JOB-STATE-1", "JOB-STATE-2", "JOB-STATE-3", "AUTH-ISOLATION-1"),
+    "cancel_job": ("CANCEL-ACTIVE-1", "CANCEL-IDEM-1", "CANCEL-CONFLICT-1", "CANCEL-FREE-1"),
+    "get_experiment_run": ("AUTH-ISOLATION-1",),
+    "list_checkpoints": ("CKPT-LIST-2",),
+    "export_checkpoint": ("CKPT-DELETE-2", "CKPT-EXPORT-2", "CKPT-PATH-1"),
+    "delete_checkpoint": ("CKPT-DELETE-1", "CKPT-DELETE-2"),
+    "forward_backward": ("JOB-RUNNING-1", "WIRE-FORMAT-1", "WIRE-MALFORMED-1", "WIRE-PICKLE-1",
+                         "CHUNK-FORMAT-1", "CHUNK-VERIFY-1", "CHUNK-DESC-2", "CG-RESTART-1",
+                         "CG-CONFLICT-1", "CG-MISSING-1", "CG-IDEM-1", "FB-NOINPUT-1",
+                         "LIMIT-FRAME-1", "LIMIT-GROUPS-1"),
+    "step": ("JOB-RUNNING-1", "STEP-COUNT-1", "REQ-ORDER-1"),
+    "save": ("JOB-RUNNING-1", "SAVE-ID-1"),
+    "load": ("JOB-RUNNING-1", "SAVE-LOAD-2", "SAVE-LOAD-3", "SAVE-LOAD-4"),
+    "generate": ("JOB-RUNNING-1", "WIRE-MALFORMED-1", "CHUNK-PLAIN-1", "GEN-ALIGN-1",
+                 "GEN-TOOLONG-1", "LIMIT-FRAME-1"),
+    "generate_stream": ("JOB-RUNNING-1", "GEN-ALIGN-1", "GEN-TOOLONG-1", "GENS-DRAIN-1"),
+    "operation": ("OP-ROUTE-1", "OP-ROUTE-3", "OP-FORWARD-1", "OP-LOGS-1", "OP-CANCEL-1"),
+    "get_request": ("REQ-UNKNOWN-1", "POLL-TERMINAL-1", "POLL-CURSOR-1", "POLL-MAXEV-2",
+                    "POLL-EXPIRE-1"),
+    "forward_no_grad": ("JOB-RUNNING-1", "WIRE-MALFORMED-1", "CHUNK-FORMAT-1", "CG-RESTART-1",
+                        "PROP-FNG-1", "LIMIT-FRAME-1"),
+    "log_probs": ("JOB-RUNNING-1", "PROP-LOGPROBS-1"),
+}
+
+_FRAME = "bytes that are not a DSSST1 frame (or request chunk) of a batch the job can take"
+_TRAINING = "a job without a training sub-job"
+#: operation -> {status: why a schema-valid request may still get it}.
+REFUSALS: dict[str, dict[int, str]] = {
+    "create_job": {400: "a source_checkpoint_info naming a job or checkpoint the caller does not have"},
+    "forward_backward": {400: f"{_FRAME}; {_TRAINING}"},
+    "forward_no_grad": {400: _FRAME},
+    "generate": {400: f"{_FRAME}; lists not aligned with prompts; a token prompt not shorter than max_seq_len"},
+    "generate_stream": {400: "sampling_params or routing_key lists not aligned with prompts; "
+                             "a token prompt not shorter than the sampler's max_seq_len"},
+    "log_probs": {400: "completions not aligned with prompts"},
+    "step": {400: _TRAINING},
+    "save": {400: _TRAINING},
+    "load": {400: f"a target_sub_job_id that is not a sub-job of this job; {_TRAINING}",
+             501: "a sampling target_sub_job_id (not implemented)"},
+    "operation": {400: "a sub_job_id not of this job or hints that disagree; a forward payload that "
+                       "is not a DSSST1 frame; a tail-logs cursor the server did not issue"},
+    "get_request": {400: "a cursor the server did not issue",
+                    410: "a result the server freed once read to the end (POLL-EXPIRE-1)"},
+}
+
+#: Calls per stateful scenario: a job's life is create, save, poll, then load/export/delete.
+STATEFUL_MAX_STEPS = 60
+#: The statuses schemathesis' positive-data check accepts by default (4.x).
+ST_DEFAULT_EXPECTED = ("2xx", "3xx", "401", "403", "404", "409", "429", "5xx")
+_PREFIX_PARAMS = ("database", "schema", "endpoint")
+_SUBMITS = tuple(r.name for r in ROUTES if r.kind in ("async", "stream", "either"))
+_CHECKPOINT_USERS = ("export_checkpoint", "delete_checkpoint", "load")
+#: Submits whose answer links to a cancel-request operation: two JSON ones a walk reaches
+#: often. A link from every submit would be seven more rules for a stateful tool to draw
+#: from at each step, thinning the chances of the long create -> save -> poll -> checkpoint
+#: chain without reaching anything new.
+_CANCELLED = ("step", "log_probs")
+#: Job-scoped operations create-job does not link to: each needs a second id (checkpoint,
+#: request) that only the call which made it can hand over (save, a submit, a poll). From
+#: create-job a tool could only invent that id: wasted calls, and for load and operation
+#: (whose id travels in the body) a 404 naming it that schemathesis takes for the job just
+#: created having vanished (its ST302). Cancel follows delete-checkpoint instead (see ``links``).
+_NOT_FROM_CREATE = frozenset({"load", "operation", "get_request", "export_checkpoint",
+                              "delete_checkpoint", "cancel_job"})
+
+
+def body_required(model: type[BaseModel]) -> bool:
+    """Whether a JSON body must be sent: the service reads an absent one as ``{}``, so only a
+    model with a required field (create-job, load, ...) needs one (step and save do not)."""
+    return bool(model.model_json_schema().get("required"))
+
+
+#: JSON data-plane routes create-job hands a body the service executes (merge_body false:
+#: sent whole), so a walk reaches their success answer instead of spending the step on a
+#: generated body; the fuzzing phases still send generated ones.
+LINK_BODIES = EXECUTED_BODIES
+
+
+def _same_prefix() -> dict[str, str]:
+    return {p: f"$request.path.{p}" for p in _PREFIX_PARAMS}
+
+
+def _keyed(target: str, parameters: dict[str, str], *source_ids: str) -> dict[str, str]:
+    """``parameters`` plus, for a data-plane POST, its own ``Idempotency-Key``: one per
+    source answer and target (``source_ids``, expressions, name the answer), as a client
+    gives one key per logical call. A generated key would often repeat one another route already used
+    (hypothesis favours short strings), and the service answers that 409 (IDEM-KEY-3)."""
+    if target not in DATA_PLANE_ROUTES:
+        return parameters
+    key = "-".join(f"{{{expression}}}" for expression in source_ids)
+    return {**parameters, f"header.{IDEMPOTENCY_KEY_HEADER}": f"{key}-{target}"}
+
+
+def _to_checkpoint(target: str, expression: str) -> dict[str, Any]:
+    """A link handing a checkpoint id to load (in its body) or export/delete (in the path)."""
+    same_job = {**_same_prefix(), "job_id": "$request.path.job_id"}
+    link: dict[str, Any] = {"operationId": target, "parameters": same_job}
+    if target == "load":
+        # The checkpoint of this very job, into its training sub-job (spec §6.4), whole.
+        link["parameters"] = _keyed(target, same_job, "$request.path.job_id", expression)
+        link["requestBody"] = {"checkpoint_id": expression, "source_job_id": "$request.path.job_id",
+                               "target_sub_job_id": None}
+        link["x-schemathesis"] = {"merge_body": False}
+    else:
+        link["parameters"]["checkpoint_id"] = expression
+    return link
+
+
+def _from_create(target: str) -> dict[str, Any]:
+    """create-job -> ``target``: the new job's id, a key of its own, and a body it executes."""
+    job = "$response.body#/job_id"
+    link: dict[str, Any] = {"operationId": target,
+                            "parameters": _keyed(target, {**_same_prefix(), "job_id": job}, job)}
+    if target in LINK_BODIES:
+        link["requestBody"] = LINK_BODIES[target]
+        link["x-schemathesis"] = {"merge_body": False}
+    return link
+
+
+def links(route: Route, profile: str = "proposed") -> dict[str, Any]:
+    """The links of ``route``'s success answer (empty when it yields no id); the current
+    profile has no Idempotency-Key, so its links name none."""
+    out = _links(route)
+    if profile != "proposed":
+        served = {r.name for r in ROUTES if r.profile == "current"}
+        out = {name: link for name, link in out.items() if link["operationId"] in served}
+        for link in out.values():
+            link["parameters"].pop(f"header.{IDEMPOTENCY_KEY_HEADER}", None)
+    return out
+
+
+def _links(route: Route) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if route.name == "create_job":
+        for scoped in ROUTES:
+            if "{job_id}" in scoped.path and scoped.name not in _NOT_FROM_CREATE:
+                out[f"job_{scoped.name}"] = _from_create(scoped.name)
+    if route.name in ("get_capacity", "list_jobs"):
+        # A look at the account: create a job with every sub-job kind. The literal body
+        # replaces the generated one (schemathesis' x-schemathesis merge_body: false).
+        out["create_sample_job"] = {"operationId": "create_job", "parameters": _same_prefix(),
+                                    "requestBody": SAMPLE_JOB, "x-schemathesis": {"merge_body": False}}
+    if route.name == "delete_checkpoint":
+        # Cancel ends a job's life once its checkpoint is deleted, so a walk
+        # does not end the job before the data plane had a turn.
+        out["cancel_job"] = {"operationId": "cancel_job",
+                             "parameters": {**_same_prefix(), "job_id": "$request.path.job_id"}}
+    if route.name in _SUBMITS:
+        same_job = {**_same_prefix(), "job_id": "$request.path.job_id"}
+        out["poll"] = {"operationId": "get_request",
+                       "parameters": {**same_job, "request_id": "$response.body#/request_id"}}
+    if route.name in _CANCELLED:
+        same_job = {**_same_prefix(), "job_id": "$request.path.job_id"}
+        cancel = _keyed("operation", same_job, "$response.body#/request_id")
+        out["cancel"] = {"operationId": "operation", "parameters": cancel, "requestBody": {
+            "operation_type": "cancel-request", "payload": {"request_id": "$response.body#/request_id"}}}
+    if route.name == "get_request":
+        # A polled save (done) has left a checkpoint: the list names it, and so does the
+        # save's result (in either dialect; a poll of anything else resolves to nothing, and
+        # the tool then generates the id: a 404, never a failure, the source being a GET).
+        out["then_list"] = {"operationId": "list_checkpoints",
+                            "parameters": {**_same_prefix(), "job_id": "$request.path.job_id"}}
+        for target in _CHECKPOINT_USERS:
+            out[f"saved_{target}"] = _to_checkpoint(target, "$response.body#/result/checkpoint_id")
+    if route.name == "save":
+        # The saved checkpoint's id is the listed one: the request's may be absent or empty
+        # (the server then names it), so a link cannot take it from the save request.
+        out["saved_list"] = {"operationId": "list_checkpoints",
+                             "parameters": {**_same_prefix(), "job_id": "$request.path.job_id"}}
+    if route.name == "list_checkpoints":
+        for target in _CHECKPOINT_USERS:
+            out[f"listed_{target}"] = _to_checkpoint(target, "$response.body#/checkpoints/0/checkpoint_id")
+    return out
+
+
+def omitted_operations() -> dict[str, dict[str, Any]]:
+    """``x-gs-omitted-operations``: routes the service serves that the document leaves out, and
+    why. The SQL statement route's one accepted body names a run of the caller's job inside a
+    ``SYSTEM$...`` call; a link would have to write that text, and in a link a ``$`` starts a
+    runtime expression, so no link can (schemathesis: "Unknown token"). Listed without a
+    link, no link-aware tool could reach its success answer: every generated statement is
+    refused (400) or names no run (404), and the run warns of missing test data."""
+    return {f"{STATEMENTS_ROUTE.method} {STATEMENTS_ROUTE.path}": {
+        "operationId": STATEMENTS_ROUTE.name,
+        "summary": STATEMENTS_ROUTE.summary,
+        "accepted-statement": stage_credentials_statement("<experiment_name>", "<run_name>"),
+        "why-omitted": "Its one accepted body is a SYSTEM$GET_VSTAGE_WRITE_CREDS statement "
+                       "naming a run of GET /{job_id}/experiment-run; a link cannot write it ('$' "
+                       "starts a runtime expression), so no tool following this document could "
+                       "reach its success answer.",
+        "x-gs-clauses": ["JOB-LOGS-1", "JOB-LOGS-2"],
+    }}
+
+
+def extensions(route: Route) -> dict[str, Any]:
+    """The vendor extensions of one operation."""
+    out: dict[str, Any] = {"x-gs-clauses": list(GS_CLAUSES.get(route.name, ()))}
+    refusals = REFUSALS.get(route.name)
+    if refusals:
+        out["x-gs-refusals"] = {str(status): why for status, why in sorted(refusals.items())}
+    return out
+
+
+def schemathesis_config() -> str:
+    """``contract/schemathesis.toml``: an examples phase that sends the document's examples
+    as they are, in its order (``contract.openapi.examples``); a stateful phase on the links
+    only; per operation, the positive-data statuses to expect (schemathesis' defaults plus
+    the operation's ``x-gs-refusals``)."""
+    lines = [
+        "# Generated from contract/openapi/document_rules.py by `python -m contract schemathesis-config`;",
+        "# a test fails when it drifts. For each operation: the statuses a schema-valid request",
+        "# may still get, for a rule the document lists in x-gs-refusals / x-gs-clauses.",
+        "",
+    ]
+    lines += [
+        "# The examples phase sends the document's examples as they are (no id captured from an",
+        "# answer), in the document's order: a server holding the resources they name (fake-gs",
+        "# --example-data) answers every operation 2xx there; cancel and delete name their own.",
+        "[phases.examples]",
+        'operation-ordering = "none"',
+        "",
+        "[phases.examples.extra-data-sources]",
+        "responses = false",
+        "",
+    ]
+    lines += [
+        "# The stateful phase follows the document's links only (its own inferred links would",
+        "# spend the steps on guesses), with room for create -> save -> poll -> export chains.",
+        "[phases.stateful]",
+        f"max-steps = {STATEFUL_MAX_STEPS}",
+        "",
+        "[phases.stateful.inference]",
+        "algorithms = []",
+        "",
+    ]
+    for name, refusals in REFUSALS.items():
+        # A refusal the kit answers 400 may come as spec §3.6's detail list with 422.
+        extra = [422] if 400 in refusals else []
+        statuses = list(ST_DEFAULT_EXPECTED) + [str(s) for s in sorted(refusals) + extra]
+        lines += [
+            "[[operations]]",
+            f'include-operation-id = "{name}"',
+            "checks.positive_data_acceptance.expected-statuses = [{}]".format(
+                ", ".join(f'"{s}"' for s in statuses)),
+            "",
+        ]
+    return "\n".join(lines)
+
+
+__all__ = ["GS_CLAUSES", "LINK_BODIES", "REFUSALS", "REQUEST_EXAMPLES", "SAMPLE_JOB", "body_required",
+           "extensions", "links", "omitted_operations", "request_examples", "schemathesis_config"]
