@@ -163,11 +163,11 @@ def gs_new_job(
 @pytest.fixture(scope="session")
 def gs_admin(gs_target: Target) -> Any:
     """The embedded fake's admin API (skips against a real URL)."""
-    from conformance.fake_admin import FakeAdmin
+    from conformance.fake_admin import admin_of
 
     if not gs_target.embedded:
         pytest.skip("needs the embedded fake's admin API; the target is a real URL")
-    return FakeAdmin(gs_target)
+    return admin_of(gs_target)
 
 
 @pytest.fixture(scope="session")
@@ -218,8 +218,3 @@ def gs_via(request: pytest.FixtureRequest) -> Callable[[str], Any]:
         return request.getfixturevalue("gs_ops" if via == "raw" else "gs_client_ops")
 
     return get
-
-
-@pytest.fixture(scope="session")
-def gs_examples(gs_opts: GsOptions) -> int:
-    return gs_opts.n_examples

@@ -29,7 +29,7 @@ from conformance.target import run_secrets
 from contract.clauses import clauses_of, for_profile
 from contract.redact import scrub_text
 
-pytest_plugins = ("conformance.fixtures",)
+pytest_plugins = ("conformance.fixtures", "conformance.gate_client")
 PROPERTIES_DIR = Path(__file__).resolve().parent / "properties"
 
 

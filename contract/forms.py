@@ -112,11 +112,6 @@ def relaxing(cid: str) -> list[Form]:
     return [f for f in FORMS.values() if cid in f.relaxes]
 
 
-def kit_form_clauses() -> frozenset[str]:
-    """Every decided clause that pins a kit form some row relaxes."""
-    return frozenset(cid for f in FORMS.values() for cid in f.relaxes)
-
-
 def kit_form_judged(cid: str, forms: Iterable[str]) -> bool:
     """Whether kit-form clause ``cid`` is judged on a target that may use ``forms``: only
     when none of them relaxes it (any other clause: always)."""

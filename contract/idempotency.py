@@ -4,10 +4,11 @@ Spec §3.5 documents a reference client that resends every route (step and save 
 after time-outs and 5xx, so a lost answer can run an optimizer step twice. This module is
 the one home of the facts both sides need to stop that:
 
-* the idempotency of every route (and of every operation type): a *read* or an
-  *idempotent* call may be resent freely; a *group* call is identified by its chunk group
-  (resending the same chunks resolves to one execution); an *unsafe* call must not be
-  resent after an ambiguous failure unless the server honours idempotency keys;
+* the kinds of idempotency (each route's is a field of its row in ``contract.routes``, an
+  operation type's is here): a *read* or an *idempotent* call may be resent freely; a
+  *group* call is identified by its chunk group (resending the same chunks resolves to one
+  execution); an *unsafe* call must not be resent after an ambiguous failure unless the
+  server honours idempotency keys;
 * the proposed ``Idempotency-Key`` header: a server that supports it answers a repeat of
   a key (same account, same method, path and body) with the original answer without
   executing again, answers a repeat with another body ``409 idempotency_conflict``, and
@@ -31,33 +32,6 @@ KEY_WINDOW_S = 24 * 3600.0
 #: The longest key a server accepts (a UUID is 36 characters).
 MAX_KEY_CHARS = 255
 
-#: Route name -> idempotency. ``generate`` is a group call only when sent as request
-#: chunks (its plain frame has no identity); see :func:`call_idempotency`.
-ROUTE_IDEMPOTENCY: dict[str, Idempotency] = {
-    "create_job": "unsafe",
-    "list_jobs": "read",
-    "get_capacity": "read",
-    "get_job": "read",
-    "cancel_job": "idempotent",
-    "get_experiment_run": "read",
-    "list_checkpoints": "read",
-    "export_checkpoint": "idempotent",
-    "delete_checkpoint": "idempotent",
-    "forward_backward": "group",
-    "step": "unsafe",
-    "save": "unsafe",
-    "load": "unsafe",
-    "generate": "unsafe",
-    "generate_stream": "unsafe",
-    "operation": "unsafe",
-    "get_request": "read",
-    "forward_no_grad": "group",
-    "log_probs": "unsafe",
-    # The SQL API call of the execution-log download (contract.logs) only hands out
-    # stage credentials: asking twice is harmless.
-    "sql_statements": "read",
-}
-
 #: Operation type -> idempotency (the ``operation`` route's calls differ by type).
 OPERATION_IDEMPOTENCY: dict[str, Idempotency] = {
     "forward": "unsafe",
@@ -69,29 +43,8 @@ OPERATION_IDEMPOTENCY: dict[str, Idempotency] = {
     "tail-logs": "read",
 }
 
-#: Data-plane routes: a client sends a key on each of their POSTs.
-DATA_PLANE_ROUTES: frozenset[str] = frozenset({
-    "forward_backward", "step", "save", "load", "generate", "generate_stream", "operation",
-    "forward_no_grad", "log_probs",
-})
-
-#: Routes resent only after a failure that provably never reached the server (spec §3.5,
-#: CLIENT-RETRY-2): not after an ambiguous failure, keys or not, nor after any error
-#: answer, so a lost answer never creates a second job.
-RESEND_ONLY_IF_UNSENT: frozenset[str] = frozenset({"create_job"})
-
 #: The kit's client mutant (see ``fake_gs.ops.mutants``): on a resend, the key is left off.
 CLIENT_MUTANT_KEY_DROPPED = "client-key-dropped-on-retry"
-
-
-def call_idempotency(route: str, *, operation_type: str | None = None,
-                     chunked: bool = False) -> Idempotency:
-    """The idempotency of one call: its route's, refined by operation type or chunking."""
-    if chunked:
-        return "group"
-    if route == "operation" and operation_type is not None:
-        return OPERATION_IDEMPOTENCY.get(operation_type, "unsafe")
-    return ROUTE_IDEMPOTENCY.get(route, "unsafe")
 
 
 def may_resend(kind: Idempotency) -> bool:

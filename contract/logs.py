@@ -28,6 +28,8 @@ STATEMENTS_ROUTE = Route(
     "sql_statements", "POST", STATEMENTS_PATH, "json", "sync", "current",
     "Run a SQL statement (the execution-log download asks it for stage credentials)",
     response_model=StatementResult,
+    # It only hands out stage credentials: asking twice is harmless.
+    idempotency="read", clauses=("JOB-LOGS-1", "JOB-LOGS-2"),
 )
 #: The directory of the run's stage that holds per-sub-job log files.
 LOGS_DIR = "_logs"

@@ -1,20 +1,35 @@
-"""Every route of both profiles as data: method, path, body kind, sync/async, states needed.
+"""Every route of both profiles as data: one row per route holds every fact about it.
 
-Paths are templates under :func:`prefix`. The fake builds its router from this table, the
-client its calls, the OpenAPI document its paths; nothing else spells a path.
+A row says where the route is (method, path template under :func:`prefix`), what it takes
+and answers (body kind, models), how it may be repeated (its idempotency, whether it is a
+keyed data-plane call, create-job's resend-only-if-unsent rule), what the suite judges of it
+beyond schemas (its clauses, the refusals a schema-valid request may still get) and the
+examples the OpenAPI document gives it. The fake builds its router from this table, the
+client its calls and retry decisions, the OpenAPI document its paths, extensions and
+examples; nothing else spells a path or keeps a per-route side table.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cache
-from typing import Literal
+from typing import Any, Literal
 from urllib.parse import quote, urlsplit
 
 from pydantic import BaseModel
 
 from contract import models as m
+from contract.example_resources import (
+    EXAMPLE_CANCEL_JOB_ID,
+    EXAMPLE_CHECKPOINT_ID,
+    EXAMPLE_DELETE_CHECKPOINT_ID,
+    FIRST_SAVE_IDS,
+    ONE_PROMPT,
+    SAMPLE_JOB,
+)
+from contract.idempotency import OPERATION_IDEMPOTENCY, Idempotency
 from contract.states import JobState
 
 DEFAULT_ENDPOINT = "cortex-training"
@@ -31,7 +46,19 @@ RUNNING = frozenset({JobState.RUNNING})
 
 
 @dataclass(frozen=True)
+class RequestExample:
+    """One named example of a JSON request body in the OpenAPI document (tools send it in
+    their examples phase and mix it into generated bodies)."""
+
+    name: str
+    summary: str
+    value: Any = field(hash=False)
+
+
+@dataclass(frozen=True)
 class Route:
+    """One route and every fact the kit keeps about it (see the module docstring)."""
+
     name: str
     method: str
     path: str
@@ -49,6 +76,30 @@ class Route:
     success_status: int = 200
     chunked: bool = False
     query: tuple[str, ...] = field(default=())
+    #: May a call be resent after an ambiguous failure (spec §3.5)? A *read* or
+    #: *idempotent* call may; a *group* call is identified by its chunk group (a chunked
+    #: upload is one whatever its route says); an *unsafe* one only under a key.
+    idempotency: Idempotency = "unsafe"
+    #: A data-plane call: on the proposed profile each POST of it may carry an
+    #: ``Idempotency-Key`` (the client sends one, the fake honours it, the document says so).
+    data_plane: bool = False
+    #: Resent only after a failure that provably never reached the server, keys or not, and
+    #: never after an error answer, so a lost answer never makes a second one (CLIENT-RETRY-2).
+    resend_only_if_unsent: bool = False
+    #: Clause ids judging what the route's schemas cannot express (``x-gs-clauses``).
+    clauses: tuple[str, ...] = ()
+    #: (status, why): what a schema-valid request may still get (``x-gs-refusals``, and the
+    #: statuses schemathesis' positive-data check is told to accept).
+    refusals: tuple[tuple[int, str], ...] = ()
+    #: A JSON body the service executes on a job with both sub-jobs: the document's
+    #: ``executed`` example, and what create-job's links hand the route (sent whole).
+    executed_body: Mapping[str, Any] | None = field(default=None, hash=False)
+    #: The document's other request body examples.
+    examples: tuple[RequestExample, ...] = ()
+    #: (path parameter, example id) where the route names an example resource of its own
+    #: (cancel ends its own job, delete removes its own checkpoint), so the examples phase's
+    #: order does not matter.
+    example_ids: tuple[tuple[str, str], ...] = ()
 
     @property
     def content_type(self) -> str | None:
@@ -56,6 +107,19 @@ class Route:
         if self.body == "none":
             return None
         return JSON if self.body == "json" else OCTET
+
+    def call_idempotency(self, *, operation_type: str | None = None, chunked: bool = False) -> Idempotency:
+        """The idempotency of one call: the route's, refined by operation type or chunking."""
+        if chunked:
+            return "group"
+        if self.name == "operation" and operation_type is not None:
+            return OPERATION_IDEMPOTENCY.get(operation_type, "unsafe")
+        return self.idempotency
+
+    @property
+    def keyed(self) -> bool:
+        """Does a call of this route carry an ``Idempotency-Key`` (proposed profile)?"""
+        return self.data_plane and self.method == "POST"
 
     def render(self, **params: str) -> str:
         """Fill the path template, percent-encoding each parameter as one whole segment
@@ -85,58 +149,117 @@ def prefix(database: str, schema: str, endpoint: str = DEFAULT_ENDPOINT) -> str:
     )
 
 
+_FRAME = "bytes that are not a DSSST1 frame (or request chunk) of a batch the job can take"
+_TRAINING = "a job without a training sub-job"
+
 ROUTES: tuple[Route, ...] = (
     Route("create_job", "POST", "/", "json", "sync", "current", "Create a job",
-          request_model=m.CreateJobRequest, response_model=m.CreateJobResponse),
+          request_model=m.CreateJobRequest, response_model=m.CreateJobResponse,
+          resend_only_if_unsent=True,
+          clauses=("CAP-QUEUE-1", "JOB-SUBJOB-1", "JOB-MODEL-2", "ERR-NOSTATE-1"),
+          refusals=((400, "a source_checkpoint_info naming a job or checkpoint the caller does not have"),),
+          examples=(RequestExample("sample_job", "One training and one sampling sub-job of the smallest model",
+                                   SAMPLE_JOB),)),
     Route("list_jobs", "GET", "/", "none", "sync", "current", "List jobs",
-          response_model=m.JobList, query=("status",)),
+          response_model=m.JobList, query=("status",), idempotency="read",
+          clauses=("JOB-LIST-2", "AUTH-ISOLATION-1")),
     Route("get_capacity", "GET", "/capacity", "none", "sync", "current", "Account GPU capacity",
-          response_model=m.Capacity),
+          response_model=m.Capacity, idempotency="read", clauses=("CAP-COUNT-1",)),
     Route("get_job", "GET", "/{job_id}", "none", "sync", "current", "Get a job",
-          response_model=m.Job),
+          response_model=m.Job, idempotency="read",
+          clauses=("JOB-GET-1", "JOB-STATE-1", "JOB-STATE-2", "JOB-STATE-3", "AUTH-ISOLATION-1")),
     Route("cancel_job", "POST", "/{job_id}:cancel", "none", "sync", "current", "Cancel a job",
-          response_model=m.CancelJobResponse),
+          response_model=m.CancelJobResponse, idempotency="idempotent",
+          clauses=("CANCEL-ACTIVE-1", "CANCEL-IDEM-1", "CANCEL-CONFLICT-1", "CANCEL-FREE-1"),
+          example_ids=(("job_id", EXAMPLE_CANCEL_JOB_ID),)),
     Route("get_experiment_run", "GET", "/{job_id}/experiment-run", "none", "sync", "current",
-          "Experiment and run names of a job", response_model=m.ExperimentRun),
+          "Experiment and run names of a job", response_model=m.ExperimentRun, idempotency="read",
+          clauses=("AUTH-ISOLATION-1",)),
     Route("list_checkpoints", "GET", "/{job_id}/checkpoints", "none", "sync", "current",
-          "List a job's checkpoints", response_model=m.CheckpointList),
+          "List a job's checkpoints", response_model=m.CheckpointList, idempotency="read",
+          clauses=("CKPT-LIST-2",)),
     Route("export_checkpoint", "POST", "/{job_id}/checkpoints/{checkpoint_id}:export", "none",
           "sync", "current", "Export a checkpoint as downloadable files",
-          response_model=m.ExportResponse),
+          response_model=m.ExportResponse, idempotency="idempotent",
+          clauses=("CKPT-DELETE-2", "CKPT-EXPORT-2", "CKPT-PATH-1")),
     Route("delete_checkpoint", "DELETE", "/{job_id}/checkpoints/{checkpoint_id}", "none", "sync",
-          "current", "Delete a checkpoint", response_model=m.EmptyObject),
+          "current", "Delete a checkpoint", response_model=m.EmptyObject, idempotency="idempotent",
+          clauses=("CKPT-DELETE-1", "CKPT-DELETE-2"),
+          example_ids=(("checkpoint_id", EXAMPLE_DELETE_CHECKPOINT_ID),)),
     Route("forward_backward", "POST", "/{job_id}/forward-backward", "octet", "async", "current",
           "Forward and backward pass over a DSSST1 batch (always request chunks)",
-          needs_states=RUNNING, response_model=m.SubmitResponse, result_model=m.ForwardBackwardResult, chunked=True),
+          needs_states=RUNNING, response_model=m.SubmitResponse, result_model=m.ForwardBackwardResult,
+          chunked=True, idempotency="group", data_plane=True,
+          clauses=("JOB-RUNNING-1", "WIRE-FORMAT-1", "WIRE-MALFORMED-1", "WIRE-PICKLE-1",
+                   "CHUNK-FORMAT-1", "CHUNK-VERIFY-1", "CHUNK-DESC-2", "CG-RESTART-1",
+                   "CG-CONFLICT-1", "CG-MISSING-1", "CG-IDEM-1", "FB-NOINPUT-1",
+                   "LIMIT-FRAME-1", "LIMIT-GROUPS-1"),
+          refusals=((400, f"{_FRAME}; {_TRAINING}"),)),
     Route("step", "POST", "/{job_id}/step", "json", "async", "current", "Optimizer step",
           needs_states=RUNNING, request_model=m.StepRequest, response_model=m.SubmitResponse,
-          result_model=m.StepResult),
+          result_model=m.StepResult, data_plane=True,
+          clauses=("JOB-RUNNING-1", "STEP-COUNT-1", "REQ-ORDER-1"),
+          refusals=((400, _TRAINING),), executed_body={}),
     Route("save", "POST", "/{job_id}/save", "json", "async", "current", "Save a checkpoint",
           needs_states=RUNNING, request_model=m.SaveRequest, response_model=m.SubmitResponse,
-          result_model=m.SaveResult),
+          result_model=m.SaveResult, data_plane=True, clauses=("JOB-RUNNING-1", "SAVE-ID-1"),
+          refusals=((400, _TRAINING),), executed_body={}),
     Route("load", "POST", "/{job_id}/load", "json", "async", "current", "Load a checkpoint",
           needs_states=RUNNING, request_model=m.LoadRequest, response_model=m.SubmitResponse,
-          result_model=m.LoadResult),
+          result_model=m.LoadResult, data_plane=True,
+          clauses=("JOB-RUNNING-1", "SAVE-LOAD-2", "SAVE-LOAD-3", "SAVE-LOAD-4"),
+          refusals=((400, f"a target_sub_job_id that is not a sub-job of this job; {_TRAINING}"),
+                    (501, "a sampling target_sub_job_id (not implemented)")),
+          examples=(RequestExample("example_checkpoint",
+                                   "The example job's own checkpoint, into its training sub-job",
+                                   {"checkpoint_id": EXAMPLE_CHECKPOINT_ID}),
+                    *(RequestExample(f"first_save_{dialect}",
+                                     f"The checkpoint a first save names ({dialect} dialect)",
+                                     {"checkpoint_id": ckpt})
+                      for dialect, ckpt in zip(("kit", "spec"), FIRST_SAVE_IDS, strict=True)))),
     Route("generate", "POST", "/{job_id}/generate", "octet", "async", "current",
           "Generate from prompts (a DSSST1 frame or request chunks)",
-          needs_states=RUNNING, response_model=m.SubmitResponse, result_model=m.GenerateResult, chunked=True),
+          needs_states=RUNNING, response_model=m.SubmitResponse, result_model=m.GenerateResult,
+          chunked=True, data_plane=True,
+          clauses=("JOB-RUNNING-1", "WIRE-MALFORMED-1", "CHUNK-PLAIN-1", "GEN-ALIGN-1",
+                   "GEN-TOOLONG-1", "LIMIT-FRAME-1"),
+          refusals=((400, f"{_FRAME}; lists not aligned with prompts; a token prompt not shorter "
+                          "than max_seq_len"),)),
     Route("generate_stream", "POST", "/{job_id}/generate-stream", "octet-json", "stream",
           "current", "Generate with per-prompt streamed events (JSON bytes, not chunked)",
           needs_states=RUNNING, request_model=m.GenerateRequest,
-          response_model=m.GenerateStreamSubmitResponse),
+          response_model=m.GenerateStreamSubmitResponse, data_plane=True,
+          clauses=("JOB-RUNNING-1", "GEN-ALIGN-1", "GEN-TOOLONG-1", "GENS-DRAIN-1"),
+          refusals=((400, "sampling_params or routing_key lists not aligned with prompts; "
+                          "a token prompt not shorter than the sampler's max_seq_len"),),
+          executed_body=ONE_PROMPT),
     Route("operation", "POST", "/{job_id}/operation", "json", "either", "current",
           "Run an operation (inline result or a request id to poll)",
-          needs_states=RUNNING, request_model=m.OperationEnvelope),
+          needs_states=RUNNING, request_model=m.OperationEnvelope, data_plane=True,
+          clauses=("OP-ROUTE-1", "OP-ROUTE-3", "OP-FORWARD-1", "OP-LOGS-1", "OP-CANCEL-1"),
+          refusals=((400, "a sub_job_id not of this job or hints that disagree; a forward payload that "
+                          "is not a DSSST1 frame; a tail-logs cursor the server did not issue"),),
+          examples=(RequestExample("tail_logs", "The training sub-job's log lines (answered inline)",
+                                   {"operation_type": "tail-logs", "payload": {}}),)),
     Route("get_request", "GET", "/{job_id}/requests/{request_id}", "none", "sync", "current",
           "Poll an asynchronous request", needs_states=RUNNING,
-          response_model=m.RequestStatus, query=("max_events", "cursor")),
+          response_model=m.RequestStatus, query=("max_events", "cursor"), idempotency="read",
+          clauses=("REQ-UNKNOWN-1", "POLL-TERMINAL-1", "POLL-CURSOR-1", "POLL-MAXEV-2", "POLL-EXPIRE-1"),
+          refusals=((400, "a cursor the server did not issue"),
+                    (410, "a result the server freed once read to the end (POLL-EXPIRE-1)"))),
     Route("forward_no_grad", "POST", "/{job_id}/forward-no-grad", "octet", "async", "proposed",
           "Forward pass without gradients (DSSST1 request chunks)",
-          needs_states=RUNNING, response_model=m.SubmitResponse, result_model=m.ForwardResult, chunked=True),
+          needs_states=RUNNING, response_model=m.SubmitResponse, result_model=m.ForwardResult,
+          chunked=True, idempotency="group", data_plane=True,
+          clauses=("JOB-RUNNING-1", "WIRE-MALFORMED-1", "CHUNK-FORMAT-1", "CG-RESTART-1",
+                   "PROP-FNG-1", "LIMIT-FRAME-1"),
+          refusals=((400, _FRAME),)),
     Route("log_probs", "POST", "/{job_id}/log-probs", "json", "async", "proposed",
           "Score prompts/completions, DSSST1 result", needs_states=RUNNING,
           request_model=m.LogProbsRequest, response_model=m.SubmitResponse,
-          result_model=m.LogProbsResult),
+          result_model=m.LogProbsResult, data_plane=True, clauses=("JOB-RUNNING-1", "PROP-LOGPROBS-1"),
+          refusals=((400, "completions not aligned with prompts"),),
+          executed_body={"prompts": ["Hello"]}),
 )
 
 ROUTES_BY_NAME: dict[str, Route] = {r.name: r for r in ROUTES}

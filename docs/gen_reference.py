@@ -17,7 +17,6 @@ import argparse
 import ast
 import inspect
 import os
-import re
 import sys
 import types
 import typing
@@ -263,7 +262,7 @@ def comments_before(source: str) -> dict[str, str]:
                     i -= 1
                 grouped = not above and i >= 0 and lines[i].strip() != ""
                 text = " ".join(above) if above else GROUPED if grouped and previous else ""
-                found[target.id] = previous = re.sub(r" ?\((issue \d+|facts, sections? [\d, ]+)\)", "", text)
+                found[target.id] = previous = text
     return found
 
 

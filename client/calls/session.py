@@ -45,13 +45,7 @@ from client.errors import (
 )
 from contract.auth import auth_headers
 from contract.errors import NON_RETRYABLE_CODES
-from contract.idempotency import (
-    DATA_PLANE_ROUTES,
-    IDEMPOTENCY_KEY_HEADER,
-    RESEND_ONLY_IF_UNSENT,
-    Idempotency,
-    call_idempotency,
-)
+from contract.idempotency import IDEMPOTENCY_KEY_HEADER, Idempotency
 from contract.limits import MAX_ANSWER_BYTES, MAX_ANSWER_INFLATION, RetryPolicy
 from contract.routes import JSON, Route
 
@@ -180,8 +174,8 @@ class _Call:
 
     ``kind`` is the route's idempotency unless ``idempotency`` overrides it (a chunk
     upload is a ``group`` call); every data-plane POST gets one key for all its tries.
-    ``only_if_unsent`` marks a call resent only when no try reached the server
-    (``contract.idempotency.RESEND_ONLY_IF_UNSENT``: create-job, CLIENT-RETRY-2).
+    ``only_if_unsent`` marks a call resent only when no try reached the server (the
+    route's ``resend_only_if_unsent``: create-job, CLIENT-RETRY-2).
     """
 
     route: Route
@@ -198,11 +192,9 @@ class _Call:
     last_failure: CortexError | None = None
 
     def __post_init__(self, idempotency: Idempotency | None) -> None:
-        self.kind = idempotency or call_idempotency(self.route.name,
-                                                    operation_type=self.operation_type)
-        data_plane_post = self.route.method == "POST" and self.route.name in DATA_PLANE_ROUTES
-        self.key = str(uuid.uuid4()) if data_plane_post else None
-        self.only_if_unsent = self.route.name in RESEND_ONLY_IF_UNSENT
+        self.kind = idempotency or self.route.call_idempotency(operation_type=self.operation_type)
+        self.key = str(uuid.uuid4()) if self.route.keyed else None
+        self.only_if_unsent = self.route.resend_only_if_unsent
 
 
 class PiecesBody(Protocol):

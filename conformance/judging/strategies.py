@@ -238,9 +238,6 @@ def with_value(body: dict[str, Any], path: tuple[Any, ...], value: Any) -> dict[
     return out
 
 
-non_positive = st.one_of(st.integers(-5, 0), st.just("8"), st.none())
-
-
 # --- valid create bodies ------------------------------------------------------------------
 
 

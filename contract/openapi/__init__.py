@@ -14,7 +14,13 @@ from pydantic import BaseModel
 
 from contract import models as m
 from contract.errors import REQUEST_ID_HEADER
-from contract.idempotency import DATA_PLANE_ROUTES, IDEMPOTENCY_KEY_HEADER, MAX_KEY_CHARS
+from contract.example_resources import (
+    EXAMPLE_CHECKPOINT_ID,
+    EXAMPLE_JOB_ID,
+    EXAMPLE_REQUEST_ID,
+    FIRST_SAVE_IDS,
+)
+from contract.idempotency import IDEMPOTENCY_KEY_HEADER, MAX_KEY_CHARS
 from contract.limits import DEFAULT_MAX_EVENTS, MAX_EVENTS_CAP
 from contract.openapi.answer_fields import require_as_clauses
 from contract.openapi.bodies import (
@@ -29,8 +35,7 @@ from contract.openapi.bodies import (
     schema_ref,
 )
 from contract.openapi.document_rules import body_required, extensions, links, omitted_operations
-from contract.openapi.examples import param_examples, request_examples
-from contract.routes import PREFIX_TEMPLATE, ROUTES, Profile, Route, routes_for
+from contract.routes import DEFAULT_ENDPOINT, PREFIX_TEMPLATE, ROUTES, Profile, Route, routes_for
 
 ERROR_STATUSES: dict[str, str] = {
     "400": "Invalid input",
@@ -59,6 +64,38 @@ RESULT_MODELS: tuple[type[BaseModel], ...] = tuple(dict.fromkeys((
     *(r.result_model for r in ROUTES if r.result_model is not None),
     *m.OPERATION_RESULTS.values(),
 )))
+
+
+#: The service prefix the examples use (any prefix reaches the same account).
+PREFIX_EXAMPLES: dict[str, str] = {"database": "EXAMPLE_DB", "schema": "PUBLIC", "endpoint": DEFAULT_ENDPOINT}
+
+
+def param_examples(route: Route, name: str) -> list[str]:
+    """The example values of ``route``'s path parameter ``name``: the example resources
+    (``contract.example_resources``), or the one the route names as its own (its
+    ``example_ids``); a checkpoint id also lists the ids a first save names."""
+    if name in PREFIX_EXAMPLES:
+        return [PREFIX_EXAMPLES[name]]
+    own = dict(route.example_ids)
+    if name == "job_id":
+        return [own.get(name, EXAMPLE_JOB_ID)]
+    if name == "checkpoint_id":
+        return [own.get(name, EXAMPLE_CHECKPOINT_ID), *FIRST_SAVE_IDS]
+    if name == "request_id":
+        return [own.get(name, EXAMPLE_REQUEST_ID)]
+    return []
+
+
+def request_examples(route: Route) -> dict[str, Any]:
+    """The media type's ``examples`` of ``route``'s JSON request body (empty when it has
+    none): its executed body, then its other examples."""
+    out: dict[str, Any] = {}
+    if route.executed_body is not None:
+        out["executed"] = {"summary": "A body the service executes on the example job",
+                           "value": route.executed_body}
+    out.update({example.name: {"summary": example.summary, "value": example.value}
+                for example in route.examples})
+    return out
 
 
 def _path_params(route: Route) -> list[dict[str, Any]]:
@@ -91,7 +128,7 @@ def _header_params(route: Route, profile: Profile) -> list[dict[str, Any]]:
     runs as in the current profile): 1 to MAX_KEY_CHARS visible ASCII characters, no blanks
     (HTTP trims them at a header's ends, so a key with them could not repeat byte for
     byte); the fake refuses anything else with 400."""
-    if profile != "proposed" or route.name not in DATA_PLANE_ROUTES or route.method != "POST":
+    if profile != "proposed" or not route.keyed:
         return []
     return [{
         "name": IDEMPOTENCY_KEY_HEADER, "in": "header", "required": False,
@@ -103,8 +140,8 @@ def _header_params(route: Route, profile: Profile) -> list[dict[str, Any]]:
 
 
 def _request_body(route: Route, components: dict[str, Any]) -> dict[str, Any] | None:
-    """The operation's request body, with the examples ``openapi_examples`` gives it (an
-    octet body's: its sample frame)."""
+    """The operation's request body, with the examples its row gives it (an octet body's:
+    its sample frame)."""
     body = _body_schema(route, components)
     examples = request_examples(route)
     sample = sample_bodies().get(route.name)

@@ -7,11 +7,13 @@
   too (a done save has left a checkpoint there); not to the checkpoint itself, since only
   a save's result holds one and a link that cannot resolve fails schemathesis' run.
 * ``x-gs-clauses`` lists, per operation, the clause ids judging rules JSON Schema cannot
-  express (state, cross-field arithmetic, DSSST1 frame contents, ...).
-* ``x-gs-refusals``: the statuses those rules give a schema-valid request. The generated
-  schemathesis config (``contract/schemathesis.toml``) tells schemathesis' positive-data
-  check to expect exactly these, operation by operation, and nothing more.
-* The document's examples, and the resources they name, live in ``contract.openapi.examples``.
+  express (state, cross-field arithmetic, DSSST1 frame contents, ...): each route's
+  ``clauses`` field.
+* ``x-gs-refusals``: the statuses those rules give a schema-valid request (each route's
+  ``refusals`` field). The generated schemathesis config (``contract/schemathesis.toml``)
+  tells schemathesis' positive-data check to expect exactly these, operation by operation,
+  and nothing more.
+* The resources the document's examples name live in ``contract.example_resources``.
 """
 
 from __future__ import annotations
@@ -20,65 +22,10 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from contract.idempotency import DATA_PLANE_ROUTES, IDEMPOTENCY_KEY_HEADER
+from contract.example_resources import SAMPLE_JOB
+from contract.idempotency import IDEMPOTENCY_KEY_HEADER
 from contract.logs import STATEMENTS_ROUTE, stage_credentials_statement
-from contract.openapi.examples import (
-    EXECUTED_BODIES,
-    REQUEST_EXAMPLES,
-    SAMPLE_JOB,
-    request_examples,
-)
-from contract.routes import ROUTES, Route
-
-#: operation -> clause ids judging what the operation's schemas cannot express.
-GS_CLAUSES: dict[str, tuple[str, ...]] = {
-    "create_job": ("CAP-QUEUE-1", "JOB-SUBJOB-1", "JOB-MODEL-2", "ERR-NOSTATE-1"),
-    "list_jobs": ("JOB-LIST-2", "AUTH-ISOLATION-1"),
-    "get_capacity": ("CAP-COUNT-1",),
-    "get_job": ("JOB-GET-1", "JOB-STATE-1", "JOB-STATE-2", "JOB-STATE-3", "AUTH-ISOLATION-1"),
-    "cancel_job": ("CANCEL-ACTIVE-1", "CANCEL-IDEM-1", "CANCEL-CONFLICT-1", "CANCEL-FREE-1"),
-    "get_experiment_run": ("AUTH-ISOLATION-1",),
-    "list_checkpoints": ("CKPT-LIST-2",),
-    "export_checkpoint": ("CKPT-DELETE-2", "CKPT-EXPORT-2", "CKPT-PATH-1"),
-    "delete_checkpoint": ("CKPT-DELETE-1", "CKPT-DELETE-2"),
-    "forward_backward": ("JOB-RUNNING-1", "WIRE-FORMAT-1", "WIRE-MALFORMED-1", "WIRE-PICKLE-1",
-                         "CHUNK-FORMAT-1", "CHUNK-VERIFY-1", "CHUNK-DESC-2", "CG-RESTART-1",
-                         "CG-CONFLICT-1", "CG-MISSING-1", "CG-IDEM-1", "FB-NOINPUT-1",
-                         "LIMIT-FRAME-1", "LIMIT-GROUPS-1"),
-    "step": ("JOB-RUNNING-1", "STEP-COUNT-1", "REQ-ORDER-1"),
-    "save": ("JOB-RUNNING-1", "SAVE-ID-1"),
-    "load": ("JOB-RUNNING-1", "SAVE-LOAD-2", "SAVE-LOAD-3", "SAVE-LOAD-4"),
-    "generate": ("JOB-RUNNING-1", "WIRE-MALFORMED-1", "CHUNK-PLAIN-1", "GEN-ALIGN-1",
-                 "GEN-TOOLONG-1", "LIMIT-FRAME-1"),
-    "generate_stream": ("JOB-RUNNING-1", "GEN-ALIGN-1", "GEN-TOOLONG-1", "GENS-DRAIN-1"),
-    "operation": ("OP-ROUTE-1", "OP-ROUTE-3", "OP-FORWARD-1", "OP-LOGS-1", "OP-CANCEL-1"),
-    "get_request": ("REQ-UNKNOWN-1", "POLL-TERMINAL-1", "POLL-CURSOR-1", "POLL-MAXEV-2",
-                    "POLL-EXPIRE-1"),
-    "forward_no_grad": ("JOB-RUNNING-1", "WIRE-MALFORMED-1", "CHUNK-FORMAT-1", "CG-RESTART-1",
-                        "PROP-FNG-1", "LIMIT-FRAME-1"),
-    "log_probs": ("JOB-RUNNING-1", "PROP-LOGPROBS-1"),
-}
-
-_FRAME = "bytes that are not a DSSST1 frame (or request chunk) of a batch the job can take"
-_TRAINING = "a job without a training sub-job"
-#: operation -> {status: why a schema-valid request may still get it}.
-REFUSALS: dict[str, dict[int, str]] = {
-    "create_job": {400: "a source_checkpoint_info naming a job or checkpoint the caller does not have"},
-    "forward_backward": {400: f"{_FRAME}; {_TRAINING}"},
-    "forward_no_grad": {400: _FRAME},
-    "generate": {400: f"{_FRAME}; lists not aligned with prompts; a token prompt not shorter than max_seq_len"},
-    "generate_stream": {400: "sampling_params or routing_key lists not aligned with prompts; "
-                             "a token prompt not shorter than the sampler's max_seq_len"},
-    "log_probs": {400: "completions not aligned with prompts"},
-    "step": {400: _TRAINING},
-    "save": {400: _TRAINING},
-    "load": {400: f"a target_sub_job_id that is not a sub-job of this job; {_TRAINING}",
-             501: "a sampling target_sub_job_id (not implemented)"},
-    "operation": {400: "a sub_job_id not of this job or hints that disagree; a forward payload that "
-                       "is not a DSSST1 frame; a tail-logs cursor the server did not issue"},
-    "get_request": {400: "a cursor the server did not issue",
-                    410: "a result the server freed once read to the end (POLL-EXPIRE-1)"},
-}
+from contract.routes import ROUTES, ROUTES_BY_NAME, Route
 
 #: Calls per stateful scenario: a job's life is create, save, poll, then load/export/delete.
 STATEFUL_MAX_STEPS = 60
@@ -107,10 +54,10 @@ def body_required(model: type[BaseModel]) -> bool:
     return bool(model.model_json_schema().get("required"))
 
 
-#: JSON data-plane routes create-job hands a body the service executes (merge_body false:
-#: sent whole), so a walk reaches their success answer instead of spending the step on a
-#: generated body; the fuzzing phases still send generated ones.
-LINK_BODIES = EXECUTED_BODIES
+#: JSON data-plane routes create-job hands a body the service executes (each route's
+#: ``executed_body``; merge_body false: sent whole), so a walk reaches their success answer
+#: instead of spending the step on a generated body; the fuzzing phases still send generated ones.
+LINK_BODIES: dict[str, Any] = {r.name: r.executed_body for r in ROUTES if r.executed_body is not None}
 
 
 def _same_prefix() -> dict[str, str]:
@@ -122,7 +69,7 @@ def _keyed(target: str, parameters: dict[str, str], *source_ids: str) -> dict[st
     source answer and target (``source_ids``, expressions, name the answer), as a client
     gives one key per logical call. A generated key would often repeat one another route already used
     (hypothesis favours short strings), and the service answers that 409 (IDEM-KEY-3)."""
-    if target not in DATA_PLANE_ROUTES:
+    if not ROUTES_BY_NAME[target].keyed:
         return parameters
     key = "-".join(f"{{{expression}}}" for expression in source_ids)
     return {**parameters, f"header.{IDEMPOTENCY_KEY_HEADER}": f"{key}-{target}"}
@@ -225,22 +172,21 @@ def omitted_operations() -> dict[str, dict[str, Any]]:
                        "naming a run of GET /{job_id}/experiment-run; a link cannot write it ('$' "
                        "starts a runtime expression), so no tool following this document could "
                        "reach its success answer.",
-        "x-gs-clauses": ["JOB-LOGS-1", "JOB-LOGS-2"],
+        "x-gs-clauses": list(STATEMENTS_ROUTE.clauses),
     }}
 
 
 def extensions(route: Route) -> dict[str, Any]:
     """The vendor extensions of one operation."""
-    out: dict[str, Any] = {"x-gs-clauses": list(GS_CLAUSES.get(route.name, ()))}
-    refusals = REFUSALS.get(route.name)
-    if refusals:
-        out["x-gs-refusals"] = {str(status): why for status, why in sorted(refusals.items())}
+    out: dict[str, Any] = {"x-gs-clauses": list(route.clauses)}
+    if route.refusals:
+        out["x-gs-refusals"] = {str(status): why for status, why in sorted(route.refusals)}
     return out
 
 
 def schemathesis_config() -> str:
     """``contract/schemathesis.toml``: an examples phase that sends the document's examples
-    as they are, in its order (``contract.openapi.examples``); a stateful phase on the links
+    as they are, in its order (each route's examples); a stateful phase on the links
     only; per operation, the positive-data statuses to expect (schemathesis' defaults plus
     the operation's ``x-gs-refusals``)."""
     lines = [
@@ -270,13 +216,14 @@ def schemathesis_config() -> str:
         "algorithms = []",
         "",
     ]
-    for name, refusals in REFUSALS.items():
+    for refused in (r for r in ROUTES if r.refusals):
+        refusals = sorted(status for status, _ in refused.refusals)
         # A refusal the kit answers 400 may come as spec §3.6's detail list with 422.
         extra = [422] if 400 in refusals else []
-        statuses = list(ST_DEFAULT_EXPECTED) + [str(s) for s in sorted(refusals) + extra]
+        statuses = list(ST_DEFAULT_EXPECTED) + [str(s) for s in refusals + extra]
         lines += [
             "[[operations]]",
-            f'include-operation-id = "{name}"',
+            f'include-operation-id = "{refused.name}"',
             "checks.positive_data_acceptance.expected-statuses = [{}]".format(
                 ", ".join(f'"{s}"' for s in statuses)),
             "",
@@ -284,5 +231,4 @@ def schemathesis_config() -> str:
     return "\n".join(lines)
 
 
-__all__ = ["GS_CLAUSES", "LINK_BODIES", "REFUSALS", "REQUEST_EXAMPLES", "SAMPLE_JOB", "body_required",
-           "extensions", "links", "omitted_operations", "request_examples", "schemathesis_config"]
+__all__ = ["LINK_BODIES", "body_required", "extensions", "links", "omitted_operations", "schemathesis_config"]

@@ -3,7 +3,7 @@
 
 The examples phase of such a tool sends each operation's documented examples first; with
 these held, every operation answers 2xx there in every run, whatever the random phases after
-it draw (contract.openapi.examples says which example names what). Off by default: the fake
+it draw (contract.example_resources says which example names what). Off by default: the fake
 then holds nothing at start, as the service does.
 """
 
@@ -11,8 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from contract.models import CreateJobRequest
-from contract.openapi.examples import (
+from contract.example_resources import (
     EXAMPLE_CANCEL_JOB_ID,
     EXAMPLE_CHECKPOINT_ID,
     EXAMPLE_DELETE_CHECKPOINT_ID,
@@ -20,6 +19,7 @@ from contract.openapi.examples import (
     EXAMPLE_REQUEST_ID,
     SAMPLE_JOB,
 )
+from contract.models import CreateJobRequest
 from fake_gs.http.auth import ANONYMOUS
 from fake_gs.state.records import CheckpointRec, JobRec
 

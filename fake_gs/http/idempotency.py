@@ -23,7 +23,6 @@ from starlette.responses import Response
 
 from contract.errors import ErrorCode
 from contract.idempotency import (
-    DATA_PLANE_ROUTES,
     IDEMPOTENCY_KEY_HEADER,
     MAX_KEY_CHARS,
     REPLAYED_HEADER,
@@ -89,8 +88,7 @@ async def _settled_entry(state: AppState, owner: str, key: str, fp: str) -> Entr
 async def keyed(state: AppState, route: Route, request: Request, owner: str, body: BodyReader,
                 run: Callable[[], Awaitable[Response]]) -> Response:
     """Run ``run`` at most once per (account, key); repeats answer the stored answer."""
-    if state.settings.profile != "proposed" or route.name not in DATA_PLANE_ROUTES \
-            or route.method != "POST":
+    if state.settings.profile != "proposed" or not route.keyed:
         return await run()
     key = _key_of(request)
     if key is None:

@@ -163,10 +163,3 @@ def _parse(table: str) -> tuple[Mutant, ...]:
 
 
 MUTANTS: dict[str, Mutant] = {m.name: m for m in _parse(_TABLE)}
-
-
-def get_mutant(name: str) -> Mutant:
-    try:
-        return MUTANTS[name]
-    except KeyError:
-        raise ValueError(f"unknown mutant {name!r}; known: {', '.join(sorted(MUTANTS))}") from None

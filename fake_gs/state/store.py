@@ -16,7 +16,6 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from contract.models import CreateJobRequest
-from contract.states import JOB_HOLDS_GPUS, JOB_TERMINAL
 from fake_gs.chunking.groups import ChunkGroup
 from fake_gs.chunking.machine import Load, Usage
 from fake_gs.chunking.registry import GroupRegistry
@@ -26,18 +25,15 @@ from fake_gs.state import dump as store_dump
 from fake_gs.state.execution_logs import ExecutionLogs
 from fake_gs.state.executor import Executors
 from fake_gs.state.idempotency_keys import KeyStore
-from fake_gs.state.job_table import STARTING, JobTable
+from fake_gs.state.job_table import JobTable
 from fake_gs.state.records import CheckpointRec, ExportRec, JobRec, RequestRec
-from fake_gs.state.request_queue import INPUT_ERRORS, RequestQueue
+from fake_gs.state.request_queue import RequestQueue
 
 if TYPE_CHECKING:
     from fake_gs.engines.base import Engine
     from fake_gs.settings import FakeSettings
 
-#: Kept for importers of the old names (the sets' home is contract.states).
-ACTIVE = JOB_HOLDS_GPUS
-TERMINAL = JOB_TERMINAL
-__all__ = ["ACTIVE", "INPUT_ERRORS", "STARTING", "TERMINAL", "Store", "trim_heap"]
+__all__ = ["Store"]
 
 
 class Store:

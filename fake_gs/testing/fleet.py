@@ -5,8 +5,7 @@ tests inside one worker share them and are kept apart by a token minted per test
 
 Each fake is started with auth on (a random service token, so minted tokens isolate), a
 traffic log, and its own admin credential: the admin API is reached with a secret only
-the plugin knows. Where the fake has an ``admin_token`` setting the secret goes there;
-otherwise the configured service token is the admin credential (today's fake).
+the plugin knows (the fake's ``admin_token``).
 """
 
 from __future__ import annotations
@@ -17,7 +16,8 @@ from typing import Any
 
 from fake_gs.server import FakeServer, start_in_background
 from fake_gs.settings import FakeSettings
-from fake_gs.testing.handle import AdminApi, FakeGs
+from fake_gs.testing.admin_api import AdminApi
+from fake_gs.testing.handle import FakeGs
 
 #: Exchanges each test's account keeps in the fake's traffic log (``--fake-gs-traffic``).
 DEFAULT_TRAFFIC = 2000
@@ -28,13 +28,10 @@ def setting_names() -> set[str]:
 
 
 def marker_settings(kwargs: dict[str, Any]) -> dict[str, Any]:
-    """``@pytest.mark.fake_gs(...)`` keywords as fake settings. ``dialect=`` goes to the
-    fake's ``dialect`` setting where it has one, else to ``status_style`` (the dialect
-    setting the fake has had from the start: ``short`` or ``enum``)."""
+    """``@pytest.mark.fake_gs(...)`` keywords as fake settings (refused when the fake has
+    no such setting, or when the plugin chooses it)."""
     out = dict(kwargs)
     names = setting_names()
-    if "dialect" in out and "dialect" not in names:
-        out["status_style"] = out.pop("dialect")
     unknown = set(out) - names
     if unknown:
         raise TypeError(f"@pytest.mark.fake_gs: unknown fake settings {', '.join(sorted(unknown))}; "
@@ -69,9 +66,7 @@ class Fleet:
         self._running: dict[FakeSettings, Running] = {}
 
     def settings(self, overrides: dict[str, Any]) -> FakeSettings:
-        fixed: dict[str, Any] = {"port": 0, "tokens": (self._service_token,)}
-        if "admin_token" in setting_names():
-            fixed["admin_token"] = self._admin_secret
+        fixed: dict[str, Any] = {"port": 0, "tokens": (self._service_token,), "admin_token": self._admin_secret}
         return FakeSettings().with_overrides(**{**self._base, **overrides, **fixed})
 
     def get(self, overrides: dict[str, Any]) -> Running:
@@ -79,8 +74,7 @@ class Fleet:
         running = self._running.get(settings)
         if running is None:
             server = start_in_background(settings)
-            admin = self._admin_secret if "admin_token" in setting_names() else self._service_token
-            running = self._running[settings] = Running(server, AdminApi(server.base_url, admin))
+            running = self._running[settings] = Running(server, AdminApi(server.base_url, self._admin_secret))
         return running
 
     def handle(self, overrides: dict[str, Any]) -> FakeGs:

@@ -4,52 +4,27 @@ Everything goes through the fake's HTTP admin API (never its Python objects), so
 handle works the same whether the fake runs in this process or elsewhere.
 
 Why no ``client`` import here: ``fake_gs`` and ``client`` never import each other (the
-kit's layering). :meth:`FakeGs.client_config` builds a ``client.ClientConfig`` through
-``importlib`` only when a test asks for one, from the plain kwargs of
-:meth:`FakeGs.client_kwargs`; a team with its own client uses those kwargs (or
+kit's layering). :meth:`FakeGs.client_config` hands the plain kwargs of
+:meth:`FakeGs.client_kwargs` to the builder the pytest plugin gives the handle (the
+``pytest_fake_gs_client_config`` hook, ``fake_gs.testing.hookspecs``, which the kit implements
+where the client may be imported); a team with its own client uses those kwargs (or
 ``base_url``, ``token`` and ``headers``) directly.
 """
 
 from __future__ import annotations
 
 import contextlib
-import importlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import requests
-
-from contract.auth import AUTHORIZATION_HEADER, auth_headers
+from contract.auth import auth_headers
 from contract.errors import ErrorCode
 from contract.routes import DEFAULT_ENDPOINT, prefix
 from fake_gs.chunking import groups as chunks
 from fake_gs.settings import FakeSettings
+from fake_gs.testing.admin_api import AdminApi
 from fake_gs.testing.gate import Exchange, Expectations
-
-
-class AdminError(RuntimeError):
-    """The fake's admin API refused a call of the plugin (a bug or a misconfigured fake)."""
-
-
-class AdminApi:
-    """``/_fake/*`` with the admin credential."""
-
-    def __init__(self, base_url: str, token: str | None) -> None:
-        self.base_url = base_url
-        self.http = requests.Session()
-        if token:
-            self.http.headers[AUTHORIZATION_HEADER] = f"Bearer {token}"
-
-    def call(self, method: str, path: str, **kwargs: Any) -> Any:
-        kwargs.setdefault("timeout", 30)
-        answer = self.http.request(method, f"{self.base_url}/_fake/{path}", **kwargs)
-        if answer.status_code >= 400:
-            raise AdminError(f"{method} /_fake/{path} answered {answer.status_code}: {answer.text[:300]}")
-        return answer.json() if answer.content else None
-
-    def close(self) -> None:
-        self.http.close()
 
 
 @dataclass
@@ -78,6 +53,9 @@ class FakeGs:
     database: str = "CORTEX"
     schema: str = "PUBLIC"
     endpoint: str = DEFAULT_ENDPOINT
+    #: Builds a client config from :meth:`client_kwargs` (None: no builder; the plugin's
+    #: ``fake_gs`` fixture sets its hook here).
+    config_builder: Callable[[dict[str, Any]], Any] | None = field(default=None, repr=False)
 
     # --- addressing -------------------------------------------------------------------------
 
@@ -102,9 +80,14 @@ class FakeGs:
         return kwargs
 
     def client_config(self, **overrides: Any) -> Any:
-        """A ready ``client.ClientConfig`` (the kit's client must be installed)."""
-        config_module = importlib.import_module("client.config")
-        return config_module.ClientConfig(**self.client_kwargs(**overrides))
+        """A ready ``client.ClientConfig`` (built by the ``pytest_fake_gs_client_config`` hook,
+        which the kit's suite plugin implements)."""
+        built = self.config_builder(self.client_kwargs(**overrides)) if self.config_builder else None
+        if built is None:
+            raise RuntimeError("no pytest_fake_gs_client_config hook built a client config: load the kit's "
+                               "gs_conformance plugin, implement the hook, or pass client_kwargs() "
+                               "to your client")
+        return built
 
     # --- the gate ---------------------------------------------------------------------------
 
@@ -121,8 +104,7 @@ class FakeGs:
     # --- what the fake saw --------------------------------------------------------------------
 
     def traffic_view(self) -> dict[str, Any]:
-        view: dict[str, Any] = self.admin.call("GET", "traffic", params={"account": self.account})
-        return view
+        return self.admin.traffic(self.account)
 
     def traffic(self) -> list[Exchange]:
         """Every exchange of this test's account so far (route, status, code, timing, ...)."""
@@ -131,7 +113,7 @@ class FakeGs:
     def state(self) -> dict[str, Any]:
         """``GET /_fake/state`` narrowed to this account: its jobs and their chunk groups,
         named by the job ids this account uses (the dump's keys may differ, fake_gs.state.records)."""
-        dump: dict[str, Any] = self.admin.call("GET", "state")
+        dump = self.admin.state()
         names = {key: job.get("job_id", key) for key, job in dump.get("jobs", {}).items()
                  if job.get("owner") == self.account}
         groups = [{**g, "job_id": names[g["job_id"]]} for g in dump.get("chunk_groups", [])
@@ -149,17 +131,17 @@ class FakeGs:
         a ``lose_group`` rule declares the ``chunk_group_restart_required`` it causes."""
         if not rules:
             raise TypeError("faults() needs at least one rule")
-        before = [_rule_fields(r) for r in self.admin.call("GET", "faults")["rules"]]
-        self.admin.call("POST", "faults", json={"rules": [dict(r) for r in rules]})
+        before = [_rule_fields(r) for r in self.admin.faults()]
+        self.admin.add_faults([dict(r) for r in rules])
         if any(r.get("lose_group") for r in rules):
             self.expected.errors.add(ErrorCode.CHUNK_GROUP_RESTART_REQUIRED)
         installed = FakeRules([dict(r) for r in rules])
         try:
             yield installed
         finally:
-            now = self.admin.call("GET", "faults")["rules"]
+            now = self.admin.faults()
             installed.rules = now[len(before):len(before) + len(rules)]
-            self.admin.call("PUT", "faults", json={"rules": before})
+            self.admin.set_faults(before)
 
 
 def _rule_fields(rule: Mapping[str, Any]) -> dict[str, Any]:

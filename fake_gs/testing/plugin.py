@@ -24,6 +24,7 @@ from typing import Any
 
 import pytest
 
+from fake_gs.testing import hookspecs
 from fake_gs.testing.coverage import Tally, report, route_percent
 from fake_gs.testing.fleet import DEFAULT_TRAFFIC, Fleet, marker_settings
 from fake_gs.testing.gate import CHECKS, MODES, Exchange, message, offences
@@ -37,6 +38,10 @@ WORKER_KEY = "fake_gs_coverage"
 
 class FakeGsGateWarning(UserWarning):
     """The gate found problems in a test run with ``--fake-gs-gate=warn``."""
+
+
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    pluginmanager.add_hookspecs(hookspecs)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -87,6 +92,8 @@ def fake_gs(request: pytest.FixtureRequest, fake_gs_fleet: Fleet) -> Iterator[Fa
             raise TypeError("@pytest.mark.fake_gs takes keyword settings only")
         overrides.update(mark.kwargs)
     handle = fake_gs_fleet.handle(marker_settings(overrides))
+    hook = request.config.hook
+    handle.config_builder = lambda kwargs: hook.pytest_fake_gs_client_config(kwargs=kwargs)
     item = request.node
     item.stash[_HANDLE] = handle
     yield handle

@@ -1,41 +1,36 @@
-"""contract.idempotency: every route and operation has a kind; fingerprints tell bodies apart."""
+"""contract.idempotency: every operation has a kind, each route's row holds its own;
+fingerprints tell bodies apart."""
 
 from __future__ import annotations
 
-from contract.idempotency import (
-    DATA_PLANE_ROUTES,
-    OPERATION_IDEMPOTENCY,
-    RESEND_ONLY_IF_UNSENT,
-    ROUTE_IDEMPOTENCY,
-    call_idempotency,
-    fingerprint,
-    may_resend,
-)
+from contract.idempotency import OPERATION_IDEMPOTENCY, fingerprint, may_resend
 from contract.logs import STATEMENTS_ROUTE
 from contract.models import OPERATION_PAYLOADS
-from contract.routes import ROUTES, ROUTES_BY_NAME
+from contract.routes import ROUTES, route
 
 
-def test_every_route_and_operation_has_a_kind() -> None:
-    assert set(ROUTE_IDEMPOTENCY) == {r.name for r in (*ROUTES, STATEMENTS_ROUTE)}
+def test_every_operation_has_a_kind_and_keyed_routes_are_data_plane_posts() -> None:
     assert set(OPERATION_IDEMPOTENCY) == set(OPERATION_PAYLOADS)
-    assert set(ROUTES_BY_NAME) >= DATA_PLANE_ROUTES
-    assert all(ROUTES_BY_NAME[name].method == "POST" for name in DATA_PLANE_ROUTES)
-    # Only-if-unsent routes are unsafe routes; a name that is no route would guard nothing.
-    assert {"create_job"} == RESEND_ONLY_IF_UNSENT
-    assert all(ROUTE_IDEMPOTENCY[name] == "unsafe" for name in RESEND_ONLY_IF_UNSENT)
+    keyed = {r.name for r in ROUTES if r.keyed}
+    assert keyed == {r.name for r in ROUTES if r.data_plane}
+    assert all(route(name).method == "POST" for name in keyed)
+    # Only-if-unsent routes are unsafe routes: create-job, the one that makes a resource.
+    assert [r.name for r in ROUTES if r.resend_only_if_unsent] == ["create_job"]
+    assert all(r.idempotency == "unsafe" for r in ROUTES if r.resend_only_if_unsent)
+    assert STATEMENTS_ROUTE.idempotency == "read" and not STATEMENTS_ROUTE.keyed
 
 
 def test_reads_are_gets_and_state_changing_calls_are_unsafe() -> None:
     for r in ROUTES:
         if r.method == "GET":
-            assert ROUTE_IDEMPOTENCY[r.name] == "read", r.name
+            assert r.idempotency == "read", r.name
     for name in ("step", "save", "load", "generate", "create_job"):
-        assert not may_resend(call_idempotency(name))
-    assert not may_resend(call_idempotency("operation", operation_type="weight-sync"))
-    assert may_resend(call_idempotency("operation", operation_type="tail-logs"))
-    assert call_idempotency("generate", chunked=True) == "group"
-    assert call_idempotency("operation", operation_type="future-op") == "unsafe"
+        assert not may_resend(route(name).call_idempotency())
+    operation = route("operation")
+    assert not may_resend(operation.call_idempotency(operation_type="weight-sync"))
+    assert may_resend(operation.call_idempotency(operation_type="tail-logs"))
+    assert route("generate").call_idempotency(chunked=True) == "group"
+    assert operation.call_idempotency(operation_type="future-op") == "unsafe"
 
 
 def test_fingerprint_covers_method_path_and_body() -> None:

@@ -13,12 +13,7 @@ from openapi_spec_validator import validate
 
 from contract import wire
 from contract.clauses import CLAUSES
-from contract.limits import MAX_BODY_BYTES
-from contract.openapi import SNAPSHOTS, build_openapi, render
-from contract.openapi.answer_fields import REQUIRED
-from contract.openapi.bodies import dumps_sample
-from contract.openapi.document_rules import REFUSALS, schemathesis_config
-from contract.openapi.examples import (
+from contract.example_resources import (
     EXAMPLE_CANCEL_JOB_ID,
     EXAMPLE_CHECKPOINT_ID,
     EXAMPLE_DELETE_CHECKPOINT_ID,
@@ -26,6 +21,11 @@ from contract.openapi.examples import (
     EXAMPLE_REQUEST_ID,
     FIRST_SAVE_IDS,
 )
+from contract.limits import MAX_BODY_BYTES
+from contract.openapi import SNAPSHOTS, build_openapi, render
+from contract.openapi.answer_fields import REQUIRED
+from contract.openapi.bodies import dumps_sample
+from contract.openapi.document_rules import schemathesis_config
 from contract.routes import PREFIX_TEMPLATE, ROUTES, route, routes_for
 
 SNAPSHOT = Path(__file__).resolve().parents[2] / "contract" / "openapi.json"
@@ -207,8 +207,10 @@ def test_links_give_each_data_plane_call_its_own_key_and_a_body_it_executes() ->
     """A link to a data-plane POST names an Idempotency-Key built from the source answer and
     the target (a generated key would repeat one another route used: a 409), and create-job's
     links to JSON submits send a body the service runs, whole."""
-    from contract.idempotency import DATA_PLANE_ROUTES, IDEMPOTENCY_KEY_HEADER
+    from contract.idempotency import IDEMPOTENCY_KEY_HEADER
     from contract.openapi.document_rules import LINK_BODIES
+
+    keyed_routes = {r.name for r in ROUTES if r.keyed}
 
     doc = build_openapi()
     by_id = {op["operationId"]: op for item in doc["paths"].values() for op in item.values()}
@@ -217,11 +219,11 @@ def test_links_give_each_data_plane_call_its_own_key_and_a_body_it_executes() ->
         for link in op["responses"]["200"].get("links", {}).values():
             key = link["parameters"].get(f"header.{IDEMPOTENCY_KEY_HEADER}")
             target = link["operationId"]
-            assert (key is not None) == (target in DATA_PLANE_ROUTES), (op["operationId"], target)
+            assert (key is not None) == (target in keyed_routes), (op["operationId"], target)
             if key is not None:
                 keyed += 1
                 assert key.endswith(f"}}-{target}") and "{$" in key, key
-    assert keyed >= len(DATA_PLANE_ROUTES)
+    assert keyed >= len(keyed_routes)
     current = build_openapi("current")
     for item in current["paths"].values():
         for op in item.values():
@@ -293,13 +295,13 @@ def test_the_statement_route_is_named_as_left_out_with_its_reason() -> None:
 
 
 def test_idempotency_key_is_an_optional_header_of_proposed_data_plane_posts() -> None:
-    from contract.idempotency import DATA_PLANE_ROUTES, IDEMPOTENCY_KEY_HEADER
+    from contract.idempotency import IDEMPOTENCY_KEY_HEADER
 
     for profile in ("current", "proposed"):
         for item in build_openapi(profile)["paths"].values():  # type: ignore[arg-type]
             for op in item.values():
                 keyed = [p for p in op["parameters"] if p["name"] == IDEMPOTENCY_KEY_HEADER]
-                expected = profile == "proposed" and op["operationId"] in DATA_PLANE_ROUTES
+                expected = profile == "proposed" and route(op["operationId"]).keyed
                 assert len(keyed) == int(expected), (profile, op["operationId"])
                 if keyed:
                     assert keyed[0]["in"] == "header" and keyed[0]["required"] is False
@@ -319,7 +321,7 @@ def test_schemathesis_config_snapshot() -> None:
     )
     parsed = tomllib.loads(ST_CONFIG.read_text(encoding="utf-8"))
     ids = {entry["include-operation-id"] for entry in parsed["operations"]}
-    assert ids == set(REFUSALS)
+    assert ids == {r.name for r in ROUTES if r.refusals}
 
 
 def test_cli_prints_the_snapshot(capsys: pytest.CaptureFixture[str]) -> None:

@@ -15,9 +15,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-import requests
-
 from client.config import ClientConfig
+from fake_gs.testing.admin_api import AdminApi
 
 #: Client timing for loopback: tiny poll and back-off waits, short job start.
 FAST: dict[str, Any] = {
@@ -35,23 +34,10 @@ FAST: dict[str, Any] = {
 
 @dataclass
 class Fake:
-    """A running fake: its base URL and its admin API."""
+    """A running fake: its base URL and its admin API (``fake_gs.testing.admin_api``)."""
 
     url: str
-
-    def admin(self, method: str, path: str, body: Any = None) -> Any:
-        response = requests.request(method, f"{self.url}/_fake{path}", json=body, timeout=10)
-        response.raise_for_status()
-        return response.json()
-
-    def state(self) -> dict[str, Any]:
-        return dict(self.admin("GET", "/state"))
-
-    def faults(self, *rules: dict[str, Any]) -> None:
-        self.admin("PUT", "/faults", list(rules))
-
-    def force(self, job_id: str, status: str, reason: str = "") -> None:
-        self.admin("POST", f"/jobs/{job_id}/state", {"status": status, "reason": reason})
+    admin: AdminApi
 
     def config(self, **overrides: Any) -> ClientConfig:
         # max_seq_len: the tests' 3000-token frames must fit (the fake refuses longer ones).
@@ -73,5 +59,9 @@ def running_fake(**settings: Any) -> Iterator[Fake]:
 
     settings = {"dialect": "any", "seed": test_seed(), **settings}
     with serve_in_background(FakeSettings(**settings)) as url:
-        yield Fake(url)
+        admin = AdminApi(url)
+        try:
+            yield Fake(url, admin)
+        finally:
+            admin.close()
 

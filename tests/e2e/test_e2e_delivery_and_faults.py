@@ -81,10 +81,10 @@ def test_chunk_group_restart_is_replayed_once_from_chunk_zero(make_fake: Any) ->
     with make_fake(chunk_group_idle_s=0.2) as fake, \
             create_client(fake.config(max_chunk_bytes=16384)) as client:
         client.start()
-        fake.faults({"route": "forward_backward", "nth": 2, "delay_s": 0.5, "times": 1})
+        fake.admin.set_faults([{"route": "forward_backward", "nth": 2, "delay_s": 0.5, "times": 1}])
         out = client.fwd_bwd(_forward_body())
         assert out["avg_loss"] > 0
-        state = fake.state()
+        state = fake.admin.state()
     groups = [g for g in state["chunk_groups"] if g["route"] == "forward_backward"]
     assert len(groups) == 1 and groups[0]["executions"] == 1
     assert groups[0]["total_chunks"] > 3
@@ -94,10 +94,10 @@ def test_chunk_group_restart_is_replayed_once_from_chunk_zero(make_fake: Any) ->
 def test_injected_restart_required_mid_group(make_fake: Any) -> None:
     with make_fake() as fake, create_client(fake.config(max_chunk_bytes=16384)) as client:
         client.start()
-        fake.faults({"route": "forward_backward", "nth": 3, "status": 409,
-                     "code": "chunk_group_restart_required", "times": 1})
+        fake.admin.set_faults([{"route": "forward_backward", "nth": 3, "status": 409,
+                                "code": "chunk_group_restart_required", "times": 1}])
         client.fwd_bwd(_forward_body())
-        state = fake.state()
+        state = fake.admin.state()
     assert state["jobs"][client.job_id]["forward_backward_executions"] == 1
 
 
@@ -105,8 +105,8 @@ def test_injected_restart_required_mid_group(make_fake: Any) -> None:
 def test_transient_statuses_are_retried(make_fake: Any, status: int) -> None:
     with make_fake() as fake, create_client(fake.config()) as client:
         client.start()
-        fake.faults({"route": "step", "status": status, "times": 3},
-                    {"route": "get_request", "status": status, "times": 2})
+        fake.admin.set_faults([{"route": "step", "status": status, "times": 3},
+                               {"route": "get_request", "status": status, "times": 2}])
         assert client.step()["global_steps"] == 1
         assert client.fwd_bwd(_forward_body(1, 8))["avg_loss"] > 0
 
@@ -114,7 +114,7 @@ def test_transient_statuses_are_retried(make_fake: Any, status: int) -> None:
 def test_exhausted_retries_surface_the_last_answer(make_fake: Any) -> None:
     with make_fake() as fake, create_client(fake.config(retries=2)) as client:
         client.start()
-        fake.faults({"route": "step", "status": 503, "message": "still busy"})
+        fake.admin.set_faults([{"route": "step", "status": 503, "message": "still busy"}])
         with pytest.raises(CortexHTTPError, match="still busy") as info:
             client.step()
     assert info.value.status == 503 and info.value.code == "unavailable"
@@ -123,18 +123,18 @@ def test_exhausted_retries_surface_the_last_answer(make_fake: Any) -> None:
 
 def test_dropped_connection_is_retried_but_not_for_create(make_fake: Any) -> None:
     with make_fake() as fake:
-        fake.faults({"route": "create_job", "drop": True, "times": 1})
+        fake.admin.set_faults([{"route": "create_job", "drop": True, "times": 1}])
         with pytest.raises(CortexConnectionError, match="outcome unknown"):
             create_client(fake.config()).start()
-        assert fake.state()["jobs"] == {}
+        assert fake.admin.state()["jobs"] == {}
         # A cut step may have run: without idempotency keys it is not resent (at most once).
-        fake.faults({"route": "step", "drop": True, "times": 1})
+        fake.admin.set_faults([{"route": "step", "drop": True, "times": 1}])
         with create_client(fake.config()) as client:
             with pytest.raises(AmbiguousOutcome, match="route=step"):
                 client.step()
-            assert fake.state()["jobs"][client.job_id]["global_steps"] == 0
+            assert fake.admin.state()["jobs"][client.job_id]["global_steps"] == 0
         # With keys (this fake's proposed profile honours them) it is resent with the same key.
-        fake.faults({"route": "step", "drop": True, "times": 2})
+        fake.admin.set_faults([{"route": "step", "drop": True, "times": 2}])
         with create_client(fake.config(supports_idempotency_keys=True)) as client:
             assert client.step()["global_steps"] == 1
 
@@ -144,14 +144,14 @@ def test_per_call_deadline(make_fake: Any) -> None:
         # A read is resent after each time-out until the deadline (a step would not be:
         # its first time-out is an AmbiguousOutcome, see test_at_most_once.py).
         rest = CortexRestClient(fake.config(read_timeout_s=0.2, call_timeout_s=0.5))
-        fake.faults({"route": "get_capacity", "delay_s": 0.8})
+        fake.admin.set_faults([{"route": "get_capacity", "delay_s": 0.8}])
         with pytest.raises(DeadlineExceeded, match="route=get_capacity"):
             rest.get_capacity()
         # Read time-outs of 0.2 s inside a 0.5 s deadline: at most three tries, never the
         # retry budget of ten a per-attempt time-out alone would allow.
-        seen = fake.admin("GET", "/faults")["rules"][0].get("seen", 0)
+        seen = fake.admin.faults()[0].get("seen", 0)
         assert 1 <= seen <= 3, f"get_capacity tried {seen} times inside a 0.5 s deadline"
-        fake.faults()
+        fake.admin.clear_faults()
         rest.close()
 
 
@@ -166,10 +166,10 @@ def test_cancel_request(make_fake: Any) -> None:
     with make_fake() as fake, create_client(fake.config()) as client:
         rest: CortexRestClient = client.transport.rest  # type: ignore[attr-defined]
         job = str(client.job_id)
-        fake.admin("POST", f"/jobs/{job}/hold", {"hold": True})  # the step stays queued
+        fake.admin.hold(job, True)  # the step stays queued
         rid = rest.step(job)["request_id"]
         assert client.cancel_request(rid)["cancelled"] is True
-        fake.admin("POST", f"/jobs/{job}/hold", {"hold": False})
+        fake.admin.hold(job, False)
         with pytest.raises(RequestCancelled, match=rid):
             rest.wait(job, rid, route_name="step")
         assert client.step()["global_steps"] == 1  # the cancelled step never ran
@@ -181,7 +181,7 @@ def test_job_failure_names_the_reason(make_fake: Any) -> None:
         from client.jobspec import create_job_body
 
         job = rest.create_job(create_job_body(fake.config()))["job_id"]
-        fake.force(job, "failed", "no GPUs left in the pool")
+        fake.admin.force(job, "failed", "no GPUs left in the pool")
         client = create_client(fake.config(job_id=job))
         with pytest.raises(JobFailed, match="no GPUs left in the pool") as info:
             client.start()
@@ -192,17 +192,17 @@ def test_a_created_job_that_never_starts_is_cancelled(make_fake: Any) -> None:
     with make_fake(startup="seconds:30") as fake:
         with pytest.raises(PollTimeout, match="job still pending"):
             create_client(fake.config(job_start_timeout_s=0.2)).start()
-        (job,) = fake.state()["jobs"].values()
+        (job,) = fake.admin.state()["jobs"].values()
         assert job["status"] in ("cancelled", "cancelling")
 
 
 def test_prompt_too_long_is_refused_before_sending(shared_fake: Fake) -> None:
     with create_client(shared_fake.config(max_seq_len=32)) as client:
         client.start()
-        before = shared_fake.state()["requests"]["total"]
+        before = shared_fake.admin.state()["requests"]["total"]
         with pytest.raises(PromptTooLong, match="max_seq_len=32"):
             client.generate([[1] * 31, [1] * 32])
-        assert shared_fake.state()["requests"]["total"] == before
+        assert shared_fake.admin.state()["requests"]["total"] == before
         assert client.generate([[1] * 31])
 
 

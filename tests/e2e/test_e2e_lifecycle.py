@@ -100,8 +100,8 @@ def _every_op(fake: Fake, *, profile: str) -> dict[str, Any]:
         assert rest.get_capacity()["in_use_gpus"] >= 3
         assert any(j["job_id"] == job for j in rest.list_jobs()["jobs"])
         seen["job"] = job
-        seen["live"] = fake.state()
-    after = fake.state()
+        seen["live"] = fake.admin.state()
+    after = fake.admin.state()
     seen["state"] = after
     assert after["jobs"][job]["status"] in ("cancelled", "cancelling")
     assert after["internal_errors"] == 0
@@ -156,7 +156,7 @@ def test_both_status_styles(make_fake: Any, style: str, dialect: str) -> None:
             assert client.step()["global_steps"] == 1
             assert client.fwd_bwd(_batch())["avg_loss"] > 0
             assert client.save_checkpoint()["checkpoint_id"]
-        assert fake.state()["internal_errors"] == 0
+        assert fake.admin.state()["internal_errors"] == 0
 
 
 def test_shutdown_cancels_the_job(shared_fake: Fake) -> None:
@@ -165,5 +165,5 @@ def test_shutdown_cancels_the_job(shared_fake: Fake) -> None:
     job = client.job_id
     assert job is not None
     client.shutdown()
-    status = shared_fake.state()["jobs"][job]["status"]
+    status = shared_fake.admin.state()["jobs"][job]["status"]
     assert status in ("cancelled", "cancelling")

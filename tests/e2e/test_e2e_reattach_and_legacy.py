@@ -26,19 +26,19 @@ def test_reattach_from_a_second_client(shared_fake: Fake) -> None:
     first = create_client(shared_fake.config())
     first.start()
     assert first.step()["global_steps"] == 1
-    jobs_before = set(shared_fake.state()["jobs"])
+    jobs_before = set(shared_fake.admin.state()["jobs"])
 
     second = create_client(first.reconnect_config())
     second.start()
     assert (second.job_id, second.training_job_id, second.sampling_job_id) == (
         first.job_id, first.training_job_id, first.sampling_job_id)
     assert second.step()["global_steps"] == 2
-    assert set(shared_fake.state()["jobs"]) == jobs_before  # no second job was created
+    assert set(shared_fake.admin.state()["jobs"]) == jobs_before  # no second job was created
 
     second.shutdown()  # a reattached client never cancels the job it did not create
-    assert shared_fake.state()["jobs"][first.job_id]["status"] == "running"
+    assert shared_fake.admin.state()["jobs"][first.job_id]["status"] == "running"
     first.shutdown()
-    assert shared_fake.state()["jobs"][first.job_id]["status"] in ("cancelled", "cancelling")
+    assert shared_fake.admin.state()["jobs"][first.job_id]["status"] in ("cancelled", "cancelling")
 
 
 def test_reattach_from_sub_job_ids_only(shared_fake: Fake) -> None:
@@ -78,7 +78,7 @@ def test_reattach_from_another_process_without_fake_or_torch(shared_fake: Fake) 
     assert seen["heavy"] == []
     assert seen["job"] == first.job_id and seen["steps"] == 1
     assert seen["saved"] in seen["listed"]
-    assert shared_fake.state()["jobs"][first.job_id]["status"] == "running"
+    assert shared_fake.admin.state()["jobs"][first.job_id]["status"] == "running"
     first.shutdown()
 
 
@@ -146,4 +146,4 @@ def test_legacy_async_surface_through_env_override(shared_fake: Fake,
     again = client.reconnect_config()
     assert again.job_id and again.training_job_id == client.training_job_id
     client.shutdown()
-    assert shared_fake.state()["jobs"][again.job_id]["status"] in ("cancelled", "cancelling")
+    assert shared_fake.admin.state()["jobs"][again.job_id]["status"] in ("cancelled", "cancelling")

@@ -17,6 +17,7 @@ from contract import wire
 from contract.errors import REQUEST_ID_HEADER
 from contract.routes import prefix
 from contract.states import normalize_job_state, normalize_request_state
+from fake_gs.testing.admin_api import AdminApi
 
 if TYPE_CHECKING:
     from fake_gs import FakeServer
@@ -68,6 +69,8 @@ class Api:
         self.server = server
         self.prefix = base_url + prefix(database, schema, endpoint)
         self.session = requests.Session()
+        #: The fake's admin API under this token (the admin token, in the tests that use it).
+        self.admin = AdminApi(base_url, token)
         if token is not None:
             self.session.headers["Authorization"] = f"Bearer {token}"
             self.session.headers["X-Snowflake-Authorization-Token-Type"] = "PROGRAMMATIC_ACCESS_TOKEN"
@@ -110,7 +113,8 @@ class Api:
         return job_id
 
     def state(self) -> dict[str, Any]:
-        return dict(self.get("/_fake/state").json())
+        """The fake's state dump (``AdminApi.state``)."""
+        return self.admin.state()
 
     # --- data plane -----------------------------------------------------------------------
 

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import requests
 
-from contract.openapi.examples import EXAMPLE_JOB_ID
+from contract.example_resources import EXAMPLE_JOB_ID
 from contract.routes import ROUTES, prefix
 from fake_gs import FakeServer
 

@@ -22,7 +22,8 @@ from contract.states import normalize_job_state
 from fake_gs.answers.forms import forms_for
 from fake_gs.clock import ManualClock
 from fake_gs.server import FakeServer
-from fake_gs.testing.handle import AdminApi, FakeGs
+from fake_gs.testing.admin_api import AdminApi
+from fake_gs.testing.handle import FakeGs
 
 TOKENS = ("tok-a", "tok-b")
 ADMIN = "tok-admin"

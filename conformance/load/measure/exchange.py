@@ -15,7 +15,6 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from contract.errors import find_error_code
-from contract.idempotency import DATA_PLANE_ROUTES
 from contract.routes import PREFIX_TEMPLATE, Route
 from contract.wire import WireError, frame_head_size, read_chunk_head
 
@@ -120,7 +119,7 @@ class Exchange:
     @property
     def submits(self) -> bool:
         """A data-plane POST (a call the server may execute)."""
-        return self.method == "POST" and self.name in DATA_PLANE_ROUTES
+        return self.method == "POST" and self.route is not None and self.route.data_plane
 
     @cached_property
     def json(self) -> Any:

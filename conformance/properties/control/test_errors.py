@@ -240,6 +240,6 @@ def test_refusals_change_nothing(gs_target, gs_raw, gs_job, gs_admin_or_none):
 
 @pytest.fixture
 def gs_admin_or_none(gs_target):
-    from conformance.fake_admin import FakeAdmin
+    from conformance.fake_admin import admin_of
 
-    return FakeAdmin(gs_target) if gs_target.embedded else None
+    return admin_of(gs_target) if gs_target.embedded else None

@@ -346,9 +346,9 @@ def test_ended_jobs_refuse_data_plane(gs_target, gs_raw, gs_new_job, gs_admin_op
 
 @pytest.fixture
 def gs_admin_optional(gs_target):
-    from conformance.fake_admin import FakeAdmin
+    from conformance.fake_admin import admin_of
 
-    return FakeAdmin(gs_target) if gs_target.embedded else None
+    return admin_of(gs_target) if gs_target.embedded else None
 
 
 @checks("JOB-MODEL-1")

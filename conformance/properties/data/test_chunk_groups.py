@@ -37,11 +37,11 @@ def _loss(driver: RawDriver, job_id: str, ans) -> float | None:
 @pytest.fixture
 def execs(gs_target):
     """Execution counter of a chunk group (embedded fake only; None elsewhere)."""
-    from conformance.fake_admin import FakeAdmin
+    from conformance.fake_admin import admin_of
 
     if not gs_target.embedded:
         return None
-    return FakeAdmin(gs_target).executions
+    return admin_of(gs_target).executions
 
 
 @checks("CG-NONFINAL-1", "CG-FINAL-1", "REQ-SUBMIT-1")

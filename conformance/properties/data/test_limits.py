@@ -225,9 +225,9 @@ def test_abandoned_groups_expire(gs_variant, gs_admin):
     time.sleep(0.6)
     ans = _open_group(driver, ops.job_id)
     expect("LIMIT-EXPIRE-1", ans.ok, f"after the idle time a new group is still refused: {ans}")
-    from conformance.fake_admin import FakeAdmin
+    from conformance.fake_admin import admin_of
 
-    state = FakeAdmin(target).state()
+    state = admin_of(target).state()
     open_groups = [
         g
         for g in state.get("chunk_groups", [])

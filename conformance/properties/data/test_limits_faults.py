@@ -14,7 +14,7 @@ import requests
 
 from conformance.drivers.kit_client import ClientDriver
 from conformance.drivers.raw import RawDriver
-from conformance.fake_admin import FakeAdmin, faults_fake
+from conformance.fake_admin import admin_of, faults_fake
 from conformance.judging import frames
 from conformance.judging.checks import kit_form, refused
 from conformance.judging.variants import variant_job
@@ -73,7 +73,7 @@ def test_frame_limits_apply_to_chunked_frames(gs_raw, gs_job, gs_target, kind):
     """A frame over the depth or tensor-count limit, valid otherwise, sent as request
     chunks, is refused with a 4xx and a code; forward-backward never runs it."""
     frame = deep_frame() if kind == "depth" else many_tensor_frame()
-    admin = FakeAdmin(gs_target) if gs_target.embedded else None
+    admin = admin_of(gs_target) if gs_target.embedded else None
     before = admin.fb_executions(gs_job.job_id) if admin else None
     started = time.monotonic()
     answers = gs_raw.send_chunks("forward_backward", gs_job.job_id, _chunks(frame, 3))
@@ -127,7 +127,7 @@ def test_idle_groups_expire_without_further_calls(gs_variant):
     driver, ops = variant_job(target)
     ans = _open_group(driver, ops.job_id)
     expect("LIMIT-EXPIRE-1", ans.status == 202 or ans.ok, f"could not open a group: {ans}")
-    admin = FakeAdmin(target)
+    admin = admin_of(target)
     deadline = time.monotonic() + SWEEP_WITHIN_S
     while True:
         state = admin.state()
@@ -337,7 +337,7 @@ def test_client_forward_backward_survives_faults(faulty_fake, gs_opts, fault):
     try:
         admin.set_faults([fault])
         out = client.call("fwd-bwd", _fb_body())
-        rule = admin._call("GET", "faults")["rules"][0]
+        rule = admin.faults()[0]
         execs = admin.fb_executions(client.job_id)
     finally:
         admin.clear_faults()

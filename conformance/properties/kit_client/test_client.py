@@ -11,7 +11,7 @@ import pytest
 
 from client.errors import CortexError
 from conformance.drivers.kit_client import ClientDriver
-from conformance.fake_admin import FakeAdmin, faults_fake
+from conformance.fake_admin import faults_fake
 from conformance.judging.strategies import tensor
 from conformance.judging.variants import CHUNK_BYTES
 from conformance.judging.verdict import Soft, expect
@@ -19,6 +19,7 @@ from contract.clauses import checks
 from contract.errors import ErrorCode
 from contract.shapes import check_forward_result, check_generate_result, check_loss
 from contract.wire import CHUNK_HEADER_ALLOWANCE
+from fake_gs.testing.admin_api import AdminApi
 
 #: Client-subject clauses judge the client, so the fakes they use never carry the mutant
 #: under test (a broken server would make a correct client look wrong).
@@ -48,8 +49,8 @@ def faulty(gs_variant):
     yield from faults_fake(gs_variant, "client-faults", 4242)
 
 
-def _fired(admin: FakeAdmin) -> list[dict]:
-    return admin._call("GET", "faults")["rules"]
+def _fired(admin: AdminApi) -> list[dict]:
+    return admin.faults()
 
 
 STATUSES = [404, 409, 429, 500, 502, 503, 504]

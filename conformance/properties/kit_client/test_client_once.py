@@ -28,13 +28,14 @@ from conformance.drivers.at_most_once import (
     open_job,
 )
 from conformance.drivers.faultproxy import FaultProxy
-from conformance.fake_admin import FakeAdmin
+from conformance.fake_admin import admin_of
 from conformance.judging.checks import kit_form
 from conformance.judging.strategies import tensor
 from conformance.judging.verdict import Soft, expect
 from contract.clauses import checks
-from contract.idempotency import DATA_PLANE_ROUTES, IDEMPOTENCY_KEY_HEADER
+from contract.idempotency import IDEMPOTENCY_KEY_HEADER
 from contract.routes import ROUTES
+from fake_gs.testing.admin_api import AdminApi
 
 CLEAN = {"mutant": None}
 CALLS = 4
@@ -69,17 +70,17 @@ def _rest(target: Any, gs_opts: Any, **extra: Any) -> CortexRestClient:
 def once_fake(gs_variant, gs_opts, request):
     """(target, admin, job id) of a clean fake in the profile the test asks for."""
     target = gs_variant(f"once-{request.param}", profile=request.param, **FAKE)
-    admin = FakeAdmin(target)
+    admin = admin_of(target)
     job = open_job(target.base_url, gs_opts.model, **_config(target))
     yield target, admin, job
     admin.clear_faults()
 
 
-def _steps(admin: FakeAdmin, job: str) -> int:
+def _steps(admin: AdminApi, job: str) -> int:
     return int(admin.job_state(job)["global_steps"])
 
 
-def _settled_steps(admin: FakeAdmin, job: str, within_s: float = 30.0) -> int:
+def _settled_steps(admin: AdminApi, job: str, within_s: float = 30.0) -> int:
     """The job's global_steps once no accepted request waits for its worker.
 
     A lost answer means the step was queued, not yet run: on a loaded machine the worker
@@ -109,7 +110,7 @@ def test_ambiguous_step_is_not_resent(once_fake, gs_opts, fault):
     rest = _rest(target, gs_opts)
     with pytest.raises(AmbiguousOutcome) as info:
         rest.step(job)
-    err, rule = info.value, admin._call("GET", "faults")["rules"][0]
+    err, rule = info.value, admin.faults()[0]
     soft = Soft()
     soft.expect("CLIENT-ONCE-1", rule.get("seen") == 1,
                 f"the step reached the server {rule.get('seen')} times after a {fault}")
@@ -143,7 +144,7 @@ def test_calls_that_never_ran_or_are_idempotent_are_retried(once_fake, gs_opts):
     save = rest.result(job, rest.save(job), route_name="save")
     soft.expect("CLIENT-ONCE-2", bool(save.get("checkpoint_id")), f"save {save!r}")
     soft.expect("CLIENT-ONCE-2", rest.get_job(job).get("job_id") == job, "get_job after cut reads")
-    fired = [r.get("fired") for r in admin._call("GET", "faults")["rules"]]
+    fired = [r.get("fired") for r in admin.faults()]
     soft.expect("CLIENT-ONCE-2", fired == [2, 1, 2], f"faults fired {fired}, want [2, 1, 2]")
     admin.set_faults([{"route": "forward_backward", "chunk": "final", "lose_answer": True,
                        "times": 1}])
@@ -188,7 +189,7 @@ def test_current_profile_through_fault_proxy(once_fake, gs_opts):
     soft.check()
 
 
-DATA_PLANE_PATHS = tuple(r.path.rsplit("/", 1)[-1] for r in ROUTES if r.name in DATA_PLANE_ROUTES)
+DATA_PLANE_PATHS = tuple(r.path.rsplit("/", 1)[-1] for r in ROUTES if r.keyed)
 
 
 @checks("CLIENT-ONCE-3")

@@ -14,12 +14,13 @@ from collections import Counter
 from typing import Any
 
 from conformance.drivers.raw import RawDriver
-from conformance.fake_admin import FakeAdmin
+from conformance.fake_admin import admin_of
 from conformance.judging.checks import no_5xx
 from conformance.judging.variants import variant_job
 from conformance.judging.verdict import Soft
 from contract.clauses import checks
 from contract.states import RequestState
+from fake_gs.testing.admin_api import AdminApi
 
 #: The calls sent together: steps, with a save among them.
 TOGETHER = ("step", "step", "save", "step")
@@ -33,11 +34,11 @@ def _global_steps(driver: RawDriver, job_id: str, soft: Soft) -> int:
     return int(body.get("global_steps", -1))
 
 
-def _executed(admin: FakeAdmin | None) -> Counter[str]:
+def _executed(admin: AdminApi | None) -> Counter[str]:
     return Counter(admin.state()["requests"]["executed_by_op"]) if admin else Counter()
 
 
-def _send_together(driver: RawDriver, job_id: str, admin: FakeAdmin | None) -> list[Any]:
+def _send_together(driver: RawDriver, job_id: str, admin: AdminApi | None) -> list[Any]:
     """Submit :data:`TOGETHER` while (on the fake) the job's executor is held."""
     if admin is not None:
         admin.hold(job_id)
@@ -54,7 +55,7 @@ def test_calls_in_flight_together_run_once(gs_target, gs_raw, gs_job, gs_variant
     fake's counters), the steps count one each, and no submit answers 5xx."""
     if gs_target.embedded:
         driver, ops = variant_job(gs_variant("plain-hold"))
-        admin: FakeAdmin | None = FakeAdmin(driver.target)
+        admin: AdminApi | None = admin_of(driver.target)
         job_id = ops.job_id
     else:
         driver, admin, job_id = gs_raw, None, gs_job.job_id

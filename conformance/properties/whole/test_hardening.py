@@ -106,11 +106,11 @@ def test_a_stalled_body_is_answered_and_freed(gs_variant: Any) -> None:
 def test_a_body_arriving_after_the_job_ended_leaves_nothing(gs_variant: Any) -> None:
     """A step whose headers reached the server before a cancel and whose body after it:
     409, and the job's request count does not move."""
-    from conformance.fake_admin import FakeAdmin
+    from conformance.fake_admin import admin_of
 
     target = gs_variant("late-body")
     driver, ops = variant_job(target)
-    admin = FakeAdmin(target)
+    admin = admin_of(target)
     before = admin.job_state(ops.job_id).get("requests")
     sock = _open_body(target, route("step").render(job_id=ops.job_id), 2)
     time.sleep(0.3)  # the handler has checked the job and waits for the body

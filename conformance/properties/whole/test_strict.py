@@ -18,7 +18,7 @@ import pytest
 
 from conformance.drivers.ops import RawOps
 from conformance.drivers.raw import Answer, RawDriver, encode
-from conformance.fake_admin import FakeAdmin
+from conformance.fake_admin import admin_of
 from conformance.judging import bodies
 from conformance.judging.checks import SHAPE_ENGINE_SKIP, names_field, refused
 from conformance.judging.variants import JobRef, variant_job
@@ -366,7 +366,7 @@ def test_cancel_request_before_it_starts(gs_target, gs_variant):
     """A request queued behind a held executor is cancelled and never runs (embedded fake:
     its admin API holds the job's executor so the request certainly has not started)."""
     driver, ops = variant_job(gs_variant("plain-hold"))
-    admin, jid = FakeAdmin(driver.target), ops.job_id
+    admin, jid = admin_of(driver.target), ops.job_id
     base = _steps(driver, jid)
     admin.hold(jid)
     queued = driver.call("step", json_body={}, job_id=jid).field("request_id")

@@ -17,6 +17,7 @@ from starlette.responses import Response
 from contract.errors import ErrorCode, detail_entry
 from contract.models import GenerateStreamSubmitResponse, SubmitResponse, unknown_fields
 from contract.routes import OCTET, Route
+from contract.states import JOB_TERMINAL
 from fake_gs.answers import check as answers
 from fake_gs.answers import forms_any as dialect_any
 from fake_gs.answers.check import dumps
@@ -28,7 +29,7 @@ from fake_gs.ops.seams import Bend, Rewrite, Rule
 from fake_gs.ops.traffic import note, note_unknown
 from fake_gs.settings import FakeSettings
 from fake_gs.state.records import JobRec, RequestRec
-from fake_gs.state.store import TERMINAL, Store
+from fake_gs.state.store import Store
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -153,7 +154,7 @@ class Ctx:
         wanted = self.route.needs_states if allowed is None else allowed
         if wanted:
             status = self.store.status(job)
-            if status not in wanted and not (status in TERMINAL and not self.settings.seams.enforces(Rule.ENDED_JOB_REFUSES)):
+            if status not in wanted and not (status in JOB_TERMINAL and not self.settings.seams.enforces(Rule.ENDED_JOB_REFUSES)):
                 raise ApiError(ErrorCode.JOB_NOT_RUNNING, f"job {job.public_id} is {status}, not running")
         return job
 
