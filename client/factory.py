@@ -9,7 +9,7 @@ job on first use. Neither imports anything on-prem.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal, overload
 
 from pydantic import BaseModel
 
@@ -57,6 +57,20 @@ def create_client(config: Any = None, server_state: Any = None, *,
         return ArcticRLClient(apply_env_override(coerce_config(config)), transport,
                               server_state=server_state)
     return ArcticRLClient(resolve_config(config), server_state=server_state)
+
+
+@overload
+def create_arctic_rl_client(config: Any = None, server_state: Any = None, *,
+                            blocking_calls: Literal[False] = False,
+                            transport: Transport | None = None) -> AsyncArcticRLClient: ...
+@overload
+def create_arctic_rl_client(config: Any = None, server_state: Any = None, *,
+                            blocking_calls: Literal[True],
+                            transport: Transport | None = None) -> ArcticRLClient: ...
+@overload
+def create_arctic_rl_client(config: Any = None, server_state: Any = None, *,
+                            blocking_calls: bool,
+                            transport: Transport | None = None) -> AsyncArcticRLClient | ArcticRLClient: ...
 
 
 def create_arctic_rl_client(config: Any = None, server_state: Any = None, *,

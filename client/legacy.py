@@ -11,13 +11,14 @@ from __future__ import annotations
 import asyncio
 import functools
 from collections.abc import Callable, Coroutine, Generator
-from typing import Any, TypeVar
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from client.config import ClientConfig
 from client.rl import ArcticRLClient
-from client.transport import COLOCATION_OPS, Transport
+from client.transport import Transport
 
 T = TypeVar("T")
+P = ParamSpec("P")
 
 
 class _Done:
@@ -29,6 +30,22 @@ class _Done:
 
     def __repr__(self) -> str:
         return "<shutdown done>"
+
+
+def _in_worker_thread(
+    method: Callable[Concatenate[ArcticRLClient, P], T],
+) -> Callable[Concatenate[AsyncArcticRLClient, P], Coroutine[Any, Any, T]]:
+    """The coroutine for sync ``method``: the call (looked up by name on the wrapped
+    client) runs in a worker thread."""
+    name = method.__name__
+
+    @functools.wraps(method)
+    async def run(self: AsyncArcticRLClient, /, *args: P.args, **kwargs: P.kwargs) -> T:
+        result: T = await self._run(getattr(self._client, name), *args, **kwargs)
+        return result
+
+    run.__qualname__ = f"AsyncArcticRLClient.{name}"
+    return run
 
 
 class AsyncArcticRLClient:
@@ -94,25 +111,25 @@ class AsyncArcticRLClient:
         await self._run(self._client.start)
         return self
 
-
-#: The ``ArcticRLClient`` methods the legacy surface offers as coroutines, same signatures.
-ASYNC_METHODS: tuple[str, ...] = (
-    "fwd_bwd", "fwd_no_grad", "step", "save_checkpoint", "save_weights", "load_checkpoint",
-    "generate", "log_probs", "sync_weights", "reset_prefix_cache", "tail_logs",
-    "cancel_request", *sorted(COLOCATION_OPS),
-)
-
-
-def _in_worker_thread(name: str) -> Callable[..., Coroutine[Any, Any, Any]]:
-    """The coroutine for sync method ``name``: the call runs in a worker thread."""
-    @functools.wraps(getattr(ArcticRLClient, name))
-    async def run(self: AsyncArcticRLClient, *args: Any, **kwargs: Any) -> Any:
-        return await self._run(getattr(self._client, name), *args, **kwargs)
-
-    run.__qualname__ = f"AsyncArcticRLClient.{name}"
-    return run
-
-
-for _name in ASYNC_METHODS:
-    setattr(AsyncArcticRLClient, _name, _in_worker_thread(_name))
-del _name
+    # --- async ops: the ArcticRLClient method of each name, same signature, as a coroutine
+    fwd_bwd = _in_worker_thread(ArcticRLClient.fwd_bwd)
+    fwd_no_grad = _in_worker_thread(ArcticRLClient.fwd_no_grad)
+    step = _in_worker_thread(ArcticRLClient.step)
+    save_checkpoint = _in_worker_thread(ArcticRLClient.save_checkpoint)
+    save_weights = _in_worker_thread(ArcticRLClient.save_weights)
+    load_checkpoint = _in_worker_thread(ArcticRLClient.load_checkpoint)
+    generate = _in_worker_thread(ArcticRLClient.generate)
+    log_probs = _in_worker_thread(ArcticRLClient.log_probs)
+    sync_weights = _in_worker_thread(ArcticRLClient.sync_weights)
+    reset_prefix_cache = _in_worker_thread(ArcticRLClient.reset_prefix_cache)
+    tail_logs = _in_worker_thread(ArcticRLClient.tail_logs)
+    cancel_request = _in_worker_thread(ArcticRLClient.cancel_request)
+    # the colocation lifecycle (COLOCATION_OPS)
+    wake_training = _in_worker_thread(ArcticRLClient.wake_training)
+    wake_inference = _in_worker_thread(ArcticRLClient.wake_inference)
+    wake_log_prob = _in_worker_thread(ArcticRLClient.wake_log_prob)
+    sleep_training = _in_worker_thread(ArcticRLClient.sleep_training)
+    sleep_inference = _in_worker_thread(ArcticRLClient.sleep_inference)
+    sleep_log_prob = _in_worker_thread(ArcticRLClient.sleep_log_prob)
+    empty_training_cache = _in_worker_thread(ArcticRLClient.empty_training_cache)
+    weight_norm = _in_worker_thread(ArcticRLClient.weight_norm)

@@ -16,7 +16,7 @@ from client import exit_guard
 from client.config import ClientConfig
 from client.errors import ConfigError
 from client.shaping import flatten_metrics, with_step_metrics, with_train_metrics
-from client.transport import COLOCATION_OPS, JobIds, Request, Transport, given
+from client.transport import JobIds, Request, Transport, given
 
 
 class _JobIdOf:
@@ -44,6 +44,16 @@ class _JobIdOf:
         ids = client.job_ids
         value: str | None = getattr(ids or client.config, self.ids_field if ids else self.config_field)
         return value
+
+
+def _colocation_method(op: str) -> Callable[..., dict[str, Any]]:
+    """The method for one colocation lifecycle op: its keyword arguments are the body."""
+    def run(self: ArcticRLClient, **kwargs: Any) -> dict[str, Any]:
+        return self.call(op, kwargs)
+
+    run.__name__, run.__qualname__ = op, f"ArcticRLClient.{op}"
+    run.__doc__ = f"The ``{op}`` colocation lifecycle op: answered ``{{}}`` on Cortex."
+    return run
 
 
 class ArcticRLClient:
@@ -209,20 +219,16 @@ class ArcticRLClient:
         logs: list[dict[str, str]] = rest.fetch_execution_logs(target)
         return logs
 
-
-def _colocation_method(op: str) -> Callable[..., dict[str, Any]]:
-    """The method for one colocation lifecycle op: its keyword arguments are the body."""
-    def run(self: ArcticRLClient, **kwargs: Any) -> dict[str, Any]:
-        return self.call(op, kwargs)
-
-    run.__name__, run.__qualname__ = op, f"ArcticRLClient.{op}"
-    run.__doc__ = f"The ``{op}`` colocation lifecycle op: answered ``{{}}`` on Cortex."
-    return run
-
-
-# wake/sleep of each role, empty_training_cache, weight_norm: one method per op name.
-for _op in sorted(COLOCATION_OPS):
-    setattr(ArcticRLClient, _op, _colocation_method(_op))
+    # --- colocation lifecycle: wake/sleep of each role, empty_training_cache, weight_norm
+    # (every name of COLOCATION_OPS, one method each; the tests hold the two to each other)
+    wake_training = _colocation_method("wake_training")
+    wake_inference = _colocation_method("wake_inference")
+    wake_log_prob = _colocation_method("wake_log_prob")
+    sleep_training = _colocation_method("sleep_training")
+    sleep_inference = _colocation_method("sleep_inference")
+    sleep_log_prob = _colocation_method("sleep_log_prob")
+    empty_training_cache = _colocation_method("empty_training_cache")
+    weight_norm = _colocation_method("weight_norm")
 
 
 #: Upstream's unified client calls its blocking class this; here it is the same class.

@@ -7,13 +7,26 @@ lazy: a session that never asks for ``gs_target`` starts no fake and opens no co
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from conformance.judging.verdict import ClauseViolation
 from conformance.options import GsOptions, gs_options
 from conformance.target import EmbeddedFakes, ProbeError, Target, probe, remote_target
+
+if TYPE_CHECKING:  # imported where first used: a session that needs none starts none
+    from conformance.drivers.kit_client import ClientDriver, ClientOps
+    from conformance.drivers.ops import Ops, RawOps
+    from conformance.drivers.raw import Answer, RawDriver
+    from conformance.jobs import JobBudget, JobLedger, SharedJob
+    from fake_gs.testing.admin_api import AdminApi
+
+#: What a property's fixture parameter holds, by fixture (the fixtures below say more).
+Variant = Callable[..., Target]
+NewJob = Callable[..., "tuple[str, Answer]"]
+Source = Callable[[str], "tuple[RawDriver, RawOps]"]
+Via = Callable[[str], "Ops"]
 
 
 @pytest.fixture(scope="session")
@@ -43,7 +56,7 @@ def gs_target(gs_opts: GsOptions, gs_fakes: EmbeddedFakes) -> Target:
 
 
 @pytest.fixture(scope="session")
-def gs_variant(gs_target: Target, gs_fakes: EmbeddedFakes) -> Callable[..., Target]:
+def gs_variant(gs_target: Target, gs_fakes: EmbeddedFakes) -> Variant:
     """``gs_variant(name, **fake_settings)``: an extra embedded fake in another dialect.
 
     Skips against a real URL: the variation is a setting of the fake, not of the server.
@@ -60,7 +73,7 @@ def gs_variant(gs_target: Target, gs_fakes: EmbeddedFakes) -> Callable[..., Targ
 
 
 @pytest.fixture(scope="session")
-def gs_raw(gs_target: Target, gs_opts: GsOptions) -> Iterator[Any]:
+def gs_raw(gs_target: Target, gs_opts: GsOptions) -> Iterator[RawDriver]:
     """The raw HTTP driver with the main token."""
     from conformance.drivers.raw import RawDriver
 
@@ -70,7 +83,7 @@ def gs_raw(gs_target: Target, gs_opts: GsOptions) -> Iterator[Any]:
 
 
 @pytest.fixture(scope="session")
-def gs_raw2(gs_target: Target) -> Iterator[Any]:
+def gs_raw2(gs_target: Target) -> Iterator[RawDriver]:
     """The raw driver with the second token (skips without one)."""
     from conformance.drivers.raw import RawDriver
 
@@ -82,7 +95,7 @@ def gs_raw2(gs_target: Target) -> Iterator[Any]:
 
 
 @pytest.fixture(scope="session")
-def gs_anon(gs_target: Target) -> Iterator[Any]:
+def gs_anon(gs_target: Target) -> Iterator[RawDriver]:
     """The raw driver sending no Authorization header at all."""
     from conformance.drivers.raw import RawDriver
 
@@ -92,7 +105,7 @@ def gs_anon(gs_target: Target) -> Iterator[Any]:
 
 
 @pytest.fixture(scope="session")
-def gs_budget(gs_opts: GsOptions) -> Any:
+def gs_budget(gs_opts: GsOptions) -> JobBudget:
     """Jobs the run may still create beyond the shared one."""
     from conformance.jobs import JobBudget
 
@@ -101,7 +114,7 @@ def gs_budget(gs_opts: GsOptions) -> Any:
 
 
 @pytest.fixture(scope="session")
-def gs_ledger() -> Iterator[Any]:
+def gs_ledger() -> Iterator[JobLedger]:
     """Jobs created by the run, cancelled when the session ends."""
     from conformance.jobs import JobLedger
 
@@ -111,7 +124,7 @@ def gs_ledger() -> Iterator[Any]:
 
 
 @pytest.fixture(scope="session")
-def gs_job(gs_raw: Any, gs_opts: GsOptions, gs_ledger: Any) -> Any:
+def gs_job(gs_raw: RawDriver, gs_opts: GsOptions, gs_ledger: JobLedger) -> SharedJob:
     """The shared session job (created once, or ``--gs-job-id``), running."""
     from conformance.jobs import start_shared_job
 
@@ -126,8 +139,8 @@ def gs_job(gs_raw: Any, gs_opts: GsOptions, gs_ledger: Any) -> Any:
 
 @pytest.fixture(scope="session")
 def gs_new_job(
-    gs_raw: Any, gs_budget: Any, gs_ledger: Any, gs_opts: GsOptions
-) -> Callable[..., Any]:
+    gs_raw: RawDriver, gs_budget: JobBudget, gs_ledger: JobLedger, gs_opts: GsOptions
+) -> NewJob:
     """``gs_new_job(body=None, driver=None, wait=True, why='', cid=None)``: an extra job.
 
     Budgeted against a real URL; a refused creation fails on clause ``cid`` when given.
@@ -138,11 +151,11 @@ def gs_new_job(
 
     def create(
         body: dict[str, Any] | None = None,
-        driver: Any = None,
+        driver: RawDriver | None = None,
         wait: bool = True,
         why: str = "",
         cid: str | None = None,
-    ) -> tuple[str, Any]:
+    ) -> tuple[str, Answer]:
         drv = driver or gs_raw
         if not drv.target.embedded:
             gs_budget.take(1, why)
@@ -161,7 +174,7 @@ def gs_new_job(
 
 
 @pytest.fixture(scope="session")
-def gs_admin(gs_target: Target) -> Any:
+def gs_admin(gs_target: Target) -> AdminApi:
     """The embedded fake's admin API (skips against a real URL)."""
     from conformance.fake_admin import admin_of
 
@@ -171,7 +184,7 @@ def gs_admin(gs_target: Target) -> Any:
 
 
 @pytest.fixture(scope="session")
-def gs_ops(gs_raw: Any, gs_job: Any) -> Any:
+def gs_ops(gs_raw: RawDriver, gs_job: SharedJob) -> RawOps:
     """The op surface over the raw driver, on the shared job."""
     from conformance.drivers.ops import RawOps
 
@@ -179,7 +192,7 @@ def gs_ops(gs_raw: Any, gs_job: Any) -> Any:
 
 
 @pytest.fixture(scope="session")
-def gs_client(gs_target: Target, gs_job: Any, gs_opts: GsOptions) -> Iterator[Any]:
+def gs_client(gs_target: Target, gs_job: SharedJob, gs_opts: GsOptions) -> Iterator[ClientDriver]:
     """The client-transport driver attached to the shared job."""
     from conformance.drivers.kit_client import ClientDriver
 
@@ -189,7 +202,7 @@ def gs_client(gs_target: Target, gs_job: Any, gs_opts: GsOptions) -> Iterator[An
 
 
 @pytest.fixture(scope="session")
-def gs_client_ops(gs_client: Any) -> Any:
+def gs_client_ops(gs_client: ClientDriver) -> ClientOps:
     from conformance.drivers.kit_client import ClientOps
 
     return ClientOps(gs_client)
@@ -197,13 +210,13 @@ def gs_client_ops(gs_client: Any) -> Any:
 
 @pytest.fixture
 def gs_source(
-    gs_target: Target, gs_variant: Any, request: pytest.FixtureRequest
-) -> Callable[[str], Any]:
+    gs_target: Target, gs_variant: Variant, request: pytest.FixtureRequest
+) -> Source:
     """``gs_source('inline'|'chunks')``: (driver, ops) whose results come in that form (a
     fake variant; against a URL the target itself, properties skip on another form)."""
     from conformance.judging.variants import source
 
-    def get(form: str) -> Any:
+    def get(form: str) -> tuple[RawDriver, RawOps]:
         ops = None if gs_target.embedded else request.getfixturevalue("gs_ops")
         return source(gs_target, gs_variant, ops, form)
 
@@ -211,10 +224,11 @@ def gs_source(
 
 
 @pytest.fixture
-def gs_via(request: pytest.FixtureRequest) -> Callable[[str], Any]:
+def gs_via(request: pytest.FixtureRequest) -> Via:
     """``gs_via('raw'|'client')``: the op surface of that driver (lazily built)."""
 
-    def get(via: str) -> Any:
-        return request.getfixturevalue("gs_ops" if via == "raw" else "gs_client_ops")
+    def get(via: str) -> Ops:
+        ops: Ops = request.getfixturevalue("gs_ops" if via == "raw" else "gs_client_ops")
+        return ops
 
     return get

@@ -14,7 +14,7 @@ import argparse
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field, make_dataclass
-from typing import Any, Literal, get_args
+from typing import Any, Literal, Protocol, get_args
 
 import pytest
 
@@ -286,7 +286,15 @@ def with_env(name: str, value: Any) -> Any:
 _PARSED = pytest.StashKey[Any]()
 
 
-def gs_options(config: pytest.Config) -> Any:
+class OptionSource(Protocol):
+    """What :func:`gs_options` reads off a pytest config."""
+
+    @property
+    def stash(self) -> pytest.Stash: ...
+    def getoption(self, name: str) -> Any: ...
+
+
+def gs_options(config: OptionSource) -> Any:
     """The session's GsOptions, parsed once from its ``--gs-*`` options."""
     cached = config.stash.get(_PARSED, None)
     if cached is None:

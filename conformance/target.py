@@ -21,7 +21,7 @@ from client.calls.bounded_read import mount_bounds
 from conformance.options import GsOptions, SuiteProfile
 from contract.auth import AUTHORIZATION_HEADER
 from contract.auth import auth_headers as contract_auth_headers
-from contract.routes import prefix, route
+from contract.routes import Profile, prefix, route
 
 #: Tokens the embedded fake is configured with, so auth and isolation clauses can run.
 EMBEDDED_TOKENS = ("gs-conformance-token-a", "gs-conformance-token-b")
@@ -55,7 +55,7 @@ class Target:
         return self.base_url.rstrip("/") + self.prefix
 
     @property
-    def server_profile(self) -> str:
+    def server_profile(self) -> Profile:
         """The route profile the server is expected to serve (semantic runs need proposed)."""
         return "current" if self.profile == "current" else "proposed"
 
@@ -130,8 +130,8 @@ def probe_service(
 
 def _root_reason(exc: BaseException) -> str:
     seen = exc
-    while seen.__cause__ is not None or seen.__context__ is not None:
-        seen = seen.__cause__ or seen.__context__  # type: ignore[assignment]
+    while (reason := seen.__cause__ or seen.__context__) is not None:
+        seen = reason
     text = str(seen) or type(seen).__name__
     for marker in (
         "Connection refused",

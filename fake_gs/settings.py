@@ -57,7 +57,7 @@ class Timing:
             raise ValueError(f"timing {text!r} must not be negative")
         if amount == 0:
             return cls()
-        return cls(kind, float(amount))  # type: ignore[arg-type]
+        return cls("polls" if kind == "polls" else "seconds", float(amount))
 
     def __str__(self) -> str:
         if self.kind == "instant":

@@ -169,8 +169,9 @@ def measure(fake_url: str, job: str, proxy: FaultProxy, routes: tuple[str, ...],
 
     ``mutant`` names a client mutant to apply (the conformance self-test's teeth)."""
     headers = admin_headers or {}
-    rest = CortexRestClient(ClientConfig(base_url=proxy.url, **{**FAST_CLIENT, **config}),
-                            session=session, **client_mutant_seams(mutant))
+    seams = client_mutant_seams(mutant)
+    seams["session"] = session
+    rest = CortexRestClient(ClientConfig(base_url=proxy.url, **{**FAST_CLIENT, **config}), **seams)
     out: dict[str, Tally] = {}
     try:
         for name in routes:

@@ -12,7 +12,6 @@ import base64
 from typing import Any, Protocol
 
 from conformance.drivers.raw import Answer, RawDriver, Settled, encode
-from conformance.jobs import SharedJob
 from conformance.judging import bodies
 from contract.routes import OCTET
 from contract.states import RequestState
@@ -52,12 +51,25 @@ class Ops(Protocol):
     def tail_logs(self) -> dict[str, Any]: ...
 
 
+class JobIds(Protocol):
+    """What :class:`RawOps` reads of its job: the ids it addresses (the session's
+    :class:`~conformance.jobs.SharedJob`, or a :class:`~conformance.judging.variants.JobRef` to
+    another job)."""
+
+    @property
+    def job_id(self) -> str: ...
+    @property
+    def training(self) -> str | None: ...
+    @property
+    def sampling(self) -> str | None: ...
+
+
 class RawOps:
     """The op surface over raw HTTP; every answer is also kept in ``self.last``."""
 
     via = "raw"
 
-    def __init__(self, driver: RawDriver, job: SharedJob) -> None:
+    def __init__(self, driver: RawDriver, job: JobIds) -> None:
         self.d = driver
         self.job = job
         self.last: Settled | None = None
@@ -65,6 +77,14 @@ class RawOps:
     @property
     def job_id(self) -> str:
         return self.job.job_id
+
+    @property
+    def settled(self) -> Settled:
+        """The request the last op settled (an op that returned settled one: it raises on
+        a refusal or a request that did not end done)."""
+        if self.last is None:
+            raise LookupError("no op of this surface has settled a request yet")
+        return self.last
 
     def _settled(self, answers: list[Answer], settled: Settled | None) -> Any:
         if settled is None:

@@ -24,7 +24,7 @@ CHUNK_BYTES = CHUNK_HEADER_ALLOWANCE + 256
 
 
 class JobRef:
-    """Enough of a SharedJob for RawOps on another job."""
+    """The ids of another job than the session's, for :class:`~conformance.drivers.ops.RawOps`."""
 
     def __init__(
         self, job_id: str, training: str | None = None, sampling: str | None = None
@@ -42,7 +42,7 @@ def variant_job(target: Any, seed: int = 7) -> tuple[RawDriver, RawOps]:
         sub["seed"] = seed
     job_id = driver.create_job(body).field("job_id")
     driver.wait_job(job_id, timeout_s=30)
-    return driver, RawOps(driver, JobRef(job_id))  # type: ignore[arg-type]
+    return driver, RawOps(driver, JobRef(job_id))
 
 
 def forward_body(batch: int, seq: int) -> dict[str, Any]:
@@ -51,8 +51,7 @@ def forward_body(batch: int, seq: int) -> dict[str, Any]:
 
 def forward_request(ops: RawOps, body: dict[str, Any]) -> Settled:
     ops.forward_op(body)
-    assert ops.last is not None
-    return ops.last
+    return ops.settled
 
 
 def source(target: Any, variant: Any, ops: Any, form: str) -> tuple[RawDriver, RawOps]:

@@ -8,7 +8,7 @@ those red (the test's other clauses count as not reached).
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, NoReturn, TypeVar
 
 from contract.clauses import validate_ids
 
@@ -22,20 +22,34 @@ class ClauseViolation(AssertionError):
         self.message = message
 
 
-def expect(cid: str | Iterable[str], condition: object, message: str, *context: Any) -> None:
-    """Raise :class:`ClauseViolation` for ``cid`` unless ``condition`` holds."""
-    if condition:
-        return
+Held = TypeVar("Held")
+
+
+def _violation(cid: str | Iterable[str], message: str, context: tuple[Any, ...]) -> ClauseViolation:
     ids = [cid] if isinstance(cid, str) else list(cid)
     extra = "".join(
         f"\n  {item!r}" if not isinstance(item, str) else f"\n  {item}" for item in context
     )
-    raise ClauseViolation(ids, message + extra)
+    return ClauseViolation(ids, message + extra)
 
 
-def fail(cid: str | Iterable[str], message: str, *context: Any) -> None:
+def expect(cid: str | Iterable[str], condition: object, message: str, *context: Any) -> None:
+    """Raise :class:`ClauseViolation` for ``cid`` unless ``condition`` holds."""
+    if not condition:
+        raise _violation(cid, message, context)
+
+
+def present(cid: str | Iterable[str], value: Held | None, message: str, *context: Any) -> Held:
+    """``value``, which must be there (else a violation of ``cid``): :func:`expect` for a
+    value the property goes on to use, so the type checker knows it is not None."""
+    if value is None:
+        raise _violation(cid, message, context)
+    return value
+
+
+def fail(cid: str | Iterable[str], message: str, *context: Any) -> NoReturn:
     """Unconditionally fail on ``cid``."""
-    expect(cid, False, message, *context)
+    raise _violation(cid, message, context)
 
 
 class Soft:

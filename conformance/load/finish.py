@@ -113,7 +113,9 @@ class Host:
         if self.started is not None:
             return
         runner = self.environment.runner
-        users = int(getattr(runner, "target_user_count", 0) or self.options.num_users or 1)
+        assert runner is not None, "test_start fires on a running Locust runner"
+        asked = getattr(self.options, "num_users", 0)
+        users = int(getattr(runner, "target_user_count", 0) or asked or 1)
         try:
             budget = job_budget(opts.value(self.options, "max_jobs"), users, self.target.embedded)
             jobs = self.pool.open(budget, opts.value(self.options, "job_id"))

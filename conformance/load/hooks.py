@@ -45,7 +45,9 @@ def _init(environment: Environment, runner: Any, **_: Any) -> None:
 
 def _worker_stop(environment: Environment, msg: Any, **_: Any) -> None:
     """The master asks: stop the users, then send the tally (test_stop does)."""
-    environment.runner.stop()
+    runner = environment.runner
+    assert runner is not None, "a worker's message handler runs on its runner"
+    runner.stop()
 
 
 @events.test_start.add_listener

@@ -25,6 +25,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -105,7 +106,7 @@ def entries(out: Path) -> dict[str, tuple[Path, Callable[[], None]]]:
     found: dict[str, tuple[Path, Callable[[], None]]] = {}
     for dialect, args in dialects().items():
         path = out / f"conformance-current-{dialect}.gsrec.gz"
-        found[f"conformance-{dialect}"] = (path, lambda d=dialect, a=args, p=path: record_conformance(d, a, p))
+        found[f"conformance-{dialect}"] = (path, partial(record_conformance, dialect, args, path))
     # The properties of the proposed server clauses (idempotency keys, freed results, a
     # 405's Allow) run only in that profile: without this tape no replay reaches their
     # mutants. Only those: the rest is the current tapes' traffic again.

@@ -284,12 +284,12 @@ class Replayer:
             return {"status": 0, "headers": {}, "body": None, "error": f"{type(exc).__name__}: {exc}"[:300]}
         finally:
             resp.close()
-        body = tape.sink_of(content).describe(resp.headers.get("content-type", ""))
+        outline = tape.sink_of(content).describe(resp.headers.get("content-type", ""))
         # A server may echo what it was sent (the token) into its answer: never into a report
         # (credential-looking values are scrubbed when the report is written: ids learnt
         # from this answer, export URLs included, must stay real for the later calls).
         return {"status": resp.status_code, "headers": picked,
-                "body": scrub_value(body, (*target.tokens, target.admin_token), patterns=False)}
+                "body": scrub_value(outline, (*target.tokens, target.admin_token), patterns=False)}
 
     def pace(self, server: str, ex: dict[str, Any]) -> None:
         """Wait, for a server whose answers depend on time, until as much time has passed

@@ -8,9 +8,15 @@ is the one chunked result a URL run asks for (conformance.judging.large).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 import pytest
+
+from conformance.options import GsOptions
+from conformance.target import Target
+
+if TYPE_CHECKING:  # imported where first used (a run that never asks for it loads none)
+    from conformance.judging.large import LargeResult
 
 LAST = "gs_last"
 
@@ -35,7 +41,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 @pytest.fixture(scope="session")
-def gs_large(gs_target: Any, gs_opts: Any, request: pytest.FixtureRequest) -> Any:
+def gs_large(
+    gs_target: Target, gs_opts: GsOptions, request: pytest.FixtureRequest
+) -> LargeResult | None:
     """The run's one large (chunked) result against a URL; None on the embedded fake, whose
     variants force chunked delivery at any size (conformance.judging.large)."""
     from conformance.judging.large import LargeResult

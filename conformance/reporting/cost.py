@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sized
 from dataclasses import dataclass
 from typing import Any
 
@@ -61,7 +61,7 @@ class RunCost:
         req = response.request
         body = req.body
         # A body sent as pieces (the kit client's chunk uploads) declares its length.
-        sent = len(body) if isinstance(body, (bytes, str)) or hasattr(body, "__len__") else 0
+        sent = len(body) if isinstance(body, Sized) else 0
         sent += sum(len(k) + len(v) + 4 for k, v in req.headers.items())
         sent += len(req.method or "") + len(req.url or "") + 12
         # A streamed body is the caller's to read (the kit's client streams every answer):

@@ -179,7 +179,7 @@ class RunResults:
         return not self.failing()
 
     def counts(self) -> dict[str, int]:
-        out = dict.fromkeys(STATUSES, 0)
+        out: dict[str, int] = dict.fromkeys(STATUSES, 0)
         for v in self.verdicts:
             out[v.status] += 1
         return out

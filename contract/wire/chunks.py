@@ -375,7 +375,7 @@ def _missing_indices(seen: set[int], total: int, limit: int = 20) -> list[int]:
     return missing
 
 
-def _parse_all(chunks: Sequence[bytes], kind: str | None) -> list[_Chunk | None]:
+def _parse_all(chunks: Sequence[bytes | bytearray], kind: str | None) -> list[_Chunk | None]:
     """Parse every item (None for a plain frame), naming the index of the first bad one."""
     if isinstance(chunks, (bytes, bytearray, memoryview, str)) or not isinstance(chunks, Sequence):
         raise WireError("chunks must be a sequence of byte strings")
@@ -439,7 +439,7 @@ def _joined_frame(by_idx: dict[int, memoryview], desc: dict[str, Any]) -> bytes:
     return frame
 
 
-def decode_byte_chunks(chunks: Sequence[bytes], kind: str | None = None) -> bytes:
+def decode_byte_chunks(chunks: Sequence[bytes | bytearray], kind: str | None = None) -> bytes:
     """Reassemble and verify the frame carried by ``chunks`` (any order; spec §9.3)."""
     parsed = _parse_all(chunks, kind)
     if len(parsed) == 1 and parsed[0] is None:

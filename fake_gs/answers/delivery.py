@@ -78,7 +78,8 @@ class Delivered:
 def chunk_event(chunk: bytes) -> bytes:
     """One ``result_chunk`` event as JSON bytes, built from the contract's model; the base64
     text (which needs no JSON escaping) is spliced in, copied once, here."""
-    event = ResultChunkEvent.model_construct(type="result_chunk", payload_sha256=hashlib.sha256(chunk).hexdigest())
+    event = ResultChunkEvent.model_construct(  # payload_b64 is a placeholder: encode() splices it
+        type="result_chunk", payload_b64="", payload_sha256=hashlib.sha256(chunk).hexdigest())
     return encode(event, {"payload_b64": (b'"', base64.b64encode(chunk), b'"')})
 
 

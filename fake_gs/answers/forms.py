@@ -15,7 +15,7 @@ import functools
 import hashlib
 import itertools
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Container, Sequence
 from typing import Any, TypeVar
 
 from contract.errors import ErrorCode
@@ -153,12 +153,12 @@ def scheduled(result: dict[str, Any], forms: Forms) -> dict[str, Any]:
     return {**result, "last_lr": float(lr) * min(1.0, steps / 10)}
 
 
-def save_id(wanted: str | None, global_steps: int, taken: object) -> str:
+def save_id(wanted: str | None, global_steps: int, taken: Container[str]) -> str:
     """The id a save gets: the server's own, whatever the caller asked for (the control
     plane does not forward it); ``taken`` is the job's checkpoint dict."""
     base = f"ckpt-step{global_steps}"
     ckpt_id, n = base, 1
-    while ckpt_id in taken:  # type: ignore[operator]
+    while ckpt_id in taken:
         n += 1
         ckpt_id = f"{base}-{n}"
     return ckpt_id

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import replace
+from typing import TypeVar
 
 from fake_gs.chunking import machine as cm
 
@@ -19,13 +20,15 @@ WAIVERS: frozenset[str] = cm.RULES
 
 
 Transform = Callable[[cm.Decision], cm.Decision]
+#: The decisions a mutant changes.
+Changed = TypeVar("Changed", cm.Ack, cm.Execute, cm.Replay)
 
 
-def _setting(kind: type, **changes: object) -> Transform:
-    """A transform that sets ``changes`` on decisions of ``kind`` and passes the others."""
+def _setting(kind: type[Changed], change: Callable[[Changed], Changed]) -> Transform:
+    """A transform that applies ``change`` to decisions of ``kind`` and passes the others."""
 
     def transform(decision: cm.Decision) -> cm.Decision:
-        return replace(decision, **changes) if isinstance(decision, kind) else decision  # type: ignore[arg-type]
+        return change(decision) if isinstance(decision, kind) else decision
 
     return transform
 
@@ -36,11 +39,12 @@ def _both(first: Transform, second: Transform) -> Transform:
 
 #: ``chunk:`` point -> how it changes the machine's decision.
 TRANSFORMS: Mapping[str, Transform] = {
-    "ack-leaks-request-id": _setting(cm.Ack, leak_request_id=True),
-    "sha-unverified": _setting(cm.Execute, verify_sha=False),
-    "bytes-kept": _setting(cm.Execute, release_bytes=False),
-    "frame-limits-skipped": _setting(cm.Execute, frame_limits=False),
-    "replay-executes": _both(_setting(cm.Execute, keep_decoded=True), _setting(cm.Replay, execute_again=True)),
+    "ack-leaks-request-id": _setting(cm.Ack, lambda ack: replace(ack, leak_request_id=True)),
+    "sha-unverified": _setting(cm.Execute, lambda run: replace(run, verify_sha=False)),
+    "bytes-kept": _setting(cm.Execute, lambda run: replace(run, release_bytes=False)),
+    "frame-limits-skipped": _setting(cm.Execute, lambda run: replace(run, frame_limits=False)),
+    "replay-executes": _both(_setting(cm.Execute, lambda run: replace(run, keep_decoded=True)),
+                             _setting(cm.Replay, lambda again: replace(again, execute_again=True))),
 }
 
 #: Every point the chunk seam knows.

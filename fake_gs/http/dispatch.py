@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Mapping, MutableMapping
+from collections.abc import Callable, Coroutine, Mapping, MutableMapping
 from typing import Any, cast
 
 from pydantic import BaseModel
@@ -153,7 +153,7 @@ def guarded(state: AppState, route: Route | None, response: Response, scope: Mut
     return checked
 
 
-def make_endpoint(state: AppState, route: Route, handler: Handler) -> Callable[[Request], Awaitable[Response]]:
+def make_endpoint(state: AppState, route: Route, handler: Handler) -> Callable[[Request], Coroutine[Any, Any, Response]]:
     async def endpoint(request: Request) -> Response:
         response = await serve(state, route, handler, request)
         if state.settings.dialect == "any" and route.name != "get_request":

@@ -178,15 +178,15 @@ def choose_sink(group: ChunkGroup | None, route: str, desc: dict[str, Any], leng
             fresh = GroupBuffer(size, arrived if whole else None)
             return Sink(length, fresh, fresh=True, idx=0, hashing=fresh.hash.start(0), adopted=whole)
         return Sink(length)
-    usable = (group.status == OPEN and group.buffer is not None and group.route == route
+    buffer = group.buffer
+    usable = (group.status == OPEN and group.route == route
               and idx not in group.received and idx not in group.arriving
               and (group.total, group.frame_size) == (total, size) and idx < total)
-    if usable:
+    if usable and buffer is not None:
         start, end = chunk_span(idx, total, group.range_size, size)
         if end - start == length:
             group.arriving[idx] = asyncio.Event()
-            return Sink(length, group.buffer, start, group=group, idx=idx,
-                        hashing=group.buffer.hash.start(idx))
+            return Sink(length, buffer, start, group=group, idx=idx, hashing=buffer.hash.start(idx))
     return Sink(length)
 
 

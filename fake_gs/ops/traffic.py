@@ -23,6 +23,7 @@ import secrets
 import threading
 import time
 from collections import Counter, OrderedDict, deque
+from collections.abc import MutableMapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -48,7 +49,7 @@ ANONYMOUS = "anonymous"
 UNAUTHENTICATED = "unauthenticated"
 
 
-def note(scope: dict[str, Any], key: str, value: Any) -> None:
+def note(scope: MutableMapping[str, Any], key: str, value: Any) -> None:
     """Attach a fact to the exchange being served (a no-op cost when traffic is off)."""
     scope.setdefault(NOTES, {})[key] = value
 
@@ -58,7 +59,7 @@ def note(scope: dict[str, Any], key: str, value: Any) -> None:
 RESULT_FORMS = ("json", "inline", "chunks", "stream")
 
 
-def note_unknown(scope: dict[str, Any], names: list[str]) -> None:
+def note_unknown(scope: MutableMapping[str, Any], names: list[str]) -> None:
     """Report unknown JSON fields of this exchange (the first :data:`MAX_UNKNOWN_NAMES`)."""
     found: list[str] = scope.setdefault(NOTES, {}).setdefault("unknown_fields", [])
     found.extend(names[: max(0, MAX_UNKNOWN_NAMES - len(found))])

@@ -71,8 +71,10 @@ class KeyStore:
         if response is not None and response.status_code < 400 and len(body) <= MAX_STORED_BYTES:
             entry.status, entry.body, entry.media_type = response.status_code, body, response.media_type
             self.latest[owner] = entry
-        elif self.accounts.get(owner, {}).get(key) is entry:
-            del self.accounts[owner][key]
+        else:
+            keys = self.accounts.get(owner)
+            if keys is not None and keys.get(key) is entry:
+                del keys[key]
         entry.done.set()
 
     def describe(self) -> dict[str, Any]:

@@ -18,7 +18,7 @@ from typing import Any
 
 from contract.errors import ErrorCode
 from contract.models import OPERATION_TYPES
-from contract.routes import routes_for
+from contract.routes import Profile, routes_for
 from fake_gs.ops.traffic import RESULT_FORMS
 from fake_gs.settings import FakeSettings, StatusStyle
 
@@ -43,7 +43,7 @@ def dialects_of(settings: FakeSettings) -> set[str]:
 class Tally:
     """What the tests exercised so far (sets of names; merged across workers)."""
 
-    profiles: set[str] = field(default_factory=set)
+    profiles: set[Profile] = field(default_factory=set)
     routes: set[str] = field(default_factory=set)
     operations: set[str] = field(default_factory=set)
     delivery: set[str] = field(default_factory=set)
@@ -72,7 +72,7 @@ class Tally:
 def universes(tally: Tally) -> dict[str, tuple[str, ...]]:
     """Everything there is to exercise, per kind."""
     profiles = tally.profiles or {"proposed"}
-    routes = sorted({r.name for p in profiles for r in routes_for(p)})  # type: ignore[arg-type]
+    routes = sorted({r.name for p in profiles for r in routes_for(p)})
     dialects = sorted(f"{name}={v}" for name, values in dialect_fields().items() for v in values)
     return {
         "routes": tuple(routes),

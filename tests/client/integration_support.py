@@ -10,6 +10,8 @@ from typing import Any
 import pytest
 import requests
 
+from contract.routes import Profile
+
 #: Every engine the fake has, on both profiles.
 SETUPS: list[tuple[str, str]] = [(e, p) for e in ("shape", "tiny") for p in ("current", "proposed")]
 #: What a launcher exports to put an integration on the fake, fast polls included.
@@ -31,7 +33,7 @@ class Fakes:
         self._stack = stack
         self._urls: dict[tuple[str, str], str] = {}
 
-    def url(self, engine: str, profile: str) -> str:
+    def url(self, engine: str, profile: Profile) -> str:
         key = (engine, profile)
         if key not in self._urls:
             from fake_gs import FakeSettings, serve_in_background
@@ -51,7 +53,7 @@ class Fakes:
         return dict(self.jobs(url)[job_id])
 
     def launch(self, monkeypatch: pytest.MonkeyPatch, engine: str,
-               profile: str) -> tuple[str, set[str]]:
+               profile: Profile) -> tuple[str, set[str]]:
         """Point the launcher variables at that fake: its URL and the jobs it held before."""
         url = self.url(engine, profile)
         launch_on(monkeypatch, url)

@@ -15,7 +15,7 @@ from contract import wire
 from contract.errors import error_body
 
 SUBMITTED = {"request_id": "req-1", "job_id": "j"}
-BATCH = {"args": [], "kwargs": {"input_ids": torch.arange(6000).reshape(2, 3000)}}
+BATCH: dict[str, Any] = {"args": [], "kwargs": {"input_ids": torch.arange(6000).reshape(2, 3000)}}
 
 
 def _rest(url: str, **cfg: Any) -> CortexRestClient:

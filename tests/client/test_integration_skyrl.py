@@ -42,6 +42,7 @@ from client.config import ClientConfig
 from client.env import apply_env_override
 from client.jobspec import CortexConfigWarning, plan_job
 from client.rest import CortexRestClient
+from contract.routes import Profile
 
 #: The not-sent warning is asserted where it matters; elsewhere it is expected noise.
 pytestmark = pytest.mark.filterwarnings("ignore::client.jobspec.CortexConfigWarning")
@@ -171,7 +172,7 @@ def _sync_colocated(worker: Any) -> None:
 
 @pytest.mark.parametrize(("engine", "profile"), SETUPS)
 def test_skyrl_driver_and_worker_loop(fakes: Fakes, monkeypatch: pytest.MonkeyPatch,
-                                      engine: str, profile: str) -> None:
+                                      engine: str, profile: Profile) -> None:
     url, before = fakes.launch(monkeypatch, engine, profile)
     rl_config = skyrl_config(training_gpus=1, sampling_gpus=1)
     with pytest.warns(CortexConfigWarning):
@@ -213,7 +214,7 @@ def test_skyrl_driver_and_worker_loop(fakes: Fakes, monkeypatch: pytest.MonkeyPa
 
 @pytest.mark.parametrize(("engine", "profile"), [("shape", "proposed"), ("tiny", "current")])
 def test_harbor_bridge_calls(fakes: Fakes, monkeypatch: pytest.MonkeyPatch,
-                             engine: str, profile: str) -> None:
+                             engine: str, profile: Profile) -> None:
     """The OpenAI shim asks for top-1 logprobs and reads prompt_len/generation_len with
     defaults; it resets the prefix cache with reset_running_requests= (falling back to no
     argument on a TypeError), and the fully-async trainer syncs with no arguments."""

@@ -49,6 +49,7 @@ from client import (
 )
 from client.env import apply_env_override
 from client.jobspec import CortexConfigWarning, plan_job
+from contract.routes import Profile
 
 pytestmark = pytest.mark.filterwarnings("ignore::client.jobspec.CortexConfigWarning")
 ROLLOUT_N = 2
@@ -158,7 +159,7 @@ def _update(client: Any, batch: dict[str, Any], meta: dict[str, Any]) -> tuple[f
 
 @pytest.mark.parametrize(("engine", "profile"), SETUPS)
 def test_verl_driver_worker_loop(fakes: Fakes, monkeypatch: pytest.MonkeyPatch,
-                                 engine: str, profile: str) -> None:
+                                 engine: str, profile: Profile) -> None:
     url, before = fakes.launch(monkeypatch, engine, profile)
     with pytest.warns(CortexConfigWarning):
         driver = create_arctic_rl_client(verl_config())
@@ -197,7 +198,7 @@ def test_verl_driver_worker_loop(fakes: Fakes, monkeypatch: pytest.MonkeyPatch,
     assert asyncio.run(worker.sleep_inference(level=1)) == {}
     asyncio.run(worker.reset_prefix_cache())
     saved = asyncio.run(worker.save_checkpoint())
-    job = fakes.job(url, driver.sync.job_id)
+    job = fakes.job(url, str(driver.sync.job_id))
     assert saved["checkpoint_id"] in {c if isinstance(c, str) else c.get("checkpoint_id")
                                       for c in job["checkpoints"]}
     assert (job["global_steps"], job["forward_backward_executions"]) == (1, 1)
@@ -209,7 +210,7 @@ def test_verl_driver_worker_loop(fakes: Fakes, monkeypatch: pytest.MonkeyPatch,
         await driver.shutdown()
     asyncio.run(destroy())
     assert exit_guard.guarded_jobs() == []
-    assert fakes.job(url, driver.sync.job_id)["status"] in ("cancelling", "cancelled")
+    assert fakes.job(url, str(driver.sync.job_id))["status"] in ("cancelling", "cancelled")
 
 
 def test_shutdown_is_awaitable_and_plain(fakes: Fakes, monkeypatch: pytest.MonkeyPatch) -> None:

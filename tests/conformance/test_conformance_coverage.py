@@ -16,14 +16,15 @@ from fake_gs.ops.mutants import MUTANTS
 def property_clauses() -> dict[str, set[str]]:
     """clause id -> the property modules checking it."""
     found: dict[str, set[str]] = defaultdict(set)
-    for info in pkgutil.iter_modules(props.__path__):
-        if not info.name.startswith("test_"):
+    for info in pkgutil.walk_packages(props.__path__, f"{props.__name__}."):
+        leaf = info.name.rpartition(".")[2]
+        if not leaf.startswith("test_"):
             continue
-        module = importlib.import_module(f"{props.__name__}.{info.name}")
+        module = importlib.import_module(info.name)
         for name, obj in vars(module).items():
             if name.startswith("test_") and (inspect.isfunction(obj) or inspect.isclass(obj)):
                 for cid in clauses_of(obj):
-                    found[cid].add(info.name)
+                    found[cid].add(leaf)
     return found
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from conformance.reporting import render as report
 from conformance.reporting.verdicts import ClauseBook, RunResults, TestOutcome, clause_ids
-from contract.clauses import CLAUSES, Clause, for_profile
+from contract.clauses import CLAUSES, Clause, ClauseProfile, for_profile
 
 
 def book(*outcomes: TestOutcome) -> ClauseBook:
@@ -155,7 +155,7 @@ def test_write_by_suffix(mixed, tmp_path):
         assert path.stat().st_size > 100
 
 
-def _all_must_green(profile: str = "current") -> list[TestOutcome]:
+def _all_must_green(profile: ClauseProfile = "current") -> list[TestOutcome]:
     return [TestOutcome(c.id, (c.id,), "passed") for c in for_profile(profile) if c.level == "MUST"]
 
 

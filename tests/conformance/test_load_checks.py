@@ -23,6 +23,7 @@ from conformance.load.kitclient import kit_client
 from conformance.load.measure.checks import JUDGED, Judge
 from conformance.load.measure.conclude import conclude
 from conformance.load.measure.delivery import DeliveryWatch
+from conformance.load.measure.exchange import Exchange
 from conformance.load.measure.tally import Tally
 from conformance.load.options import markdown_table
 from conformance.load.profile import ProfileError, load_profile, profile_from
@@ -44,7 +45,7 @@ def metered(mutant: str | None = None, client: dict[str, Any] | None = None,
         target = Target(url, "DB", "PUBLIC", "cortex-training", bodies.TRAINING_MODEL, embedded=True)
         pool = JobPool(target, 60.0)
         [job] = pool.open(1)
-        tally, reported = Tally(), []
+        tally, reported = Tally(), list[Exchange]()
         judge = Judge(tally)
         rl = kit_client(target, job, judge, reported.append, {**FAST, **(client or {})})
         state = lambda: requests.get(f"{url}/_fake/state", timeout=30).json()  # noqa: E731

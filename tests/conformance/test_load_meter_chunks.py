@@ -12,7 +12,7 @@ from conformance.load import batches
 from conformance.load.jobs import JobPool, Target
 from conformance.load.kitclient import kit_client
 from conformance.load.measure.checks import Judge
-from conformance.load.measure.exchange import final_chunk, kept_body
+from conformance.load.measure.exchange import Exchange, final_chunk, kept_body
 from conformance.load.measure.tally import Tally
 from contract.routes import route
 from fake_gs import FakeSettings, serve_in_background
@@ -27,7 +27,7 @@ def test_a_chunked_upload_sent_as_pieces_is_metered_chunk_by_chunk() -> None:
         target = Target(url, "DB", "PUBLIC", "cortex-training", bodies.TRAINING_MODEL, embedded=True)
         pool = JobPool(target, 60.0)
         [job] = pool.open(1)
-        tally, reported = Tally(), []
+        tally, reported = Tally(), list[Exchange]()
         rl = kit_client(target, job, Judge(tally), reported.append, {**FAST, "max_chunk_bytes": CHUNK_BYTES})
         try:
             rng = batches.random.Random(3)

@@ -94,7 +94,9 @@ def test_mutants_are_killed(names, tmp_path, subtests, record_property):
     reported as awaiting them (xfail), not as a survivor: those properties are future work.
     """
     records = selftest(tmp_path, "--mutants", ",".join(names))
-    caught, survived, awaiting = [], [], []
+    caught: list[str] = []
+    survived: list[str] = []
+    awaiting: list[str] = []
     for name in names:
         with subtests.test(msg=name):
             record = records.get(f"mutant-{name}")

@@ -9,6 +9,7 @@ import json
 import logging
 import math
 from pathlib import Path
+from typing import Any
 
 import pytest
 from parity_helpers import TOKEN, RawJob, assert_self_parity, big_chunk, replay
@@ -66,7 +67,7 @@ def test_a_spent_budget_warns_once_and_keeps_skeletons(tmp_path: Path, caplog: p
 def test_a_skeleton_rebuilds_the_header_exactly_and_values_in_range() -> None:
     import torch
 
-    obj = {"args": [], "kwargs": {
+    obj: dict[str, Any] = {"args": [], "kwargs": {
         "input_ids": torch.randint(3, 90, (4, 33)), "mask": torch.ones(4, 33, dtype=torch.bool),
         "adv": torch.randn(4, 33), "low": torch.randn(5).to(torch.bfloat16),
         "odd": torch.tensor([1.0, float("nan"), float("-inf"), 2.0]).half(), "scalar": torch.tensor(3.5),
@@ -116,7 +117,7 @@ def test_an_exchange_that_cannot_be_sent_skips_what_depends_on_it(tmp_path: Path
     lost = next(r for r in rep.results if r.route == "forward_backward")
     polls = [r for r in rep.results if r.route == "get_request"]
     assert lost.skip_kind == "bytes" and "not kept" in str(lost.skipped)
-    assert polls and all(r.skip_kind == "after" and r.skipped.startswith(f"after #{lost.seq}:") for r in polls)
+    assert polls and all(r.skip_kind == "after" and (r.skipped or "").startswith(f"after #{lost.seq}:") for r in polls)
 
 
 def test_the_matrix_counts_every_operation_and_lists_the_unrecorded(tmp_path: Path) -> None:

@@ -41,7 +41,7 @@ def test_a_chain_the_recording_ended_sooner_blocks_its_later_polls_of_that_reque
 
 
 def test_pages_cut_alike_block_nothing() -> None:
-    deps, ids = Dependencies(), {}
+    deps, ids = Dependencies(), dict[str, str]()
     for recorded, new in (("c-000001", "c-000001"), ("", None), ("c-000001", "c-999999")):
         deps.block_ended_chain(_ex(1, POLL, {"next_cursor": recorded}), _new({"next_cursor": new}), ids)
     assert deps.blocker(_ex(2, POLL + "?cursor=c-000001", None), ids) is None
@@ -49,7 +49,7 @@ def test_pages_cut_alike_block_nothing() -> None:
 
 
 def test_an_inline_answer_blocks_the_recorded_polls_of_its_request() -> None:
-    deps, ids = Dependencies(), {}
+    deps, ids = Dependencies(), dict[str, str]()
     op = _ex(1, "/p/job-0001/operation", {"request_id": "req-0001", "job_id": "job-0001"}, "POST")
     deps.block_ended_chain(op, _new({"bootstrapped": True}), ids)
     hit = deps.blocker(_ex(2, POLL, None), ids)

@@ -41,8 +41,10 @@ def test_every_form_spec_3_6_allows_is_an_envelope_and_has_a_code() -> None:
     for body, code in ((numeric, "404"), (detail, "missing"), ({"code": "job_not_found", "message": "m"}, "job_not_found")):
         assert is_error_envelope(body) and error_code_of(body) == code
     assert find_error_code(numeric) is None  # retry decisions see only string codes
-    for bad in ({"code": 404}, {"message": "m", "code": True}, {"detail": []},
-                {"detail": [{"msg": "no loc"}]}, {"message": "m", "code": 404, "detail": "x"}):
+    not_envelopes: list[dict[str, object]] = [
+        {"code": 404}, {"message": "m", "code": True}, {"detail": []},
+        {"detail": [{"msg": "no loc"}]}, {"message": "m", "code": 404, "detail": "x"}]
+    for bad in not_envelopes:
         assert not is_error_envelope(bad), bad
 
 

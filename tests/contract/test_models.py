@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from pydantic import ValidationError
 
@@ -16,7 +18,7 @@ from contract.models import (
     unknown_fields,
 )
 
-TRAIN = {
+TRAIN: dict[str, Any] = {
     "job_type": "training",
     "model_name": "Qwen/Qwen3-0.6B",
     "training_config": {"optimizer": {"name": "AdamW", "lr": 1e-4}, "max_seq_len": 128,

@@ -59,7 +59,7 @@ class Hit:
 def _path_fragments() -> list[str]:
     """The literal pieces of every route template (``/forward-backward``, ``:cancel``, ...)
     and of the service prefix, longest first so ``/generate-stream`` wins over ``/generate``."""
-    pieces = set()
+    pieces: set[str] = set()
     for template in (PREFIX_TEMPLATE, *(r.path for r in ROUTES)):
         pieces.update(p for p in re.split(r"\{[^}]*\}", template) if p.strip("/"))
     return sorted(pieces, key=len, reverse=True)
@@ -138,13 +138,13 @@ def scan_source(source: str, path: str) -> Iterator[Hit]:
     """Every fact ``source`` spells in a string literal."""
     tree = ast.parse(source)
     prose, field_names = _docstrings(tree), _field_names(tree)
-    literals = [n for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
-    for node in sorted(literals, key=lambda n: (n.lineno, n.col_offset)):
-        kind = _kind(node.value)
-        if kind is None or id(node) in prose or (path, node.value) in ALLOWED:
+    literals = [(n, n.value) for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
+    for node, text in sorted(literals, key=lambda pair: (pair[0].lineno, pair[0].col_offset)):
+        kind = _kind(text)
+        if kind is None or id(node) in prose or (path, text) in ALLOWED:
             continue
         if not (kind == "state" and id(node) in field_names):
-            yield Hit(path, node.lineno, kind, node.value)
+            yield Hit(path, node.lineno, kind, text)
 
 
 def scan_tree(root: Path = ROOT) -> list[Hit]:

@@ -111,7 +111,8 @@ def test_sample_bodies_are_frames_the_codec_reads() -> None:
     for name in ("forward_backward", "forward_no_grad"):
         chunk = dumps_sample(name)
         frame = wire.decode_byte_chunks([chunk], kind="request")
-        assert wire.chunk_descriptor(chunk)[1]["operation"] == route(name).path.rsplit("/", 1)[1]
+        found = wire.chunk_descriptor(chunk)
+        assert found is not None and found[1]["operation"] == route(name).path.rsplit("/", 1)[1]
         assert wire.loads(frame)["kwargs"]["input_ids"][0][:3] == [1, 2, 3]
     assert wire.loads(dumps_sample("generate"))["prompts"][0].startswith("Hello")
     doc = build_openapi()
@@ -137,8 +138,8 @@ def test_error_responses_accept_every_dialect() -> None:
                  {"message": "conflict", "code": 409},
                  {"detail": [{"loc": ["body", "checkpoint_id"], "msg": "required", "type": "missing"}]}):
         assert validator.is_valid(body), body
-    for body in ({"message": "no code"}, {"code": 409}, {"detail": "not a list"}):
-        assert not validator.is_valid(body), body
+    for bad in ({"message": "no code"}, {"code": 409}, {"detail": "not a list"}):
+        assert not validator.is_valid(bad), bad
 
 
 def test_sub_job_configs_are_a_discriminated_one_of() -> None:
@@ -298,7 +299,7 @@ def test_idempotency_key_is_an_optional_header_of_proposed_data_plane_posts() ->
     from contract.idempotency import IDEMPOTENCY_KEY_HEADER
 
     for profile in ("current", "proposed"):
-        for item in build_openapi(profile)["paths"].values():  # type: ignore[arg-type]
+        for item in build_openapi(profile)["paths"].values():
             for op in item.values():
                 keyed = [p for p in op["parameters"] if p["name"] == IDEMPOTENCY_KEY_HEADER]
                 expected = profile == "proposed" and route(op["operationId"]).keyed

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 import torch
 from hypothesis import given
@@ -44,7 +46,7 @@ def test_generate_rule() -> None:
     req = {"prompts": ["a", [1, 2]], "sampling_params": [{"max_tokens": 2, "logprobs": 1}, None]}
     exp = generate_expectation(req)
     assert exp.count == 2 and exp.max_tokens == (2, 16) and exp.logprobs == (True, False)
-    good = {"results": [
+    good: dict[str, Any] = {"results": [
         {"text": "x", "token_ids": [5, 6], "finish_reason": "length", "logprobs": [-0.1, -0.2]},
         {"text": "y", "token_ids": torch.tensor([7]), "finish_reason": "stop"},
     ]}

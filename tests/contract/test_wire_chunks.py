@@ -126,7 +126,7 @@ def test_splitting_rules() -> None:
     with pytest.raises(WireError, match="kind"):
         wire.encode_byte_chunks(frame, "reply", max_bytes=0, force_chunk=True)
     with pytest.raises(WireError, match="must be bytes"):
-        wire.encode_byte_chunks("text", "request")  # type: ignore[arg-type]
+        wire.encode_byte_chunks("text", "request")
 
 
 @pytest.mark.parametrize("max_bytes", [CHUNK_HEADER_ALLOWANCE, 4096, 1000, 600])
@@ -348,7 +348,9 @@ def test_split_chunk_is_descriptor_and_payload_in_one_parse() -> None:
     chunks = wire.encode_byte_chunks(frame, "request", "forward-backward", max_bytes=8192 + 4096)
     assert len(chunks) > 1
     for chunk in chunks:
-        kind, desc, payload = wire.split_chunk(chunk)
+        parts = wire.split_chunk(chunk)
+        assert parts is not None
+        kind, desc, payload = parts
         assert (kind, desc) == wire.chunk_descriptor(chunk)
         assert bytes(payload) == bytes(wire.chunk_payload(chunk))
     assert wire.split_chunk(frame) is None

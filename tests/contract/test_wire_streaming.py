@@ -4,6 +4,7 @@ read before their payload, and decoding that shares a handed-over buffer."""
 from __future__ import annotations
 
 import mmap
+from typing import Any
 
 import pytest
 import torch
@@ -11,7 +12,7 @@ import torch
 from contract import wire
 from contract.wire import WireError
 
-BATCH = {"args": [], "kwargs": {"input_ids": torch.arange(30_000, dtype=torch.int64).reshape(3, 10_000),
+BATCH: dict[str, Any] = {"args": [], "kwargs": {"input_ids": torch.arange(30_000, dtype=torch.int64).reshape(3, 10_000),
                                 "mask": torch.ones(3, 10_000, dtype=torch.bool), "lr": 0.5}}
 
 

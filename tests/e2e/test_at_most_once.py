@@ -13,21 +13,25 @@ from client.config import ClientConfig
 from client.errors import AmbiguousOutcome
 from client.rest import CortexRestClient
 from conformance.drivers.at_most_once import FAST_CLIENT, measure, open_job
-from conformance.drivers.faultproxy import FaultProxy
+from conformance.drivers.faultproxy import Action, FaultProxy
+from contract.routes import Profile
 from fake_gs import FakeSettings, serve_in_background
 
-POSTS = {"match": lambda method, path: method == "POST"}
+
+def _posts(method: str, path: str) -> bool:
+    """Only POSTs meet the proxy's faults."""
+    return method == "POST"
 
 
 def _steps(url: str, job: str) -> int:
     return int(requests.get(f"{url}/_fake/state", timeout=10).json()["jobs"][job]["global_steps"])
 
 
-def _lost_step(profile: str, **config: Any) -> tuple[Any, int]:
+def _lost_step(profile: Profile, **config: Any) -> tuple[Any, int]:
     """One step whose first answer the proxy loses after forwarding: (outcome, steps run)."""
-    with serve_in_background(FakeSettings(profile=profile, poll_wait_s=0.02)) as url:  # type: ignore[arg-type]
+    with serve_in_background(FakeSettings(profile=profile, poll_wait_s=0.02)) as url:
         job = open_job(url)
-        with FaultProxy(url, script=["drop_after"], **POSTS) as proxy:
+        with FaultProxy(url, script=["drop_after"], match=_posts) as proxy:
             rest = CortexRestClient(ClientConfig(base_url=proxy.url, **{**FAST_CLIENT, **config}))
             try:
                 outcome: Any = rest.result(job, rest.step(job), route_name="step")
@@ -55,17 +59,19 @@ def test_retry_ambiguous_brings_the_duplicate_back() -> None:
     assert outcome["global_steps"] == 2 and steps == 2
 
 
-MIXED = ["drop_after", "pass", "reset", "pass", "drop_before", "pass", "drop_after", "pass"]
+MIXED: list[Action] = ["drop_after", "pass", "reset", "pass", "drop_before", "pass", "drop_after", "pass"]
 
 
 def test_measurement_with_mixed_faults() -> None:
     """A small run of the docs' measurement (a fixed fault order), all three client modes."""
     figures = {}
-    for profile, config in (("proposed", {"supports_idempotency_keys": True}), ("current", {}),
-                            ("current", {"retry_ambiguous": True})):
-        with serve_in_background(FakeSettings(profile=profile, poll_wait_s=0.02)) as url:  # type: ignore[arg-type]
+    runs: list[tuple[Profile, dict[str, Any]]] = [
+        ("proposed", {"supports_idempotency_keys": True}), ("current", {}),
+        ("current", {"retry_ambiguous": True})]
+    for profile, config in runs:
+        with serve_in_background(FakeSettings(profile=profile, poll_wait_s=0.02)) as url:
             job = open_job(url)
-            with FaultProxy(url, script=MIXED, **POSTS) as proxy:  # type: ignore[arg-type]
+            with FaultProxy(url, script=MIXED, match=_posts) as proxy:
                 out = measure(url, job, proxy, ("step", "save"), 6, **config)
         figures[(profile, bool(config.get("retry_ambiguous")))] = out
     for key, out in figures.items():

@@ -30,6 +30,7 @@ def test_polled_operations_and_every_form_reach_the_client(make_fake: Callable[.
     with make_fake(dialect="any", seed=3) as fake, create_client(fake.config()) as client:
         rest: CortexRestClient = client.transport.rest  # type: ignore[attr-defined]
         job, ids = client.job_id, client.transport.ids  # type: ignore[attr-defined]
+        assert job is not None
         payload = {"source_sub_job_id": ids.sampling, "target_sub_job_id": ids.training}
         results: list[Any] = []
         for _ in range(12):

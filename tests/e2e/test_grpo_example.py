@@ -60,7 +60,7 @@ def test_reward_rises_through_client_and_fake(toy: ModuleType, base_url: str) ->
     assert start < 0.05 and end > 0.5, rewards
 
 
-BROKEN = {
+BROKEN: dict[str, dict[str, Any]] = {
     "advantages_negated": {"advantages": lambda adv: -adv},
     "old_log_probs_shifted_by_one": {"old_log_probs": lambda lp, p, r: lp[:, p : p + r]},
     "weight_sync_skipped": {"sync_weights": lambda client: None},

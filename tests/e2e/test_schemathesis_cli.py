@@ -30,14 +30,14 @@ from typing import Any
 
 import pytest
 
-from contract.routes import PREFIX_TEMPLATE, ROUTES, routes_for
+from contract.routes import PREFIX_TEMPLATE, ROUTES, Profile, routes_for
 from fake_gs import FakeServer, start_in_background
 
 ROOT = Path(__file__).resolve().parents[2]
 #: profile -> its committed document (contract.openapi.SNAPSHOTS), and the dialect it is
 #: judged in: the proposed one against the kit's own forms, the current one against all.
-DOCUMENTS = {"proposed": ROOT / "contract" / "openapi.json", "current": ROOT / "contract" / "openapi-current.json"}
-RUNS = [("proposed", "kit"), ("current", "any")]
+DOCUMENTS: dict[Profile, Path] = {"proposed": ROOT / "contract" / "openapi.json", "current": ROOT / "contract" / "openapi-current.json"}
+RUNS: list[tuple[Profile, str]] = [("proposed", "kit"), ("current", "any")]
 ST_CONFIG = ROOT / "contract" / "schemathesis.toml"
 EXAMPLES = int(os.environ.get("ST_MAX_EXAMPLES", "3"))
 SEED = os.environ.get("ST_SEED", "19")
@@ -53,7 +53,7 @@ def st_executable() -> str:
     return found
 
 
-def st_command(url: str, report_dir: Path, examples: int, profile: str = "proposed") -> list[str]:
+def st_command(url: str, report_dir: Path, examples: int, profile: Profile = "proposed") -> list[str]:
     """The docs' command, plus a seed and a HAR report for the reach check."""
     return [st_executable(), "--config-file", str(ST_CONFIG), "run", str(DOCUMENTS[profile]), "--url", url,
             "--checks", "all", "--phases", "examples,coverage,fuzzing,stateful",
@@ -97,8 +97,8 @@ def answered_2xx(har: dict[str, Any]) -> set[str]:
     return out
 
 
-def run_and_judge(fake: FakeServer, tmp_path: Path, run: tuple[str, str], examples: int) -> None:
-    """Run the docs' command on the profile's document at ``examples`` per operation and
+def run_and_judge(fake: FakeServer, tmp_path: Path, run: tuple[Profile, str], examples: int) -> None:
+    """Run the README's command on the profile's document at ``examples`` per operation and
     assert: no failure, no internal error, every operation answered 2xx, no missing test data."""
     profile, dialect = run
     ALL_OPERATIONS = OPERATIONS[profile]
@@ -120,12 +120,12 @@ def run_and_judge(fake: FakeServer, tmp_path: Path, run: tuple[str, str], exampl
 @pytest.mark.heavy
 @pytest.mark.parametrize("run", RUNS, ids=["-".join(r) for r in RUNS])
 def test_schemathesis_cli_finds_nothing_and_reaches_every_operation(fake: FakeServer, tmp_path: Path,
-                                                                    run: tuple[str, str]) -> None:
+                                                                    run: tuple[Profile, str]) -> None:
     run_and_judge(fake, tmp_path, run, EXAMPLES)
 
 
 @pytest.mark.long
 @pytest.mark.parametrize("run", RUNS, ids=["-".join(r) for r in RUNS])
-def test_schemathesis_cli_at_the_readme_count(fake: FakeServer, tmp_path: Path, run: tuple[str, str]) -> None:
+def test_schemathesis_cli_at_the_readme_count(fake: FakeServer, tmp_path: Path, run: tuple[Profile, str]) -> None:
     """The docs' ``--max-examples 100`` (``tox -e openapi-reach``): the same verdicts."""
     run_and_judge(fake, tmp_path, run, 100)

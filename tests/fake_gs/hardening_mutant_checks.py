@@ -41,7 +41,8 @@ def late_body_accepted(api: Api) -> None:
     job = api.running_job()
     path = api.prefix.split(api.base_url, 1)[1] + f"/{job}/step"
     sock = _send_head(api.base_url, path, 2, "application/json")
-    assert api.server is not None and eventually(lambda: path in api.server.exchanges_in_progress())
+    server = api.server
+    assert server is not None and eventually(lambda: path in server.exchanges_in_progress())
     assert api.post(f"/{job}:cancel").status_code == 200
     sock.sendall(b"{}")
     status, _ = _answer(sock)

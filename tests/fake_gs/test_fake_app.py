@@ -41,7 +41,7 @@ def test_router_is_built_from_the_route_table() -> None:
         assert any(p.endswith(spec.path) and spec.method in m for p, m in paths), spec.name
 
 
-def test_current_profile_hides_proposed_routes(make_api) -> None:  # type: ignore[no-untyped-def]
+def test_current_profile_hides_proposed_routes(make_api) -> None:
     api = make_api(profile="current")
     job_id = api.running_job()
     for spec in ROUTES:
@@ -87,7 +87,7 @@ def test_colon_paths_do_not_collide(api: Api) -> None:
     assert api.get("/capacity").json()["max_total_gpus"] == 64
 
 
-def test_admin_health_state_reset(make_api) -> None:  # type: ignore[no-untyped-def]
+def test_admin_health_state_reset(make_api) -> None:
     api = make_api()
     assert api.get("/_fake/health").json()["status"] == "ok"
     api.create_job()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 import requests
 from fake_gs_api import Api, batch
@@ -9,7 +11,7 @@ from fake_gs_api import Api, batch
 from contract.errors import REQUEST_ID_HEADER
 
 
-def test_tokens_required_and_isolated(make_server) -> None:  # type: ignore[no-untyped-def]
+def test_tokens_required_and_isolated(make_server) -> None:
     srv = make_server(tokens=("alice-pat", "bob-pat"))
     alice, bob, nobody = Api(srv.base_url, "alice-pat"), Api(srv.base_url, "bob-pat"), Api(srv.base_url)
     r = nobody.get("/")
@@ -38,7 +40,7 @@ def test_tokens_required_and_isolated(make_server) -> None:  # type: ignore[no-u
     assert alice.job(job_id)["submitted_by"] == "user_0"
 
 
-def test_load_from_another_tokens_job_is_404(make_server) -> None:  # type: ignore[no-untyped-def]
+def test_load_from_another_tokens_job_is_404(make_server) -> None:
     srv = make_server(tokens=("a", "b"))
     a, b = Api(srv.base_url, "a"), Api(srv.base_url, "b")
     src = a.running_job()
@@ -48,7 +50,7 @@ def test_load_from_another_tokens_job_is_404(make_server) -> None:  # type: igno
     assert r.status_code == 404 and r.json()["code"] == "job_not_found"
 
 
-def test_admin_needs_a_token_exports_do_not(make_server) -> None:  # type: ignore[no-untyped-def]
+def test_admin_needs_a_token_exports_do_not(make_server) -> None:
     srv = make_server(tokens=("t",), admin_token="z")
     anon, ok = Api(srv.base_url), Api(srv.base_url, "t")
     admin = {"Authorization": "Bearer z"}
@@ -65,12 +67,12 @@ def test_admin_needs_a_token_exports_do_not(make_server) -> None:  # type: ignor
     assert state["jobs"][job_id]["owner"] == "token#0"
 
 
-def test_service_tokens_get_403_on_every_admin_route(make_server) -> None:  # type: ignore[no-untyped-def]
+def test_service_tokens_get_403_on_every_admin_route(make_server) -> None:
     """With --token A --token B --admin-token Z: A and B get 403 on every admin route (they
     could read, fault, force or reset each other's jobs); Z gets 200."""
     srv = make_server(tokens=("A", "B"), admin_token="Z")
     job_b = Api(srv.base_url, "B").running_job()
-    routes = [("GET", "/_fake/health", None), ("GET", "/_fake/state", None), ("GET", "/_fake/mutants", None),
+    routes: list[tuple[str, str, dict[str, Any] | None]] = [("GET", "/_fake/health", None), ("GET", "/_fake/state", None), ("GET", "/_fake/mutants", None),
               ("GET", "/_fake/faults", None), ("PUT", "/_fake/faults", {"rules": []}),
               ("POST", "/_fake/faults", {"rules": []}), ("DELETE", "/_fake/faults", None),
               ("POST", f"/_fake/jobs/{job_b}/state", {"status": "failed", "reason": "x"}),
@@ -85,7 +87,7 @@ def test_service_tokens_get_403_on_every_admin_route(make_server) -> None:  # ty
         assert r.status_code == 200, (method, path, r.text)
 
 
-def test_a_random_admin_token_without_one_given(make_server) -> None:  # type: ignore[no-untyped-def]
+def test_a_random_admin_token_without_one_given(make_server) -> None:
     srv = make_server(tokens=("t",))
     assert srv.admin_token and srv.admin_token != "t"
     r = requests.get(srv.base_url + "/_fake/state", headers={"Authorization": f"Bearer {srv.admin_token}"},

@@ -41,7 +41,7 @@ def _open_half(api: Api, job: str, chunk: bytes) -> socket.socket:
     return sock
 
 
-def test_chunks_land_at_their_offsets_in_any_order(make_api) -> None:  # type: ignore[no-untyped-def]
+def test_chunks_land_at_their_offsets_in_any_order(make_api) -> None:
     api = make_api()
     job, gid = api.running_job(), str(uuid.uuid4())
     frame, chunks = _chunks(batch(4, 4000), gid)
@@ -68,7 +68,7 @@ def _half_of_chunk_1(api: Api) -> tuple[str, str, bytes, list[bytes], socket.soc
     return job, gid, frame, chunks, sock
 
 
-def test_a_chunk_cut_off_mid_payload_leaves_nothing(make_api) -> None:  # type: ignore[no-untyped-def]
+def test_a_chunk_cut_off_mid_payload_leaves_nothing(make_api) -> None:
     api = make_api()
     job, gid, _, chunks, sock = _half_of_chunk_1(api)
     sock.close()
@@ -89,7 +89,7 @@ def _second_copy(api: Api, job: str, chunk: bytes, out: list[requests.Response])
 
 
 @pytest.mark.parametrize("same", [True, False])
-def test_a_second_copy_of_a_chunk_waits_for_the_first_to_be_judged(make_api, same: bool) -> None:  # type: ignore[no-untyped-def]
+def test_a_second_copy_of_a_chunk_waits_for_the_first_to_be_judged(make_api, same: bool) -> None:
     api = make_api()
     job, gid, frame, chunks, first = _half_of_chunk_1(api)
     seen: list[requests.Response] = []
@@ -120,7 +120,7 @@ def _other_bytes(chunk: bytes) -> bytes:
     return chunk[: head.payload_start] + payload
 
 
-def test_a_key_on_a_chunk_names_the_chunk_and_the_group_rules_judge_its_repeats(make_api) -> None:  # type: ignore[no-untyped-def]
+def test_a_key_on_a_chunk_names_the_chunk_and_the_group_rules_judge_its_repeats(make_api) -> None:
     """Profile proposed: a request chunk's Idempotency-Key fingerprint is the chunk's header
     (its payload is not hashed again for the key); a repeat with the same header is answered
     by the chunk-group rules (no second run, the original request id for the final chunk,

@@ -46,7 +46,7 @@ def test_nonfinal_chunks_carry_no_request_id_final_does(api: Api, running: str) 
     assert g["status"] == "done" and g["executions"] == 1 and g["buffered_bytes"] == 0
 
 
-def test_chunks_across_connections_and_out_of_order(server, running: str) -> None:  # type: ignore[no-untyped-def]
+def test_chunks_across_connections_and_out_of_order(server, running: str) -> None:
     chunks = chunks_of(batch(3, 700))
     assert len(chunks) >= 4
     order = [0, *reversed(range(1, len(chunks) - 1)), len(chunks) - 1]
@@ -140,7 +140,7 @@ def test_replayed_final_chunk_resolves_to_one_execution(api: Api, running: str) 
     assert api.state()["jobs"][running]["forward_backward_executions"] == fb_before
 
 
-def test_concurrent_final_chunks_execute_once(api: Api, running: str, server) -> None:  # type: ignore[no-untyped-def]
+def test_concurrent_final_chunks_execute_once(api: Api, running: str, server) -> None:
     group = str(uuid.uuid4())
     chunks = chunks_of(batch(4, 3000), group=group, max_bytes=60_000)
     for chunk in chunks[:-1]:
@@ -221,7 +221,7 @@ def test_single_chunk_envelope(api: Api, running: str) -> None:
     assert r.status_code == 200 and "request_id" in r.json()
 
 
-def test_group_limits(make_api) -> None:  # type: ignore[no-untyped-def]
+def test_group_limits(make_api) -> None:
     api = make_api(max_open_groups_per_job=2, max_buffered_bytes_per_job=100_000)
     job_id = api.running_job()
     for _ in range(2):
@@ -234,7 +234,7 @@ def test_group_limits(make_api) -> None:  # type: ignore[no-untyped-def]
     assert r.status_code == 413 and r.json()["code"] == "buffer_limit"
 
 
-def test_abandoned_groups_expire(make_api) -> None:  # type: ignore[no-untyped-def]
+def test_abandoned_groups_expire(make_api) -> None:
     api = make_api(chunk_group_idle_s=0.0)
     job_id = api.running_job()
     first = chunks_of(batch(2, 600))

@@ -64,7 +64,7 @@ def clocked(make_server: Callable[..., FakeServer]) -> tuple[FakeServer, ManualC
     return make_server(clock=clock, head_timeout_s=10.0, body_timeout_s=60.0), clock
 
 
-def test_partial_heads_and_silent_sockets_are_closed_at_the_head_deadline(clocked) -> None:  # type: ignore[no-untyped-def]
+def test_partial_heads_and_silent_sockets_are_closed_at_the_head_deadline(clocked) -> None:
     server, clock = clocked
     partial = b"POST /_fake/reset HTTP/1.1\r\nHost: x\r\nX-Slow: "
     with _sockets(server, 20, partial) as heads, _sockets(server, 10) as silent:
@@ -83,7 +83,7 @@ def test_partial_heads_and_silent_sockets_are_closed_at_the_head_deadline(clocke
     assert _health_answers(server)
 
 
-def test_a_trickling_body_is_answered_408_at_the_body_deadline(clocked) -> None:  # type: ignore[no-untyped-def]
+def test_a_trickling_body_is_answered_408_at_the_body_deadline(clocked) -> None:
     """The body keeps arriving (never idle past --body-idle-s) but never completes."""
     server, clock = clocked
     host, port = _addr(server)
@@ -102,7 +102,7 @@ def test_a_trickling_body_is_answered_408_at_the_body_deadline(clocked) -> None:
     assert _connections(server)["body_timeouts"] == 10
 
 
-def test_a_body_nobody_reads_is_cut_at_the_body_deadline(clocked) -> None:  # type: ignore[no-untyped-def]
+def test_a_body_nobody_reads_is_cut_at_the_body_deadline(clocked) -> None:
     """health answers without reading the body it was sent; the rest may not trickle for ever."""
     server, clock = clocked
     host, port = _addr(server)
@@ -118,7 +118,7 @@ def test_a_body_nobody_reads_is_cut_at_the_body_deadline(clocked) -> None:  # ty
     assert _connections(server)["body_timeouts"] == 1
 
 
-def test_over_the_cap_the_longest_waiting_connection_makes_room(make_server) -> None:  # type: ignore[no-untyped-def]
+def test_over_the_cap_the_longest_waiting_connection_makes_room(make_server) -> None:
     server = make_server(max_connections=16)
     with _sockets(server, 100) as idle:
         assert _health_answers(server)  # a new connection got in: an idle one made room
@@ -131,7 +131,7 @@ def test_over_the_cap_the_longest_waiting_connection_makes_room(make_server) -> 
         assert closed == 80
 
 
-def test_when_every_connection_is_busy_the_newest_is_refused_503(make_server) -> None:  # type: ignore[no-untyped-def]
+def test_when_every_connection_is_busy_the_newest_is_refused_503(make_server) -> None:
     server = make_server(max_connections=3)
     host, port = _addr(server)
     head = request_head(f"{host}:{port}", "/_fake/faults", 1000, "application/json")
@@ -144,7 +144,7 @@ def test_when_every_connection_is_busy_the_newest_is_refused_503(make_server) ->
     assert _connections(server)["refused"] == 1
 
 
-def test_a_body_read_past_h11_arrives_whole_and_a_pipelined_request_after_it_is_answered(  # type: ignore[no-untyped-def]
+def test_a_body_read_past_h11_arrives_whole_and_a_pipelined_request_after_it_is_answered(
         make_server) -> None:
     """Body bytes handed to the request without h11 (fake_gs.http.connections: every piece but
     the body's last bytes): the handler gets exactly the declared body, the bytes after it

@@ -22,7 +22,7 @@ def test_forward_backward_result_and_metrics(api: Api, running: str) -> None:
     assert result["post_process_outputs"] == {}
 
 
-def test_current_profile_drops_metrics(make_api) -> None:  # type: ignore[no-untyped-def]
+def test_current_profile_drops_metrics(make_api) -> None:
     api = make_api(profile="current")
     job_id = api.running_job()
     assert api.result(job_id, api.submit_frame(job_id, "forward-backward", batch()))["metrics"] == {}
@@ -216,7 +216,7 @@ def test_export_downloads_a_real_safetensors_file(api: Api, running: str) -> Non
     assert requests.get(file["url"] + "x", timeout=10).status_code == 404
 
 
-def test_seeded_values_are_reproducible(make_api) -> None:  # type: ignore[no-untyped-def]
+def test_seeded_values_are_reproducible(make_api) -> None:
     def run(seed: int) -> list[Any]:
         api = make_api(seed=seed)
         job_id = api.running_job()
@@ -241,7 +241,7 @@ def test_tensor_dtypes_accepted(api: Api, running: str) -> None:
 
 def test_training_ops_need_a_training_sub_job(api: Api) -> None:
     job_id = api.running_job(sampling_config())
-    for route, body in (("step", {}), ("save", {})):
+    for route, body in (("step", dict[str, Any]()), ("save", dict[str, Any]())):
         r = api.post(f"/{job_id}/{route}", json=body)
         assert r.status_code == 400 and r.json()["code"] == "sub_job_not_found"
     r = api.send_frame(job_id, "forward-backward", batch())

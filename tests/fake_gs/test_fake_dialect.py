@@ -4,6 +4,7 @@ the kit dialect (the default) is unchanged."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 from fake_gs_api import Api, sampling_config, training_config
@@ -89,7 +90,7 @@ def test_tail_logs_while_placing_is_an_empty_page(make_server: Callable[..., Fak
     job = spec.create_job(training_config(), sampling_config())
     while normalize_job_state(spec.job(job)["status"]) != "placing":
         pass
-    body = {"operation_type": "tail-logs", "payload": {"max_lines": 5}, "sub_job_type": "training"}
+    body: dict[str, Any] = {"operation_type": "tail-logs", "payload": {"max_lines": 5}, "sub_job_type": "training"}
     page = spec.post(f"/{job}/operation", json=body).json()
     assert page == {"entries": [], "next_cursor": "L0", "eof": False}
     spec.wait_running(job)
@@ -102,7 +103,7 @@ def test_tail_logs_takes_an_integer_cursor_as_the_payload_allows(spec: Api) -> N
     """The payload's schema allows an integer cursor: judged like any other (a 400 when
     negative), never a 500 (schemathesis' stateful phase sent one)."""
     job = spec.running_job()
-    body = {"operation_type": "tail-logs", "payload": {"cursor": -3}, "sub_job_type": "training"}
+    body: dict[str, Any] = {"operation_type": "tail-logs", "payload": {"cursor": -3}, "sub_job_type": "training"}
     refused = spec.post(f"/{job}/operation", json=body)
     assert refused.status_code == 400, refused.text
     body["payload"]["cursor"] = 0

@@ -38,7 +38,7 @@ def _routes(app: Any) -> list[tuple[str, str]]:
     return out
 
 
-def test_a_non_ascii_bearer_token_is_401_on_every_route(make_server) -> None:  # type: ignore[no-untyped-def]
+def test_a_non_ascii_bearer_token_is_401_on_every_route(make_server) -> None:
     srv = make_server(tokens=("tok-a",), admin_token="adm-z")
     routes = _routes(srv.app)
     statuses: dict[int, list[str]] = {}
@@ -63,7 +63,7 @@ def _raw(base_url: str, data: bytes) -> bytes:
     return out
 
 
-def test_content_length_with_transfer_encoding_is_refused_and_closed(server) -> None:  # type: ignore[no-untyped-def]
+def test_content_length_with_transfer_encoding_is_refused_and_closed(server) -> None:
     smuggled = b"GET /_fake/health HTTP/1.1\r\nHost: x\r\n\r\n"
     body = b"0\r\n\r\n" + smuggled
     head = (b"POST /api/v2/statements HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"

@@ -45,7 +45,7 @@ def _chunk0(api: Api, job: str, frame_size: int) -> tuple[Any, list[bytes]]:
     return api.post(f"/{job}/forward-backward", data=chunks[0], headers=OCTET), chunks
 
 
-def test_an_account_within_its_share_gets_room_from_the_one_over_it(make_api) -> None:  # type: ignore[no-untyped-def]
+def test_an_account_within_its_share_gets_room_from_the_one_over_it(make_api) -> None:
     a = make_api("a", max_buffered_bytes_total=1024 * KiB, **TOKENS)
     b = Api(a.base_url, token="b", server=a.server)
     job_a, job_b = a.running_job(), b.running_job()
@@ -63,7 +63,7 @@ def test_an_account_within_its_share_gets_room_from_the_one_over_it(make_api) ->
     assert last.status_code == 200, last.text
 
 
-def test_open_groups_are_shared_too(make_api) -> None:  # type: ignore[no-untyped-def]
+def test_open_groups_are_shared_too(make_api) -> None:
     a = make_api("a", max_open_groups_total=4, **TOKENS)
     b = Api(a.base_url, token="b", server=a.server)
     job_a, job_b = a.running_job(), b.running_job()
@@ -74,7 +74,7 @@ def test_open_groups_are_shared_too(make_api) -> None:  # type: ignore[no-untype
     assert admin.get("/_fake/budgets").json()["reclaimed_chunk_groups"] == 1 and admin.state()["open_chunk_groups"] == 4
 
 
-def test_a_body_over_its_share_gives_way_and_a_refused_body_is_answered_at_once(make_api) -> None:  # type: ignore[no-untyped-def]
+def test_a_body_over_its_share_gives_way_and_a_refused_body_is_answered_at_once(make_api) -> None:
     """a trickles two bodies holding the in-flight budget (one of them garbage, refused and
     being discarded); b's upload still goes in (a's least recently active body is dropped:
     503 on its next byte); a's next body, all of it sent, is refused at once, not after
@@ -110,7 +110,9 @@ def _trickle(api: Api, job: str, sent: int, garbage: bool = False) -> socket.soc
     host, port = api.base_url.split("//", 1)[1].rsplit(":", 1)
     path = api.prefix.split(api.base_url, 1)[1] + f"/{job}/forward-backward"
     sock = socket.create_connection((host, int(port)), timeout=30)
-    headers = {"Authorization": api.session.headers["Authorization"],
+    token = api.session.headers["Authorization"]
+    assert isinstance(token, str)
+    headers = {"Authorization": token,
                "X-Snowflake-Authorization-Token-Type": "PROGRAMMATIC_ACCESS_TOKEN"}
     sock.sendall(request_head(f"{host}:{port}", path, len(chunk), OCTET["Content-Type"], headers)
                  + chunk[: head.payload_start + sent])

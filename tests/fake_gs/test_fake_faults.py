@@ -16,7 +16,7 @@ def test_no_rules_is_a_no_op() -> None:
     assert FaultInjector().decide("step", "POST") is None
 
 
-def test_rules_from_file_fire_on_the_nth_call(make_api, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_rules_from_file_fire_on_the_nth_call(make_api, tmp_path: Path) -> None:
     path = tmp_path / "faults.json"
     path.write_text(json.dumps({"rules": [{"route": "get_capacity", "nth": 2, "status": 503}]}))
     api = make_api(faults=str(path))
@@ -24,7 +24,7 @@ def test_rules_from_file_fire_on_the_nth_call(make_api, tmp_path: Path) -> None:
     assert codes == [200, 503, 200]
 
 
-def test_yaml_rules_and_put(make_api, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_yaml_rules_and_put(make_api, tmp_path: Path) -> None:
     path = tmp_path / "faults.yaml"
     path.write_text("- route: list_jobs\n  status: 429\n  times: 1\n")
     api = make_api(faults=str(path))
@@ -38,7 +38,7 @@ def test_yaml_rules_and_put(make_api, tmp_path: Path) -> None:  # type: ignore[n
     assert api.call("PUT", "/_fake/faults", json=[{"route": "*"}]).status_code == 400
 
 
-def test_dropped_connection(make_api) -> None:  # type: ignore[no-untyped-def]
+def test_dropped_connection(make_api) -> None:
     api = make_api()
     api.call("PUT", "/_fake/faults", json=[{"route": "get_capacity", "drop": True, "times": 1}])
     with pytest.raises(requests.RequestException):
@@ -64,7 +64,7 @@ def test_rule_validation() -> None:
     ({"route": "step", "status": 200}, "status"),
     ({"route": "step", "colour": "red", "drop": True}, "colour"),
 ])
-def test_admin_refuses_a_bad_rule_naming_its_field(make_api, rule: dict, field: str) -> None:  # type: ignore[no-untyped-def]
+def test_admin_refuses_a_bad_rule_naming_its_field(make_api, rule: dict, field: str) -> None:
     api = make_api()
     ok = {"route": "get_capacity", "drop": True}
     r = api.call("PUT", "/_fake/faults", json={"rules": [ok, rule]})

@@ -15,7 +15,7 @@ from contract import wire
 from contract.limits import SAMPLING_BOUNDS
 
 
-def test_a_result_read_to_the_end_is_freed_after_its_grace(make_api) -> None:  # type: ignore[no-untyped-def]
+def test_a_result_read_to_the_end_is_freed_after_its_grace(make_api) -> None:
     api = make_api(result_grace_s=0.0)
     job = api.running_job()
     rid = api.submit_frame(job, "forward-no-grad", batch(2, 8))
@@ -26,7 +26,7 @@ def test_a_result_read_to_the_end_is_freed_after_its_grace(make_api) -> None:  #
     assert api.state()["internal_errors"] == 0
 
 
-def test_a_retried_last_page_within_the_grace_is_served_again(make_api) -> None:  # type: ignore[no-untyped-def]
+def test_a_retried_last_page_within_the_grace_is_served_again(make_api) -> None:
     api = make_api(result_delivery="chunks", result_chunk_bytes=4096)
     job = api.running_job()
     rid = api.submit_frame(job, "forward-no-grad", batch(2, 600))
@@ -35,7 +35,7 @@ def test_a_retried_last_page_within_the_grace_is_served_again(make_api) -> None:
     assert again["events"] == first["events"] and len(first["events"]) > 1
 
 
-def test_only_the_newest_read_results_are_kept(make_api) -> None:  # type: ignore[no-untyped-def]
+def test_only_the_newest_read_results_are_kept(make_api) -> None:
     api = make_api(results_read_kept=2)
     job = api.running_job()
     rids = [api.submit_frame(job, "forward-no-grad", batch(2, 8)) for _ in range(4)]
@@ -45,7 +45,7 @@ def test_only_the_newest_read_results_are_kept(make_api) -> None:  # type: ignor
     assert codes == [410, 410, 200, 200], codes
 
 
-def test_unread_results_over_the_cap_are_freed_oldest_first(make_api) -> None:  # type: ignore[no-untyped-def]
+def test_unread_results_over_the_cap_are_freed_oldest_first(make_api) -> None:
     """Each result here is ~10 KB of JSON; a 24 KB cap keeps the two newest unread."""
     api = make_api(max_results_bytes=24 * 1024, result_delivery="inline")
     job = api.running_job()
@@ -77,7 +77,7 @@ def _answer(sock: socket.socket) -> tuple[int, dict[str, Any]]:
 
 
 @pytest.mark.parametrize("route", ["step", "save", "forward-backward"])
-def test_a_call_whose_body_arrives_after_a_cancel_leaves_nothing(make_api, route: str) -> None:  # type: ignore[no-untyped-def]
+def test_a_call_whose_body_arrives_after_a_cancel_leaves_nothing(make_api, route: str) -> None:
     """The handler checks the job before the body arrives; the job is cancelled meanwhile:
     the call answers 409 job_not_running and no request record or queue is left."""
     api = make_api()
@@ -107,7 +107,7 @@ def test_a_call_whose_body_arrives_after_a_cancel_leaves_nothing(make_api, route
     ({"prompts": ["a"], "top_k": 1_000_000}, "top_k"),
     ({"prompts": ["a"] * 5000}, "prompts"),
 ])
-def test_log_probs_bounds_are_named(make_api, body: dict[str, Any], name: str) -> None:  # type: ignore[no-untyped-def]
+def test_log_probs_bounds_are_named(make_api, body: dict[str, Any], name: str) -> None:
     api = make_api()
     job = api.running_job()
     r = api.post(f"/{job}/log-probs", json=body)
@@ -115,7 +115,7 @@ def test_log_probs_bounds_are_named(make_api, body: dict[str, Any], name: str) -
     assert name in r.json()["message"] and str(SAMPLING_BOUNDS[name]) in r.json()["message"]
 
 
-def test_log_probs_top_k_work_is_bounded_by_prompt_bytes(make_api) -> None:  # type: ignore[no-untyped-def]
+def test_log_probs_top_k_work_is_bounded_by_prompt_bytes(make_api) -> None:
     """One long text prompt with the largest top_k asks for more top entries than allowed;
     the same prompt without top_k, or a short one with it, is accepted."""
     api = make_api()
@@ -133,7 +133,7 @@ def test_log_probs_top_k_work_is_bounded_by_prompt_bytes(make_api) -> None:  # t
     ({"max_tokens": 10**9}, "max_tokens"), ({"n": 10_000}, "n"), ({"logprobs": 100_000}, "top_k"),
     ([{"max_tokens": SAMPLING_BOUNDS["max_tokens"], "n": SAMPLING_BOUNDS["n"]}] * 9, "generated_tokens"),
 ])
-def test_generate_bounds_are_named(make_api, params: Any, name: str) -> None:  # type: ignore[no-untyped-def]
+def test_generate_bounds_are_named(make_api, params: Any, name: str) -> None:
     api = make_api()
     job = api.running_job()
     prompts = ["a"] * (len(params) if isinstance(params, list) else 1)
@@ -144,7 +144,7 @@ def test_generate_bounds_are_named(make_api, params: Any, name: str) -> None:  #
 
 
 @pytest.mark.parametrize("cid", [".", "..", "a/b", "a\nb", "nul\x00", "tab\t", "\ud800", "x" * 300])
-def test_checkpoint_ids_a_path_cannot_carry_are_refused_at_save(make_api, cid: str) -> None:  # type: ignore[no-untyped-def]
+def test_checkpoint_ids_a_path_cannot_carry_are_refused_at_save(make_api, cid: str) -> None:
     api = make_api()
     job = api.running_job()
     body = json.dumps({"checkpoint_id": cid}).encode()  # ensure_ascii: a lone surrogate travels as \\ud800
@@ -154,7 +154,7 @@ def test_checkpoint_ids_a_path_cannot_carry_are_refused_at_save(make_api, cid: s
     assert api.get(f"/{job}/checkpoints").json()["checkpoints"] == []
 
 
-def test_a_control_character_in_a_path_cannot_forge_a_log_line(make_api) -> None:  # type: ignore[no-untyped-def]
+def test_a_control_character_in_a_path_cannot_forge_a_log_line(make_api) -> None:
     import logging
 
     class Keep(logging.Handler):
@@ -198,6 +198,6 @@ def test_hardening_options_parse_and_validate() -> None:
     for bad in ({"body_idle_s": -1.0}, {"max_inflight_bytes": 0}, {"max_results_bytes": 0},
                 {"results_read_kept": 0}, {"admin_token": ""}, {"tokens": ("A",), "admin_token": "A"}):
         with pytest.raises(ValueError):
-            FakeSettings(**bad)  # type: ignore[arg-type]
+            FakeSettings(**bad)
     with pytest.raises(SystemExit):
         build_parser().parse_args(["--max-inflight-mib", "0"])

@@ -21,7 +21,7 @@ def _steps(api: Api) -> int:
     return int(api.state()["requests"]["by_op"].get("step", 0))
 
 
-def test_repeat_replays_the_answer_and_runs_nothing(make_api) -> None:  # type: ignore[no-untyped-def]
+def test_repeat_replays_the_answer_and_runs_nothing(make_api) -> None:
     api = make_api()
     job = api.running_job()
     first, repeat = _step(api, job, "k"), _step(api, job, "k")
@@ -33,7 +33,7 @@ def test_repeat_replays_the_answer_and_runs_nothing(make_api) -> None:  # type: 
     assert api.state()["idempotency"]["replays"] == 1
 
 
-def test_other_body_or_path_conflicts(make_api) -> None:  # type: ignore[no-untyped-def]
+def test_other_body_or_path_conflicts(make_api) -> None:
     api = make_api()
     job = api.running_job()
     _step(api, job, "k")
@@ -44,7 +44,7 @@ def test_other_body_or_path_conflicts(make_api) -> None:  # type: ignore[no-unty
     assert _steps(api) == 1 and "save" not in api.state()["requests"]["by_op"]
 
 
-def test_keys_are_per_account(make_api) -> None:  # type: ignore[no-untyped-def]
+def test_keys_are_per_account(make_api) -> None:
     a = make_api(token="a", tokens=("a", "b"))
     b = Api(a.base_url, token="b")
     job_a, job_b = a.running_job(), b.running_job()
@@ -54,7 +54,7 @@ def test_keys_are_per_account(make_api) -> None:  # type: ignore[no-untyped-def]
     assert theirs.status_code == 200 and theirs.json()["request_id"] != first["request_id"]
 
 
-def test_refusals_free_the_key(make_api) -> None:  # type: ignore[no-untyped-def]
+def test_refusals_free_the_key(make_api) -> None:
     api = make_api()
     job = api.running_job()
     assert _step(api, job, "k", {"learning_rate": "fast"}).status_code == 400
@@ -62,7 +62,7 @@ def test_refusals_free_the_key(make_api) -> None:  # type: ignore[no-untyped-def
     assert _steps(api) == 1
 
 
-def test_window_and_bound(make_api) -> None:  # type: ignore[no-untyped-def]
+def test_window_and_bound(make_api) -> None:
     clock = ManualClock()
     api = make_api(idempotency_window_s=0.2, max_idempotency_keys=2, clock=clock)
     job = api.running_job()
@@ -77,7 +77,7 @@ def test_window_and_bound(make_api) -> None:  # type: ignore[no-untyped-def]
     assert _steps(api) == 5
 
 
-def test_concurrent_repeats_run_once(make_api) -> None:  # type: ignore[no-untyped-def]
+def test_concurrent_repeats_run_once(make_api) -> None:
     api = make_api()
     job = api.running_job()
     api.call("PUT", "/_fake/faults", json={"rules": [{"route": "step", "delay_s": 0.3, "times": 1}]})
@@ -92,7 +92,7 @@ def test_concurrent_repeats_run_once(make_api) -> None:  # type: ignore[no-untyp
     assert _steps(api) == 1
 
 
-def test_bad_keys_are_refused(make_api) -> None:  # type: ignore[no-untyped-def]
+def test_bad_keys_are_refused(make_api) -> None:
     api = make_api()
     job = api.running_job()
     for key in ("", "x" * 300):
@@ -101,7 +101,7 @@ def test_bad_keys_are_refused(make_api) -> None:  # type: ignore[no-untyped-def]
     assert _steps(api) == 0
 
 
-def test_current_profile_ignores_the_header(make_api) -> None:  # type: ignore[no-untyped-def]
+def test_current_profile_ignores_the_header(make_api) -> None:
     api = make_api(profile="current")
     job = api.running_job()
     first, repeat = _step(api, job, "k"), _step(api, job, "k")

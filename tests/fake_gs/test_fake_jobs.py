@@ -102,12 +102,12 @@ def test_models_enforced(api: Api) -> None:
     assert r.json()["detail"][0]["loc"] == ["sub_job_configs", 1, "model_name"]
 
 
-def test_allow_any_model(make_api) -> None:  # type: ignore[no-untyped-def]
+def test_allow_any_model(make_api) -> None:
     api = make_api(allow_any_model=True)
     api.create_job({**training_config(), "model_name": "openai/gpt-oss-120b"}, {**sampling_config(), "model_name": "x/y"})
 
 
-def test_unknown_fields_ignored_by_default_refused_in_strict(make_api, api: Api) -> None:  # type: ignore[no-untyped-def]
+def test_unknown_fields_ignored_by_default_refused_in_strict(make_api, api: Api) -> None:
     body = {"sub_job_configs": [{**training_config(), "colour": "red"}], "typo_field": 1}
     assert api.post("/", json=body).status_code == 200
     strict = make_api(strict=True)
@@ -131,7 +131,7 @@ def test_get_unknown_job(api: Api) -> None:
     assert r.status_code == 404 and r.json()["code"] == "job_not_found"
 
 
-def test_startup_polls_progression(make_api) -> None:  # type: ignore[no-untyped-def]
+def test_startup_polls_progression(make_api) -> None:
     api = make_api(startup="polls:6")
     job_id = api.create_job()
     seen = [normalize_job_state(api.job(job_id)["status"]) for _ in range(7)]
@@ -150,7 +150,7 @@ def test_startup_polls_progression(make_api) -> None:  # type: ignore[no-untyped
     assert normalize_job_state(api.job(other)["status"]) == "placing"
 
 
-def test_startup_seconds(make_api) -> None:  # type: ignore[no-untyped-def]
+def test_startup_seconds(make_api) -> None:
     clock = ManualClock()
     api = make_api(startup="seconds:0.3", clock=clock)
     job_id = api.create_job()
@@ -163,7 +163,7 @@ def test_startup_seconds(make_api) -> None:  # type: ignore[no-untyped-def]
     assert normalize_job_state(api.job(job_id)["status"]) == "running"
 
 
-def test_list_and_status_filter(make_api) -> None:  # type: ignore[no-untyped-def]
+def test_list_and_status_filter(make_api) -> None:
     api = make_api()
     a, b = api.create_job(), api.create_job()
     api.post(f"/{b}:cancel")
@@ -175,7 +175,7 @@ def test_list_and_status_filter(make_api) -> None:  # type: ignore[no-untyped-de
         assert got == expect, query
 
 
-def test_capacity_queueing_fifo_and_release(make_api) -> None:  # type: ignore[no-untyped-def]
+def test_capacity_queueing_fifo_and_release(make_api) -> None:
     api = make_api(max_total_gpus=4)
     cap = api.get("/capacity").json()
     assert cap == {"has_reservation": True, "max_total_gpus": 4, "reserved_gpus": 4, "in_use_gpus": 0, "available_gpus": 4}
@@ -194,7 +194,7 @@ def test_capacity_queueing_fifo_and_release(make_api) -> None:  # type: ignore[n
     assert api.get("/capacity").json()["in_use_gpus"] == 3
 
 
-def test_cancel_rules(make_api) -> None:  # type: ignore[no-untyped-def]
+def test_cancel_rules(make_api) -> None:
     api = make_api(startup="polls:3")
     pending = api.create_job()
     assert api.post(f"/{pending}:cancel").json() == {}
@@ -227,7 +227,7 @@ def test_force_state_validation(api: Api) -> None:
     assert api.post(f"/_fake/jobs/{uuid.uuid4()}/state", json={"status": "failed"}).status_code == 404
 
 
-def test_enum_status_style(make_api) -> None:  # type: ignore[no-untyped-def]
+def test_enum_status_style(make_api) -> None:
     api = make_api(status_style="enum")
     job_id = api.create_job()
     job = api.job(job_id)

@@ -38,7 +38,7 @@ def test_oversized_body_is_413_and_the_client_sees_it(api: Api, running: str) ->
     assert stable_state(api) == before
 
 
-def test_streamed_body_over_the_limit_is_413(make_api) -> None:  # type: ignore[no-untyped-def]
+def test_streamed_body_over_the_limit_is_413(make_api) -> None:
     api = make_api(max_body_bytes=MiB)
     job_id = api.running_job()
 
@@ -52,7 +52,7 @@ def test_streamed_body_over_the_limit_is_413(make_api) -> None:  # type: ignore[
     assert r.status_code == 413
 
 
-def test_body_at_the_limit_is_accepted(make_api) -> None:  # type: ignore[no-untyped-def]
+def test_body_at_the_limit_is_accepted(make_api) -> None:
     import torch
 
     limit = MiB
@@ -156,7 +156,7 @@ def test_legacy_payloads_are_refused(api: Api, running: str) -> None:
 
 def test_refused_calls_change_no_state(api: Api, running: str) -> None:
     before = stable_state(api)
-    bad_calls = [
+    bad_calls: list[tuple[str, str, dict[str, Any]]] = [
         ("POST", "/", {"json": {"sub_job_configs": []}}),
         ("POST", "/", {"data": b"{", "headers": JSON_CT}),
         ("POST", f"/{running}/step", {"json": {"learning_rate": -5}}),
@@ -177,7 +177,7 @@ def test_refused_calls_change_no_state(api: Api, running: str) -> None:
 
 @settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
 @given(body=st.binary(max_size=300), route=st.sampled_from(["forward-backward", "generate", "forward-no-grad", "generate-stream"]))
-def test_random_bytes_never_5xx(server, body: bytes, route: str) -> None:  # type: ignore[no-untyped-def]
+def test_random_bytes_never_5xx(server, body: bytes, route: str) -> None:
     api = Api(server.base_url)
     job_id = _shared_job(api)
     r = api.post(f"/{job_id}/{route}", data=body, headers=OCTET)
@@ -191,7 +191,7 @@ JSONISH = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(all
 
 @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
 @given(body=JSONISH, route=st.sampled_from(["step", "save", "load", "operation", "log-probs", ""]))
-def test_random_json_never_5xx(server, body: Any, route: str) -> None:  # type: ignore[no-untyped-def]
+def test_random_json_never_5xx(server, body: Any, route: str) -> None:
     api = Api(server.base_url)
     job_id = _shared_job(api)
     path = f"/{job_id}/{route}" if route else "/"

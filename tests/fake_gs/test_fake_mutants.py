@@ -53,11 +53,11 @@ def chunks(obj: object, group: str, max_bytes: int = 16_384) -> list[bytes]:
     return wire.encode_byte_chunks(wire.dumps(obj), "request", max_bytes=max_bytes, chunk_group_id=group, force_chunk=True)
 
 
-def post_chunk(api: Api, job_id: str, chunk: bytes):  # type: ignore[no-untyped-def]
+def post_chunk(api: Api, job_id: str, chunk: bytes):
     return api.post(f"/{job_id}/forward-backward", data=chunk, headers=OCTET)
 
 
-def group(api: Api, gid: str) -> dict:  # type: ignore[type-arg]
+def group(api: Api, gid: str) -> dict:
     return next(g for g in api.state()["chunk_groups"] if g["chunk_group_id"] == gid)
 
 
@@ -251,7 +251,7 @@ def fb_metrics_missing(api: Api) -> None:
     assert api.result(job, api.submit_frame(job, "forward-backward", batch()))["metrics"] == {}
 
 
-CHECKS: dict[str, tuple[Callable[[Api], None], dict]] = {  # type: ignore[type-arg]
+CHECKS: dict[str, tuple[Callable[[Api], None], dict]] = {
     "nonfinal-chunk-request-id": (nonfinal_chunk_request_id, {}),
     "chunk-sha-unchecked": (chunk_sha_unchecked, {}),
     "replay-double-exec": (replay_double_exec, {}),
@@ -304,12 +304,12 @@ def test_every_mutant_has_a_check() -> None:
 
 
 @pytest.mark.parametrize("name", sorted(CHECKS))
-def test_mutant_is_live(make_api, name: str) -> None:  # type: ignore[no-untyped-def]
+def test_mutant_is_live(make_api, name: str) -> None:
     check, extra = CHECKS[name]
     check(make_api(mutant=name, **extra))
 
 
-def test_auth_mutants(make_server) -> None:  # type: ignore[no-untyped-def]
+def test_auth_mutants(make_server) -> None:
     srv = make_server(mutant="auth-ignored", tokens=("a",))
     assert Api(srv.base_url).get("/").status_code == 200
     srv = make_server(mutant="cross-token-visible", tokens=("a", "b"))

@@ -77,7 +77,7 @@ def test_routing_hints(api: Api) -> None:
     assert op(api, job_id, "reset-prefix-cache", sub_job_id=s0, sub_job_type="sampling").json()["sub_job_id"] == s0
     r = op(api, job_id, "reset-prefix-cache", sub_job_type="sampling")  # two sampling sub-jobs: ambiguous
     assert r.status_code == 400 and r.json()["code"] == "routing_conflict"
-    discard = {"sample_ids": []}
+    discard: dict[str, list[str]] = {"sample_ids": []}
     assert op(api, job_id, "router-replay-discard", discard, sub_job_type="log_prob").json()["sub_job_id"] == f"{job_id}:log_prob:0"
     assert op(api, job_id, "router-replay-discard", discard, sub_job_type="log_probability").status_code == 200
     r = op(api, job_id, "reset-prefix-cache", sub_job_id=f"{job_id}:sampling:9")
@@ -96,7 +96,7 @@ def test_unknown_operation_type(api: Api, running: str) -> None:
     assert r.status_code == 400 and r.json()["detail"][0]["loc"] == ["operation_type"]
 
 
-def test_cancel_request_operation(make_api) -> None:  # type: ignore[no-untyped-def]
+def test_cancel_request_operation(make_api) -> None:
     """A request that has not started is cancelled and never runs; one that ran (even if its
     answer is still gated by latency) is not: the old fake said cancelled while it ran."""
     api = make_api(latency="polls:3")
@@ -131,7 +131,7 @@ def test_tail_logs_paging(api: Api, running: str) -> None:
     assert op(api, running, "tail-logs", {"max_lines": 0}).status_code == 400
 
 
-def test_operations_need_running_except_tail_logs(make_api) -> None:  # type: ignore[no-untyped-def]
+def test_operations_need_running_except_tail_logs(make_api) -> None:
     api = make_api(startup="polls:3")
     job_id = api.create_job()
     api.job(job_id)  # placing

@@ -9,7 +9,8 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
-from dataclasses import fields
+from dataclasses import Field, fields
+from typing import Any
 
 import pytest
 
@@ -61,12 +62,13 @@ def test_units_scale_both_ways() -> None:
 
 
 @pytest.mark.parametrize("f", [f for f in FLAGGED if bound_of(f) == "positive"], ids=lambda f: f.name)
-def test_positive_bound_holds_in_parser_and_settings(f: object) -> None:
-    flag = flag_of(f)  # type: ignore[arg-type]
+def test_positive_bound_holds_in_parser_and_settings(f: Field[Any]) -> None:
+    flag = flag_of(f)
     assert flag is not None
     assert _refused_by_parser([flag.name, "0"])
+    zero: dict[str, Any] = {f.name: 0}
     with pytest.raises(ValueError, match="positive integer"):
-        FakeSettings(**{f.name: 0})  # type: ignore[attr-defined]
+        FakeSettings(**zero)
 
 
 def test_literal_choices_hold_in_parser_and_settings() -> None:

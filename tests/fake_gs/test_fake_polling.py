@@ -34,7 +34,7 @@ def test_unknown_request_is_404(api: Api, running: str) -> None:
     assert r.status_code == 404 and r.json()["code"] == "request_not_found"
 
 
-def test_inline_and_chunked_delivery_agree(make_api) -> None:  # type: ignore[no-untyped-def]
+def test_inline_and_chunked_delivery_agree(make_api) -> None:
     results = []
     for mode in ("inline", "chunks"):
         api = make_api(result_delivery=mode, result_chunk_bytes=9000, seed=4)
@@ -49,7 +49,7 @@ def test_inline_and_chunked_delivery_agree(make_api) -> None:  # type: ignore[no
     assert results[0] == results[1]
 
 
-def test_auto_delivery_by_size(make_api) -> None:  # type: ignore[no-untyped-def]
+def test_auto_delivery_by_size(make_api) -> None:
     api = make_api(result_chunk_bytes=20_000)
     job_id = api.running_job()
     small = api.poll(job_id, api.submit_frame(job_id, "forward-no-grad", batch(1, 4)))
@@ -60,7 +60,7 @@ def test_auto_delivery_by_size(make_api) -> None:  # type: ignore[no-untyped-def
     assert isinstance(plain["result"], dict) and "global_steps" in plain["result"]
 
 
-def test_cursor_pages_are_stable_and_max_events(make_api) -> None:  # type: ignore[no-untyped-def]
+def test_cursor_pages_are_stable_and_max_events(make_api) -> None:
     api = make_api(result_delivery="chunks", result_chunk_bytes=8200 + 1000)
     job_id = api.running_job()
     rid = api.submit_frame(job_id, "forward-no-grad", batch(8, 3000))
@@ -95,7 +95,7 @@ def test_cursor_pages_are_stable_and_max_events(make_api) -> None:  # type: igno
     assert r.status_code == 400  # a cursor belongs to its request
 
 
-def test_many_result_chunks_are_capped_at_512(make_api) -> None:  # type: ignore[no-untyped-def]
+def test_many_result_chunks_are_capped_at_512(make_api) -> None:
     api = make_api(result_delivery="chunks", result_chunk_bytes=8192 + 512)
     job_id = api.running_job()
     rid = api.submit_frame(job_id, "forward-no-grad", batch(2, 40_000))
@@ -104,7 +104,7 @@ def test_many_result_chunks_are_capped_at_512(make_api) -> None:  # type: ignore
     assert len(page["events"]) == MAX_EVENTS_CAP and page["next_cursor"]
 
 
-def test_result_chunks_smaller_than_the_header_allowance(make_api) -> None:  # type: ignore[no-untyped-def]
+def test_result_chunks_smaller_than_the_header_allowance(make_api) -> None:
     """--result-chunk-bytes takes any size that holds a chunk header plus a payload byte
    : 4096-byte result chunks reassemble to the frame."""
     api = make_api(result_delivery="chunks", result_chunk_bytes=4096)
@@ -116,7 +116,7 @@ def test_result_chunks_smaller_than_the_header_allowance(make_api) -> None:  # t
     assert wire.loads(wire.decode_result_chunk_events(events))
 
 
-def test_latency_polls(make_api) -> None:  # type: ignore[no-untyped-def]
+def test_latency_polls(make_api) -> None:
     api = make_api(latency="polls:3")
     job_id = api.running_job()
     rid = api.submit_json(job_id, "step")
@@ -125,7 +125,7 @@ def test_latency_polls(make_api) -> None:  # type: ignore[no-untyped-def]
     assert statuses[2:] == ["done", "done"]
 
 
-def test_latency_seconds(make_api) -> None:  # type: ignore[no-untyped-def]
+def test_latency_seconds(make_api) -> None:
     clock = ManualClock()
     api = make_api(latency="seconds:0.3", clock=clock)
     job_id = api.running_job()
@@ -137,7 +137,7 @@ def test_latency_seconds(make_api) -> None:  # type: ignore[no-untyped-def]
     assert api.poll(job_id, rid)["status"] == "done"
 
 
-def test_enum_request_statuses(make_api) -> None:  # type: ignore[no-untyped-def]
+def test_enum_request_statuses(make_api) -> None:
     api = make_api(status_style="enum", latency="polls:2")
     job_id = api.running_job()
     rid = api.submit_json(job_id, "step")

@@ -105,7 +105,7 @@ def test_a_queued_request_is_cancelled_and_never_runs(clock: ManualClock) -> Non
         assert req.done_event.wait(10) and not req.executed
 
 
-def test_a_read_result_is_kept_for_its_grace_on_the_clock(make_api, clock: ManualClock) -> None:  # type: ignore[no-untyped-def]
+def test_a_read_result_is_kept_for_its_grace_on_the_clock(make_api, clock: ManualClock) -> None:
     api = make_api(result_grace_s=5.0, clock=clock)
     job = api.running_job()
     rid = api.submit_frame(job, "forward-no-grad", batch(2, 8))

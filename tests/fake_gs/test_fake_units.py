@@ -45,7 +45,7 @@ def test_settings_validation_and_overrides() -> None:
     for bad in ({"profile": "future"}, {"status_style": "loud"}, {"result_delivery": "pigeon"},
                 {"result_chunk_bytes": MIN_RESULT_CHUNK_BYTES - 1}, {"max_total_gpus": -1}):
         with pytest.raises(ValueError):
-            FakeSettings(**bad)  # type: ignore[arg-type]
+            FakeSettings(**bad)
     with pytest.raises(TypeError):
         s.with_overrides(colour="red")
     assert s.with_overrides(seed=9).seed == 9

@@ -35,7 +35,7 @@ def _refusal(r: Any, status: int, code: str, names: str) -> None:
 # --- the JSON cost bound -----------------------------------------------------------------
 
 
-def test_a_json_body_over_the_value_bound_is_refused_unparsed(make_api) -> None:  # type: ignore[no-untyped-def]
+def test_a_json_body_over_the_value_bound_is_refused_unparsed(make_api) -> None:
     api = make_api(max_json_values=1_000)
     job = api.running_job()
     before = _submitted(api)
@@ -50,7 +50,7 @@ def test_a_json_body_over_the_value_bound_is_refused_unparsed(make_api) -> None:
 
 
 @pytest.fixture
-def tiny(make_api) -> tuple[Api, str]:  # type: ignore[no-untyped-def]
+def tiny(make_api) -> tuple[Api, str]:
     api = make_api(engine="tiny", tiny_max_batch_tokens=4096)
     return api, api.running_job(_training(), sampling_config())
 
@@ -60,7 +60,7 @@ def _sft(rows: int, seq: int, **extra: Any) -> dict[str, Any]:
     return {"args": [], "kwargs": {"input_ids": ids, "labels": ids.clone(), **extra}}
 
 
-def test_a_batch_over_the_token_budget_is_refused(tiny) -> None:  # type: ignore[no-untyped-def]
+def test_a_batch_over_the_token_budget_is_refused(tiny) -> None:
     api, job = tiny
     before = _submitted(api)
     for route in ("forward-backward", "forward-no-grad"):
@@ -72,7 +72,7 @@ def test_a_batch_over_the_token_budget_is_refused(tiny) -> None:  # type: ignore
     assert api.wait(job, api.submit_frame(job, "forward-backward", _sft(16, 256)))["status"] == "done"
 
 
-def test_non_finite_inputs_are_refused_and_the_weights_stay_finite(tiny) -> None:  # type: ignore[no-untyped-def]
+def test_non_finite_inputs_are_refused_and_the_weights_stay_finite(tiny) -> None:
     api, job = tiny
     ids = torch.randint(0, 256, (4, 16))
     for name, bad in (("advantages", torch.tensor([1.0, float("nan"), 0.5, 1.0])),
@@ -89,7 +89,7 @@ def test_non_finite_inputs_are_refused_and_the_weights_stay_finite(tiny) -> None
 # --- per-account retention caps ------------------------------------------------------------
 
 
-def test_a_free_text_string_over_the_cap_is_refused(make_api) -> None:  # type: ignore[no-untyped-def]
+def test_a_free_text_string_over_the_cap_is_refused(make_api) -> None:
     api = make_api(max_text_bytes=64, allow_any_model=True)
     for body in ({"experiment_name": "e" * 65},
                  {"sub_job_configs": [{**_training(), "training_config": {**_training()["training_config"],
@@ -101,7 +101,7 @@ def test_a_free_text_string_over_the_cap_is_refused(make_api) -> None:  # type: 
     api.create_job(_training(), experiment_name="e" * 64)  # at the cap: taken
 
 
-def test_one_accounts_job_configs_are_capped_and_another_is_not_blocked(make_server) -> None:  # type: ignore[no-untyped-def]
+def test_one_accounts_job_configs_are_capped_and_another_is_not_blocked(make_server) -> None:
     server = make_server(tokens=("A", "B"), admin_token="Z", max_account_config_bytes=1024 * 1024)
     a, b = Api(server.base_url, token="A"), Api(server.base_url, token="B")
     padded = {"sub_job_configs": [_training()], "experiment_name": "x" * 4000}
@@ -113,7 +113,7 @@ def test_one_accounts_job_configs_are_capped_and_another_is_not_blocked(make_ser
     assert b.post("/", json=big).status_code == 200
 
 
-def test_checkpoints_are_capped_per_account_but_a_save_may_replace_one(make_api) -> None:  # type: ignore[no-untyped-def]
+def test_checkpoints_are_capped_per_account_but_a_save_may_replace_one(make_api) -> None:
     api = make_api(max_checkpoints_per_account=2)
     job = api.running_job()
     for name in ("a", "b"):
@@ -127,7 +127,7 @@ def test_checkpoints_are_capped_per_account_but_a_save_may_replace_one(make_api)
     assert api.wait(job, api.submit_json(job, "save", {"checkpoint_id": "c"}))["status"] == "done"
 
 
-def test_an_accounts_exports_are_capped_oldest_out(make_api) -> None:  # type: ignore[no-untyped-def]
+def test_an_accounts_exports_are_capped_oldest_out(make_api) -> None:
     api = make_api(max_exports_per_account=2)
     job = api.running_job()
     api.wait(job, api.submit_json(job, "save", {"checkpoint_id": "a"}))

@@ -59,7 +59,7 @@ def _bobs_answers(make_server: Callable[..., FakeServer], dialect: str, alices_i
 
 
 @pytest.mark.parametrize("dialect", ["kit", "spec", "any"])
-def test_another_accounts_id_answers_as_a_free_id(make_server, dialect: str) -> None:  # type: ignore[no-untyped-def]
+def test_another_accounts_id_answers_as_a_free_id(make_server, dialect: str) -> None:
     """Bob creating (and using) Alice's job id gets what he gets for a free id: status,
     body and headers, create, get, list, the 409 of his own reuse, checkpoints, cancel."""
     bobs_id = str(uuid.uuid4())
@@ -69,7 +69,7 @@ def test_another_accounts_id_answers_as_a_free_id(make_server, dialect: str) -> 
     assert [status for status, _, _ in taken][:4] == [200, 200, 200, 409]
 
 
-def test_another_accounts_id_is_404_as_a_free_id(make_server) -> None:  # type: ignore[no-untyped-def]
+def test_another_accounts_id_is_404_as_a_free_id(make_server) -> None:
     """Before Bob holds it, Alice's id answers Bob on every route exactly as a free id."""
     for dialect in ("kit", "spec"):
         srv = make_server(tokens=TOKENS, dialect=dialect)
@@ -84,7 +84,7 @@ def test_another_accounts_id_is_404_as_a_free_id(make_server) -> None:  # type: 
         assert seen.text.replace(theirs, free) == unseen.text
 
 
-def test_reusing_ones_own_id_is_409_for_each_account(make_server) -> None:  # type: ignore[no-untyped-def]
+def test_reusing_ones_own_id_is_409_for_each_account(make_server) -> None:
     srv = make_server(tokens=TOKENS)
     alice, bob = Api(srv.base_url, TOKENS[0]), Api(srv.base_url, TOKENS[1])
     name = str(uuid.uuid4())
@@ -152,7 +152,7 @@ def _use_the_rest(api: Api, x: str, mine: str, theirs: str, other_request: str) 
     assert [j["job_id"] for j in api.get("/").json()["jobs"]] == [x]
 
 
-def test_two_accounts_train_their_own_job_of_one_id(make_server) -> None:  # type: ignore[no-untyped-def]
+def test_two_accounts_train_their_own_job_of_one_id(make_server) -> None:
     """Alice and Bob each own a job named X: counters, requests, checkpoints, exports,
     logs and cancel stay per job, and no answer to Bob shows his job's key."""
     srv = make_server(tokens=TOKENS, admin_token=ADMIN)
@@ -195,7 +195,7 @@ def test_two_accounts_train_their_own_job_of_one_id(make_server) -> None:  # typ
     assert admin.state()["jobs"][key_b]["status"] == "failed"
 
 
-def test_cross_job_references_resolve_in_the_callers_account(make_server) -> None:  # type: ignore[no-untyped-def]
+def test_cross_job_references_resolve_in_the_callers_account(make_server) -> None:
     """source_checkpoint_info names a job of the caller's: Bob's X, not Alice's."""
     srv = make_server(tokens=TOKENS)
     alice, bob = Api(srv.base_url, TOKENS[0]), Api(srv.base_url, TOKENS[1])
@@ -221,7 +221,7 @@ def test_cross_job_references_resolve_in_the_callers_account(make_server) -> Non
     assert refused.status_code == 404 and x in refused.text and f"{x}." not in refused.text
 
 
-def test_tiny_engine_serves_a_job_whose_key_is_not_its_id(make_server) -> None:  # type: ignore[no-untyped-def]
+def test_tiny_engine_serves_a_job_whose_key_is_not_its_id(make_server) -> None:
     """The engine knows the job by its key and the sub-jobs by the ids the caller uses:
     weight sync with named targets and a generate on Bob's X (Alice's X came first)."""
     srv = make_server(tokens=TOKENS, admin_token=ADMIN, engine="tiny")
@@ -245,7 +245,7 @@ def test_tiny_engine_serves_a_job_whose_key_is_not_its_id(make_server) -> None: 
     assert versions == {"token#0": {f"{x}:sampling:0": 0}, "token#1": {f"{x}:sampling:0": 1}}
 
 
-def test_an_accounts_view_names_its_jobs_by_their_ids(make_server) -> None:  # type: ignore[no-untyped-def]
+def test_an_accounts_view_names_its_jobs_by_their_ids(make_server) -> None:
     """The pytest handle's state() shows each account its jobs and chunk groups under the
     ids it uses, though the dump keys Bob's X by another key."""
     srv = make_server(tokens=TOKENS, admin_token=ADMIN)

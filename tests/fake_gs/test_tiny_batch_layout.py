@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-torch = pytest.importorskip("torch")
-
+pytest.importorskip("torch")
+import torch  # noqa: E402
 from test_tiny_engine import sub_jobs, verl_batch  # noqa: E402
 
 from fake_gs.engines.batch_layout import normalize  # noqa: E402

@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-torch = pytest.importorskip("torch")
+pytest.importorskip("torch")
+import torch  # noqa: E402
 
 from contract.models import GenerateRequest, LogProbsRequest, SubJobConfig  # noqa: E402
 from contract.shapes import check_forward_result, check_generate_result  # noqa: E402
@@ -174,7 +175,9 @@ def test_forward_logprobs_are_shifted_and_match_manual(engine: TinyEngine) -> No
     )
     lp = out["model_outputs"]["logprobs"]
     assert lp.dtype == torch.float32 and lp.shape == (3, 10)
-    model = engine._jobs["job"].trainer.model
+    trainer = engine._jobs["job"].trainer
+    assert trainer is not None
+    model = trainer.model
     with torch.no_grad():
         logp = torch.log_softmax(model(ids), dim=-1)
     for i in range(9):
@@ -442,7 +445,9 @@ def test_export_tensors_are_the_real_weights(engine: TinyEngine, tmp_path: Any) 
     path = tmp_path / "model.safetensors"
     safetensors_torch.save_file(tensors, str(path))
     loaded = safetensors_torch.load_file(str(path))
-    model = engine._jobs["job"].trainer.model
+    trainer = engine._jobs["job"].trainer
+    assert trainer is not None
+    model = trainer.model
     for name, value in model.state_dict().items():
         assert torch.equal(loaded[f"model.{name}"], value)
 
@@ -473,7 +478,9 @@ def test_initial_weights_depend_on_seed_and_model_only() -> None:
         "logprobs"
     ]
     assert torch.equal(la, lb)
-    model = a._jobs["j"].trainer.model
+    trainer = a._jobs["j"].trainer
+    assert trainer is not None
+    model = trainer.model
     with torch.no_grad():
         assert torch.allclose(la, shifted_logprobs(model(ids), ids))
 

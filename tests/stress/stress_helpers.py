@@ -162,6 +162,13 @@ def _wait_warmed_up(base_url: str, args: tuple[str, ...], deadline: float) -> No
         time.sleep(0.05)
 
 
+def _drain(proc: subprocess.Popen[str], lines: list[str]) -> None:
+    """Keep reading a child's output (kept in ``lines``) so a full pipe never blocks it."""
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        lines.append(line)
+
+
 @contextmanager
 def fake_process(*args: str, env: Mapping[str, str] | None = None, timeout_s: float = 60.0) -> Iterator[FakeProcess]:
     """``python -m fake_gs --port 0 ARGS`` on a free port; yields once it serves."""
@@ -185,7 +192,7 @@ def fake_process(*args: str, env: Mapping[str, str] | None = None, timeout_s: fl
         if base_url is None:
             raise RuntimeError("fake-gs did not start:\n" + "".join(lines))
         # Keep draining its output so a chatty server never blocks on a full pipe.
-        threading.Thread(target=lambda: [lines.append(x) for x in proc.stdout], daemon=True).start()  # type: ignore[union-attr]
+        threading.Thread(target=_drain, args=(proc, lines), daemon=True).start()
         _wait_warmed_up(base_url, args, deadline)
         yield FakeProcess(proc, base_url, lines)
     finally:

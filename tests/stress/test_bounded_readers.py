@@ -26,7 +26,7 @@ from hostile_server import (
     result_page,
 )
 
-from client.calls.bounded_read import AnswerTooBig, AnswerTooSlow, mount_bounds
+from client.calls.bounded_read import AnswerTooBig, AnswerTooSlow, BoundedAdapter, mount_bounds
 from client.config import ClientConfig
 from client.errors import AnswerTooLarge, CortexError, DeadlineExceeded, ResultTooLarge
 from client.rest import CortexRestClient
@@ -130,7 +130,9 @@ def test_the_replayer_reads_under_the_same_bounds() -> None:
 
     with hostile(_always(endless_json)) as srv:
         replayer = Replayer([])
-        replayer.session.get_adapter(srv.url).max_bytes = MiB
+        adapter = replayer.session.get_adapter(srv.url)
+        assert isinstance(adapter, BoundedAdapter)
+        adapter.max_bytes = MiB
         target = ReplayTarget(srv.url, (), "/p")
         got = replayer.send(target, {"method": "GET", "path": "/p/x", "headers": {}}, None)
         (end,) = srv.settled()

@@ -117,7 +117,8 @@ class Scripted(requests.adapters.BaseAdapter):
         super().__init__()
         self.reply = reply
 
-    def send(self, request: requests.PreparedRequest, **kwargs: Any) -> requests.Response:
+    def send(self, request: requests.PreparedRequest, stream: bool = False, timeout: Any = None,
+             verify: Any = True, cert: Any = None, proxies: Any = None) -> requests.Response:
         status, body, ctype = self.reply(request)
         resp = requests.Response()
         resp.status_code, resp.raw, resp.url, resp.request = status, io.BytesIO(body), str(request.url), request
@@ -151,7 +152,7 @@ def test_a_json_answer_that_is_not_an_object_is_a_protocol_error() -> None:
 
 
 def test_a_failed_request_quotes_the_poll_that_reported_it() -> None:
-    failed = {"request_id": "r1", "status": "failed", "created_at": "t", "updated_at": "t", "result": None,
+    failed: dict[str, Any] = {"request_id": "r1", "status": "failed", "created_at": "t", "updated_at": "t", "result": None,
               "error": {"code": "invalid_argument", "message": "bad batch"}, "events": [], "next_cursor": None}
     client = scripted_client(lambda r: (200, json.dumps(failed).encode(), "application/json"))
     with pytest.raises(RequestFailed) as info:

@@ -292,10 +292,10 @@ def corpus() -> list[Entry]:
     plain("duplicate-tensor-key", raw_header(None, ids, text=(
         '{"__metadata__":' + meta + "," + ids_entry + "," + ids_entry + "}").encode()), *malformed)
     # Path-traversal and odd ids on JSON routes.
-    for cid in ("../../etc/passwd", "..%2F..%2Fetc%2Fpasswd", "%2e%2e"):
-        out.append(Entry(f"export-traversal-{cid}", [Call(f"checkpoints/{cid}:export", method="POST", content_type="")],
+    for ckpt in ("../../etc/passwd", "..%2F..%2Fetc%2Fpasswd", "%2e%2e"):
+        out.append(Entry(f"export-traversal-{ckpt}", [Call(f"checkpoints/{ckpt}:export", method="POST", content_type="")],
                          ("checkpoint_not_found", "route_not_found")))
-        out.append(Entry(f"delete-traversal-{cid}", [Call(f"checkpoints/{cid}", method="DELETE", content_type="")],
+        out.append(Entry(f"delete-traversal-{ckpt}", [Call(f"checkpoints/{ckpt}", method="DELETE", content_type="")],
                          ("checkpoint_not_found", "route_not_found")))
     out.append(Entry("load-traversal", [Call("load", json.dumps({"checkpoint_id": "../../etc/passwd"}).encode(),
                                              content_type="application/json")], ("checkpoint_not_found",)))

@@ -56,7 +56,7 @@ def s3_of(endpoint: str, key: str, secret: str, token: str | None) -> Any:
 
 
 def client_of(creds: StageCredentials, **change: str | None) -> Any:
-    values = {"key": creds.access_key_id, "secret": creds.secret_access_key, "token": creds.session_token}
+    values: dict[str, str | None] = {"key": creds.access_key_id, "secret": creds.secret_access_key, "token": creds.session_token}
     values.update(change)
     assert creds.endpoint is not None
     return s3_of(creds.endpoint, values["key"] or "", values["secret"] or "", values["token"])

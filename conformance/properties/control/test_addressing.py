@@ -9,10 +9,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from conformance.drivers.raw import RawDriver, encode, request_chunks
+from conformance.drivers.raw import Answer, RawDriver, encode, request_chunks
+from conformance.jobs import SharedJob
 from conformance.judging.checks import has_request_id_header, json_answer, kit_form, refused
 from conformance.judging.verdict import Soft
 from conformance.runtime import RUNTIME, prop
+from conformance.target import Target
 from contract.clauses import checks
 from contract.errors import ErrorCode
 from contract.forms import why_not_judged
@@ -26,7 +28,7 @@ names = st.text(
 
 
 @checks("ADDR-PREFIX-1")
-def test_routes_are_served_under_the_prefix(gs_target, gs_raw):
+def test_routes_are_served_under_the_prefix(gs_target: Target, gs_raw: RawDriver) -> None:
     """The routes answer under /api/v2/databases/{database}/schemas/{schema}/{endpoint}."""
     soft = Soft()
     for ans in (gs_raw.call("get_capacity"), gs_raw.call("list_jobs")):
@@ -41,7 +43,7 @@ def test_routes_are_served_under_the_prefix(gs_target, gs_raw):
     schema=names,
     endpoint=st.one_of(st.sampled_from(["cortex-training", "cortex-post-training"]), names),
 )
-def test_any_prefix_is_served(gs_target, database, schema, endpoint):
+def test_any_prefix_is_served(gs_target: Target, database: str, schema: str, endpoint: str) -> None:
     """The fake serves any database/schema/endpoint names (a real service: its own)."""
     if not gs_target.embedded:
         pytest.skip("needs the embedded fake: a real service serves its configured names only")
@@ -54,7 +56,7 @@ def test_any_prefix_is_served(gs_target, database, schema, endpoint):
     soft.check()
 
 
-def _control_plane_reads(gs_raw, jid: str) -> list:
+def _control_plane_reads(gs_raw: RawDriver, jid: str) -> list:
     """The control-plane reads of the account and of job ``jid`` (five answers)."""
     return [
         gs_raw.call("get_capacity"),
@@ -66,7 +68,7 @@ def _control_plane_reads(gs_raw, jid: str) -> list:
 
 
 @checks("ADDR-REQID-1")
-def test_every_answer_carries_a_request_id(gs_raw, gs_job):
+def test_every_answer_carries_a_request_id(gs_raw: RawDriver, gs_job: SharedJob) -> None:
     """Successes and refusals alike carry x-snowflake-request-id (the kit's choice: spec
     §2.4 says an answer may carry it)."""
     if not kit_form("ADDR-REQID-1"):
@@ -88,7 +90,7 @@ def test_every_answer_carries_a_request_id(gs_raw, gs_job):
 
 
 @checks("ADDR-CT-1")
-def test_json_routes_answer_json(gs_raw, gs_job):
+def test_json_routes_answer_json(gs_raw: RawDriver, gs_job: SharedJob) -> None:
     """Control-plane, step, save, load and operation answers are application/json."""
     jid = gs_job.job_id
     answers = [
@@ -109,7 +111,7 @@ def test_json_routes_answer_json(gs_raw, gs_job):
 
 
 @checks("ADDR-CT-4")
-def test_documented_content_types_are_taken(gs_raw, gs_job):
+def test_documented_content_types_are_taken(gs_raw: RawDriver, gs_job: SharedJob) -> None:
     """JSON calls sent as application/json, frames as application/octet-stream and
     generate-stream's JSON bytes as application/octet-stream are taken (2xx)."""
     jid = gs_job.job_id
@@ -130,7 +132,7 @@ def test_documented_content_types_are_taken(gs_raw, gs_job):
     soft.check()
 
 
-def _refused_415(ans, cid: str) -> None:
+def _refused_415(ans: Answer, cid: str) -> None:
     """``ans`` refuses a body of the wrong content type: 415 unsupported_media_type."""
     soft = Soft()
     refused(ans, soft, cid, codes=[ErrorCode.UNSUPPORTED_MEDIA_TYPE], statuses=[415])
@@ -149,7 +151,9 @@ WRONG_TYPES = (
 @checks("ADDR-CT-2")
 @prop(scale=0.4)
 @given(name=st.sampled_from(JSON_ROUTES), ctype=st.sampled_from(WRONG_TYPES))
-def test_json_route_refuses_other_content_types(gs_raw, gs_job, name, ctype):
+def test_json_route_refuses_other_content_types(
+    gs_raw: RawDriver, gs_job: SharedJob, name: str, ctype: str
+) -> None:
     """Valid JSON sent with a non-JSON content type answers 415 unsupported_media_type."""
     bodies = {
         "create_job": {"sub_job_configs": []},
@@ -158,8 +162,9 @@ def test_json_route_refuses_other_content_types(gs_raw, gs_job, name, ctype):
         "load": {"checkpoint_id": "gs-ct-probe"},
         "operation": {"operation_type": "tail-logs", "payload": {}},
     }
-    params = {} if name == "create_job" else {"job_id": gs_job.job_id}
-    ans = gs_raw.call(name, data=json.dumps(bodies[name]).encode(), content_type=ctype, **params)
+    # create_job's path names no job: its template leaves the job id out.
+    ans = gs_raw.call(name, data=json.dumps(bodies[name]).encode(), content_type=ctype,
+                      job_id=gs_job.job_id)
     _refused_415(ans, "ADDR-CT-2")
 
 
@@ -169,7 +174,9 @@ def test_json_route_refuses_other_content_types(gs_raw, gs_job, name, ctype):
     name=st.sampled_from(("forward_backward", "generate")),
     ctype=st.sampled_from(("application/json", "text/plain", "multipart/form-data")),
 )
-def test_frame_routes_refuse_other_content_types(gs_raw, gs_job, name, ctype):
+def test_frame_routes_refuse_other_content_types(
+    gs_raw: RawDriver, gs_job: SharedJob, name: str, ctype: str
+) -> None:
     """forward-backward and generate answer 415 to anything but octet-stream."""
     ans = gs_raw.call(name, data=b'{"prompts": ["x"]}', content_type=ctype, job_id=gs_job.job_id)
     _refused_415(ans, "ADDR-CT-3")
@@ -183,7 +190,9 @@ def test_frame_routes_refuse_other_content_types(gs_raw, gs_job, name, ctype):
         st.text(st.sampled_from("abcxyz019"), min_size=1, max_size=6), min_size=1, max_size=3
     ),
 )
-def test_unknown_paths_answer_404(gs_raw, gs_job, method, tail):
+def test_unknown_paths_answer_404(
+    gs_raw: RawDriver, gs_job: SharedJob, method: str, tail: list[str]
+) -> None:
     """Paths no route matches answer 404 with the error envelope."""
     path = f"/{gs_job.job_id}/zz-{'/'.join(tail)}"
     ans = gs_raw.under_prefix(
@@ -198,7 +207,9 @@ def test_unknown_paths_answer_404(gs_raw, gs_job, method, tail):
 
 
 @checks("ADDR-ALLOW-1")
-def test_405_lists_the_methods_of_the_path(gs_raw, gs_job, gs_target):
+def test_405_lists_the_methods_of_the_path(
+    gs_raw: RawDriver, gs_job: SharedJob, gs_target: Target
+) -> None:
     """Each path, asked with a method it does not serve, answers 405 and an Allow header
     naming exactly the path's documented methods (a HEAD beside a GET is fine)."""
     methods: dict[str, set[str]] = {}

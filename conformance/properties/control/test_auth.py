@@ -8,16 +8,19 @@ import string
 import pytest
 
 from conformance.drivers.raw import RawDriver, encode
+from conformance.jobs import JobBudget, JobLedger, SharedJob
 from conformance.judging import bodies
 from conformance.judging.checks import refused
 from conformance.judging.verdict import Soft, expect
+from conformance.options import GsOptions
+from conformance.target import Target
 from contract.auth import TOKEN_TYPE, TOKEN_TYPE_HEADER, unrelated_token
 from contract.clauses import checks
 from contract.errors import ErrorCode
 from contract.states import is_job_terminal, normalize_job_state
 
 
-def _needs_auth(target) -> None:
+def _needs_auth(target: Target) -> None:
     if not target.token:
         pytest.skip("no token given (--gs-token / GS_TOKEN): the auth clauses need one")
 
@@ -36,14 +39,14 @@ def _all_unauthenticated(driver: RawDriver, job_id: str, cid: str) -> None:
 
 
 @checks("AUTH-REQUIRED-1")
-def test_missing_token_is_refused(gs_target, gs_anon, gs_job):
+def test_missing_token_is_refused(gs_target: Target, gs_anon: RawDriver, gs_job: SharedJob) -> None:
     """No Authorization header: 401 unauthenticated, on control and data plane."""
     _needs_auth(gs_target)
     _all_unauthenticated(gs_anon, gs_job.job_id, "AUTH-REQUIRED-1")
 
 
 @checks("AUTH-REQUIRED-2")
-def test_wrong_token_is_refused(gs_target, gs_job):
+def test_wrong_token_is_refused(gs_target: Target, gs_job: SharedJob) -> None:
     """A token the service does not know: 401 unauthenticated."""
     _needs_auth(gs_target)
     wrong = RawDriver(gs_target, token=unrelated_token(gs_target.token or ""))
@@ -54,7 +57,7 @@ def test_wrong_token_is_refused(gs_target, gs_job):
 
 
 @checks("AUTH-HEADERS-1")
-def test_pat_headers_are_accepted(gs_target, gs_raw, gs_job):
+def test_pat_headers_are_accepted(gs_target: Target, gs_raw: RawDriver, gs_job: SharedJob) -> None:
     """Bearer PAT + X-Snowflake-Authorization-Token-Type: PROGRAMMATIC_ACCESS_TOKEN works."""
     _needs_auth(gs_target)
     soft = Soft()
@@ -74,7 +77,7 @@ def test_pat_headers_are_accepted(gs_target, gs_raw, gs_job):
 
 
 @checks("AUTH-ISOLATION-1")
-def test_other_accounts_jobs_are_invisible(gs_raw2, gs_job):
+def test_other_accounts_jobs_are_invisible(gs_raw2: RawDriver, gs_job: SharedJob) -> None:
     """Another token gets 404 for the job id, and the job is absent from its list."""
     soft = Soft()
     refused(gs_raw2.get_job(gs_job.job_id), soft, "AUTH-ISOLATION-1", statuses=[404])
@@ -96,7 +99,9 @@ def test_other_accounts_jobs_are_invisible(gs_raw2, gs_job):
 
 
 @checks("AUTH-ISOLATION-2")
-def test_other_accounts_data_plane_is_404(gs_raw, gs_raw2, gs_job):
+def test_other_accounts_data_plane_is_404(
+    gs_raw: RawDriver, gs_raw2: RawDriver, gs_job: SharedJob
+) -> None:
     """Data-plane calls and polls on another token's job answer 404."""
     jid = gs_job.job_id
     mine = gs_raw.call("step", json_body={}, job_id=jid)
@@ -123,7 +128,14 @@ def _same_shape(job_id: str) -> str:
 
 
 @checks("AUTH-ISOLATION-3")
-def test_another_accounts_job_id_is_no_conflict(gs_target, gs_raw, gs_raw2, gs_opts, gs_budget, gs_ledger):
+def test_another_accounts_job_id_is_no_conflict(
+    gs_target: Target,
+    gs_raw: RawDriver,
+    gs_raw2: RawDriver,
+    gs_opts: GsOptions,
+    gs_budget: JobBudget,
+    gs_ledger: JobLedger,
+) -> None:
     """The second token creating a job with a job id of the first token's gets what a free id
     of that shape gets (a 409 for it alone would say the other account's job exists), and
     the first token's job carries on. A job of its own: the second token now holds that id."""

@@ -5,13 +5,18 @@ from __future__ import annotations
 
 import pytest
 
+from conformance.drivers.ops import RawOps
 from conformance.drivers.raw import RawDriver
+from conformance.fixtures import NewJob, Variant
+from conformance.jobs import SharedJob
 from conformance.judging import bodies
 from conformance.judging.checks import cancel_answer, refused
 from conformance.judging.verdict import Soft, expect
+from conformance.target import Target
 from contract.clauses import checks
 from contract.models.catalog import TRAINING_MODELS
 from contract.states import JOB_CANCEL_IDEMPOTENT, JobState, normalize_job_state
+from fake_gs.testing.admin_api import AdminApi
 
 MODEL = TRAINING_MODELS[0]
 
@@ -25,7 +30,9 @@ def _cancel_ok(driver: RawDriver, job_id: str, soft: Soft, cid: str, when: str) 
 
 
 @checks("CANCEL-ACTIVE-1", "CANCEL-ACTIVE-2", "CANCEL-BODY-1", "CANCEL-ANSWER-1")
-def test_cancel_active_jobs(gs_target, gs_raw, gs_new_job, gs_variant):
+def test_cancel_active_jobs(
+    gs_target: Target, gs_raw: RawDriver, gs_new_job: NewJob, gs_variant: Variant
+) -> None:
     """Pending, placing and running jobs (and initializing ones, the kit's): a 2xx and
     cancellation."""
     soft = Soft()
@@ -55,7 +62,7 @@ def test_cancel_active_jobs(gs_target, gs_raw, gs_new_job, gs_variant):
 
 
 @checks("CANCEL-IDEM-1", "CANCEL-ANSWER-1")
-def test_cancel_twice(gs_raw, gs_new_job):
+def test_cancel_twice(gs_raw: RawDriver, gs_new_job: NewJob) -> None:
     """Cancelling a cancelling/cancelled job again is an idempotent success (a 2xx)."""
     job_id, _ = gs_new_job(wait=False, why="CANCEL-IDEM-1")
     gs_raw.cancel(job_id)
@@ -68,7 +75,9 @@ def test_cancel_twice(gs_raw, gs_new_job):
 
 @checks("CANCEL-CONFLICT-1")
 @pytest.mark.parametrize("end", [JobState.TERMINATED, JobState.FAILED])
-def test_cancel_ended_job_conflicts(gs_raw, gs_new_job, gs_admin, end):
+def test_cancel_ended_job_conflicts(
+    gs_raw: RawDriver, gs_new_job: NewJob, gs_admin: AdminApi, end: JobState
+) -> None:
     """Cancelling a terminated or failed job answers a conflict: 409, or the precondition
     statuses spec §5.5's "precondition/conflict-style error" also covers (400, 412)."""
     job_id, _ = gs_new_job()
@@ -79,7 +88,13 @@ def test_cancel_ended_job_conflicts(gs_raw, gs_new_job, gs_admin, end):
 
 
 @checks("CANCEL-BODY-2")
-def test_cancel_and_export_with_a_body_are_refused(gs_target, gs_raw, gs_ops, gs_job, request):
+def test_cancel_and_export_with_a_body_are_refused(
+    gs_target: Target,
+    gs_raw: RawDriver,
+    gs_ops: RawOps,
+    gs_job: SharedJob,
+    request: pytest.FixtureRequest,
+) -> None:
     """A cancel or an export carrying a body is refused by the fake (spec §5.5, §5.8: no
     body); against a URL only the export is tried (a cancel taken would end a job)."""
     soft = Soft()
@@ -95,7 +110,7 @@ def test_cancel_and_export_with_a_body_are_refused(gs_target, gs_raw, gs_ops, gs
 
 
 @checks("CANCEL-UNKNOWN-1")
-def test_cancel_unknown_job(gs_raw):
+def test_cancel_unknown_job(gs_raw: RawDriver) -> None:
     """Cancelling a job nobody created answers 404."""
     soft = Soft()
     refused(

@@ -7,9 +7,12 @@ import time
 import pytest
 
 from conformance.drivers.raw import RawDriver
+from conformance.fixtures import Variant
+from conformance.jobs import SharedJob
 from conformance.judging import bodies
 from conformance.judging.checks import kit_form
 from conformance.judging.verdict import Soft, expect
+from conformance.target import Target
 from contract.clauses import checks
 from contract.models.catalog import TRAINING_MODELS
 from contract.states import JobState, normalize_job_state
@@ -31,7 +34,7 @@ def capacity(driver: RawDriver) -> dict:
 
 
 @checks("CAP-FIELDS-1")
-def test_capacity_fields(gs_raw):
+def test_capacity_fields(gs_raw: RawDriver) -> None:
     """has_reservation (bool), max_total_gpus, in_use_gpus, available_gpus (ints >= 0)."""
     cap = capacity(gs_raw)
     soft = Soft()
@@ -75,7 +78,9 @@ def _judge_available(cap: dict, soft: Soft) -> None:
 
 
 @checks("CAP-COUNT-1", "CAP-COUNT-2")
-def test_capacity_counts(gs_target, gs_raw, gs_job, gs_variant):
+def test_capacity_counts(
+    gs_target: Target, gs_raw: RawDriver, gs_job: SharedJob, gs_variant: Variant
+) -> None:
     """in_use counts active jobs' GPUs; available is max_total - in_use at most, floored at 0."""
     soft = Soft()
     if not gs_target.embedded:
@@ -112,7 +117,7 @@ def test_capacity_counts(gs_target, gs_raw, gs_job, gs_variant):
 
 
 @checks("CAP-QUEUE-1")
-def test_jobs_queue_until_gpus_free(gs_target, gs_variant):
+def test_jobs_queue_until_gpus_free(gs_target: Target, gs_variant: Variant) -> None:
     """A job that does not fit stays pending; it starts once the GPUs are freed."""
     driver = RawDriver(gs_variant("capacity-2", max_total_gpus=2))
     first = driver.create_job(_gpus(2)).field("job_id")
@@ -136,7 +141,7 @@ def test_jobs_queue_until_gpus_free(gs_target, gs_variant):
 
 
 @checks("CANCEL-FREE-1")
-def test_cancel_frees_gpus(gs_target, gs_variant):
+def test_cancel_frees_gpus(gs_target: Target, gs_variant: Variant) -> None:
     """A cancelled job's GPUs leave in_use_gpus."""
     if not gs_target.embedded:
         pytest.skip("needs an account no one else uses to count GPUs exactly (embedded fake only)")

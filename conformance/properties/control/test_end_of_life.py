@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import pytest
 
+from conformance.drivers.raw import RawDriver
+from conformance.jobs import SharedJob
 from conformance.judging.lifecycle import end_of_life, judge, may_end_shared_job
 from conformance.judging.verdict import Soft
+from conformance.options import GsOptions
 from conformance.reporting.cost import COST
 from contract.clauses import checks
 from contract.states import JobState
@@ -19,7 +22,9 @@ from contract.states import JobState
 @checks("CANCEL-ACTIVE-1", "CANCEL-IDEM-1", "CANCEL-BODY-1", "CANCEL-ANSWER-1", "JOB-RUNNING-2",
         "POLL-TERMINAL-1")
 @pytest.mark.gs_last
-def test_session_job_end_of_life(gs_raw, gs_job, gs_opts, request):
+def test_session_job_end_of_life(
+    gs_raw: RawDriver, gs_job: SharedJob, gs_opts: GsOptions, request: pytest.FixtureRequest
+) -> None:
     """Cancel with no body (2xx, then cancelling/cancelled), cancel again (2xx), wait for cancelled,
     cancel once more (2xx); the cancelled job refuses data-plane calls with a 4xx; a request
     that ended before the cancel, if still readable, reads as it ended."""

@@ -6,22 +6,27 @@ from __future__ import annotations
 import pickle
 import uuid
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from conformance.drivers.raw import Answer, RawDriver, request_chunks
+from conformance.fixtures import Variant
+from conformance.jobs import SharedJob
 from conformance.judging import bodies
 from conformance.judging.checks import detail_locs, envelope, no_5xx, refused
 from conformance.judging.strategies import with_value
 from conformance.judging.verdict import Soft, expect
 from conformance.runtime import prop
+from conformance.target import Target
 from contract.clauses import checks
 from contract.errors import ErrorCode
 from contract.models.catalog import TRAINING_MODELS
-from contract.routes import ROUTES, routes_for
+from contract.routes import routes_for
 from contract.wire import CHUNK_HEADER_ALLOWANCE
+from fake_gs.testing.admin_api import AdminApi
 
 MODEL = TRAINING_MODELS[0]
 NOBODY = "00000000-0000-4000-8000-00000000dead"
@@ -77,7 +82,9 @@ FAMILIES: dict[str, tuple[Family, tuple[str, ...]]] = {
 
 @checks("ERR-ENVELOPE-1", "ERR-CODE-1", "ERR-STATUS-1")
 @pytest.mark.parametrize("family", sorted(FAMILIES))
-def test_refusals_use_the_envelope_and_code(gs_raw, gs_job, family):
+def test_refusals_use_the_envelope_and_code(
+    gs_raw: RawDriver, gs_job: SharedJob, family: str
+) -> None:
     """Each bad-input family: the envelope, the contract's code and that code's status
     (every other refusal a property judges is held to the kit's status too)."""
     call, codes = FAMILIES[family]
@@ -88,7 +95,9 @@ def test_refusals_use_the_envelope_and_code(gs_raw, gs_job, family):
 
 
 @checks("ERR-ENVELOPE-1")
-def test_not_running_refusal_envelope(gs_target, gs_variant, gs_job):
+def test_not_running_refusal_envelope(
+    gs_target: Target, gs_variant: Variant, gs_job: SharedJob
+) -> None:
     """The job-not-running refusal is enveloped too (seen on a job that is starting)."""
     if gs_target.embedded:
         driver = RawDriver(gs_variant("never-ready", startup="polls:100000"))
@@ -111,7 +120,7 @@ def test_not_running_refusal_envelope(gs_target, gs_variant, gs_job):
     first=st.sampled_from(["n_gpus", "max_seq_len", "train_batch_size"]),
     second=st.sampled_from(["n_gpus", "max_seq_len"]),
 )
-def test_validation_detail_names_each_field(gs_raw, first, second):
+def test_validation_detail_names_each_field(gs_raw: RawDriver, first: str, second: str) -> None:
     """Two bad fields: each is named, by a {loc, msg, type} detail entry (loc may start with
     "body") or else in the message."""
     body = bodies.job(bodies.training(MODEL), bodies.sampling(MODEL))
@@ -143,19 +152,17 @@ def test_validation_detail_names_each_field(gs_raw, first, second):
 
 
 def _route_call(gs_raw: RawDriver, job_id: str, name: str, data: bytes, ctype: str) -> Answer:
-    r = next(r for r in ROUTES if r.name == name)
-    params = {
-        p: job_id if p == "job_id" else "gs-x"
-        for p in ("job_id", "request_id", "checkpoint_id")
-        if "{" + p + "}" in r.path
-    }
-    return gs_raw.call(name, data=data or None, content_type=ctype, **params)
+    # Every path parameter is given: a route's template takes the ones it names.
+    return gs_raw.call(name, data=data or None, content_type=ctype, job_id=job_id,
+                       request_id="gs-x", checkpoint_id="gs-x")
 
 
 @checks("ERR-NO500-1")
 @prop(scale=1.0)
 @given(data=st.data())
-def test_no_input_makes_a_5xx(gs_target, gs_raw, gs_job, data):
+def test_no_input_makes_a_5xx(
+    gs_target: Target, gs_raw: RawDriver, gs_job: SharedJob, data: st.DataObject
+) -> None:
     """Random bytes, random JSON and random content types to every route: never a 5xx."""
     names = [
         r.name
@@ -198,15 +205,18 @@ def _checkpoints(gs_raw: RawDriver, job_id: str) -> list[str]:
 
 
 @checks("ERR-NOSTATE-1")
-def test_refusals_change_nothing(gs_target, gs_raw, gs_job, gs_admin_or_none):
+def test_refusals_change_nothing(
+    gs_target: Target, gs_raw: RawDriver, gs_job: SharedJob, gs_admin_or_none: AdminApi | None
+) -> None:
     """Refused creates, saves, steps and frames leave jobs, checkpoints and steps as they were."""
     jid = gs_job.job_id
     soft = Soft()
     before_jobs = _job_count(gs_raw)
-    for body in (
+    bad_creates: list[dict[str, Any]] = [
         {"sub_job_configs": []},
         with_value(bodies.small_job(MODEL), ("sub_job_configs", 0, "training_config", "n_gpus"), 0),
-    ):
+    ]
+    for body in bad_creates:
         expect("ERR-NOSTATE-1", 400 <= gs_raw.create_job(body).status < 500, "bad create was not refused")
     soft.expect("ERR-NOSTATE-1", _job_count(gs_raw) == before_jobs, "a refused create added a job")
     before_ckpts = _checkpoints(gs_raw, jid)
@@ -239,7 +249,7 @@ def test_refusals_change_nothing(gs_target, gs_raw, gs_job, gs_admin_or_none):
 
 
 @pytest.fixture
-def gs_admin_or_none(gs_target):
+def gs_admin_or_none(gs_target: Target) -> AdminApi | None:
     from conformance.fake_admin import admin_of
 
     return admin_of(gs_target) if gs_target.embedded else None

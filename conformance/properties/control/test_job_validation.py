@@ -4,16 +4,20 @@ keys and unknown fields are accepted; the debug gate."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from conformance.drivers.raw import RawDriver
+from conformance.jobs import JobBudget, JobLedger, SharedJob
 from conformance.judging import bodies
 from conformance.judging.checks import names_field, refused
 from conformance.judging.strategies import with_value, without
 from conformance.judging.verdict import Soft, expect
 from conformance.runtime import prop
+from conformance.target import Target
 from contract.clauses import checks, clause
 from contract.errors import ErrorCode
 from contract.models.catalog import TRAINING_MODELS
@@ -24,7 +28,7 @@ TRAIN = ("sub_job_configs", 0)
 SAMPLE = ("sub_job_configs", 1)
 
 
-def _refuses(gs_raw, body, cid: str, field: str | None = None) -> None:
+def _refuses(gs_raw: RawDriver, body: dict[str, Any], cid: str, field: str | None = None) -> None:
     """A refusal of ``body``; naming ``field`` is the clause's own promise when it is decided,
     else the kit's (ERR-ENVELOPE-2: the spec leaves the refusal's text open)."""
     ans = gs_raw.create_job(body)
@@ -44,7 +48,7 @@ def _refuses(gs_raw, body, cid: str, field: str | None = None) -> None:
 @pytest.mark.parametrize(
     "body", [{"sub_job_configs": []}, {}, {"experiment_name": "x"}, {"sub_job_configs": None}]
 )
-def test_no_sub_jobs(gs_raw, body):
+def test_no_sub_jobs(gs_raw: RawDriver, body: dict[str, Any]) -> None:
     _refuses(gs_raw, body, "JOBV-EMPTY-1")
 
 
@@ -55,13 +59,13 @@ def test_no_sub_jobs(gs_raw, body):
         lambda v: v not in ("training", "sampling", "log_probability")
     )
 )
-def test_unknown_job_type(gs_raw, job_type):
+def test_unknown_job_type(gs_raw: RawDriver, job_type: str | int | None) -> None:
     _refuses(gs_raw, with_value(BASE, TRAIN + ("job_type",), job_type), "JOBV-TYPE-1", "job_type")
 
 
 @checks("JOBV-MODEL-1", "ERR-ENVELOPE-2")
 @pytest.mark.parametrize("how", ["empty", "missing", "null"])
-def test_model_name_required(gs_raw, how):
+def test_model_name_required(gs_raw: RawDriver, how: str) -> None:
     path = SAMPLE + ("model_name",)
     body = (
         without(BASE, path)
@@ -82,7 +86,7 @@ def test_model_name_required(gs_raw, how):
         "both",
     ],
 )
-def test_exactly_one_config(gs_raw, case):
+def test_exactly_one_config(gs_raw: RawDriver, case: str) -> None:
     train_cfg = BASE["sub_job_configs"][0]["training_config"]
     infer_cfg = BASE["sub_job_configs"][1]["inference_config"]
     if case == "training-without":
@@ -102,7 +106,9 @@ def test_exactly_one_config(gs_raw, case):
     _refuses(gs_raw, body, "JOBV-CONFIG-1")
 
 
-bad_numbers = st.one_of(st.integers(-3, 0), st.just("eight"), st.none(), st.just([]))
+bad_numbers: st.SearchStrategy[int | str | None | list[object]] = st.one_of(
+    st.integers(-3, 0), st.just("eight"), st.none(), st.just([])
+)
 
 
 @checks("JOBV-TRAIN-1")
@@ -112,7 +118,9 @@ bad_numbers = st.one_of(st.integers(-3, 0), st.just("eight"), st.none(), st.just
     missing=st.booleans(),
     value=bad_numbers,
 )
-def test_training_config_rules(gs_raw, field, missing, value):
+def test_training_config_rules(
+    gs_raw: RawDriver, field: str, missing: bool, value: int | str | None | list[object]
+) -> None:
     path = TRAIN + ("training_config", field)
     if missing:
         body = without(BASE, path)
@@ -126,7 +134,9 @@ def test_training_config_rules(gs_raw, field, missing, value):
 @checks("JOBV-INFER-1")
 @prop(scale=0.4)
 @given(field=st.sampled_from(["max_seq_len", "n_gpus"]), missing=st.booleans(), value=bad_numbers)
-def test_inference_config_rules(gs_raw, field, missing, value):
+def test_inference_config_rules(
+    gs_raw: RawDriver, field: str, missing: bool, value: int | str | None | list[object]
+) -> None:
     path = SAMPLE + ("inference_config", field)
     body = without(BASE, path) if missing else with_value(BASE, path, value)
     _refuses(gs_raw, body, "JOBV-INFER-1", field)
@@ -145,7 +155,14 @@ PASSTHRU_INFER = {
 }
 
 
-def _judge_accepted(gs_target, gs_raw, gs_job, body, cid: str, what: str) -> None:
+def _judge_accepted(
+    gs_target: Target,
+    gs_raw: RawDriver,
+    gs_job: SharedJob,
+    body: dict[str, Any],
+    cid: str,
+    what: str,
+) -> None:
     if gs_target.embedded:
         ans = gs_raw.create_job(body)
         if ans.ok and isinstance(ans.field("job_id"), str):
@@ -163,7 +180,13 @@ def _judge_accepted(gs_target, gs_raw, gs_job, body, cid: str, what: str) -> Non
     train=st.dictionaries(st.sampled_from(sorted(PASSTHRU_TRAIN)), st.just(1), max_size=4),
     infer=st.dictionaries(st.sampled_from(sorted(PASSTHRU_INFER)), st.just(1), max_size=3),
 )
-def test_pass_through_keys_accepted(gs_target, gs_raw, gs_job, train, infer):
+def test_pass_through_keys_accepted(
+    gs_target: Target,
+    gs_raw: RawDriver,
+    gs_job: SharedJob,
+    train: dict[str, int],
+    infer: dict[str, int],
+) -> None:
     """ds_config, vllm_config, peft_config, ... pass through (the session job carries one)."""
     body = json.loads(json.dumps(BASE))
     body["sub_job_configs"][0]["training_config"].update({k: PASSTHRU_TRAIN[k] for k in train})
@@ -185,7 +208,9 @@ unknown_names = st.text(
         st.integers(), st.text(max_size=5), st.none(), st.lists(st.integers(), max_size=2)
     ),
 )
-def test_unknown_fields_ignored(gs_target, gs_raw, gs_job, top, sub, value):
+def test_unknown_fields_ignored(
+    gs_target: Target, gs_raw: RawDriver, gs_job: SharedJob, top: str, sub: str, value: object
+) -> None:
     """Unknown fields at the top and in a sub-job are ignored (decided)."""
     body = json.loads(json.dumps(BASE))
     body[top] = value
@@ -210,13 +235,15 @@ BAD_TYPES = [
 
 @checks("JOBV-FIELDS-1", "ERR-ENVELOPE-2")
 @pytest.mark.parametrize("name,value", BAD_TYPES)
-def test_optional_field_types(gs_raw, name, value):
+def test_optional_field_types(gs_raw: RawDriver, name: str, value: object) -> None:
     """SubJobConfig's optional fields of another type than spec §8.1 gives are refused."""
     _refuses(gs_raw, with_value(BASE, SAMPLE + (name,), value), "JOBV-FIELDS-1", name)
 
 
 @checks("JOB-DEBUG-1", "JOB-DEBUG-2")
-def test_debug_block_is_gated(gs_target, gs_raw, gs_budget, gs_ledger):
+def test_debug_block_is_gated(
+    gs_target: Target, gs_raw: RawDriver, gs_budget: JobBudget, gs_ledger: JobLedger
+) -> None:
     """A top-level debug block: never a 5xx; refused or taken as the server's debug gate
     decides (spec §5.1); the fake's gate is closed, so it refuses it naming debug."""
     if not gs_target.embedded:
@@ -236,10 +263,10 @@ def test_debug_block_is_gated(gs_target, gs_raw, gs_budget, gs_ledger):
 @checks("JOBV-JSON-1")
 @prop(scale=0.5)
 @given(data=_broken_json(), name=st.sampled_from(["create_job", "step", "save", "operation"]))
-def test_malformed_json(gs_raw, gs_job, data, name):
+def test_malformed_json(gs_raw: RawDriver, gs_job: SharedJob, data: bytes, name: str) -> None:
     """A body that is not JSON answers 400 malformed_json."""
-    params = {} if name == "create_job" else {"job_id": gs_job.job_id}
-    ans = gs_raw.call(name, data=data, content_type="application/json", **params)
+    # create_job's path names no job: its template leaves the job id out.
+    ans = gs_raw.call(name, data=data, content_type="application/json", job_id=gs_job.job_id)
     soft = Soft()
     refused(ans, soft, "JOBV-JSON-1", codes=[ErrorCode.MALFORMED_JSON], statuses=[400])
     soft.check()

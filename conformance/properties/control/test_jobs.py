@@ -2,22 +2,29 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from conformance.drivers.raw import Answer, RawDriver, encode
+from conformance.fixtures import NewJob, Variant
+from conformance.jobs import JobLedger, SharedJob
 from conformance.judging import bodies
 from conformance.judging.checks import RFC3339_RE, UUID_RE, kit_form, refused
 from conformance.judging.strategies import valid_job_bodies
 from conformance.judging.verdict import Soft, expect
+from conformance.options import GsOptions
 from conformance.runtime import RUNTIME, prop
+from conformance.target import Target
 from contract.clauses import checks
 from contract.errors import ErrorCode
 from contract.forms import why_not_judged
 from contract.ids import sub_job_ids
 from contract.models.catalog import INFERENCE_ONLY_MODELS, TRAINING_MODELS
 from contract.states import JOB_STARTUP_ORDER, JobState, normalize_job_state
+from fake_gs.testing.admin_api import AdminApi
 
 JOB_FIELDS = ("job_id", "status", "reason", "created_at", "updated_at", "image_tag", "sub_jobs")
 SUB_FIELDS = ("sub_job_id", "job_type", "status", "model_name")
@@ -78,12 +85,18 @@ def judge_job_object(job: dict, soft: Soft, body: dict | None = None) -> None:
         "JOB-SUBJOB-2", "JOB-SUBJOB-3")
 @prop(scale=0.6)
 @given(data=st.data())
-def test_created_jobs_are_well_formed(gs_target, gs_raw, gs_job, gs_ledger, data):
+def test_created_jobs_are_well_formed(
+    gs_target: Target,
+    gs_raw: RawDriver,
+    gs_job: SharedJob,
+    gs_ledger: JobLedger,
+    data: st.DataObject,
+) -> None:
     """A valid body answers a job id (the kit's: a UUID, with 200); the job object and its
     sub-jobs are complete."""
     soft = Soft()
     if gs_target.embedded:
-        body = data.draw(valid_job_bodies(TRAINING_MODELS), label="body")
+        body: dict[str, Any] | None = data.draw(valid_job_bodies(TRAINING_MODELS), label="body")
         ans = gs_raw.create_job(body)
         job_id = ans.field("job_id")
         if isinstance(job_id, str):
@@ -107,7 +120,7 @@ def test_created_jobs_are_well_formed(gs_target, gs_raw, gs_job, gs_ledger, data
 
 
 @checks("JOB-OBJECT-1", "JOB-OBJECT-2", "JOB-SUBJOB-1", "JOB-SUBJOB-2", "JOB-SUBJOB-3")
-def test_shared_job_object(gs_raw, gs_job):
+def test_shared_job_object(gs_raw: RawDriver, gs_job: SharedJob) -> None:
     """The session job's object is complete."""
     ans = gs_raw.get_job(gs_job.job_id)
     expect("JOB-OBJECT-1", ans.status == 200, f"GET job: {ans}")
@@ -133,7 +146,7 @@ def _monotone(statuses: list[str]) -> str | None:
 
 
 @checks("JOB-STATE-1")
-def test_startup_moves_forward(gs_target, gs_job, gs_variant):
+def test_startup_moves_forward(gs_target: Target, gs_job: SharedJob, gs_variant: Variant) -> None:
     """pending -> placing -> initializing -> running, never backwards."""
     if gs_target.embedded:
         slow = gs_variant("slow-start", startup="polls:8")
@@ -173,7 +186,14 @@ def _statuses(driver: RawDriver, job_id: str) -> list[str]:
 
 @checks("JOB-STATE-2")
 @pytest.mark.parametrize("style", ["main", "enum"])
-def test_one_status_dialect(gs_target, gs_raw, gs_job, gs_variant, gs_opts, style):
+def test_one_status_dialect(
+    gs_target: Target,
+    gs_raw: RawDriver,
+    gs_job: SharedJob,
+    gs_variant: Variant,
+    gs_opts: GsOptions,
+    style: str,
+) -> None:
     """Job, sub-job and request statuses use one spelling: short or enum, never mixed."""
     if not kit_form("JOB-STATE-2"):
         pytest.skip(why_not_judged("JOB-STATE-2", RUNTIME.forms))
@@ -201,7 +221,9 @@ def test_one_status_dialect(gs_target, gs_raw, gs_job, gs_variant, gs_opts, styl
 
 
 @checks("JOB-STATE-3")
-def test_failed_job_has_reason(gs_target, gs_raw, gs_new_job, gs_admin):
+def test_failed_job_has_reason(
+    gs_target: Target, gs_raw: RawDriver, gs_new_job: NewJob, gs_admin: AdminApi
+) -> None:
     """A failed job carries a non-empty reason (the fake fails one on demand)."""
     job_id, _ = gs_new_job()
     gs_admin.force(job_id, JobState.FAILED, "")
@@ -219,7 +241,7 @@ def test_failed_job_has_reason(gs_target, gs_raw, gs_new_job, gs_admin):
 
 
 @checks("JOB-LIST-1", "JOB-LIST-3")
-def test_list_holds_full_jobs(gs_raw, gs_job):
+def test_list_holds_full_jobs(gs_raw: RawDriver, gs_job: SharedJob) -> None:
     """GET / answers {jobs: [...]} with the caller's job among them; each entry carries
     job_id, status and sub_jobs (spec §5.3), the kit's the full job object."""
     ans = gs_raw.call("list_jobs")
@@ -245,7 +267,9 @@ def test_list_holds_full_jobs(gs_raw, gs_job):
 
 
 @checks("JOB-LIST-2")
-def test_status_filter(gs_target, gs_raw, gs_job, gs_new_job):
+def test_status_filter(
+    gs_target: Target, gs_raw: RawDriver, gs_job: SharedJob, gs_new_job: NewJob
+) -> None:
     """GET /?status=S lists only jobs whose normalised status is S."""
     if gs_target.embedded:
         job_id, _ = gs_new_job()
@@ -274,7 +298,7 @@ def test_status_filter(gs_target, gs_raw, gs_job, gs_new_job):
         st.uuids().map(str), st.text(st.sampled_from("abcdef0123456789-"), min_size=1, max_size=40)
     )
 )
-def test_unknown_job_is_404(gs_raw, job_id):
+def test_unknown_job_is_404(gs_raw: RawDriver, job_id: str) -> None:
     """GET of a job id nobody created answers 404 job_not_found."""
     ans = gs_raw.get_job(job_id)
     soft = Soft()
@@ -283,7 +307,7 @@ def test_unknown_job_is_404(gs_raw, job_id):
 
 
 @checks("JOB-EXPRUN-1")
-def test_experiment_run(gs_raw, gs_job):
+def test_experiment_run(gs_raw: RawDriver, gs_job: SharedJob) -> None:
     """GET /{job_id}/experiment-run answers both names as strings."""
     ans = gs_raw.call("get_experiment_run", job_id=gs_job.job_id)
     expect("JOB-EXPRUN-1", ans.status == 200, f"experiment-run: {ans}")
@@ -304,7 +328,9 @@ def _data_plane_calls(driver: RawDriver, job_id: str) -> list[Answer]:
 
 
 @checks("JOB-RUNNING-1")
-def test_not_running_job_refuses_data_plane(gs_target, gs_job, gs_variant):
+def test_not_running_job_refuses_data_plane(
+    gs_target: Target, gs_job: SharedJob, gs_variant: Variant
+) -> None:
     """Before running, data-plane calls answer 409 job_not_running."""
     soft = Soft()
     if gs_target.embedded:
@@ -324,7 +350,9 @@ def test_not_running_job_refuses_data_plane(gs_target, gs_job, gs_variant):
 
 
 @checks("JOB-RUNNING-2")
-def test_ended_jobs_refuse_data_plane(gs_target, gs_raw, gs_new_job, gs_admin_optional):
+def test_ended_jobs_refuse_data_plane(
+    gs_target: Target, gs_raw: RawDriver, gs_new_job: NewJob, gs_admin_optional: AdminApi | None
+) -> None:
     """Cancelled, terminated and failed jobs refuse data-plane calls."""
     soft = Soft()
     ends = [JobState.CANCELLED, JobState.TERMINATED, JobState.FAILED] if gs_target.embedded else [JobState.CANCELLED]
@@ -334,6 +362,7 @@ def test_ended_jobs_refuse_data_plane(gs_target, gs_raw, gs_new_job, gs_admin_op
             gs_raw.cancel(job_id)
             gs_raw.wait_job(job_id, until=(JobState.CANCELLED,), timeout_s=600)
         else:
+            assert gs_admin_optional is not None, "the embedded fake has its admin API"
             gs_admin_optional.force(job_id, end, f"forced {end} by the conformance suite")
         for call in _data_plane_calls(gs_raw, job_id):
             soft.expect(
@@ -345,7 +374,7 @@ def test_ended_jobs_refuse_data_plane(gs_target, gs_raw, gs_new_job, gs_admin_op
 
 
 @pytest.fixture
-def gs_admin_optional(gs_target):
+def gs_admin_optional(gs_target: Target) -> AdminApi | None:
     from conformance.fake_admin import admin_of
 
     return admin_of(gs_target) if gs_target.embedded else None
@@ -354,7 +383,7 @@ def gs_admin_optional(gs_target):
 @checks("JOB-MODEL-1")
 @prop(scale=0.2)
 @given(model=st.sampled_from(INFERENCE_ONLY_MODELS))
-def test_inference_only_model_cannot_train(gs_raw, model):
+def test_inference_only_model_cannot_train(gs_raw: RawDriver, model: str) -> None:
     """An inference-only model in a training sub-job: 400 model_not_trainable, no job."""
     ans = gs_raw.create_job(bodies.small_job(model))
     soft = Soft()
@@ -365,7 +394,9 @@ def test_inference_only_model_cannot_train(gs_raw, model):
 
 
 @checks("JOB-MODEL-2")
-def test_training_models_accepted_everywhere(gs_target, gs_raw, gs_new_job):
+def test_training_models_accepted_everywhere(
+    gs_target: Target, gs_raw: RawDriver, gs_new_job: NewJob
+) -> None:
     """Every cached training model is accepted for training, sampling and log_probability."""
     soft = Soft()
     for model in TRAINING_MODELS:

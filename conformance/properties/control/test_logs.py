@@ -13,6 +13,8 @@ from typing import Any
 
 import pytest
 
+from conformance.drivers.raw import RawDriver
+from conformance.jobs import SharedJob
 from conformance.judging.verdict import Soft
 from contract.clauses import checks
 from contract.errors import ErrorCode
@@ -46,7 +48,7 @@ def _stage_keys(creds: StageCredentials) -> list[str]:
 
 
 @checks("JOB-LOGS-1", "JOB-LOGS-2")
-def test_execution_log_download(gs_raw, gs_job):
+def test_execution_log_download(gs_raw: RawDriver, gs_job: SharedJob) -> None:
     """The statement answers S3 credentials for the run; its stage holds this job's logs."""
     run = gs_raw.call("get_experiment_run", job_id=gs_job.job_id)
     if not run.ok:

@@ -14,10 +14,13 @@ from hypothesis import strategies as st
 from client.calls.bounded_read import mount_bounds
 from conformance.drivers.ops import Failed, RawOps, Refused
 from conformance.drivers.raw import RawDriver
+from conformance.fixtures import NewJob, Via
+from conformance.jobs import SharedJob
 from conformance.judging import bodies
 from conformance.judging.checks import RFC3339_RE, kit_form, refused
 from conformance.judging.variants import JobRef
 from conformance.judging.verdict import Soft, expect
+from conformance.options import GsOptions
 from conformance.runtime import prop
 from contract.clauses import checks
 from contract.models.catalog import TRAINING_MODELS
@@ -43,7 +46,9 @@ def fresh_id(tag: str = "gs") -> str:
 
 @checks("SAVE-RESULT-1", "SAVE-RESULT-2", "SAVE-ID-1", "SAVE-ID-2", "CKPT-LIST-2")
 @pytest.mark.parametrize("via", VIA)
-def test_save_result_and_listing(gs_raw, gs_job, gs_via, via):
+def test_save_result_and_listing(
+    gs_raw: RawDriver, gs_job: SharedJob, gs_via: Via, via: str
+) -> None:
     """save resolves to a result naming checkpoint_id (the kit's also checkpoint_path and
     checkpoint_tag); the result's id (the caller's, or the server's own: spec §6.3 lets it
     ignore the caller's; the kit keeps the caller's) is listed and loads."""
@@ -78,7 +83,7 @@ def test_save_result_and_listing(gs_raw, gs_job, gs_via, via):
 
 
 @checks("CKPT-LIST-1")
-def test_list_entries(gs_raw, gs_ops, gs_job):
+def test_list_entries(gs_raw: RawDriver, gs_ops: RawOps, gs_job: SharedJob) -> None:
     """Entries carry checkpoint_id, global_steps, avg_loss, created_at, checkpoint_type."""
     gs_ops.save(checkpoint_id=fresh_id())
     soft = Soft()
@@ -119,7 +124,9 @@ def test_list_entries(gs_raw, gs_ops, gs_job):
         ]
     )
 )
-def test_checkpoint_types(gs_raw, gs_ops, gs_job, kind):
+def test_checkpoint_types(
+    gs_raw: RawDriver, gs_ops: RawOps, gs_job: SharedJob, kind: str | None
+) -> None:
     """resumable by default, weights-only on request (spec §6.3); the kit also takes the
     types in any case (spec §6.3 has the client lowercase them)."""
     cid = "SAVE-TYPE-1" if kind in (None, "resumable", "weights-only") else "SAVE-TYPE-2"
@@ -143,7 +150,7 @@ def test_checkpoint_types(gs_raw, gs_ops, gs_job, kind):
         lambda k: not (isinstance(k, str) and k.lower() in ("resumable", "weights-only"))
     )
 )
-def test_bad_checkpoint_type(gs_raw, gs_job, kind):
+def test_bad_checkpoint_type(gs_raw: RawDriver, gs_job: SharedJob, kind: str | int) -> None:
     """Any other checkpoint_type is refused."""
     ans = gs_raw.call("save", json_body={"checkpoint_type": kind}, job_id=gs_job.job_id)
     soft = Soft()
@@ -152,7 +159,7 @@ def test_bad_checkpoint_type(gs_raw, gs_job, kind):
 
 
 @checks("CKPT-DELETE-1")
-def test_delete_removes(gs_raw, gs_ops, gs_job):
+def test_delete_removes(gs_raw: RawDriver, gs_ops: RawOps, gs_job: SharedJob) -> None:
     """DELETE answers 200/204 and the checkpoint leaves the list."""
     cid = str(gs_ops.save(checkpoint_id=fresh_id("del")).get("checkpoint_id"))
     ans = gs_raw.call("delete_checkpoint", job_id=gs_job.job_id, checkpoint_id=cid)
@@ -164,7 +171,7 @@ def test_delete_removes(gs_raw, gs_ops, gs_job):
 
 @checks("CKPT-DELETE-2", "CKPT-EXPORT-3")
 @pytest.mark.parametrize("route", ["delete_checkpoint", "export_checkpoint"])
-def test_missing_checkpoint_404(gs_raw, gs_job, route):
+def test_missing_checkpoint_404(gs_raw: RawDriver, gs_job: SharedJob, route: str) -> None:
     """Deleting a missing checkpoint is an error (the kit's 404, spec §5.9's example);
     exporting one is refused with 404 (the kit's)."""
     ans = gs_raw.call(route, job_id=gs_job.job_id, checkpoint_id=fresh_id("missing"))
@@ -175,7 +182,7 @@ def test_missing_checkpoint_404(gs_raw, gs_job, route):
 
 
 @checks("CKPT-EXPORT-1", "CKPT-EXPORT-2", "CKPT-EXPORT-4")
-def test_export(gs_raw, gs_ops, gs_job):
+def test_export(gs_raw: RawDriver, gs_ops: RawOps, gs_job: SharedJob) -> None:
     """Export answers files with URLs; each downloads size_bytes bytes (a .safetensors one
     a valid safetensors file)."""
     cid = str(gs_ops.save(checkpoint_id=fresh_id("exp")).get("checkpoint_id"))
@@ -256,7 +263,7 @@ TRAVERSAL = ["../../etc/passwd", "..", "a/../../b", "..\\..\\windows", "/abs/pat
 
 @checks("CKPT-PATH-1")
 @pytest.mark.parametrize("cid", TRAVERSAL)
-def test_traversal_ids_are_opaque(gs_raw, gs_job, cid):
+def test_traversal_ids_are_opaque(gs_raw: RawDriver, gs_job: SharedJob, cid: str) -> None:
     """A path-like checkpoint id is refused, or kept as an opaque name everywhere."""
     jid = gs_job.job_id
     ans, settled = gs_raw.run_json("save", jid, {"checkpoint_id": cid})
@@ -301,15 +308,15 @@ def _quote_all(text: str) -> str:
 
 @checks("SAVE-LOAD-1")
 @pytest.mark.parametrize("via", VIA)
-def test_load_restores_steps(gs_via, via):
+def test_load_restores_steps(gs_via: Via, via: str) -> None:
     """load of a saved checkpoint restores its global_steps (the next step is N + 1)."""
     ops = gs_via(via)
-    at_save = int(ops.step().get("global_steps"))
+    at_save = int(ops.step()["global_steps"])
     cid = str(ops.save(checkpoint_id=fresh_id("load")).get("checkpoint_id"))
     ops.step()
     ops.step()
     loaded = ops.load(cid)
-    after = int(ops.step().get("global_steps"))
+    after = int(ops.step()["global_steps"])
     soft = Soft()
     if isinstance(loaded.get("global_steps"), int):
         soft.expect(
@@ -326,7 +333,7 @@ def test_load_restores_steps(gs_via, via):
 
 
 @checks("SAVE-LOAD-2", "SAVE-LOAD-5")
-def test_load_needs_a_known_checkpoint(gs_raw, gs_job):
+def test_load_needs_a_known_checkpoint(gs_raw: RawDriver, gs_job: SharedJob) -> None:
     """No checkpoint_id: refused. An unknown one (the kit's): 404 or a failed request
     naming it."""
     jid = gs_job.job_id
@@ -351,7 +358,7 @@ def test_load_needs_a_known_checkpoint(gs_raw, gs_job):
 
 
 @checks("SAVE-LOAD-3")
-def test_load_target_sub_job(gs_raw, gs_ops, gs_job):
+def test_load_target_sub_job(gs_raw: RawDriver, gs_ops: RawOps, gs_job: SharedJob) -> None:
     """A target_sub_job_id of another job: 400; this job's sampling sub-job: 501."""
     jid = gs_job.job_id
     cid = str(gs_ops.save(checkpoint_id=fresh_id("tgt")).get("checkpoint_id"))
@@ -377,20 +384,22 @@ def test_load_target_sub_job(gs_raw, gs_ops, gs_job):
 
 
 @checks("SAVE-LOAD-4")
-def test_load_from_another_job(gs_raw, gs_ops, gs_new_job, gs_opts):
+def test_load_from_another_job(
+    gs_raw: RawDriver, gs_ops: RawOps, gs_new_job: NewJob, gs_opts: GsOptions
+) -> None:
     """load with source_job_id restores another of the caller's jobs' checkpoint."""
     other_id, _ = gs_new_job(
         bodies.small_job(gs_opts.model or TRAINING_MODELS[0]), why="SAVE-LOAD-4"
     )
     other = RawOps(gs_raw, JobRef(other_id))
     for _ in range(3):
-        steps = int(other.step().get("global_steps"))
+        steps = int(other.step()["global_steps"])
     cid = str(other.save(checkpoint_id=fresh_id("src")).get("checkpoint_id"))
     try:
         gs_ops.load(cid, source_job_id=other_id)
     except (Refused, Failed) as exc:
         expect("SAVE-LOAD-4", False, f"load from job {other_id}: {exc}")
-    after = int(gs_ops.step().get("global_steps"))
+    after = int(gs_ops.step()["global_steps"])
     gs_raw.cancel(other_id)
     expect(
         "SAVE-LOAD-4",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 
 import pytest
 import requests
@@ -10,13 +11,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from client.calls.bounded_read import mount_bounds
-from conformance.drivers.raw import RawDriver, encode
+from conformance.drivers.raw import Answer, RawDriver, encode
+from conformance.jobs import SharedJob
 from conformance.judging import frames
 from conformance.judging.checks import refused
 from conformance.judging.strategies import tensor
 from conformance.judging.verdict import Soft, expect
 from conformance.reporting.recorder import RECORDER
 from conformance.runtime import prop
+from conformance.target import Target
 from contract.clauses import checks
 from contract.errors import ErrorCode
 from contract.states import RequestState
@@ -26,7 +29,7 @@ def _frame(seed: int, seq: int = 48) -> bytes:
     return encode({"args": [], "kwargs": {"input_ids": tensor((2, seq), "int64", seed)}})
 
 
-def _loss(driver: RawDriver, job_id: str, ans) -> float | None:
+def _loss(driver: RawDriver, job_id: str, ans: Answer) -> float | None:
     rid = ans.field("request_id")
     if not isinstance(rid, str):
         return None
@@ -35,7 +38,7 @@ def _loss(driver: RawDriver, job_id: str, ans) -> float | None:
 
 
 @pytest.fixture
-def execs(gs_target):
+def execs(gs_target: Target) -> Callable[[str], int] | None:
     """Execution counter of a chunk group (embedded fake only; None elsewhere)."""
     from conformance.fake_admin import admin_of
 
@@ -47,7 +50,7 @@ def execs(gs_target):
 @checks("CG-NONFINAL-1", "CG-FINAL-1", "REQ-SUBMIT-1")
 @prop(scale=0.4)
 @given(n=st.integers(2, 6), seed=st.integers(0, 100))
-def test_acks(gs_raw, gs_job, n, seed):
+def test_acks(gs_raw: RawDriver, gs_job: SharedJob, n: int, seed: int) -> None:
     """Non-final chunks answer without request_id; the final chunk answers the request_id
     (spec §9.3) and the job_id (spec §3.1)."""
     chunks = frames.split(_frame(seed), n, str(uuid.uuid4()))
@@ -72,7 +75,7 @@ def test_acks(gs_raw, gs_job, n, seed):
 @checks("CG-CONNECTION-1")
 @prop(scale=0.2)
 @given(n=st.integers(2, 5))
-def test_chunks_on_separate_connections(gs_raw, gs_job, n):
+def test_chunks_on_separate_connections(gs_raw: RawDriver, gs_job: SharedJob, n: int) -> None:
     """Each chunk on its own connection: the group still completes."""
     chunks = frames.split(_frame(n), n, str(uuid.uuid4()))
     last = None
@@ -92,6 +95,7 @@ def test_chunks_on_separate_connections(gs_raw, gs_job, n):
                 f"chunk refused: {resp.status_code} {resp.text[:200]}",
             )
             last = resp
+    assert last is not None, "a group has chunks"
     rid = last.json().get("request_id")
     expect("CG-CONNECTION-1", isinstance(rid, str), f"final answer {last.text[:200]}")
     expect(
@@ -104,7 +108,9 @@ def test_chunks_on_separate_connections(gs_raw, gs_job, n):
 @checks("CG-RESTART-1")
 @prop(scale=0.3)
 @given(n=st.integers(2, 5), data=st.data())
-def test_restart_required(gs_raw, gs_job, n, data):
+def test_restart_required(
+    gs_raw: RawDriver, gs_job: SharedJob, n: int, data: st.DataObject
+) -> None:
     """A first-seen group starting past chunk 0 answers 409 chunk_group_restart_required."""
     chunks = frames.split(_frame(n + 3), n, str(uuid.uuid4()))
     start = data.draw(st.integers(1, n - 1), label="first chunk sent")
@@ -123,7 +129,7 @@ def test_restart_required(gs_raw, gs_job, n, data):
 
 @checks("CG-CONFLICT-1", "CG-CONFLICT-2")
 @pytest.mark.parametrize("what", ["frame_sha256", "total_chunks"])
-def test_group_reuse_conflicts(gs_raw, gs_job, what):
+def test_group_reuse_conflicts(gs_raw: RawDriver, gs_job: SharedJob, what: str) -> None:
     """Reusing a group id for another frame, or with another chunk count, answers 409."""
     gid = str(uuid.uuid4())
     first = frames.split(_frame(1), 3, gid)
@@ -143,7 +149,7 @@ def test_group_reuse_conflicts(gs_raw, gs_job, what):
 
 
 @checks("CG-CONFLICT-1")
-def test_completed_group_reuse_conflicts(gs_raw, gs_job):
+def test_completed_group_reuse_conflicts(gs_raw: RawDriver, gs_job: SharedJob) -> None:
     """After a group completed, its id with another frame still answers 409."""
     gid = str(uuid.uuid4())
     answers = gs_raw.send_chunks("forward_backward", gs_job.job_id, frames.split(_frame(3), 2, gid))
@@ -159,7 +165,9 @@ def test_completed_group_reuse_conflicts(gs_raw, gs_job):
 @checks("CG-CONFLICT-3")
 @prop(scale=0.2)
 @given(n=st.integers(3, 5), data=st.data())
-def test_changed_chunk_conflicts(gs_raw, gs_job, n, data):
+def test_changed_chunk_conflicts(
+    gs_raw: RawDriver, gs_job: SharedJob, n: int, data: st.DataObject
+) -> None:
     """Re-sending a chunk index with another payload answers 409 chunk_group_conflict."""
     chunks = frames.split(_frame(n * 5), n, str(uuid.uuid4()))
     idx = data.draw(st.integers(0, n - 2), label="chunk changed")
@@ -177,7 +185,7 @@ def test_changed_chunk_conflicts(gs_raw, gs_job, n, data):
 @checks("CG-MISSING-1")
 @prop(scale=0.3)
 @given(n=st.integers(3, 6), data=st.data())
-def test_missing_chunks(gs_raw, gs_job, n, data):
+def test_missing_chunks(gs_raw: RawDriver, gs_job: SharedJob, n: int, data: st.DataObject) -> None:
     """A final chunk while some are missing answers 409 chunk_group_missing_chunks."""
     skip = data.draw(st.integers(1, n - 2), label="chunk left out")
     chunks = frames.split(_frame(n * 7), n, str(uuid.uuid4()))
@@ -192,7 +200,9 @@ def test_missing_chunks(gs_raw, gs_job, n, data):
 @checks("CG-IDEM-1")
 @prop(scale=0.3)
 @given(n=st.integers(1, 4), repeats=st.integers(1, 3))
-def test_final_chunk_repeated(gs_raw, gs_job, execs, n, repeats):
+def test_final_chunk_repeated(
+    gs_raw: RawDriver, gs_job: SharedJob, execs: Callable[[str], int] | None, n: int, repeats: int
+) -> None:
     """Repeating the final chunk resolves to the original execution, never a second one."""
     gid = str(uuid.uuid4())
     chunks = frames.split(_frame(n + 11), n, gid)
@@ -218,7 +228,13 @@ def test_final_chunk_repeated(gs_raw, gs_job, execs, n, repeats):
 @checks("CG-IDEM-2")
 @prop(scale=0.3)
 @given(n=st.integers(2, 5), data=st.data())
-def test_nonfinal_chunk_repeated(gs_raw, gs_job, execs, n, data):
+def test_nonfinal_chunk_repeated(
+    gs_raw: RawDriver,
+    gs_job: SharedJob,
+    execs: Callable[[str], int] | None,
+    n: int,
+    data: st.DataObject,
+) -> None:
     """A repeated non-final chunk with the same payload is accepted without effect."""
     gid = str(uuid.uuid4())
     chunks = frames.split(_frame(n + 21), n, gid)
@@ -244,7 +260,9 @@ def test_nonfinal_chunk_repeated(gs_raw, gs_job, execs, n, data):
 @checks("CG-IDEM-3")
 @prop(scale=0.3)
 @given(n=st.integers(1, 4))
-def test_whole_group_replayed(gs_raw, gs_job, execs, n):
+def test_whole_group_replayed(
+    gs_raw: RawDriver, gs_job: SharedJob, execs: Callable[[str], int] | None, n: int
+) -> None:
     """Replaying a completed group from chunk 0 resolves to the same execution and result."""
     gid = str(uuid.uuid4())
     chunks = frames.split(_frame(n + 31), n, gid)

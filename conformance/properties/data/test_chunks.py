@@ -6,18 +6,22 @@ from __future__ import annotations
 import base64
 import hashlib
 import uuid
+from typing import Any
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from conformance.drivers.raw import chunk_bytes_for, encode, request_chunks
+from conformance.drivers.raw import RawDriver, chunk_bytes_for, encode, request_chunks
+from conformance.fixtures import Source
+from conformance.jobs import SharedJob
 from conformance.judging import frames
 from conformance.judging.checks import refused
-from conformance.judging.large import chunked
+from conformance.judging.large import LargeResult, chunked
 from conformance.judging.strategies import chunk_counts, fb_payloads
 from conformance.judging.variants import CHUNK_BYTES, forward_body
 from conformance.judging.verdict import Soft, expect
 from conformance.runtime import prop
+from conformance.target import Target
 from contract.clauses import checks
 from contract.shapes import check_loss
 from contract.states import RequestState
@@ -89,7 +93,9 @@ def _judge_descriptors(descs: list[dict], frame: bytes, soft: Soft) -> None:
 @checks("CHUNK-FORMAT-1", "CHUNK-DESC-1", "CHUNK-SIZE-1")
 @prop(scale=0.2)
 @given(seq=st.integers(8, 400))
-def test_result_chunks_are_chunk_frames(gs_target, gs_source, gs_large, seq):
+def test_result_chunks_are_chunk_frames(
+    gs_target: Target, gs_source: Source, gs_large: LargeResult | None, seq: int
+) -> None:
     """Result chunks: {payload: U8[n]} frames, one result_chunk descriptor, consistent sizes."""
     _, ops = chunked(gs_source, gs_large, forward_body(2, seq))
     events = ops.last.chunk_events
@@ -123,7 +129,9 @@ def test_result_chunks_are_chunk_frames(gs_target, gs_source, gs_large, seq):
 @checks("CHUNK-ANY-1")
 @prop(scale=0.6)
 @given(payload=fb_payloads(), n=chunk_counts)
-def test_any_chunking_is_taken(gs_raw, gs_job, payload, n):
+def test_any_chunking_is_taken(
+    gs_raw: RawDriver, gs_job: SharedJob, payload: dict[str, Any], n: int
+) -> None:
     """forward-backward takes a frame cut into any number of chunks of any valid size."""
     frame = encode(payload)
     chunks = request_chunks(frame, "forward_backward", chunk_bytes=chunk_bytes_for(len(frame), n))
@@ -143,10 +151,13 @@ def test_any_chunking_is_taken(gs_raw, gs_job, payload, n):
 @checks("CHUNK-VERIFY-1")
 @prop(scale=0.4)
 @given(n=st.integers(1, 5), data=st.data())
-def test_sha_mismatch_refused(gs_raw, gs_job, n, data):
+def test_sha_mismatch_refused(
+    gs_raw: RawDriver, gs_job: SharedJob, n: int, data: st.DataObject
+) -> None:
     """A payload byte changed under an unchanged frame_sha256 is refused with a 4xx."""
     frame = _fb_frame(seed=data.draw(st.integers(0, 1000)))
     view = frames.inspect_frame(frame)
+    assert view is not None, "the property's own frame is a safetensors blob"
     start = 8 + view.header_len
     pos = data.draw(st.integers(start, len(frame) - 1), label="flipped byte")
     bad = frame[:pos] + bytes([frame[pos] ^ 0x01]) + frame[pos + 1 :]
@@ -164,7 +175,7 @@ def test_sha_mismatch_refused(gs_raw, gs_job, n, data):
 
 
 @checks("CHUNK-VERIFY-1")
-def test_size_mismatch_refused(gs_raw, gs_job):
+def test_size_mismatch_refused(gs_raw: RawDriver, gs_job: SharedJob) -> None:
     """A frame_size_bytes that lies (consistently) is refused with a 4xx."""
     frame = _fb_frame()
     gid = str(uuid.uuid4())
@@ -185,7 +196,7 @@ def test_size_mismatch_refused(gs_raw, gs_job):
         ["total_chunks", "frame_sha256", "frame_size_bytes", "operation", "chunk_idx"]
     )
 )
-def test_disagreeing_descriptors_refused(gs_raw, gs_job, field):
+def test_disagreeing_descriptors_refused(gs_raw: RawDriver, gs_job: SharedJob, field: str) -> None:
     """Chunks disagreeing on a descriptor field, or an index out of range, get a 4xx."""
     frame = _fb_frame(seed=7)
     gid = str(uuid.uuid4())
@@ -208,7 +219,7 @@ def test_disagreeing_descriptors_refused(gs_raw, gs_job, field):
 
 
 @checks("CHUNK-KIND-1")
-def test_result_chunk_as_request_refused(gs_raw, gs_job):
+def test_result_chunk_as_request_refused(gs_raw: RawDriver, gs_job: SharedJob) -> None:
     """A result_chunk sent as a request chunk is refused with a 4xx."""
     frame = _fb_frame()
     chunks = [frames.as_kind(c, "result_chunk") for c in frames.split(frame, 2, str(uuid.uuid4()))]
@@ -221,7 +232,9 @@ def test_result_chunk_as_request_refused(gs_raw, gs_job):
 @checks("CHUNK-PLAIN-1")
 @prop(scale=0.3)
 @given(prompts=st.lists(st.text(min_size=1, max_size=10), min_size=1, max_size=3))
-def test_generate_takes_plain_frames(gs_raw, gs_job, prompts):
+def test_generate_takes_plain_frames(
+    gs_raw: RawDriver, gs_job: SharedJob, prompts: list[str]
+) -> None:
     """generate takes a plain frame that fits, without a chunk envelope."""
     answers, settled = gs_raw.run_frame(
         "generate", gs_job.job_id, {"prompts": prompts}, force_chunk=False

@@ -4,16 +4,20 @@ streamed variant's events drained exactly once."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from conformance.drivers.raw import encode
+from conformance.drivers.ops import RawOps
+from conformance.drivers.raw import RawDriver, encode
+from conformance.fixtures import Via
+from conformance.jobs import SharedJob
 from conformance.judging.checks import refused, submitted
 from conformance.judging.strategies import generate_requests, sampling_params
 from conformance.judging.strategies import prompts as prompt_strategy
-from conformance.judging.verdict import Soft, expect
+from conformance.judging.verdict import Soft, expect, present
 from conformance.runtime import prop
 from contract.clauses import checks
 from contract.shapes import check_generate_result
@@ -55,7 +59,7 @@ def judge_generate(request: dict, result: dict, soft: Soft) -> None:
 @pytest.mark.parametrize("via", VIA)
 @prop(scale=0.6)
 @given(req=generate_requests())
-def test_generate_follows_shape_rules(gs_via, via, req):
+def test_generate_follows_shape_rules(gs_via: Via, via: str, req: dict[str, Any]) -> None:
     """One result per prompt, 1..max_tokens tokens and a text, stop|length, aligned logprobs."""
     soft = Soft()
     try:
@@ -69,7 +73,7 @@ def test_generate_follows_shape_rules(gs_via, via, req):
 
 @checks("GEN-PROMPTS-1")
 @pytest.mark.parametrize("prompts", [["plain text"], [[1, 2, 3]], ["mixed", [4, 5]]])
-def test_prompt_forms(gs_ops, prompts):
+def test_prompt_forms(gs_ops: RawOps, prompts: list[str | list[int]]) -> None:
     """String prompts and pre-tokenised prompts ([[1, 2, 3]]) are both taken."""
     result = gs_ops.generate({"prompts": prompts})
     expect("GEN-PROMPTS-1", len(result.get("results", [])) == len(prompts), f"result {result!r}")
@@ -78,13 +82,13 @@ def test_prompt_forms(gs_ops, prompts):
 @checks("GEN-RESULT-1")
 @prop(scale=0.2)
 @given(req=generate_requests(max_prompts=3))
-def test_generate_result_is_a_frame(gs_ops, gs_job, req):
+def test_generate_result_is_a_frame(gs_ops: RawOps, gs_job: SharedJob, req: dict[str, Any]) -> None:
     """generate resolves to {job_id, results} DSSST1-encoded (inline or chunks, not JSON)."""
     result = gs_ops.generate(req)
     expect(
         "GEN-RESULT-1",
-        gs_ops.last.form in ("inline", "chunks"),
-        f"generate result delivered as {gs_ops.last.form}",
+        gs_ops.settled.form in ("inline", "chunks"),
+        f"generate result delivered as {gs_ops.settled.form}",
     )
     expect(
         "GEN-RESULT-1",
@@ -102,7 +106,9 @@ def test_generate_result_is_a_frame(gs_ops, gs_job, req):
     fewer=st.booleans(),
     sp=sampling_params(),
 )
-def test_misaligned_lists_refused(gs_raw, gs_job, n, extra, field, fewer, sp):
+def test_misaligned_lists_refused(
+    gs_raw: RawDriver, gs_job: SharedJob, n: int, extra: int, field: str, fewer: bool, sp: bool
+) -> None:
     """sampling_params / routing_key lists of another length than prompts answer 400."""
     count = max(0, n - extra) if fewer else n + extra
     if count == n:
@@ -117,7 +123,7 @@ def test_misaligned_lists_refused(gs_raw, gs_job, n, extra, field, fewer, sp):
 
 @checks("GEN-TOOLONG-1")
 @pytest.mark.parametrize("over", [0, 1, 17])
-def test_too_long_token_prompt(gs_raw, gs_job, over):
+def test_too_long_token_prompt(gs_raw: RawDriver, gs_job: SharedJob, over: int) -> None:
     """A token prompt of len >= the sampler's max_seq_len answers 400."""
     limit = gs_job.sampling_max_seq_len
     if not limit:
@@ -130,7 +136,7 @@ def test_too_long_token_prompt(gs_raw, gs_job, over):
 
 
 def _drain(
-    gs_raw, job_id: str, request_id: str, max_events=None
+    gs_raw: RawDriver, job_id: str, request_id: str, max_events: int | None=None
 ) -> tuple[list[list[dict]], list[str]]:
     pages: list[list[dict]] = []
     statuses: list[str] = []
@@ -166,16 +172,19 @@ def _judge_events(events: list[dict], n_prompts: int, soft: Soft) -> None:
     for e in events:
         soft.expect("GENS-EVENTS-1", _event_ok(e), f"bad stream event {e!r}")
     done = [e for e in events if e.get("type") == "done"]
-    indexed = [e.get("index") for e in events if e.get("type") in ("result", "error")]
+    # A malformed event is a GENS-EVENTS-1 problem above, never a crash below (a crash
+    # would turn every clause of the property red).
+    indexed = [e["index"] for e in events
+               if e.get("type") in ("result", "error") and isinstance(e.get("index"), int)]
     soft.expect(
         "GENS-EVENTS-1",
         len(done) >= 1 and events and events[-1].get("type") == "done",
         f"stream did not end with a done event: {[e.get('type') for e in events][-5:]}",
     )
-    if done:
+    if done and _event_ok(done[0]):
         soft.expect(
             "GENS-EVENTS-1",
-            done[0].get("completed", 0) + done[0].get("failed", 0) == n_prompts,
+            done[0]["completed"] + done[0]["failed"] == n_prompts,
             f"done {done[0]!r} for {n_prompts} prompts",
         )
     soft.expect(
@@ -196,7 +205,9 @@ def _judge_events(events: list[dict], n_prompts: int, soft: Soft) -> None:
     prompts=st.lists(prompt_strategy, min_size=1, max_size=6),
     max_events=st.one_of(st.none(), st.integers(1, 3)),
 )
-def test_generate_stream(gs_raw, gs_job, prompts, max_events):
+def test_generate_stream(
+    gs_raw: RawDriver, gs_job: SharedJob, prompts: list[str | list[int]], max_events: int | None
+) -> None:
     """JSON bytes in; {request_id, job_id, count}; result/error events then one done event,
     each event delivered by exactly one poll."""
     jid = gs_job.job_id
@@ -209,6 +220,7 @@ def test_generate_stream(gs_raw, gs_job, prompts, max_events):
         f"count {ans.field('count')!r} for {len(prompts)} prompts",
     )
     soft.check()
+    rid = present("GENS-SUBMIT-1", rid, f"the submission has no request id: {ans}")
     pages, _ = _drain(gs_raw, jid, rid, max_events)
     _judge_events([e for page in pages for e in page], len(prompts), soft)
     after = gs_raw.poll(jid, rid).body or {}
@@ -230,7 +242,7 @@ def test_generate_stream(gs_raw, gs_job, prompts, max_events):
 @pytest.mark.parametrize(
     "data", [b"\xff\xfe\x00bad", b"not json", b'{"prompts": [', b"\x80\x04garbage"]
 )
-def test_generate_stream_bad_bytes(gs_raw, gs_job, data):
+def test_generate_stream_bad_bytes(gs_raw: RawDriver, gs_job: SharedJob, data: bytes) -> None:
     """Bytes that are not UTF-8 JSON answer 400."""
     ans = gs_raw.call("generate_stream", data=data, job_id=gs_job.job_id)
     soft = Soft()

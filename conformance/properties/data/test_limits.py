@@ -10,22 +10,26 @@ import uuid
 
 import pytest
 
-from conformance.drivers.raw import RawDriver
+from conformance.drivers.raw import Answer, RawDriver
+from conformance.fixtures import Variant
+from conformance.jobs import SharedJob
 from conformance.judging import frames
 from conformance.judging.checks import refused
 from conformance.judging.variants import variant_job
 from conformance.judging.verdict import Soft, expect
+from conformance.target import Target
 from contract.clauses import checks
 from contract.errors import ErrorCode
 from contract.limits import MAX_BODY_BYTES
 from contract.states import RequestState
+from fake_gs.testing.admin_api import AdminApi
 
 REFUSE_WITHIN_S = 15.0
 
 
 @checks("LIMIT-BODY-1", "LIMIT-BODY-3")
 @pytest.mark.parametrize("route", ["generate_stream", "forward_backward", "generate", "step"])
-def test_oversize_body(gs_raw, gs_job, route):
+def test_oversize_body(gs_raw: RawDriver, gs_job: SharedJob, route: str) -> None:
     """A generate-stream body over 60 MiB is refused (spec §6.7); the kit answers any body
     over 60 MiB 413 payload_too_large."""
     if not gs_raw.target.embedded and route not in ("generate_stream", "forward_backward"):
@@ -90,7 +94,7 @@ def exact_limit_chunk(total: int = MAX_BODY_BYTES) -> bytes:
 
 
 @checks("LIMIT-BODY-2")
-def test_exactly_at_limit_accepted(gs_raw, gs_job):
+def test_exactly_at_limit_accepted(gs_raw: RawDriver, gs_job: SharedJob) -> None:
     """A forward-backward body of exactly 60 MiB is taken and executes."""
     chunk = exact_limit_chunk()
     ans = gs_raw.call("forward_backward", data=chunk, job_id=gs_job.job_id)
@@ -125,7 +129,7 @@ def _big_json(size: int) -> bytes:
 
 @checks("LIMIT-FRAME-1")
 @pytest.mark.parametrize("kind", ["depth", "tensors", "json"])
-def test_frame_limits(gs_raw, gs_job, kind):
+def test_frame_limits(gs_raw: RawDriver, gs_job: SharedJob, kind: str) -> None:
     """Frames over the depth, tensor-count or JSON-size limits answer 400 with a code, fast."""
     data = {
         "depth": lambda: _deep(200),
@@ -142,7 +146,9 @@ def test_frame_limits(gs_raw, gs_job, kind):
     soft.check()
 
 
-def _open_group(driver: RawDriver, job_id: str, size: int = 64, opened: list | None = None):
+def _open_group(
+    driver: RawDriver, job_id: str, size: int = 64, opened: list | None = None
+) -> Answer:
     """Send chunk 0 of a two-chunk group; ``opened`` collects the second chunks to finish."""
     frame = frames.build_frame(
         [
@@ -171,7 +177,9 @@ def _open_group(driver: RawDriver, job_id: str, size: int = 64, opened: list | N
 
 
 @checks("LIMIT-GROUPS-1", "LIMIT-RETRYAFTER-1")
-def test_open_group_cap(gs_target, gs_raw, gs_job, gs_variant):
+def test_open_group_cap(
+    gs_target: Target, gs_raw: RawDriver, gs_job: SharedJob, gs_variant: Variant
+) -> None:
     """Open chunk groups per job are capped; the excess answers 429/413 with a code (and
     429 carries Retry-After)."""
     if gs_target.embedded:
@@ -205,7 +213,7 @@ def test_open_group_cap(gs_target, gs_raw, gs_job, gs_variant):
 
 
 @checks("LIMIT-GROUPS-1")
-def test_buffered_bytes_cap(gs_variant):
+def test_buffered_bytes_cap(gs_variant: Variant) -> None:
     """Buffered bytes per job are capped: a group too big for the buffer gets 413/429 with a code."""
     driver, ops = variant_job(gs_variant("buffer-cap", max_buffered_bytes_per_job=64 * 1024))
     soft = Soft()
@@ -216,7 +224,7 @@ def test_buffered_bytes_cap(gs_variant):
 
 
 @checks("LIMIT-EXPIRE-1")
-def test_abandoned_groups_expire(gs_variant, gs_admin):
+def test_abandoned_groups_expire(gs_variant: Variant, gs_admin: AdminApi) -> None:
     """Abandoned groups expire after the idle time and free their slots and bytes."""
     target = gs_variant("group-expiry", max_open_groups_per_job=2, chunk_group_idle_s=0.3)
     driver, ops = variant_job(target)

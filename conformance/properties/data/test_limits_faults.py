@@ -8,22 +8,30 @@ from __future__ import annotations
 import struct
 import time
 import uuid
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 import requests
 
 from conformance.drivers.kit_client import ClientDriver
-from conformance.drivers.raw import RawDriver
+from conformance.drivers.ops import RawOps
+from conformance.drivers.raw import Answer, RawDriver
 from conformance.fake_admin import admin_of, faults_fake
+from conformance.fixtures import Variant
+from conformance.jobs import SharedJob
 from conformance.judging import frames
 from conformance.judging.checks import kit_form, refused
 from conformance.judging.variants import variant_job
 from conformance.judging.verdict import Soft, expect
+from conformance.options import GsOptions
+from conformance.target import Target
 from contract.auth import auth_headers
 from contract.clauses import checks
 from contract.errors import ErrorCode
 from contract.states import RequestState
 from contract.wire import CHUNK_HEADER_ALLOWANCE
+from fake_gs.testing.admin_api import AdminApi
 
 #: Client-subject properties run on a fake without the mutant under test.
 #: How long a background sweep may take to expire an idle group (polled, not slept).
@@ -69,7 +77,9 @@ def _chunks(frame: bytes, n: int) -> list[bytes]:
 
 @checks("LIMIT-FRAME-2")
 @pytest.mark.parametrize("kind", ["depth", "tensors"])
-def test_frame_limits_apply_to_chunked_frames(gs_raw, gs_job, gs_target, kind):
+def test_frame_limits_apply_to_chunked_frames(
+    gs_raw: RawDriver, gs_job: SharedJob, gs_target: Target, kind: str
+) -> None:
     """A frame over the depth or tensor-count limit, valid otherwise, sent as request
     chunks, is refused with a 4xx and a code; forward-backward never runs it."""
     frame = deep_frame() if kind == "depth" else many_tensor_frame()
@@ -96,7 +106,9 @@ def _fb_frame(size: int = 64 * 1024) -> bytes:
 
 
 @checks("LIMIT-RELEASE-1")
-def test_finished_groups_release_their_bytes(gs_raw, gs_job, gs_admin):
+def test_finished_groups_release_their_bytes(
+    gs_raw: RawDriver, gs_job: SharedJob, gs_admin: AdminApi
+) -> None:
     """Once a group's frame is whole and submitted, its chunk bytes are gone (the fake's
     state dump shows 0 buffered bytes for it) and the request still resolves."""
     frame = _fb_frame()
@@ -115,12 +127,12 @@ def test_finished_groups_release_their_bytes(gs_raw, gs_job, gs_admin):
     )
 
 
-def _open_group(driver: RawDriver, job_id: str, size: int = 64 * 1024):
+def _open_group(driver: RawDriver, job_id: str, size: int = 64 * 1024) -> Answer:
     return driver.call("forward_backward", data=_chunks(_fb_frame(size), 2)[0], job_id=job_id)
 
 
 @checks("LIMIT-EXPIRE-1")
-def test_idle_groups_expire_without_further_calls(gs_variant):
+def test_idle_groups_expire_without_further_calls(gs_variant: Variant) -> None:
     """An abandoned group expires after the idle time even when no later chunk arrives for
     its job: its bytes are released by the server on its own."""
     target = gs_variant("sweep", chunk_group_idle_s=0.2)
@@ -144,7 +156,7 @@ def test_idle_groups_expire_without_further_calls(gs_variant):
 
 
 @checks("LIMIT-EXPIRE-2")
-def test_expired_groups_free_their_cap_slot(gs_variant):
+def test_expired_groups_free_their_cap_slot(gs_variant: Variant) -> None:
     """With one open group allowed per job, an abandoned group blocks a second one only
     until the idle time has passed; then a new group is accepted."""
     target = gs_variant("slot", max_open_groups_per_job=1, chunk_group_idle_s=0.2)
@@ -165,7 +177,7 @@ def test_expired_groups_free_their_cap_slot(gs_variant):
 
 
 @checks("LIMIT-RETRYAFTER-2")
-def test_group_cap_refusal_carries_retry_after(gs_variant):
+def test_group_cap_refusal_carries_retry_after(gs_variant: Variant) -> None:
     """The open-group cap answers 429 chunk_group_limit with a Retry-After header."""
     target = gs_variant("slot-ra", max_open_groups_per_job=1)
     driver, ops = variant_job(target)
@@ -180,7 +192,7 @@ def test_group_cap_refusal_carries_retry_after(gs_variant):
 
 
 @checks("LIMIT-GROUPS-1", "LIMIT-RETRYAFTER-1", "LIMIT-RETRYAFTER-2")
-def test_server_wide_buffer_cap(gs_variant):
+def test_server_wide_buffer_cap(gs_variant: Variant) -> None:
     """Buffered chunk bytes are capped for all jobs together: a group from a second job
     that would pass the cap answers 429 with a code and Retry-After."""
     target = gs_variant("total-cap", max_buffered_bytes_total=200 * 1024)
@@ -216,7 +228,9 @@ def hostile_inputs(job_id: str) -> list[tuple[str, bytes]]:
 
 
 @checks("LIMIT-RECOVER-1")
-def test_serves_normally_after_hostile_input(gs_raw, gs_job, gs_ops):
+def test_serves_normally_after_hostile_input(
+    gs_raw: RawDriver, gs_job: SharedJob, gs_ops: RawOps
+) -> None:
     """After refusing a volley of hostile frames and chunk sequences on a job, the same job
     still runs a chunked forward-backward and a step."""
     soft = Soft()
@@ -247,7 +261,7 @@ def test_serves_normally_after_hostile_input(gs_raw, gs_job, gs_ops):
 
 @checks("AUTH-ADMIN-1")
 @pytest.mark.parametrize("path", ["state", "faults", "health", "mutants"])
-def test_admin_api_needs_a_token(gs_target, gs_admin, path):
+def test_admin_api_needs_a_token(gs_target: Target, gs_admin: AdminApi, path: str) -> None:
     """With tokens set, admin calls without a token or with a wrong one answer 401; the
     configured token is accepted."""
     url = gs_target.admin_url(path)
@@ -279,7 +293,9 @@ def test_admin_api_needs_a_token(gs_target, gs_admin, path):
 
 @checks("AUTH-ADMIN-2")
 @pytest.mark.parametrize("path", ["state", "faults", "health", "mutants"])
-def test_service_tokens_are_not_admin_tokens(gs_target, gs_admin, path):
+def test_service_tokens_are_not_admin_tokens(
+    gs_target: Target, gs_admin: AdminApi, path: str
+) -> None:
     """With service tokens and an admin token set, a service token gets 403 on every admin
     route (it could read, fault or reset other accounts' jobs); the admin token gets 200.
     Only reads are tried: a write that got through would disturb the shared fake."""
@@ -297,12 +313,12 @@ def test_service_tokens_are_not_admin_tokens(gs_target, gs_admin, path):
 
 
 @pytest.fixture
-def faulty_fake(gs_variant):
+def faulty_fake(gs_variant: Variant) -> Iterator[tuple[Target, AdminApi]]:
     """A fake reserved for the fault rules of this file's client properties."""
     yield from faults_fake(gs_variant, "limits-faults", 77)
 
 
-def _fb_body():
+def _fb_body() -> dict[str, Any]:
     from conformance.judging.strategies import tensor
 
     return {"args": [], "kwargs": {"input_ids": tensor((2, 300), "int64", 5)}, "meta": {}}
@@ -328,7 +344,9 @@ def _fb_body():
         "dropped-poll",
     ],
 )
-def test_client_forward_backward_survives_faults(faulty_fake, gs_opts, fault):
+def test_client_forward_backward_survives_faults(
+    faulty_fake: tuple[Target, AdminApi], gs_opts: GsOptions, fault: dict[str, Any]
+) -> None:
     """The client finishes a chunked forward-backward through a lost chunk group (replayed
     whole from chunk 0), a lost final answer (retried, same execution), a dropped
     connection, repeated 503s or a dropped poll, and the frame executes exactly once."""
@@ -349,7 +367,9 @@ def test_client_forward_backward_survives_faults(faulty_fake, gs_opts, fault):
 
 
 @checks("CLIENT-ERR-1")
-def test_exhausted_budget_is_a_typed_error(faulty_fake, gs_opts):
+def test_exhausted_budget_is_a_typed_error(
+    faulty_fake: tuple[Target, AdminApi], gs_opts: GsOptions
+) -> None:
     """When every try fails, the error names the route, the last status, its code and the
     x-snowflake-request-id, and the frame never executed."""
     from client.errors import CortexHTTPError

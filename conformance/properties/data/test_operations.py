@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from conformance.drivers.raw import RawDriver
+from conformance.drivers.ops import RawOps
+from conformance.drivers.raw import Answer, RawDriver
+from conformance.fixtures import Variant, Via
+from conformance.jobs import SharedJob
 from conformance.judging import bodies
 from conformance.judging.checks import kit_form, names_field, refused
 from conformance.judging.strategies import forward_payloads
 from conformance.judging.verdict import Soft, expect
 from conformance.runtime import prop
+from conformance.target import Target
 from contract.clauses import checks
 from contract.errors import ErrorCode
 from contract.models import OPERATION_TYPES
@@ -22,13 +28,15 @@ from contract.states import JobState, RequestState, normalize_job_state, normali
 VIA = ["raw", "client"]
 
 
-def op(gs_raw, job_id: str, operation_type: str, payload: dict | None = None, **hints):
+def op(
+    gs_raw: RawDriver, job_id: str, operation_type: str, payload: dict | None = None, **hints: Any
+) -> Answer:
     return gs_raw.operation(
         job_id, {"operation_type": operation_type, "payload": payload or {}, **hints}
     )
 
 
-def inline(ans, soft: Soft, cid: str) -> dict:
+def inline(ans: Answer, soft: Soft, cid: str) -> dict:
     soft.expect(cid, ans.ok, f"{ans}")
     soft.expect(
         cid,
@@ -41,7 +49,7 @@ def inline(ans, soft: Soft, cid: str) -> dict:
 @checks("OP-UNKNOWN-1")
 @prop(scale=0.3)
 @given(kind=st.text(min_size=1, max_size=20).filter(lambda t: t not in OPERATION_TYPES))
-def test_unknown_operation(gs_raw, gs_job, kind):
+def test_unknown_operation(gs_raw: RawDriver, gs_job: SharedJob, kind: str) -> None:
     """An operation_type the contract does not list answers 400 unknown_operation_type."""
     soft = Soft()
     refused(
@@ -56,7 +64,7 @@ def test_unknown_operation(gs_raw, gs_job, kind):
 
 @checks("OP-ROUTE-1")
 @pytest.mark.parametrize("kind", ["tail-logs", "reset-prefix-cache"])
-def test_conflicting_hints(gs_raw, gs_job, kind):
+def test_conflicting_hints(gs_raw: RawDriver, gs_job: SharedJob, kind: str) -> None:
     """sub_job_id and sub_job_type naming different sub-jobs answer 400 routing_conflict."""
     soft = Soft()
     ans = op(gs_raw, gs_job.job_id, kind, sub_job_id=gs_job.training, sub_job_type="sampling")
@@ -68,7 +76,7 @@ def test_conflicting_hints(gs_raw, gs_job, kind):
 @pytest.mark.parametrize(
     "kind,sub_type", [("reset-prefix-cache", "sampling"), ("tail-logs", "training")]
 )
-def test_type_hint_routes(gs_raw, gs_job, kind, sub_type):
+def test_type_hint_routes(gs_raw: RawDriver, gs_job: SharedJob, kind: str, sub_type: str) -> None:
     """sub_job_type alone routes when the job has exactly one sub-job of that type."""
     soft = Soft()
     inline(op(gs_raw, gs_job.job_id, kind, sub_job_type=sub_type), soft, "OP-ROUTE-2")
@@ -79,7 +87,7 @@ def test_type_hint_routes(gs_raw, gs_job, kind, sub_type):
 @pytest.mark.parametrize(
     "sub", ["{job}:training:7", "{job}:sampling:3", "nope", "{other}:training:0"]
 )
-def test_unknown_sub_job(gs_raw, gs_job, sub):
+def test_unknown_sub_job(gs_raw: RawDriver, gs_job: SharedJob, sub: str) -> None:
     """An unknown sub_job_id answers 400 or 404 with the envelope."""
     sub_id = sub.format(job=gs_job.job_id, other="00000000-0000-4000-8000-000000000001")
     soft = Soft()
@@ -95,7 +103,7 @@ def test_unknown_sub_job(gs_raw, gs_job, sub):
 @checks("OP-FORWARD-2")
 @prop(scale=0.5)
 @given(payload=forward_payloads())
-def test_forward_operation(gs_ops, payload):
+def test_forward_operation(gs_ops: RawOps, payload: dict[str, Any]) -> None:
     """forward: base64 frame in, request id out, model_outputs.logprobs [B, S] when done
     (proposed: spec §7.1 says today's forward is not end-to-end)."""
     result = gs_ops.forward_op(payload)
@@ -105,7 +113,7 @@ def test_forward_operation(gs_ops, payload):
 
 
 @checks("OP-FORWARD-1")
-def test_forward_over_60_mib_is_refused(gs_raw, gs_job):
+def test_forward_over_60_mib_is_refused(gs_raw: RawDriver, gs_job: SharedJob) -> None:
     """A forward whose frame is over 60 MiB (a valid DSSST1 frame: a small batch plus a
     60 MiB + 1 byte blob) is refused with a 4xx, with no request to poll."""
     ans = gs_raw.call(
@@ -141,7 +149,7 @@ def oversize_forward_body() -> bytes:
 
 @checks("OP-WSYNC-1")
 @pytest.mark.parametrize("via", VIA)
-def test_weight_sync(gs_raw, gs_job, gs_via, via):
+def test_weight_sync(gs_raw: RawDriver, gs_job: SharedJob, gs_via: Via, via: str) -> None:
     """weight-sync answers a request id and resolves to completion metadata (an object)."""
     soft = Soft()
     if via == "raw":
@@ -167,7 +175,7 @@ def test_weight_sync(gs_raw, gs_job, gs_via, via):
 
 
 @checks("OP-ROUTER-1", "OP-ROUTER-2")
-def test_router_replay_ops_inline(gs_raw, gs_job):
+def test_router_replay_ops_inline(gs_raw: RawDriver, gs_job: SharedJob) -> None:
     """router-replay-discard answers inline; bootstrap-router-replay inline or with a
     request id that then completes (spec §7; the kit's: inline)."""
     replay = {"source_sub_job_id": gs_job.sampling, "target_sub_job_id": gs_job.training}
@@ -187,7 +195,7 @@ def test_router_replay_ops_inline(gs_raw, gs_job):
 
 
 @checks("OP-RESET-1")
-def test_reset_prefix_cache(gs_raw, gs_job):
+def test_reset_prefix_cache(gs_raw: RawDriver, gs_job: SharedJob) -> None:
     """reset-prefix-cache with sub_job_type sampling and no id answers inline."""
     soft = Soft()
     inline(
@@ -205,7 +213,7 @@ def test_reset_prefix_cache(gs_raw, gs_job):
 
 
 @checks("OP-CANCEL-1", "OP-CANCEL-3")
-def test_cancel_request(gs_raw, gs_job):
+def test_cancel_request(gs_raw: RawDriver, gs_job: SharedJob) -> None:
     """cancel-request acknowledges inline; a request already done stays done. The request
     is settled first so the run is the same every time (a recorded run replays as it was);
     test_strict holds the embedded fake's executor to cancel one that has not started."""
@@ -238,7 +246,9 @@ def _judge_logs(body: dict, soft: Soft) -> None:
 
 
 @checks("OP-LOGS-1", "OP-LOGS-2")
-def test_tail_logs(gs_target, gs_raw, gs_job, gs_variant):
+def test_tail_logs(
+    gs_target: Target, gs_raw: RawDriver, gs_job: SharedJob, gs_variant: Variant
+) -> None:
     """tail-logs answers {entries, next_cursor, eof} inline (spec §7.8), also while the job
     is placing (spec §7: the one operation allowed then)."""
     soft = Soft()
@@ -257,17 +267,20 @@ def test_tail_logs(gs_target, gs_raw, gs_job, gs_variant):
         placing = op(driver, job_id, "tail-logs", {"max_lines": 5})
         driver.cancel(job_id)
     else:
-        placing = gs_job.placing_tail_logs
-        if placing is None:
+        seen_placing = gs_job.placing_tail_logs
+        if seen_placing is None:
             soft.check()
             pytest.skip("the session job was never seen placing (or was reused)")
+        placing = seen_placing
     soft.expect("OP-LOGS-2", placing.ok, f"tail-logs while placing: {placing}")
     _judge_logs(inline(placing, soft, "OP-LOGS-1"), soft)
     soft.check()
 
 
 @checks("OP-RUNNING-1")
-def test_operations_need_a_running_job(gs_target, gs_job, gs_variant):
+def test_operations_need_a_running_job(
+    gs_target: Target, gs_job: SharedJob, gs_variant: Variant
+) -> None:
     """An operation other than tail-logs on a job that is not running yet is refused."""
     soft = Soft()
     if gs_target.embedded:
@@ -287,7 +300,9 @@ def test_operations_need_a_running_job(gs_target, gs_job, gs_variant):
 
 @checks("OP-TYPE-1")
 @pytest.mark.parametrize("envelope", [{"payload": {}}, {"operation_type": None, "payload": {}}])
-def test_operation_type_required(gs_raw, gs_job, envelope):
+def test_operation_type_required(
+    gs_raw: RawDriver, gs_job: SharedJob, envelope: dict[str, Any]
+) -> None:
     """An operation envelope without operation_type is refused."""
     soft = Soft()
     refused(gs_raw.operation(gs_job.job_id, envelope), soft, "OP-TYPE-1", statuses=[400])
@@ -305,7 +320,9 @@ MISSING = [
 
 @checks("OP-PAYLOAD-1")
 @pytest.mark.parametrize("kind,payload,field", MISSING)
-def test_missing_payload_field(gs_raw, gs_job, kind, payload, field):
+def test_missing_payload_field(
+    gs_raw: RawDriver, gs_job: SharedJob, kind: str, payload: dict[str, Any], field: str
+) -> None:
     """A payload missing a required field answers 400 naming it."""
     filled = {
         k: v.format(training=gs_job.training, sampling=gs_job.sampling) for k, v in payload.items()

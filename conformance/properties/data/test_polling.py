@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import base64
 import hashlib
+from collections.abc import Callable, Iterable
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from conformance.drivers.raw import RawDriver, Settled
+from conformance.fixtures import Source, Variant
+from conformance.jobs import SharedJob
 from conformance.judging import bodies, frames
 from conformance.judging.checks import kit_form, refused
-from conformance.judging.large import chunked
+from conformance.judging.large import LargeResult, chunked
 from conformance.judging.variants import (
     CHUNK_BYTES,
     forward_body,
@@ -20,8 +23,9 @@ from conformance.judging.variants import (
     need,
     variant_job,
 )
-from conformance.judging.verdict import Soft, expect
+from conformance.judging.verdict import Soft, expect, present
 from conformance.runtime import prop
+from conformance.target import Target
 from contract.clauses import checks
 from contract.forms import REQUEST_STATE_SYNONYMS
 from contract.limits import DEFAULT_MAX_EVENTS, MAX_EVENTS_CAP
@@ -53,7 +57,13 @@ def spec_state(raw: str) -> bool:
 
 @checks("POLL-FIELDS-1", "POLL-STATE-1", "POLL-STATE-2", "POLL-EMPTY-1")
 @pytest.mark.parametrize("latency", ["instant", "polls:3"])
-def test_poll_answers(gs_target, gs_raw, gs_job, request, latency):
+def test_poll_answers(
+    gs_target: Target,
+    gs_raw: RawDriver,
+    gs_job: SharedJob,
+    request: pytest.FixtureRequest,
+    latency: str,
+) -> None:
     """Every poll carries the eight fields, statuses are spec §3.3's words (the kit's: the
     six canonical ones), a done request's result is an object or null."""
     if latency == "instant":
@@ -65,7 +75,7 @@ def test_poll_answers(gs_target, gs_raw, gs_job, request, latency):
     soft = Soft()
     for name, body in (("step", {}), ("save", {}), ("step", {"learning_rate": 1e-5})):
         ans, settled = driver.run_json(name, jid, body)
-        expect("POLL-FIELDS-1", settled is not None, f"{name} refused: {ans}")
+        settled = present("POLL-FIELDS-1", settled, f"{name} refused: {ans}")
         for page in settled.pages:
             for field in POLL_FIELDS:
                 soft.expect(
@@ -90,11 +100,11 @@ def test_poll_answers(gs_target, gs_raw, gs_job, request, latency):
 @checks("POLL-TERMINAL-1")
 @prop(scale=0.2)
 @given(name=st.sampled_from(["step", "save"]), repeats=st.integers(1, 3))
-def test_terminal_is_final(gs_raw, gs_job, name, repeats):
+def test_terminal_is_final(gs_raw: RawDriver, gs_job: SharedJob, name: str, repeats: int) -> None:
     """Re-polling a terminal request returns the same status and result."""
     jid = gs_job.job_id
     _, settled = gs_raw.run_json(name, jid, {})
-    expect("POLL-TERMINAL-1", settled is not None, f"{name} refused")
+    settled = present("POLL-TERMINAL-1", settled, f"{name} refused")
     first = settled.final_body
     for _ in range(repeats):
         gs_raw.call("step", json_body={}, job_id=jid)
@@ -109,7 +119,7 @@ def test_terminal_is_final(gs_raw, gs_job, name, repeats):
 
 
 @checks("POLL-INLINE-1")
-def test_inline_frames(gs_source):
+def test_inline_frames(gs_source: Source) -> None:
     """An inline tensor result is {content_type, encoding: base64, wire_format: DSSST1, payload_b64}."""
     _, ops = gs_source("inline")
     settled = forward_request(ops, forward_body(2, 5))
@@ -140,7 +150,9 @@ def test_inline_frames(gs_source):
 @checks("POLL-CHUNKS-1", "POLL-CHUNKS-2")
 @prop(scale=0.2)
 @given(max_events=st.integers(1, 7), seq=st.integers(8, 160))
-def test_result_chunks(gs_source, gs_large, max_events, seq):
+def test_result_chunks(
+    gs_source: Source, gs_large: LargeResult | None, max_events: int, seq: int
+) -> None:
     """result_chunk events carry a matching sha256; next_cursor until the last page."""
     driver, ops = chunked(gs_source, gs_large, forward_body(2, seq))
     rid = ops.last.request_id
@@ -178,7 +190,9 @@ def test_result_chunks(gs_source, gs_large, max_events, seq):
 @checks("POLL-CURSOR-1")
 @prop(scale=0.2)
 @given(max_events=st.integers(1, 5), rereads=st.integers(1, 3))
-def test_cursor_rereads(gs_source, gs_large, max_events, rereads):
+def test_cursor_rereads(
+    gs_source: Source, gs_large: LargeResult | None, max_events: int, rereads: int
+) -> None:
     """Asking for the same cursor again returns the same page: the events first delivered
     from that point (the request was drained once already when it settled)."""
     driver, ops = chunked(gs_source, gs_large, forward_body(2, 64))
@@ -217,7 +231,7 @@ def _judge_page_size(n: int, cap: int, total: int, soft: Soft, cid: str) -> None
 
 
 @checks("POLL-MAXEV-1", "POLL-MAXEV-4")
-def test_default_page_size(gs_source, gs_large):
+def test_default_page_size(gs_source: Source, gs_large: LargeResult | None) -> None:
     """Without max_events a page carries at most 16 events (the kit's: min(16, total))."""
     driver, ops = chunked(gs_source, gs_large, forward_body(4, 128))
     total = len(ops.last.chunk_events)
@@ -228,7 +242,7 @@ def test_default_page_size(gs_source, gs_large):
 
 
 @checks("POLL-MAXEV-2", "POLL-MAXEV-4")
-def test_max_events_cap(gs_source, gs_large):
+def test_max_events_cap(gs_source: Source, gs_large: LargeResult | None) -> None:
     """max_events above 512 is capped at 512: a page of at most 512 events (the kit's:
     min(512, total)), not a refusal (with fewer than 512 chunks the cap is taken, not seen
     at work)."""
@@ -245,7 +259,7 @@ def test_max_events_cap(gs_source, gs_large):
 @checks("POLL-MAXEV-3")
 @prop(scale=0.3)
 @given(value=st.sampled_from(["0", "-1", "abc", "1.5", "1e3", " ", "16x", "-512"]))
-def test_bad_max_events(gs_raw, gs_job, value):
+def test_bad_max_events(gs_raw: RawDriver, gs_job: SharedJob, value: str) -> None:
     """max_events that is not a positive integer answers 400."""
     jid = gs_job.job_id
     rid = gs_raw.call("step", json_body={}, job_id=jid).field("request_id")
@@ -258,7 +272,7 @@ def test_bad_max_events(gs_raw, gs_job, value):
 @checks("POLL-REASSEMBLE-1")
 @prop(scale=0.2)
 @given(batch=st.integers(1, 3), seq=st.integers(4, 300))
-def test_chunks_equal_inline(gs_target, gs_variant, batch, seq):
+def test_chunks_equal_inline(gs_target: Target, gs_variant: Variant, batch: int, seq: int) -> None:
     """The same request delivered in chunks and inline decodes to the same result."""
     import torch
 
@@ -272,8 +286,8 @@ def test_chunks_equal_inline(gs_target, gs_variant, batch, seq):
     b = inline_ops.forward_op(body)
     expect(
         "POLL-REASSEMBLE-1",
-        chunk_ops.last.form == "chunks" and inline_ops.last.form == "inline",
-        f"forms were {chunk_ops.last.form} and {inline_ops.last.form}",
+        chunk_ops.settled.form == "chunks" and inline_ops.settled.form == "inline",
+        f"forms were {chunk_ops.settled.form} and {inline_ops.settled.form}",
     )
     soft = Soft()
     soft.extend("POLL-REASSEMBLE-1", check_forward_result(body, a))
@@ -289,7 +303,7 @@ def test_chunks_equal_inline(gs_target, gs_variant, batch, seq):
 OUT_OF_VOCAB = {"prompts": [[10**9, 10**9 + 1]], "sampling_params": {"max_tokens": 2}}
 
 
-def _failures(attempts) -> list[Settled]:
+def _failures(attempts: Iterable[Callable[[], tuple[object, Settled | None]]]) -> list[Settled]:
     out = []
     for attempt in attempts:
         _, settled = attempt()
@@ -299,7 +313,9 @@ def _failures(attempts) -> list[Settled]:
 
 
 @checks("POLL-FAILED-1")
-def test_failed_requests_carry_an_error(gs_target, gs_raw, gs_job, gs_variant):
+def test_failed_requests_carry_an_error(
+    gs_target: Target, gs_raw: RawDriver, gs_job: SharedJob, gs_variant: Variant
+) -> None:
     """A failed request's error is non-empty: a message string or an object with a message
     (and the kit's code) - spec §6.8 leaves its form open."""
     jid = gs_job.job_id

@@ -7,9 +7,10 @@ import json
 from hypothesis import given
 from hypothesis import strategies as st
 
-from conformance.drivers.raw import encode, request_chunks
+from conformance.drivers.raw import RawDriver, encode, request_chunks
+from conformance.jobs import SharedJob
 from conformance.judging.checks import refused, submitted
-from conformance.judging.verdict import Soft, expect
+from conformance.judging.verdict import Soft, expect, present
 from conformance.runtime import prop
 from contract.clauses import checks
 from contract.errors import ErrorCode
@@ -17,7 +18,7 @@ from contract.states import RequestState
 
 
 @checks("REQ-SUBMIT-1")
-def test_submissions_answer_request_and_job(gs_raw, gs_job):
+def test_submissions_answer_request_and_job(gs_raw: RawDriver, gs_job: SharedJob) -> None:
     """step, save, forward-backward, generate, generate-stream and async operations answer
     {request_id, job_id} with the caller's job id."""
     jid = gs_job.job_id
@@ -45,7 +46,7 @@ def test_submissions_answer_request_and_job(gs_raw, gs_job):
 @checks("REQ-SUBMIT-2")
 @prop(scale=0.2)
 @given(n=st.integers(2, 6))
-def test_request_ids_unique(gs_raw, gs_job, n):
+def test_request_ids_unique(gs_raw: RawDriver, gs_job: SharedJob, n: int) -> None:
     """Every submission gets its own request id."""
     jid = gs_job.job_id
     ids = [gs_raw.call("step", json_body={}, job_id=jid).field("request_id") for _ in range(n)]
@@ -59,11 +60,14 @@ def test_request_ids_unique(gs_raw, gs_job, n):
 @checks("REQ-ORDER-1")
 @prop(scale=0.2)
 @given(before=st.integers(1, 3), after=st.integers(1, 3))
-def test_requests_run_in_submit_order(gs_raw, gs_job, before, after):
+def test_requests_run_in_submit_order(
+    gs_raw: RawDriver, gs_job: SharedJob, before: int, after: int
+) -> None:
     """Steps submitted back to back, a save among them: effects happen in submit order."""
     jid = gs_job.job_id
     _, first = gs_raw.run_json("step", jid, {})
-    expect("REQ-ORDER-1", first is not None and first.status == RequestState.DONE, "a step failed")
+    first = present("REQ-ORDER-1", first, "a step was refused")
+    expect("REQ-ORDER-1", first.status == RequestState.DONE, "a step failed")
     start = int(first.decoded()["global_steps"])
     names = ["step"] * before + ["save"] + ["step"] * after
     ids = [gs_raw.call(n, json_body={}, job_id=jid).field("request_id") for n in names]
@@ -92,7 +96,7 @@ def test_requests_run_in_submit_order(gs_raw, gs_job, before, after):
 @given(
     rid=st.one_of(st.uuids().map(str), st.text(st.sampled_from("abc123-"), min_size=1, max_size=20))
 )
-def test_unknown_request(gs_raw, gs_job, rid):
+def test_unknown_request(gs_raw: RawDriver, gs_job: SharedJob, rid: str) -> None:
     """Polling a request id nobody issued answers 404 request_not_found."""
     soft = Soft()
     refused(

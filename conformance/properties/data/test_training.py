@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from client.errors import CortexError
-from conformance.drivers.ops import Failed, Refused
+from conformance.drivers.ops import Failed, RawOps, Refused
+from conformance.drivers.raw import RawDriver
+from conformance.fixtures import Via
+from conformance.jobs import SharedJob
 from conformance.judging.checks import kit_form, refused
 from conformance.judging.strategies import fb_payloads, verl_batches, verl_envelope
 from conformance.judging.verdict import Soft, expect
@@ -50,7 +54,7 @@ def spec_batch(payload: dict) -> bool:
 @pytest.mark.parametrize("via", VIA)
 @prop(scale=0.6)
 @given(payload=fb_payloads())
-def test_forward_backward_any_batch(gs_via, via, payload):
+def test_forward_backward_any_batch(gs_via: Via, via: str, payload: dict[str, Any]) -> None:
     """Any batch shape of the spec's int64 kwargs (and, the kit's, any dtype, extras and a
     processing block) resolves to {job_id, avg_loss, metrics, post_process_outputs}."""
     cid = "FB-SHAPE-1" if spec_batch(payload) else "FB-SHAPE-2"
@@ -67,7 +71,7 @@ def test_forward_backward_any_batch(gs_via, via, payload):
 @pytest.mark.parametrize("via", VIA)
 @prop(scale=0.4)
 @given(batch=verl_batches())
-def test_verl_kwargs(gs_via, via, batch):
+def test_verl_kwargs(gs_via: Via, via: str, batch: dict[str, Any]) -> None:
     """The verl-GRPO kwargs (prompts, responses, masks, advantages, old/ref log-probs) are taken."""
     ops = gs_via(via)
     body = (
@@ -87,7 +91,7 @@ def test_verl_kwargs(gs_via, via, batch):
 
 @checks("FB-NOINPUT-1")
 @pytest.mark.parametrize("kwargs", [{}, {"labels": [[1, 2]]}, {"attention_mask": [[1, 1]]}])
-def test_no_input_ids(gs_raw, gs_job, kwargs):
+def test_no_input_ids(gs_raw: RawDriver, gs_job: SharedJob, kwargs: dict[str, Any]) -> None:
     """A frame without input_ids: 400 or a failed request with an error, never 5xx."""
     answers, settled = gs_raw.run_frame(
         "forward_backward", gs_job.job_id, {"args": [], "kwargs": kwargs}
@@ -108,11 +112,11 @@ def test_no_input_ids(gs_raw, gs_job, kwargs):
 @pytest.mark.parametrize("via", VIA)
 @prop(scale=0.3)
 @given(n=st.integers(1, 4))
-def test_steps_count(gs_via, via, n):
+def test_steps_count(gs_via: Via, via: str, n: int) -> None:
     """step resolves to {global_steps, last_lr}; global_steps goes up by one per step."""
     ops = gs_via(via)
     soft = Soft()
-    seen = []
+    seen: list[Any] = []  # the answers' global_steps, JSON values until judged
     for _ in range(n + 1):
         result = ops.step()
         soft.expect(
@@ -132,7 +136,7 @@ def test_steps_count(gs_via, via, n):
 @checks("STEP-LR-1")
 @prop(scale=0.3)
 @given(lr=st.floats(min_value=1e-8, max_value=1.0, allow_nan=False))
-def test_learning_rate_reported(gs_ops, lr):
+def test_learning_rate_reported(gs_ops: RawOps, lr: float) -> None:
     """A step's learning_rate comes back as last_lr (each entry, when it is a list): the
     kit's choice; spec §6.2 leaves last_lr to the backend's scheduler."""
     if not kit_form("STEP-LR-1"):
@@ -156,13 +160,14 @@ def learning_rates(value: object) -> list[float] | None:
     """``last_lr`` as a list of numbers: spec §6.2 allows a number or a list of them
     (one per parameter group); None for anything else."""
     items = value if isinstance(value, list) else [value]
-    if not items or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in items):
+    numbers = [v for v in items if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    if not items or len(numbers) != len(items):
         return None
-    return [float(v) for v in items]
+    return [float(v) for v in numbers]
 
 
 @checks("STEP-MEM-1")
-def test_peak_memory(gs_ops, gs_job):
+def test_peak_memory(gs_ops: RawOps, gs_job: SharedJob) -> None:
     """With step_peak_memory_log set on the training config, steps report peak_memory."""
     if not gs_job.peak_memory_logged:
         pytest.skip("the reused job was not created with step_peak_memory_log")
@@ -179,7 +184,7 @@ def test_peak_memory(gs_ops, gs_job):
 
 @checks("STEP-BAD-1")
 @pytest.mark.parametrize("lr", [-1.0, -1e-9, "fast", [0.1], {"value": 0.1}, True])
-def test_bad_learning_rate(gs_raw, gs_job, lr):
+def test_bad_learning_rate(gs_raw: RawDriver, gs_job: SharedJob, lr: object) -> None:
     """A negative or non-numeric learning_rate answers 400."""
     ans = gs_raw.call("step", json_body={"learning_rate": lr}, job_id=gs_job.job_id)
     soft = Soft()

@@ -7,12 +7,16 @@ import io
 import pickle
 import struct
 import time
+from typing import Any
 
 import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from conformance.drivers.raw import encode, request_chunks
+from conformance.drivers.kit_client import ClientDriver, ClientOps
+from conformance.drivers.ops import RawOps
+from conformance.drivers.raw import Answer, RawDriver, encode, request_chunks
+from conformance.jobs import SharedJob
 from conformance.judging import frames
 from conformance.judging.checks import refused
 from conformance.judging.strategies import (
@@ -37,7 +41,8 @@ def _judge_frame(data: bytes | None, soft: Soft) -> None:
         soft.expect("WIRE-FORMAT-1", False, "a tensor result came back as plain JSON")
         return
     view = frames.inspect_frame(data)
-    if not soft.expect("WIRE-FORMAT-1", view is not None, "result is not a safetensors frame"):
+    if view is None:
+        soft.expect("WIRE-FORMAT-1", False, "result is not a safetensors frame")
         return
     for problem in view.problems:
         cid = "WIRE-TREE-1" if "node" in problem or "key" in problem else "WIRE-FORMAT-1"
@@ -53,22 +58,22 @@ def _judge_frame(data: bytes | None, soft: Soft) -> None:
 @checks("WIRE-FORMAT-1", "WIRE-TREE-1", "WIRE-DTYPE-1")
 @prop(scale=0.5)
 @given(kwargs=model_kwargs(extras=False), entropy=st.booleans())
-def test_forward_result_frames(gs_ops, kwargs, entropy):
+def test_forward_result_frames(gs_ops: RawOps, kwargs: dict[str, Any], entropy: bool) -> None:
     """Forward results, whatever the batch, are well-formed DSSST1 frames."""
     gs_ops.forward_op({"args": [], "kwargs": kwargs, "meta": {"calculate_entropy": entropy}})
     soft = Soft()
-    _judge_frame(gs_ops.last.frame_bytes(), soft)
+    _judge_frame(gs_ops.settled.frame_bytes(), soft)
     soft.check()
 
 
 @checks("WIRE-FORMAT-1", "WIRE-TREE-1", "WIRE-EMPTY-1")
 @prop(scale=0.3)
 @given(req=generate_requests())
-def test_generate_result_frames(gs_ops, req):
+def test_generate_result_frames(gs_ops: RawOps, req: dict[str, Any]) -> None:
     """Generate results are DSSST1 frames too; frames without tensors carry __dss_empty__."""
     gs_ops.generate(req)
     soft = Soft()
-    _judge_frame(gs_ops.last.frame_bytes(), soft)
+    _judge_frame(gs_ops.settled.frame_bytes(), soft)
     soft.check()
 
 
@@ -79,7 +84,9 @@ def test_generate_result_frames(gs_ops, req):
     scalar=st.booleans(),
     dims=st.tuples(st.integers(1, 3), st.integers(1, 6)),
 )
-def test_every_dtype_and_scalars_accepted(gs_ops, dtype, scalar, dims):
+def test_every_dtype_and_scalars_accepted(
+    gs_ops: RawOps, dtype: str, scalar: bool, dims: tuple[int, int]
+) -> None:
     """Frames holding any DSSST1 dtype, 0-d tensors included, are taken and decoded."""
     import torch
 
@@ -94,7 +101,7 @@ def test_every_dtype_and_scalars_accepted(gs_ops, dtype, scalar, dims):
 
 
 @checks("WIRE-EMPTY-1")
-def test_tensorless_frames_accepted(gs_raw, gs_job):
+def test_tensorless_frames_accepted(gs_raw: RawDriver, gs_job: SharedJob) -> None:
     """A frame with no tensors (the __dss_empty__ form) is a valid generate request."""
     frame = encode({"prompts": ["hello", [1, 2, 3]]})
     view = frames.inspect_frame(frame)
@@ -118,7 +125,7 @@ def _zip_payload() -> bytes:
     return buf.getvalue()
 
 
-def _refused_naming(ans, clause: str, word: str) -> None:
+def _refused_naming(ans: Answer, clause: str, word: str) -> None:
     """A refusal (the kit's 400) whose message names the legacy format (``word``) it
     refused (the kit's wording: WIRE-LEGACY-1)."""
     soft = Soft()
@@ -131,7 +138,7 @@ def _refused_naming(ans, clause: str, word: str) -> None:
 @checks("WIRE-PICKLE-1", "WIRE-LEGACY-1")
 @pytest.mark.parametrize("route", FRAME_ROUTES)
 @pytest.mark.parametrize("protocol", [2, 3, 4, 5])
-def test_pickle_refused(gs_raw, gs_job, route, protocol):
+def test_pickle_refused(gs_raw: RawDriver, gs_job: SharedJob, route: str, protocol: int) -> None:
     """Pickles are refused with a message naming legacy pickle payloads."""
     ans = gs_raw.call(route, data=PICKLES[protocol - 2], job_id=gs_job.job_id)
     _refused_naming(ans, "WIRE-PICKLE-1", "pickle")
@@ -139,7 +146,7 @@ def test_pickle_refused(gs_raw, gs_job, route, protocol):
 
 @checks("WIRE-ZIP-1", "WIRE-LEGACY-1")
 @pytest.mark.parametrize("route", FRAME_ROUTES)
-def test_torch_save_refused(gs_raw, gs_job, route):
+def test_torch_save_refused(gs_raw: RawDriver, gs_job: SharedJob, route: str) -> None:
     """torch.save zips are refused with a message naming torch.save payloads."""
     ans = gs_raw.call(route, data=_zip_payload(), job_id=gs_job.job_id)
     _refused_naming(ans, "WIRE-ZIP-1", "torch.save")
@@ -148,7 +155,9 @@ def test_torch_save_refused(gs_raw, gs_job, route):
 @checks("WIRE-VERSION-1")
 @pytest.mark.parametrize("version", ["DSSST2", "DSSST0", "dssst1", ""])
 @pytest.mark.parametrize("route", FRAME_ROUTES)
-def test_other_versions_refused(gs_raw, gs_job, route, version):
+def test_other_versions_refused(
+    gs_raw: RawDriver, gs_job: SharedJob, route: str, version: str
+) -> None:
     """A dss version other than DSSST1 answers 400."""
     frame = frames.build_frame(
         [
@@ -170,7 +179,9 @@ def test_other_versions_refused(gs_raw, gs_job, route, version):
 @checks("WIRE-HEADER-1")
 @pytest.mark.parametrize("length", [MAX_HEADER_BYTES + 1, 2**40, 2**63, 10_000])
 @pytest.mark.parametrize("route", FRAME_ROUTES)
-def test_lying_header_lengths(gs_raw, gs_job, route, length):
+def test_lying_header_lengths(
+    gs_raw: RawDriver, gs_job: SharedJob, route: str, length: int
+) -> None:
     """Header lengths over 64 MiB or past the body are refused quickly, nothing allocated."""
     body = struct.pack("<Q", length) + b'{"__metadata__":{}}' + b" " * 64
     started = time.monotonic()
@@ -188,7 +199,9 @@ _GOOD = encode({"args": [], "kwargs": {"input_ids": [[1, 2, 3]]}})
 @checks("WIRE-MALFORMED-1")
 @prop(scale=1.0)
 @given(data=malformed_frames(_GOOD), route=st.sampled_from(FRAME_ROUTES))
-def test_malformed_frames_refused(gs_raw, gs_job, data, route):
+def test_malformed_frames_refused(
+    gs_raw: RawDriver, gs_job: SharedJob, data: bytes, route: str
+) -> None:
     """Anything the codec refuses is a 400 malformed_frame (legacy-looking bytes excepted)."""
     from contract import wire
 
@@ -212,7 +225,7 @@ def test_malformed_frames_refused(gs_raw, gs_job, data, route):
 @checks("WIRE-MALFORMED-1")
 @prop(scale=0.3)
 @given(data=malformed_frames(_GOOD))
-def test_malformed_frames_in_chunks(gs_raw, gs_job, data):
+def test_malformed_frames_in_chunks(gs_raw: RawDriver, gs_job: SharedJob, data: bytes) -> None:
     """Garbage carried inside valid request chunks is refused at the final chunk (4xx or a
     failed request), never a 5xx."""
     from contract import wire
@@ -240,7 +253,9 @@ def test_malformed_frames_in_chunks(gs_raw, gs_job, data):
 
 
 @checks("WIRE-META-1")
-def test_request_metadata(gs_raw, gs_job, gs_client_ops, gs_client):
+def test_request_metadata(
+    gs_raw: RawDriver, gs_job: SharedJob, gs_client_ops: ClientOps, gs_client: ClientDriver
+) -> None:
     """Frames carrying {response_options: {format: dssst1, delivery: chunked}} are taken, and
     the client puts that metadata on its frames."""
     answers, settled = gs_raw.run_frame(

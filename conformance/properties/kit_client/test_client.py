@@ -6,19 +6,26 @@ from __future__ import annotations
 
 import socket
 import time
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
+import requests
 
 from client.errors import CortexError
-from conformance.drivers.kit_client import ClientDriver
+from conformance.drivers.kit_client import ClientDriver, ClientOps
 from conformance.fake_admin import faults_fake
+from conformance.fixtures import Variant
+from conformance.jobs import SharedJob
 from conformance.judging.strategies import tensor
 from conformance.judging.variants import CHUNK_BYTES
 from conformance.judging.verdict import Soft, expect
+from conformance.options import GsOptions
+from conformance.target import Target
 from contract.clauses import checks
 from contract.errors import ErrorCode
 from contract.shapes import check_forward_result, check_generate_result, check_loss
-from contract.wire import CHUNK_HEADER_ALLOWANCE
+from contract.wire import CHUNK_HEADER_ALLOWANCE, chunk_descriptor
 from fake_gs.testing.admin_api import AdminApi
 
 #: Client-subject clauses judge the client, so the fakes they use never carry the mutant
@@ -39,12 +46,14 @@ class Sleeps:
             time.sleep(min(seconds, 0.05))
 
 
-def _client(target, gs_opts, job_id=None, **config) -> ClientDriver:
+def _client(
+    target: Target, gs_opts: GsOptions, job_id: str | None=None, **config: Any
+) -> ClientDriver:
     return ClientDriver(target, job_id, model=gs_opts.model, **config)
 
 
 @pytest.fixture
-def faulty(gs_variant):
+def faulty(gs_variant: Variant) -> Iterator[tuple[Target, AdminApi]]:
     """A clean fake reserved for fault rules, faults cleared after each test."""
     yield from faults_fake(gs_variant, "client-faults", 4242)
 
@@ -58,11 +67,14 @@ STATUSES = [404, 409, 429, 500, 502, 503, 504]
 
 @checks("CLIENT-RETRY-1")
 @pytest.mark.parametrize("fault", [*map(str, STATUSES), "drop", "timeout"])
-def test_client_retries_transient_failures(faulty, gs_opts, fault):
+def test_client_retries_transient_failures(
+    faulty: tuple[Target, AdminApi], gs_opts: GsOptions, fault: str
+) -> None:
     """Transient statuses, dropped connections and time-outs are retried until success."""
     target, admin = faulty
     sleeps = Sleeps()
     client = _client(target, gs_opts, open_job=False, sleep=sleeps, read_timeout_s=0.5)
+    rule: dict[str, Any]  # a fault rule of the fake's admin API (JSON)
     if fault == "drop":
         rule = {"route": "get_capacity", "drop": True, "times": 2}
     elif fault == "timeout":
@@ -96,7 +108,9 @@ def test_client_retries_transient_failures(faulty, gs_opts, fault):
 
 @checks("CLIENT-RETRY-2")
 @pytest.mark.parametrize("fault", ["503", "drop"])
-def test_create_not_retried_when_it_may_have_landed(faulty, gs_opts, fault):
+def test_create_not_retried_when_it_may_have_landed(
+    faulty: tuple[Target, AdminApi], gs_opts: GsOptions, fault: str
+) -> None:
     """A create-job that reached the server (an answer, or a cut after sending) is not retried."""
     target, admin = faulty
     rule = {
@@ -120,7 +134,7 @@ def test_create_not_retried_when_it_may_have_landed(faulty, gs_opts, fault):
 
 
 @checks("CLIENT-RETRY-2")
-def test_create_retried_when_never_sent(gs_opts, gs_target):
+def test_create_retried_when_never_sent(gs_opts: GsOptions, gs_target: Target) -> None:
     """A create-job whose connection was never established is retried."""
     from dataclasses import replace
 
@@ -133,7 +147,7 @@ def test_create_retried_when_never_sent(gs_opts, gs_target):
     attempts = []
     original = client.session.request
 
-    def counting(*args, **kwargs):
+    def counting(*args: Any, **kwargs: Any) -> requests.Response:
         attempts.append(1)
         return original(*args, **kwargs)
 
@@ -151,7 +165,9 @@ def test_create_retried_when_never_sent(gs_opts, gs_target):
 
 @checks("CLIENT-RETRY-3")
 @pytest.mark.parametrize("cap", [6.0, 0.2])
-def test_retry_after_honoured(faulty, gs_opts, cap):
+def test_retry_after_honoured(
+    faulty: tuple[Target, AdminApi], gs_opts: GsOptions, cap: float
+) -> None:
     """Retry-After (1 s here) is waited for, bounded by the back-off cap."""
     target, admin = faulty
     admin.set_faults([{"route": "get_capacity", "status": 429, "times": 1}])
@@ -169,7 +185,7 @@ def test_retry_after_honoured(faulty, gs_opts, cap):
 
 
 @checks("CLIENT-CHUNK-1")
-def test_single_chunk_envelope(gs_client, gs_client_ops):
+def test_single_chunk_envelope(gs_client: ClientDriver, gs_client_ops: ClientOps) -> None:
     """forward-backward sends the chunk envelope even when one chunk would do."""
     from contract import wire
 
@@ -190,10 +206,16 @@ def test_single_chunk_envelope(gs_client, gs_client_ops):
     )
 
 
+def _descriptor(body: bytes) -> dict[str, Any]:
+    """The descriptor of a chunk the client sent (its chunk POSTs carry nothing else)."""
+    found = chunk_descriptor(body)
+    assert found is not None, f"the client posted a plain frame as a chunk: {body[:40]!r}"
+    return found[1]
+
+
 @checks("CLIENT-CHUNK-2")
-def test_restart_replays_whole_group(faulty, gs_opts):
+def test_restart_replays_whole_group(faulty: tuple[Target, AdminApi], gs_opts: GsOptions) -> None:
     """On chunk_group_restart_required the client replays the whole group once from chunk 0."""
-    from contract import wire
 
     target, admin = faulty
     client = _client(target, gs_opts, max_chunk_bytes=CHUNK_HEADER_ALLOWANCE + 512)
@@ -211,9 +233,10 @@ def test_restart_replays_whole_group(faulty, gs_opts):
     before = len(client.sent)
     result = client.call("fwd-bwd", {"input_ids": tensor((2, 200), "int64", 9)})
     posts = [s for s in client.sent[before:] if s.calls("forward_backward")]
-    idx = [wire.chunk_descriptor(p.body)[1]["chunk_idx"] for p in posts]
-    groups = {wire.chunk_descriptor(p.body)[1]["chunk_group_id"] for p in posts}
-    total = wire.chunk_descriptor(posts[0].body)[1]["total_chunks"]
+    descriptors = [_descriptor(p.body) for p in posts]
+    idx = [d["chunk_idx"] for d in descriptors]
+    groups = {d["chunk_group_id"] for d in descriptors}
+    total = descriptors[0]["total_chunks"]
     expect(
         "CLIENT-CHUNK-2",
         idx == [0, 1] + list(range(total)) and len(groups) == 1,
@@ -224,7 +247,7 @@ def test_restart_replays_whole_group(faulty, gs_opts):
 
 
 @checks("CLIENT-CHUNK-3")
-def test_nonfinal_request_id_is_protocol_error(gs_variant, gs_opts):
+def test_nonfinal_request_id_is_protocol_error(gs_variant: Variant, gs_opts: GsOptions) -> None:
     """A non-final chunk answered with a request_id makes the client fail (ProtocolError)."""
     from client.errors import ProtocolError
 
@@ -235,14 +258,14 @@ def test_nonfinal_request_id_is_protocol_error(gs_variant, gs_opts):
     client.close()
 
 
-def _chunked_target(gs_variant, **extra):
+def _chunked_target(gs_variant: Variant, **extra: Any) -> Target:
     return gs_variant(
         "client-chunks", result_delivery="chunks", result_chunk_bytes=CHUNK_BYTES, **CLEAN, **extra
     )
 
 
 @checks("CLIENT-POLL-1")
-def test_cursor_drain_without_backoff(gs_variant, gs_opts):
+def test_cursor_drain_without_backoff(gs_variant: Variant, gs_opts: GsOptions) -> None:
     """Result pages are fetched back to back (no sleeps), and a bad chunk sha256 is refused."""
     from client.errors import ProtocolError
     from conformance.drivers import tamper
@@ -273,7 +296,7 @@ def test_cursor_drain_without_backoff(gs_variant, gs_opts):
 
 
 @checks("CLIENT-STATE-1")
-def test_enum_dialect_normalised(gs_variant, gs_opts):
+def test_enum_dialect_normalised(gs_variant: Variant, gs_opts: GsOptions) -> None:
     """Against the enum dialect (JOB_STATE_RUNNING, REQUEST_STATE_DONE) the client still works."""
     client = _client(gs_variant("client-enum", status_style="enum", **CLEAN), gs_opts)
     soft = Soft()
@@ -286,7 +309,7 @@ def test_enum_dialect_normalised(gs_variant, gs_opts):
 
 
 @checks("CLIENT-ERR-1")
-def test_typed_errors(gs_client, gs_job):
+def test_typed_errors(gs_client: ClientDriver, gs_job: SharedJob) -> None:
     """Failures are typed errors naming route, status, code and the x-snowflake-request-id
     the answer carried (spec §2.4: an answer may carry none)."""
     from client.errors import CortexError
@@ -326,7 +349,7 @@ def test_typed_errors(gs_client, gs_job):
 
 
 @checks("CLIENT-POLL-2")
-def test_poll_defaults(gs_variant, gs_opts):
+def test_poll_defaults(gs_variant: Variant, gs_opts: GsOptions) -> None:
     """By default the client polls at 0.5 s, x1.25 each time up to 6 s, for 1800 s (spec
     §3.4): its config's defaults, and the waits between polls of a slow request."""
     from client.config import ClientConfig
@@ -348,7 +371,9 @@ def test_poll_defaults(gs_variant, gs_opts):
 
 
 @checks("CLIENT-NOBODY-1")
-def test_cancel_and_export_send_no_body(gs_target, gs_variant, gs_client, gs_opts):
+def test_cancel_and_export_send_no_body(
+    gs_target: Target, gs_variant: Variant, gs_client: ClientDriver, gs_opts: GsOptions
+) -> None:
     """The client's cancel and export carry no body (spec §5.5, §5.8)."""
     client = _client(gs_variant("client-nobody", **CLEAN), gs_opts) if gs_target.embedded else gs_client
     ckpt = str(client.call("save-checkpoint", {}).get("checkpoint_id"))
@@ -365,41 +390,6 @@ def test_cancel_and_export_send_no_body(gs_target, gs_variant, gs_client, gs_opt
         client.close()
 
 
-@checks("CLIENT-CONFIG-1")
-@pytest.mark.parametrize("prime", [{"fp32_lm_head": True}, {"fused_cross_entropy": True,
-                                   "fused_lm_head_token_chunk_size": 2048}])
-def test_fused_lm_head_refused_locally(gs_opts, prime):
-    """A PrimeRL config with fused cross-entropy and an fp32 or chunked LM head fails in
-    the client, before anything is sent (spec §8.2)."""
-    from client.config import ClientConfig
-    from client.errors import ConfigError
-    from client.jobspec import create_job_body
-
-    config = ClientConfig(base_url="http://127.0.0.1:9", model=gs_opts.model, training_gpus=1,
-                          training_extra={"prime_rl": prime})
-    with pytest.raises(ConfigError):
-        create_job_body(config)
-    fine = ClientConfig(base_url="http://127.0.0.1:9", model=gs_opts.model, training_gpus=1,
-                        training_extra={"prime_rl": {**prime, "fused_cross_entropy": False}})
-    expect("CLIENT-CONFIG-1", create_job_body(fine)["sub_job_configs"], "the unfused config was refused")
-
-
-@checks("CLIENT-PROMPT-1")
-def test_long_prompt_fails_locally(gs_client, gs_job):
-    """A token prompt too long for the sampler fails before anything is sent."""
-    from client.errors import PromptTooLong
-
-    limit = gs_client.ids.sampling_max_seq_len or gs_job.sampling_max_seq_len
-    before = len(gs_client.sent)
-    with pytest.raises(PromptTooLong):
-        gs_client.call("generate", {"prompts": [[1] * limit]})
-    expect(
-        "CLIENT-PROMPT-1",
-        len(gs_client.sent) == before,
-        f"{len(gs_client.sent) - before} request(s) sent for a prompt the client must refuse",
-    )
-
-
 DIALECTS = [
     ("short", "auto"),
     ("short", "inline"),
@@ -412,7 +402,14 @@ DIALECTS = [
 
 @checks("CLIENT-SHAPE-1")
 @pytest.mark.parametrize("style,delivery", DIALECTS)
-def test_client_agrees_with_shape_rules(gs_target, gs_variant, gs_client, gs_opts, style, delivery):
+def test_client_agrees_with_shape_rules(
+    gs_target: Target,
+    gs_variant: Variant,
+    gs_client: ClientDriver,
+    gs_opts: GsOptions,
+    style: str,
+    delivery: str,
+) -> None:
     """Through every delivery form and status dialect, client results obey the shape rules."""
     if gs_target.embedded:
         target = gs_variant(

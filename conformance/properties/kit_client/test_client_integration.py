@@ -16,7 +16,11 @@ from typing import Any
 import pytest
 
 from conformance.drivers.kit_client import ClientDriver
+from conformance.drivers.raw import RawDriver
+from conformance.jobs import SharedJob
 from conformance.judging.verdict import Soft, expect
+from conformance.options import GsOptions
+from conformance.target import Target
 from contract.clauses import checks
 from contract.states import JobState, normalize_job_state
 
@@ -33,7 +37,7 @@ def _legacy(target: Any, job_id: str, model: str) -> Any:
 
 
 @pytest.fixture(scope="module")
-def integ(gs_target, gs_job, gs_opts) -> Iterator[Any]:
+def integ(gs_target: Target, gs_job: SharedJob, gs_opts: GsOptions) -> Iterator[Any]:
     client = _legacy(gs_target, gs_job.job_id, gs_opts.model)
     yield client
     client.shutdown()
@@ -52,7 +56,9 @@ def _is_float(value: Any) -> bool:
 
 
 @checks("INTEG-JOB-1", "INTEG-JOB-2")
-def test_factory_reconnect_and_shutdown_keep_the_job(gs_target, gs_job, gs_opts, gs_raw):
+def test_factory_reconnect_and_shutdown_keep_the_job(
+    gs_target: Target, gs_job: SharedJob, gs_opts: GsOptions, gs_raw: RawDriver
+) -> None:
     first = _legacy(gs_target, gs_job.job_id, gs_opts.model)
     ids = (first.training_job_id, first.sampling_job_id)
     expect("INTEG-JOB-1", first.sync.job_ids is not None and not first.sync.job_ids.created,
@@ -78,7 +84,7 @@ async def _awaited(awaitable: Any) -> Any:
 
 
 @checks("INTEG-GEN-1")
-def test_generate_answers_the_list_of_outputs(integ):
+def test_generate_answers_the_list_of_outputs(integ: Any) -> None:
     outputs = asyncio.run(integ.generate(prompts=PROMPTS, sampling_params={"max_tokens": 3}))
     expect("INTEG-GEN-1", isinstance(outputs, list) and len(outputs) == len(PROMPTS),
            f"generate answered {type(outputs).__name__} of {len(outputs)} for {len(PROMPTS)} prompts")
@@ -89,7 +95,7 @@ def test_generate_answers_the_list_of_outputs(integ):
 
 
 @checks("INTEG-FB-1", "INTEG-STEP-1")
-def test_fwd_bwd_and_step_metrics(integ):
+def test_fwd_bwd_and_step_metrics(integ: Any) -> None:
     answer = asyncio.run(integ.fwd_bwd(_batch()))
     metrics = answer.get("metrics")
     soft = Soft()
@@ -110,7 +116,7 @@ def test_fwd_bwd_and_step_metrics(integ):
 
 @checks("INTEG-FWD-1")
 @pytest.mark.parametrize("reference", [False, True])
-def test_fwd_no_grad_log_probs(integ, gs_target, reference):
+def test_fwd_no_grad_log_probs(integ: Any, gs_target: Target, reference: bool) -> None:
     if gs_target.profile == "current" and not gs_target.embedded:
         pytest.skip("today's service has no working no-grad forward (spec §7.1)")
     payload = _batch()

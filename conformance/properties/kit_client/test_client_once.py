@@ -10,6 +10,7 @@ applied to the client driven here, so the self-test proves these properties have
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -27,11 +28,14 @@ from conformance.drivers.at_most_once import (
     measure,
     open_job,
 )
-from conformance.drivers.faultproxy import FaultProxy
+from conformance.drivers.faultproxy import Action, FaultProxy
 from conformance.fake_admin import admin_of
+from conformance.fixtures import Variant
 from conformance.judging.checks import kit_form
 from conformance.judging.strategies import tensor
 from conformance.judging.verdict import Soft, expect
+from conformance.options import GsOptions
+from conformance.target import Target
 from contract.clauses import checks
 from contract.idempotency import IDEMPOTENCY_KEY_HEADER
 from contract.routes import ROUTES
@@ -40,9 +44,18 @@ from fake_gs.testing.admin_api import AdminApi
 CLEAN = {"mutant": None}
 CALLS = 4
 #: The POSTs' fates, in order: every fault kind, each followed by clean exchanges.
-SCRIPT = ["drop_after", "pass", "reset", "pass", "drop_before", "pass", "delay", "pass",
-          "drop_after", "drop_after", "pass", "reset", "pass", "drop_after", "pass", "delay"]
-PROXY = {"delay_s": 0.9, "match": lambda method, path: method == "POST"}
+SCRIPT: list[Action] = [
+    "drop_after", "pass", "reset", "pass", "drop_before", "pass", "delay", "pass",
+    "drop_after", "drop_after", "pass", "reset", "pass", "drop_after", "pass", "delay",
+]
+#: The proxy's late answers come after the client's read time-out; only POSTs meet faults.
+PROXY_DELAY_S = 0.9
+
+
+def _posts(method: str, path: str) -> bool:
+    return method == "POST"
+
+
 TIMING = {"read_timeout_s": 0.5}
 #: Polls answer at once (no long poll past the client's short read time-out).
 FAKE = {"poll_wait_s": 0.02, **CLEAN}
@@ -67,7 +80,9 @@ def _rest(target: Any, gs_opts: Any, **extra: Any) -> CortexRestClient:
 
 
 @pytest.fixture
-def once_fake(gs_variant, gs_opts, request):
+def once_fake(
+    gs_variant: Variant, gs_opts: GsOptions, request: pytest.FixtureRequest
+) -> Iterator[tuple[Target, AdminApi, str]]:
     """(target, admin, job id) of a clean fake in the profile the test asks for."""
     target = gs_variant(f"once-{request.param}", profile=request.param, **FAKE)
     admin = admin_of(target)
@@ -92,7 +107,7 @@ def _settled_steps(admin: AdminApi, job: str, within_s: float = 30.0) -> int:
     return _steps(admin, job)
 
 
-FAULTS = {
+FAULTS: dict[str, dict[str, Any]] = {
     "lose_answer": {"lose_answer": True},
     "502": {"status": 502, "code": "bad_gateway"},
     "timeout": {"delay_s": 0.9},
@@ -102,7 +117,9 @@ FAULTS = {
 @checks("CLIENT-ONCE-1")
 @pytest.mark.parametrize("once_fake", ["current"], indirect=True)
 @pytest.mark.parametrize("fault", sorted(FAULTS))
-def test_ambiguous_step_is_not_resent(once_fake, gs_opts, fault):
+def test_ambiguous_step_is_not_resent(
+    once_fake: tuple[Target, AdminApi, str], gs_opts: GsOptions, fault: str
+) -> None:
     """A step whose answer is lost, 502 or timed out raises AmbiguousOutcome, unsent again."""
     target, admin, job = once_fake
     admin.set_faults([{"route": "step", "times": 1, **FAULTS[fault]}])
@@ -130,7 +147,9 @@ def test_ambiguous_step_is_not_resent(once_fake, gs_opts, fault):
 
 @checks("CLIENT-ONCE-2")
 @pytest.mark.parametrize("once_fake", ["current"], indirect=True)
-def test_calls_that_never_ran_or_are_idempotent_are_retried(once_fake, gs_opts):
+def test_calls_that_never_ran_or_are_idempotent_are_retried(
+    once_fake: tuple[Target, AdminApi, str], gs_opts: GsOptions
+) -> None:
     """429s, 503 + Retry-After, cut reads and a lost forward-backward answer are retried."""
     target, admin, job = once_fake
     rest = _rest(target, gs_opts)
@@ -175,11 +194,13 @@ def _judge(out: dict[str, Any], cid: str, *, keyed: bool) -> Soft:
 
 @checks("CLIENT-ONCE-1")
 @pytest.mark.parametrize("once_fake", ["current"], indirect=True)
-def test_current_profile_through_fault_proxy(once_fake, gs_opts):
+def test_current_profile_through_fault_proxy(
+    once_fake: tuple[Target, AdminApi, str], gs_opts: GsOptions
+) -> None:
     """Without keys, through lost, cut and late answers: nothing runs twice, and every
     call that ran without a success raised AmbiguousOutcome."""
     target, admin, job = once_fake
-    with FaultProxy(target.base_url, script=SCRIPT, **PROXY) as proxy:
+    with FaultProxy(target.base_url, script=SCRIPT, delay_s=PROXY_DELAY_S, match=_posts) as proxy:
         out = measure(target.base_url, job, proxy, CURRENT_ROUTES, CALLS,
                       admin_headers=target.admin_headers(), mutant=_client_mutant(gs_opts),
                       **_config(target))
@@ -194,7 +215,9 @@ DATA_PLANE_PATHS = tuple(r.path.rsplit("/", 1)[-1] for r in ROUTES if r.keyed)
 
 @checks("CLIENT-ONCE-3")
 @pytest.mark.parametrize("once_fake", ["proposed"], indirect=True)
-def test_keys_make_resends_safe(once_fake, gs_opts):
+def test_keys_make_resends_safe(
+    once_fake: tuple[Target, AdminApi, str], gs_opts: GsOptions
+) -> None:
     """With keys (proposed), through the same faults: every call succeeds and runs once, and
     every data-plane POST the server saw an answer to carried a key."""
     target, admin, job = once_fake
@@ -207,7 +230,7 @@ def test_keys_make_resends_safe(once_fake, gs_opts):
 
     session = requests.Session()
     session.hooks["response"].append(record)
-    with FaultProxy(target.base_url, script=SCRIPT, **PROXY) as proxy:
+    with FaultProxy(target.base_url, script=SCRIPT, delay_s=PROXY_DELAY_S, match=_posts) as proxy:
         out = measure(target.base_url, job, proxy, PROPOSED_ROUTES, CALLS, session=session,
                       admin_headers=target.admin_headers(), mutant=_client_mutant(gs_opts),
                       **_config(target, supports_idempotency_keys=True))
@@ -221,7 +244,9 @@ def test_keys_make_resends_safe(once_fake, gs_opts):
 
 @checks("CLIENT-ONCE-3")
 @pytest.mark.parametrize("once_fake", ["proposed"], indirect=True)
-def test_key_support_is_learnt_and_used(once_fake, gs_opts):
+def test_key_support_is_learnt_and_used(
+    once_fake: tuple[Target, AdminApi, str], gs_opts: GsOptions
+) -> None:
     """A client that was not told learns key support from the echo, then resends a lost
     step with its key: the step runs once."""
     target, admin, job = once_fake

@@ -15,9 +15,12 @@ from typing import Any
 
 from conformance.drivers.raw import RawDriver
 from conformance.fake_admin import admin_of
+from conformance.fixtures import Variant
+from conformance.jobs import SharedJob
 from conformance.judging.checks import no_5xx
 from conformance.judging.variants import variant_job
 from conformance.judging.verdict import Soft
+from conformance.target import Target
 from contract.clauses import checks
 from contract.states import RequestState
 from fake_gs.testing.admin_api import AdminApi
@@ -50,7 +53,9 @@ def _send_together(driver: RawDriver, job_id: str, admin: AdminApi | None) -> li
 
 
 @checks("REQ-ONCE-1", "STEP-COUNT-1", "ERR-NO500-1")
-def test_calls_in_flight_together_run_once(gs_target, gs_raw, gs_job, gs_variant):
+def test_calls_in_flight_together_run_once(
+    gs_target: Target, gs_raw: RawDriver, gs_job: SharedJob, gs_variant: Variant
+) -> None:
     """Steps and a save in flight together: each accepted one ends done, runs once (the
     fake's counters), the steps count one each, and no submit answers 5xx."""
     if gs_target.embedded:

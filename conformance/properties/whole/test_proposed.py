@@ -4,11 +4,16 @@ Expected red on today's real service; run with ``--gs-profile proposed`` to watc
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from conformance.drivers.raw import request_chunks
+from conformance.drivers.ops import RawOps
+from conformance.drivers.raw import RawDriver, request_chunks
+from conformance.fixtures import Via
+from conformance.jobs import SharedJob
 from conformance.judging.checks import submitted
 from conformance.judging.strategies import (
     forward_payloads,
@@ -18,7 +23,7 @@ from conformance.judging.strategies import (
 )
 from conformance.judging.strategies import prompts as prompt_strategy
 from conformance.judging.variants import CHUNK_BYTES
-from conformance.judging.verdict import Soft, expect
+from conformance.judging.verdict import Soft, expect, present
 from conformance.runtime import prop
 from contract.clauses import checks
 from contract.models import PROPOSED_METRIC_KEYS
@@ -30,7 +35,9 @@ VIA = ["raw", "client"]
 @checks("PROP-FNG-1", "PROP-FNG-2")
 @prop(scale=0.4)
 @given(kwargs=model_kwargs(extras=False), n=st.integers(1, 3))
-def test_forward_no_grad_route(gs_raw, gs_job, kwargs, n):
+def test_forward_no_grad_route(
+    gs_raw: RawDriver, gs_job: SharedJob, kwargs: dict[str, Any], n: int
+) -> None:
     """Request chunks in, {request_id, job_id} out; resolves to model_outputs + metrics as DSSST1."""
     body = {"args": [], "kwargs": kwargs, "meta": {}}
     chunks = request_chunks(body, "forward_no_grad", chunk_bytes=None if n == 1 else CHUNK_BYTES)
@@ -38,6 +45,7 @@ def test_forward_no_grad_route(gs_raw, gs_job, kwargs, n):
     soft = Soft()
     rid = submitted(answers[-1], gs_job.job_id, soft, "PROP-FNG-1")
     soft.check()
+    rid = present("PROP-FNG-1", rid, "the submission has no request id")
     settled = gs_raw.settle(gs_job.job_id, rid)
     expect("PROP-FNG-2", settled.status == "done", f"ended {settled.raw_status}: {settled.error!r}")
     soft.expect("PROP-FNG-2", settled.form in ("inline", "chunks"), f"delivered as {settled.form}")
@@ -56,7 +64,7 @@ def test_forward_no_grad_route(gs_raw, gs_job, kwargs, n):
 @checks("PROP-FNG-3")
 @prop(scale=0.3)
 @given(kwargs=model_kwargs(extras=False))
-def test_forward_no_grad_entropy(gs_ops, kwargs):
+def test_forward_no_grad_entropy(gs_ops: RawOps, kwargs: dict[str, Any]) -> None:
     """meta.calculate_entropy asks for entropy [B, S]."""
     body = {"args": [], "kwargs": kwargs, "meta": {"calculate_entropy": True}}
     result = gs_ops.forward_no_grad(body)
@@ -68,7 +76,7 @@ def test_forward_no_grad_entropy(gs_ops, kwargs):
 @checks("PROP-FNG-4")
 @prop(scale=0.3)
 @given(batch=verl_batches(), reference=st.booleans())
-def test_forward_no_grad_verl(gs_ops, batch, reference):
+def test_forward_no_grad_verl(gs_ops: RawOps, batch: dict[str, Any], reference: bool) -> None:
     """The verl envelope kwargs and reference_model are taken."""
     body = {**verl_envelope(batch), "reference_model": reference}
     result = gs_ops.forward_no_grad(body)
@@ -77,7 +85,7 @@ def test_forward_no_grad_verl(gs_ops, batch, reference):
     soft.check()
 
 
-def _forward_no_grad(ops, via: str, payload: dict) -> dict:
+def _forward_no_grad(ops: Any, via: str, payload: dict) -> dict:
     """forward-no-grad by its route (raw) or the client's ``forward`` op."""
     return ops.forward_no_grad(payload) if via == "raw" else ops.forward(payload)
 
@@ -86,7 +94,7 @@ def _forward_no_grad(ops, via: str, payload: dict) -> dict:
 @pytest.mark.parametrize("via", VIA)
 @prop(scale=0.5)
 @given(payload=forward_payloads())
-def test_forward_no_grad_shapes(gs_via, via, payload):
+def test_forward_no_grad_shapes(gs_via: Via, via: str, payload: dict[str, Any]) -> None:
     """logprobs follow the shape rule for any batch, raw and through the client."""
     result = _forward_no_grad(gs_via(via), via, payload)
     soft = Soft()
@@ -101,7 +109,13 @@ def test_forward_no_grad_shapes(gs_via, via, payload):
     completions=st.booleans(),
     top_k=st.one_of(st.none(), st.integers(1, 4)),
 )
-def test_log_probs(gs_raw, gs_job, prompts, completions, top_k):
+def test_log_probs(
+    gs_raw: RawDriver,
+    gs_job: SharedJob,
+    prompts: list[str | list[int]],
+    completions: bool,
+    top_k: int | None,
+) -> None:
     """JSON {prompts, completions?, top_k?} in; a DSSST1 result out."""
     body: dict = {"prompts": prompts}
     if completions:
@@ -112,6 +126,7 @@ def test_log_probs(gs_raw, gs_job, prompts, completions, top_k):
     soft = Soft()
     submitted(ans, gs_job.job_id, soft, "PROP-LOGPROBS-1")
     soft.check()
+    settled = present("PROP-LOGPROBS-1", settled, f"log_probs refused: {ans}")
     expect(
         "PROP-LOGPROBS-1",
         settled.status == "done",
@@ -123,7 +138,7 @@ def test_log_probs(gs_raw, gs_job, prompts, completions, top_k):
 
 @checks("PROP-METRICS-1")
 @pytest.mark.parametrize("via", VIA)
-def test_forward_backward_metrics(gs_via, via):
+def test_forward_backward_metrics(gs_via: Via, via: str) -> None:
     """forward-backward results carry every proposed metric."""
     import torch
 
@@ -137,7 +152,7 @@ def test_forward_backward_metrics(gs_via, via):
 
 @checks("PROP-METRICS-2")
 @pytest.mark.parametrize("via", VIA)
-def test_step_metrics(gs_via, via):
+def test_step_metrics(gs_via: Via, via: str) -> None:
     """step results carry a metrics block with grad_norm."""
     result = gs_via(via).step()
     metrics = result.get("metrics")

@@ -27,7 +27,7 @@ import pytest
 import schemathesis
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis.errors import Unsatisfiable
-from schemathesis import GenerationMode
+from schemathesis import Case, GenerationMode
 from schemathesis.checks import (
     content_type_conformance,
     negative_data_rejection,
@@ -36,10 +36,16 @@ from schemathesis.checks import (
     response_schema_conformance,
     status_code_conformance,
 )
+from schemathesis.core.transport import Response
+from schemathesis.schemas import APIOperation
+from schemathesis.specs.openapi.schemas import OpenApiSchema
 
+from conformance.drivers.raw import RawDriver
+from conformance.jobs import SharedJob
 from conformance.judging.verdict import ClauseViolation
 from conformance.reporting.recorder import RECORDER
 from conformance.runtime import RUNTIME
+from conformance.target import Target
 from contract.clauses import checks
 from contract.routes import PREFIX_TEMPLATE, ROUTES, routes_for
 
@@ -99,7 +105,7 @@ def _drop_examples(op: dict[str, Any]) -> None:
         media.pop("examples", None)
 
 
-def _load(gs_target, gs_job):
+def _load(gs_target: Target, gs_job: SharedJob) -> OpenApiSchema:
     from contract.openapi import build_openapi
 
     doc = bake(
@@ -120,7 +126,7 @@ def _examples() -> int:
 
 
 @pytest.fixture(scope="session")
-def gs_openapi(gs_target, gs_job):
+def gs_openapi(gs_target: Target, gs_job: SharedJob) -> OpenApiSchema:
     """The baked document, loaded once (schemathesis' from_fixture needs pytest < 9)."""
     return _load(gs_target, gs_job)
 
@@ -141,7 +147,7 @@ def _clauses_of(exc: BaseException) -> list[str]:
     return list(dict.fromkeys(found)) or ["ERR-SCHEMA-1"]
 
 
-def _run(case, gs_raw, checks_: list) -> None:
+def _run(case: Case, gs_raw: RawDriver, checks_: list) -> None:
     RECORDER.attach(gs_raw.session)
     try:
         response = case.call_and_validate(session=gs_raw.session, checks=checks_)
@@ -150,7 +156,7 @@ def _run(case, gs_raw, checks_: list) -> None:
     _settle_submission(response, gs_raw)
 
 
-def _settle_submission(response, gs_raw) -> None:
+def _settle_submission(response: Response, gs_raw: RawDriver) -> None:
     """Leave the target as the next case expects it. An accepted submission is polled to
     its end (a load right after a save is otherwise a race between the save's worker and
     the load's existence check); a job a case created is cancelled (left running or
@@ -189,7 +195,7 @@ SETTINGS = settings(
 OPERATIONS = [r.name for r in ROUTES]
 
 
-def _operation(schema, op_id: str, gs_target):
+def _operation(schema: OpenApiSchema, op_id: str, gs_target: Target) -> APIOperation:
     if op_id == "cancel_job":
         pytest.skip("left out: it would cancel the session job")
     if op_id == "create_job" and not gs_target.embedded:
@@ -199,12 +205,12 @@ def _operation(schema, op_id: str, gs_target):
     return schema.find_operation_by_id(op_id)
 
 
-def _fuzz(op, mode: GenerationMode, gs_raw, checks_: list) -> None:
+def _fuzz(op: APIOperation, mode: GenerationMode, gs_raw: RawDriver, checks_: list) -> None:
     """Run hypothesis over schemathesis' cases for one operation and mode."""
 
     @SETTINGS
     @given(case=op.as_strategy(mode))
-    def run(case) -> None:
+    def run(case: Case) -> None:
         _run(case, gs_raw, checks_)
 
     try:
@@ -215,7 +221,9 @@ def _fuzz(op, mode: GenerationMode, gs_raw, checks_: list) -> None:
 
 @checks("ERR-NO500-1", "ERR-SCHEMA-1")
 @pytest.mark.parametrize("op_id", OPERATIONS)
-def test_openapi_positive(gs_openapi, gs_raw, gs_target, op_id):
+def test_openapi_positive(
+    gs_openapi: OpenApiSchema, gs_raw: RawDriver, gs_target: Target, op_id: str
+) -> None:
     """Schema-valid input: no 5xx, answers match the document."""
     _fuzz(
         _operation(gs_openapi, op_id, gs_target), GenerationMode.POSITIVE, gs_raw, POSITIVE_CHECKS
@@ -224,7 +232,9 @@ def test_openapi_positive(gs_openapi, gs_raw, gs_target, op_id):
 
 @checks("ERR-NO500-1", "ERR-SCHEMA-1", "ERR-REJECT-1")
 @pytest.mark.parametrize("op_id", OPERATIONS)
-def test_openapi_negative(gs_openapi, gs_raw, gs_target, op_id):
+def test_openapi_negative(
+    gs_openapi: OpenApiSchema, gs_raw: RawDriver, gs_target: Target, op_id: str
+) -> None:
     """Schema-invalid input: no 5xx, answers match the document, the input is refused."""
     _fuzz(
         _operation(gs_openapi, op_id, gs_target), GenerationMode.NEGATIVE, gs_raw, NEGATIVE_CHECKS

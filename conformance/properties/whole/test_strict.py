@@ -18,18 +18,19 @@ import pytest
 
 from conformance.drivers.ops import RawOps
 from conformance.drivers.raw import Answer, RawDriver, encode
-from conformance.fake_admin import admin_of
+from conformance.fixtures import NewJob
+from conformance.jobs import JobBudget, JobLedger, SharedJob
 from conformance.judging import bodies
 from conformance.judging.checks import SHAPE_ENGINE_SKIP, names_field, refused
-from conformance.judging.variants import JobRef, variant_job
+from conformance.judging.variants import JobRef
 from conformance.judging.verdict import Soft, expect
+from conformance.options import GsOptions
+from conformance.target import Target
 from contract.clauses import checks, clause
 from contract.states import (
-    JOB_HOLDS_GPUS,
     JobState,
     RequestState,
     normalize_job_state,
-    normalize_request_state,
 )
 
 LORA = {"peft_type": "Lora", "r": 8, "lora_alpha": 8, "target_modules": ["q_proj", "v_proj"]}
@@ -78,7 +79,9 @@ def submit_refused(
         soft.check()
 
 
-def op(driver: RawDriver, job_id: str, kind: str, payload: dict | None = None, **hints: Any) -> Answer:
+def op(
+    driver: RawDriver, job_id: str, kind: str, payload: dict | None = None, **hints: Any
+) -> Answer:
     return driver.operation(job_id, {"operation_type": kind, "payload": payload or {}, **hints})
 
 
@@ -111,7 +114,9 @@ CONFIGS = [
 
 @checks("JOBV-SP-1", "JOBV-OFFLOAD-1", "JOBV-MULTIPLEX-1")
 @pytest.mark.parametrize("cid,extra,field", CONFIGS)
-def test_config_rules(gs_raw, gs_opts, cid, extra, field):
+def test_config_rules(
+    gs_raw: RawDriver, gs_opts: GsOptions, cid: str, extra: dict[str, Any], field: str
+) -> None:
     """sp_size divides n_gpus, offload needs mode full, multiplex_job_id is a sub-job id."""
     create_refused(gs_raw, bodies.job(bodies.training(_model(gs_opts), n_gpus=4, **extra)), cid, field)
 
@@ -120,7 +125,9 @@ def test_config_rules(gs_raw, gs_opts, cid, extra, field):
 
 
 @checks("CKPT-INIT-2", "CKPT-INIT-5")
-def test_sampler_init_needs_weights_only(gs_raw, gs_job, gs_opts, gs_new_job):
+def test_sampler_init_needs_weights_only(
+    gs_raw: RawDriver, gs_job: SharedJob, gs_opts: GsOptions, gs_new_job: NewJob
+) -> None:
     """A sampler starts from an existing weights-only checkpoint only; no credentials need
     be sent with it (the server stamps stage_info itself)."""
     model, jid = _model(gs_opts), gs_job.job_id
@@ -135,7 +142,9 @@ def test_sampler_init_needs_weights_only(gs_raw, gs_job, gs_opts, gs_new_job):
 
 
 @checks("CKPT-INIT-6", "CKPT-INIT-7")
-def test_init_names_its_source_and_no_credentials(gs_raw, gs_job, gs_opts):
+def test_init_names_its_source_and_no_credentials(
+    gs_raw: RawDriver, gs_job: SharedJob, gs_opts: GsOptions
+) -> None:
     """Initialising from another job's checkpoint without source_job_id is refused (spec
     §8.4); the fake also refuses stage_info credentials sent by the caller (spec §6.5)."""
     model, jid = _model(gs_opts), gs_job.job_id
@@ -149,7 +158,9 @@ def test_init_names_its_source_and_no_credentials(gs_raw, gs_job, gs_opts):
 
 
 @checks("CKPT-INIT-4")
-def test_sampler_from_an_ended_job(gs_raw, gs_opts, gs_new_job):
+def test_sampler_from_an_ended_job(
+    gs_raw: RawDriver, gs_opts: GsOptions, gs_new_job: NewJob
+) -> None:
     """A sampler starts from a weights-only checkpoint of a job that has since been
     cancelled (the source need not be running once the checkpoint is saved)."""
     model = _model(gs_opts)
@@ -165,7 +176,9 @@ def test_sampler_from_an_ended_job(gs_raw, gs_opts, gs_new_job):
 
 
 @checks("SAVE-DP-1", "CKPT-INIT-1")
-def test_dp_size_change_needs_fresh_optimizer(gs_raw, gs_job, gs_opts, gs_new_job):
+def test_dp_size_change_needs_fresh_optimizer(
+    gs_raw: RawDriver, gs_job: SharedJob, gs_opts: GsOptions, gs_new_job: NewJob
+) -> None:
     """A checkpoint of a 2-GPU trainer loads into a 1-GPU trainer only with
     load_optimizer_states false, at runtime and at create."""
     model = _model(gs_opts)
@@ -190,7 +203,9 @@ def test_dp_size_change_needs_fresh_optimizer(gs_raw, gs_job, gs_opts, gs_new_jo
 
 
 @checks("OP-LORA-1")
-def test_lora_sync_needs_peft_configs(gs_raw, gs_job, gs_opts, gs_new_job):
+def test_lora_sync_needs_peft_configs(
+    gs_raw: RawDriver, gs_job: SharedJob, gs_opts: GsOptions, gs_new_job: NewJob
+) -> None:
     """weight_format lora needs matching peft_config on both sub-jobs from creation."""
     jid = gs_job.job_id
     ans = op(gs_raw, jid, "weight-sync", {"weight_format": "lora"}, sub_job_id=gs_job.training)
@@ -208,20 +223,21 @@ def test_lora_sync_needs_peft_configs(gs_raw, gs_job, gs_opts, gs_new_job):
 
 @checks("OP-HINT-1")
 @pytest.mark.parametrize("kind", ["weight-sync", "bootstrap-router-replay", "router-replay-discard"])
-def test_receiver_must_be_named(gs_raw, gs_job, kind):
+def test_receiver_must_be_named(gs_raw: RawDriver, gs_job: SharedJob, kind: str) -> None:
     """On a job with two sub-jobs, these operations need sub_job_id or sub_job_type."""
-    payload = {
+    payloads: dict[str, dict[str, Any]] = {
         "weight-sync": {},
         "bootstrap-router-replay": {"source_sub_job_id": gs_job.sampling, "target_sub_job_id": gs_job.training},
         "router-replay-discard": {"sample_ids": ["gs-1"]},
-    }[kind]
+    }
+    payload = payloads[kind]
     soft = Soft()
     refused(op(gs_raw, gs_job.job_id, kind, payload), soft, "OP-HINT-1", statuses=[400])
     soft.check()
 
 
 @checks("OP-BOOTSTRAP-1")
-def test_bootstrap_goes_sampling_to_training(gs_raw, gs_job):
+def test_bootstrap_goes_sampling_to_training(gs_raw: RawDriver, gs_job: SharedJob) -> None:
     """bootstrap-router-replay the wrong way round is refused."""
     payload = {"source_sub_job_id": gs_job.training, "target_sub_job_id": gs_job.sampling}
     soft = Soft()
@@ -231,7 +247,7 @@ def test_bootstrap_goes_sampling_to_training(gs_raw, gs_job):
 
 
 @checks("OP-RESET-2")
-def test_reset_prefix_cache_only_on_samplers(gs_raw, gs_job):
+def test_reset_prefix_cache_only_on_samplers(gs_raw: RawDriver, gs_job: SharedJob) -> None:
     """reset-prefix-cache routed to the training sub-job is refused."""
     soft = Soft()
     refused(op(gs_raw, gs_job.job_id, "reset-prefix-cache", sub_job_id=gs_job.training), soft,
@@ -240,7 +256,9 @@ def test_reset_prefix_cache_only_on_samplers(gs_raw, gs_job):
 
 
 @checks("GEN-SAMPLER-1")
-def test_generate_needs_a_sampler(gs_raw, gs_opts, gs_new_job):
+def test_generate_needs_a_sampler(
+    gs_raw: RawDriver, gs_opts: GsOptions, gs_new_job: NewJob
+) -> None:
     """generate and generate-stream on a training-only job are refused."""
     jid, _ = gs_new_job(bodies.small_job(_model(gs_opts)), why="a training-only job", cid="GEN-SAMPLER-1")
     soft = Soft()
@@ -257,7 +275,7 @@ def test_generate_needs_a_sampler(gs_raw, gs_opts, gs_new_job):
 
 
 @checks("FB-SEQLEN-1")
-def test_training_frames_fit_max_seq_len(gs_raw, gs_job):
+def test_training_frames_fit_max_seq_len(gs_raw: RawDriver, gs_job: SharedJob) -> None:
     """A forward-backward frame one token longer than max_seq_len is refused."""
     import torch
 
@@ -274,7 +292,7 @@ def test_training_frames_fit_max_seq_len(gs_raw, gs_job):
 
 
 @checks("GEN-SEQLEN-1")
-def test_generation_stays_within_max_seq_len(gs_ops, gs_job):
+def test_generation_stays_within_max_seq_len(gs_ops: RawOps, gs_job: SharedJob) -> None:
     """Prompt plus generated tokens never exceed the sampler's max_seq_len."""
     limit = gs_job.sampling_max_seq_len or bodies.SAMPLING_MAX_SEQ_LEN
     prompt = [int(32 + i % 90) for i in range(limit - 40)]
@@ -290,102 +308,14 @@ def test_generation_stays_within_max_seq_len(gs_ops, gs_job):
 # --- capacity per account ------------------------------------------------------------------
 
 
-def _gpus(job: Mapping) -> int:
-    total = 0
-    for sub in job.get("sub_jobs") or []:
-        cfg = sub.get("training_config") or sub.get("inference_config") or {}
-        total += int(cfg.get("n_gpus") or 0) if isinstance(cfg, Mapping) else 0
-    return total
-
-
-def _own_gpus(driver: RawDriver) -> int:
-    """GPUs of the account's active jobs, read from each job object: a list entry need only
-    carry job_id, status and sub_jobs (spec §5.3), not their configs."""
-    jobs = driver.call("list_jobs").field("jobs") or []
-    active = [j.get("job_id") for j in jobs if normalize_job_state(j.get("status")) in JOB_HOLDS_GPUS]
-    return sum(_gpus(driver.get_job(str(job_id)).body or {}) for job_id in active)
-
-
-@checks("CAP-ACCOUNT-1")
-def test_capacity_is_per_account(gs_target, gs_raw, gs_raw2, gs_job, gs_variant):
-    """The second account's in_use_gpus counts its own jobs only; its ceiling is its own."""
-    cap = gs_raw2.call("get_capacity").body or {}
-    own = _own_gpus(gs_raw2)
-    expect("CAP-ACCOUNT-1", cap.get("in_use_gpus", 0) == own,
-           f"in_use_gpus {cap.get('in_use_gpus')} of an account whose jobs use {own} (another account's job runs)")
-    if not gs_target.embedded:
-        return
-    v = gs_variant("capacity-2", max_total_gpus=2)
-    a, b = RawDriver(v), RawDriver(v, token=v.token2)
-    first = a.create_job(bodies.small_job(bodies.TRAINING_MODEL, n_gpus=2)).field("job_id")
-    a.wait_job(first, timeout_s=30)
-    theirs = b.create_job(bodies.small_job(bodies.TRAINING_MODEL, n_gpus=2)).field("job_id")
-    ans, seen = b.wait_job(theirs, timeout_s=30)
-    a.cancel(first)
-    b.cancel(theirs)
-    expect("CAP-ACCOUNT-1", normalize_job_state(ans.field("status")) == JobState.RUNNING,
-           f"another account's 2 GPUs held this account's job back: {seen}")
-
-
-# --- cancel-request ------------------------------------------------------------------------
-
-
-def _steps(driver: RawDriver, job_id: str) -> int:
-    _, settled = driver.run_json("step", job_id, bodies.step())
-    body = settled.decoded() if settled is not None else None
-    expect("OP-CANCEL-2", isinstance(body, Mapping), f"step result: {body!r}")
-    return int(body.get("global_steps", -1))
-
-
-@checks("OP-CANCEL-2")
-def test_cancel_request_of_a_request_that_ran(gs_target, gs_raw, gs_job, gs_variant):
-    """A request that already ran is not cancelled: cancelled false, it ends done, its effect
-    stays. A server acknowledging a cancel must keep the request from running."""
-    if gs_target.embedded:  # results gated by latency: it ran, its answer still reads running
-        driver, ops = variant_job(gs_variant("slow-requests-3", latency="polls:3"))
-        jid = ops.job_id
-    else:
-        driver, jid = gs_raw, gs_job.job_id
-    base = _steps(driver, jid)
-    first = driver.call("step", json_body={}, job_id=jid).field("request_id")
-    after = _steps(driver, jid)
-    ack = op(driver, jid, "cancel-request", {"request_id": first}).body or {}
-    end = normalize_request_state(driver.settle(jid, first).final_body.get("status"))
-    ran = after - base == 2  # `first` ran before `after` (requests of a job run in order)
-    soft = Soft()
-    if ack.get("cancelled") is True:
-        soft.expect("OP-CANCEL-2", not ran, f"cancel-request said cancelled but the step ran ({base} -> {after})")
-        soft.expect("OP-CANCEL-2", end == RequestState.CANCELLED, f"acknowledged cancel, request ended {end}")
-    else:
-        soft.expect("OP-CANCEL-2", end in (RequestState.DONE, RequestState.FAILED), f"not cancelled, yet it ended {end}")
-    soft.check()
-
-
-@checks("OP-CANCEL-1", "OP-CANCEL-2")
-def test_cancel_request_before_it_starts(gs_target, gs_variant):
-    """A request queued behind a held executor is cancelled and never runs (embedded fake:
-    its admin API holds the job's executor so the request certainly has not started)."""
-    driver, ops = variant_job(gs_variant("plain-hold"))
-    admin, jid = admin_of(driver.target), ops.job_id
-    base = _steps(driver, jid)
-    admin.hold(jid)
-    queued = driver.call("step", json_body={}, job_id=jid).field("request_id")
-    ack = op(driver, jid, "cancel-request", {"request_id": queued})
-    admin.hold(jid, False)
-    soft = Soft()
-    soft.expect("OP-CANCEL-1", ack.ok and not ack.field("request_id"), f"cancel-request: {ack}")
-    soft.expect("OP-CANCEL-2", ack.field("cancelled") is True, f"a queued request was not cancelled: {ack.body!r}")
-    end = normalize_request_state(driver.settle(jid, queued).final_body.get("status"))
-    soft.expect("OP-CANCEL-1", end == RequestState.CANCELLED, f"the cancelled request ended {end}")
-    soft.expect("OP-CANCEL-2", _steps(driver, jid) == base + 1, "the cancelled step ran anyway")
-    soft.check()
-
-
-# --- client-chosen job ids -----------------------------------------------------------------
-
-
 @checks("JOB-ID-1")
-def test_client_job_id(gs_target, gs_raw, gs_opts, gs_budget, gs_ledger):
+def test_client_job_id(
+    gs_target: Target,
+    gs_raw: RawDriver,
+    gs_opts: GsOptions,
+    gs_budget: JobBudget,
+    gs_ledger: JobLedger,
+) -> None:
     """A free UUID job_id names the job; the same id again answers 409."""
     if not gs_target.embedded:
         gs_budget.take(1, "a job with a chosen id")
@@ -410,7 +340,14 @@ def test_client_job_id(gs_target, gs_raw, gs_opts, gs_budget, gs_ledger):
 
 
 @checks("CKPT-INIT-3")
-def test_sampler_from_weights_serves_them(gs_target, gs_raw, gs_job, gs_ops, gs_opts, gs_new_job):
+def test_sampler_from_weights_serves_them(
+    gs_target: Target,
+    gs_raw: RawDriver,
+    gs_job: SharedJob,
+    gs_ops: RawOps,
+    gs_opts: GsOptions,
+    gs_new_job: NewJob,
+) -> None:
     """After training, a sampler created from the saved weights generates what the trained
     job's synced sampler generates (same tokens, log-probs within tolerance)."""
     if gs_target.embedded and gs_target.engine == "shape":
@@ -428,7 +365,7 @@ def test_sampler_from_weights_serves_them(gs_target, gs_raw, gs_job, gs_ops, gs_
     trained = gs_ops.generate(request)["results"][0]
     body = bodies.job(from_checkpoint(bodies.sampling(_model(gs_opts)), ckpt, gs_job.job_id))
     served_id, _ = gs_new_job(body, why="a sampler from saved weights", cid="CKPT-INIT-3")
-    served = RawOps(gs_raw, JobRef(served_id)).generate(request)["results"][0]  # type: ignore[arg-type]
+    served = RawOps(gs_raw, JobRef(served_id)).generate(request)["results"][0]
     gs_raw.cancel(served_id)
     tol = 1e-4 if gs_target.embedded else 5e-2
     a, b = (torch.as_tensor(r["logprobs"], dtype=torch.float32) for r in (trained, served))

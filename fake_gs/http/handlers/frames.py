@@ -237,7 +237,8 @@ def place_chunk(ctx: Ctx, job: JobRec, groups: dict[str, ChunkGroup], chunk: cm.
     desc = head.desc
     arrived = len(body.data) >= head.payload_start + head.payload_len  # nothing left to stream
     with ctx.store.lock:
-        early = cm.descriptor_refusal(desc, head.payload_len, ctx.settings.max_body_bytes)
+        max_body = ctx.settings.max_body_bytes
+        early: cm.Decision | None = cm.descriptor_refusal(desc, head.payload_len, max_body)
         if early is None and desc["chunk_group_id"] not in groups and not arrived:
             early = decide_chunk(ctx, job, groups, chunk)
         if isinstance(early, cm.Refuse):

@@ -1,0 +1,49 @@
+"""The properties' judging helpers: a missing value fails its own clause, and a malformed
+answer is a clause problem, never a crash that would turn every clause of the property red."""
+
+from __future__ import annotations
+
+import pytest
+
+from conformance.judging.verdict import ClauseViolation, Soft, fail, present
+from conformance.properties.data.test_generate import _judge_events
+
+
+def test_present_passes_a_value_on():
+    assert present("STEP-COUNT-1", 0, "no steps") == 0
+
+
+def test_present_fails_its_clause_on_none():
+    with pytest.raises(ClauseViolation) as raised:
+        present("STEP-COUNT-1", None, "step refused", "the answer")
+    assert list(raised.value.clauses) == ["STEP-COUNT-1"]
+    assert raised.value.message == "step refused\n  the answer"
+
+
+def test_fail_always_raises():
+    with pytest.raises(ClauseViolation) as raised:
+        fail(["POLL-TERMINAL-1", "STEP-COUNT-1"], "never ended")
+    assert list(raised.value.clauses) == ["POLL-TERMINAL-1", "STEP-COUNT-1"]
+
+
+def test_stream_events_without_an_index_or_counts_are_judged_not_a_crash():
+    events: list[dict[str, object]] = [
+        {"type": "result", "result": {}},  # no index
+        {"type": "result", "index": "1", "result": {}},  # an index that is not a number
+        {"type": "done", "completed": "2", "failed": 0},  # a count that is not a number
+    ]
+    soft = Soft()
+    _judge_events(events, 2, soft)
+    assert {cid for cid, _ in soft.problems} == {"GENS-EVENTS-1"}
+    assert len([m for cid, m in soft.problems if m.startswith("bad stream event")]) == 3
+
+
+def test_well_formed_stream_events_raise_no_problem():
+    events = [
+        {"type": "result", "index": 1, "result": {}},
+        {"type": "error", "index": 0, "error": "too long"},
+        {"type": "done", "completed": 1, "failed": 1},
+    ]
+    soft = Soft()
+    _judge_events(events, 2, soft)
+    assert soft.problems == []
