@@ -18,13 +18,13 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from conformance.drivers.at_most_once import (  # noqa: E402
+from conformance.drivers.faultproxy import FAULTS, FaultProxy  # noqa: E402
+from conformance.judging.at_most_once import (  # noqa: E402
     CURRENT_ROUTES,
     PROPOSED_ROUTES,
     measure,
     open_job,
 )
-from conformance.drivers.faultproxy import FAULTS, FaultProxy  # noqa: E402
 from fake_gs import FakeSettings, serve_in_background  # noqa: E402
 
 #: name -> (fake profile, proxy fault kinds, client config)

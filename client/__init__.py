@@ -1,5 +1,11 @@
 """Cortex Training RL client.
 
+Its rooms: ``rl`` (``ArcticRLClient``), ``legacy`` (the async surface SkyRL and verl call)
+and ``factory`` over ``transport``/``transports/``; ``rest`` (one method per route);
+``calls/`` (one call on the wire: the session and its retry decision, back-off, bounded
+reads, uploads, polling); ``config``, ``nested``, ``env``, ``jobspec``, ``lifting``,
+``shaping``, ``scoring``, ``logs``, ``errors``, ``exit_guard``.
+
 ``from client import create_client, ClientConfig`` costs pydantic and requests only: the
 config (both names, ``ClientConfig`` and the integrations' ``ArcticRLClientConfig``, and the
 nested parts ``OnPremConfig``/``CortexConfig``/``TrainingConfig``/``SamplingConfig``) and

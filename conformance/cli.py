@@ -153,7 +153,7 @@ def plan_only(ns: argparse.Namespace) -> int:
 
     import pytest
 
-    from conformance.reporting.planner import render_plan
+    from conformance.planner import render_plan
 
     with tempfile.TemporaryDirectory(prefix="gs-conformance-plan-") as tmp:
         plan_path = str(Path(tmp) / "plan.json")

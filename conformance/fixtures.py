@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from conformance.judging.verdict import ClauseViolation
 from conformance.options import GsOptions, gs_options
+from conformance.reporting.violations import ClauseViolation
 from conformance.target import EmbeddedFakes, ProbeError, Target, probe, remote_target
 
 if TYPE_CHECKING:  # imported where first used: a session that needs none starts none
@@ -147,7 +147,7 @@ def gs_new_job(
 
     Jobs on embedded variants cost nothing and are not budgeted.
     """
-    from conformance.judging.bodies import small_job
+    from conformance.inputs.valid_bodies import small_job
 
     def create(
         body: dict[str, Any] | None = None,

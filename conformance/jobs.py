@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from conformance.drivers.raw import Answer, RawDriver
-from conformance.judging.bodies import shared_job
+from conformance.inputs.valid_bodies import shared_job
 from contract.states import JOB_ACTIVE, JobState, normalize_job_state
 
 

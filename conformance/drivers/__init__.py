@@ -4,7 +4,8 @@
 ``exchanges``); ``kit_client`` runs the same ops through the kit's client; ``ops`` is the
 one op surface over both; ``rawhttp`` speaks HTTP/1.1 by hand for calls no library makes;
 ``tamper`` rewrites answers on their way into the client; ``faultproxy`` loses, cuts and
-delays exchanges, and ``at_most_once`` measures the client through it.
+delays exchanges between a client and a server.
 
-May import: ``contract``, ``client``, ``fake_gs`` and ``conformance.reporting``.
+May import: ``contract``, ``client``, ``fake_gs``, ``conformance.target``,
+``conformance.inputs`` and ``conformance.reporting``.
 """

@@ -15,7 +15,7 @@ from typing import Any
 import requests
 
 from client.calls.bounded_read import mount_bounds
-from conformance.judging import bodies
+from conformance.inputs import valid_bodies as bodies
 from conformance.reporting.cost import COST
 from conformance.reporting.recorder import RECORDER, sent_body
 from conformance.target import Target

@@ -12,7 +12,7 @@ import base64
 from typing import Any, Protocol
 
 from conformance.drivers.raw import Answer, RawDriver, Settled, encode
-from conformance.judging import bodies
+from conformance.inputs import valid_bodies as bodies
 from contract.routes import OCTET
 from contract.states import RequestState
 

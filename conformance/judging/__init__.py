@@ -1,9 +1,11 @@
-"""What the properties share to judge a server: checks, bodies, strategies, verdicts.
+"""What the properties share to judge a server: checks and the helpers of whole families.
 
-``verdict`` fails a property on a named clause; ``checks`` are judgements several properties
-make (error envelopes, refusals); ``frames`` is an independent reading of DSSST1 frames;
-``bodies`` and ``strategies`` are what properties send; ``large``, ``lifecycle``,
-``semantic`` and ``variants`` hold the helpers of one family of properties each.
+``checks`` are judgements several properties make (error envelopes, refusals, statuses);
+``frames`` is an independent reading of DSSST1 frames, to judge a server's bytes;
+``large``, ``lifecycle``, ``semantic`` and ``variants`` hold the helpers of one family of
+properties each; ``at_most_once`` measures the kit's client through a fault proxy.
+A failing judgement names its clause through ``conformance.reporting.violations``.
 
-May import: ``contract``, ``client``, ``fake_gs``, ``conformance.drivers``.
+May import: ``conformance.jobs``, ``conformance.drivers`` and everything below them
+(import-linter's layers contract for the suite, ``.importlinter``).
 """

@@ -1,7 +1,7 @@
 """Judgements properties share: error envelopes, refusals with the contract's status and
 code, the request-id header, JSON content types, submit answers.
 
-Each takes a :class:`~conformance.judging.verdict.Soft` collector (or raises at once) and names
+Each takes a :class:`~conformance.reporting.violations.Soft` collector (or raises at once) and names
 the clause it judges, so one answer can be held against every clause it bears on.
 """
 
@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from conformance.drivers.raw import Answer
-from conformance.judging.verdict import Soft, expect
+from conformance.reporting.violations import Soft, expect
 from conformance.runtime import RUNTIME
 from contract.clauses import Clause, clause
 from contract.errors import (

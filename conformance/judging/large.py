@@ -23,7 +23,7 @@ import pytest
 
 from conformance.drivers.ops import Failed, RawOps, Refused
 from conformance.drivers.raw import RawDriver, Settled
-from conformance.judging.strategies import tensor
+from conformance.inputs.strategies import tensor
 from contract.limits import MAX_BODY_BYTES, MiB
 
 #: Bytes of the result asked for: one MiB past what a single body may carry.

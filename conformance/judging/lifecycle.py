@@ -16,7 +16,7 @@ from typing import Any
 
 from conformance.drivers.raw import Answer, RawDriver, encode, request_chunks
 from conformance.judging.checks import cancel_answer
-from conformance.judging.verdict import Soft
+from conformance.reporting.violations import Soft
 from contract.states import (
     JOB_CANCEL_IDEMPOTENT,
     JobState,

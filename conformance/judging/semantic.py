@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from client.shaping import logprobs_of
-from conformance.judging.verdict import expect
+from conformance.reporting.violations import expect
 
 #: k3 estimate of KL(sampler || trainer) allowed after a weight-sync (SEM-KL-1).
 KL_MAX = 0.05

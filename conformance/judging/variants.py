@@ -14,8 +14,8 @@ import pytest
 
 from conformance.drivers.ops import RawOps
 from conformance.drivers.raw import RawDriver, Settled
-from conformance.judging import bodies
-from conformance.judging.strategies import tensor
+from conformance.inputs import valid_bodies as bodies
+from conformance.inputs.strategies import tensor
 from contract.models.catalog import TRAINING_MODELS
 from contract.wire import CHUNK_HEADER_ALLOWANCE
 

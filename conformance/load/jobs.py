@@ -16,7 +16,7 @@ from typing import Any
 from client.config import ClientConfig
 from client.errors import CortexError
 from client.rest import CortexRestClient
-from conformance.judging import bodies
+from conformance.inputs import valid_bodies as bodies
 from conformance.reporting.cost import RunCost, gpus_of
 from contract.states import normalize_job_state
 

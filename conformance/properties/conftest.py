@@ -2,7 +2,7 @@
 
 The end-of-life property cancels the session job (conformance.judging.lifecycle), so in one process
 it must come last; under pytest-xdist it judges a job of its own and the order does not
-matter. The plan (conformance.reporting.planner) is read off the collected properties. ``gs_large``
+matter. The plan (conformance.planner) is read off the collected properties. ``gs_large``
 is the one chunked result a URL run asks for (conformance.judging.large).
 """
 
@@ -24,9 +24,9 @@ LAST = "gs_last"
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Move ``gs_last`` properties to the end, keeping every other item's order; plan the
-    run (conformance.reporting.planner), and with ``--gs-plan PATH`` only write the plan."""
+    run (conformance.planner), and with ``--gs-plan PATH`` only write the plan."""
+    from conformance import planner
     from conformance.plugin import gs_options
-    from conformance.reporting import planner
 
     last = [item for item in items if item.get_closest_marker(LAST) is not None]
     if last:

@@ -14,7 +14,6 @@ from typing import Any
 
 import pytest
 
-from conformance.judging.verdict import ClauseViolation
 from conformance.reporting import render as reports
 from conformance.reporting.cost import COST
 from conformance.reporting.recorder import render_last
@@ -27,6 +26,7 @@ from conformance.reporting.verdicts import (
     RunResults,
     TestOutcome,
 )
+from conformance.reporting.violations import ClauseViolation
 from conformance.runtime import RUNTIME
 from contract.redact import scrub_text
 

@@ -11,7 +11,7 @@ import html
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from conformance.reporting.planner import summary_lines
+from conformance.reporting.summary import summary_lines
 from conformance.reporting.verdicts import ClauseVerdict, RunResults
 
 _MARK = {"green": "PASS", "red": "FAIL", "skipped": "SKIP", "not-applicable": "N/A "}

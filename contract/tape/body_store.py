@@ -32,7 +32,7 @@ from collections.abc import Callable
 from typing import Any
 
 from contract.limits import MiB
-from contract.tape.frames import ChunkFrames, FrameScan
+from contract.tape.frame_stream import ChunkFrames, FrameScan
 from contract.tape.outline import BodySink, mask, scrub_text
 
 #: A request body is kept inline when it compresses to at most this many bytes.

@@ -33,7 +33,7 @@ class BodySink:
     """Collects a body incrementally: its hash, size, a bounded head and one-byte fill; for a
     request body (``squeeze_cap`` > 0) also a zlib stream, kept while it compresses to at most
     ``pack_cap`` bytes (at least ``squeeze_cap``), whether a known secret passed by, and the
-    body read as a frame (``scan``, a ``contract.tape.frames.FrameScan``). ``lean``: stop
+    body read as a frame (``scan``, a ``contract.tape.frame_stream.FrameScan``). ``lean``: stop
     compressing a frame past ``squeeze_cap`` once its header is read (its skeleton will do)."""
 
     def __init__(self, keep: int = OUTLINE_BYTES, squeeze_cap: int = 0, pack_cap: int = 0,

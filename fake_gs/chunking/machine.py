@@ -5,7 +5,7 @@ and the server's limits, :func:`decide` answers what happens to the chunk: ``Ack
 progress answered), ``Execute`` (the final chunk: reassemble and run once), ``Replay``
 (the final chunk of a group that already ran: its original execution) or ``Refuse`` (a
 contract error). Nothing here touches HTTP, asyncio, the store or a clock, so every rule
-is tested on plain values; the handler (``fake_gs/http/handlers/frames.py``) gathers the facts
+is tested on plain values; the handler (``fake_gs/http/handlers/frame_requests.py``) gathers the facts
 under the store lock and carries the decision out.
 
 ``Reclaim`` (the server's budgets hold a new group once room is taken back from accounts

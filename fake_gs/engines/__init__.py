@@ -10,7 +10,7 @@ import importlib
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from fake_gs.engines.base import Engine
+    from fake_gs.engines.protocol import Engine
     from fake_gs.ops.seams import EngineQuirk
 
 #: name -> "module:Class"; each class takes ``seed`` as its first argument (and ``quirks=``,

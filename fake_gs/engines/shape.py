@@ -16,7 +16,7 @@ from typing import Any
 
 from contract.models import GenerateRequest, LogProbsRequest, SubJobConfig
 from contract.shapes import forward_expectation
-from fake_gs.engines.base import warm_torch
+from fake_gs.engines.protocol import warm_torch
 from fake_gs.ops.seams import EngineQuirk
 
 DEFAULT_LR = 1e-4

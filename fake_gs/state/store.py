@@ -30,7 +30,7 @@ from fake_gs.state.records import CheckpointRec, ExportRec, JobRec, RequestRec
 from fake_gs.state.request_queue import RequestQueue
 
 if TYPE_CHECKING:
-    from fake_gs.engines.base import Engine
+    from fake_gs.engines.protocol import Engine
     from fake_gs.settings import FakeSettings
 
 __all__ = ["Store"]

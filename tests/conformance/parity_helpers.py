@@ -67,7 +67,7 @@ class RawJob:
     def __init__(self, base_url: str) -> None:
         import requests
 
-        from conformance.judging.bodies import small_job
+        from conformance.inputs.valid_bodies import small_job
         from contract.auth import auth_headers
         from contract.routes import prefix
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from client.errors import AmbiguousOutcome, CortexError
-from conformance.drivers.at_most_once import FIGURES, Tally, outcome_figure
+from conformance.judging.at_most_once import FIGURES, Tally, outcome_figure
 
 
 def test_each_ending_counts_in_its_figure() -> None:
@@ -36,7 +36,7 @@ def test_outcome_figures() -> None:
 def test_every_client_mutant_has_its_hook() -> None:
     """A ``client=True`` mutant of the fake's table is applied through the client's
     ``before_send`` seam; one without a hook would run the plain client and survive."""
-    from conformance.drivers.at_most_once import CLIENT_MUTANTS, client_mutant_seams
+    from conformance.judging.at_most_once import CLIENT_MUTANTS, client_mutant_seams
     from fake_gs.ops.mutants import MUTANTS
 
     assert set(CLIENT_MUTANTS) == {name for name, m in MUTANTS.items() if m.client}

@@ -215,8 +215,8 @@ def test_a_spec_clause_red_fails_a_url_run():
 def test_a_property_that_crashes_is_reported_as_unable_to_judge():
     """An exception other than an assertion (an answer of a type the property did not
     expect) is a red with a message saying the answer could not be judged."""
-    from conformance.judging.verdict import ClauseViolation
     from conformance.reporting.booking import failing_example as _example
+    from conformance.reporting.violations import ClauseViolation
 
     try:
         float([0.1])  # type: ignore[arg-type]

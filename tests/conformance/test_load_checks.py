@@ -16,13 +16,13 @@ from typing import Any
 import pytest
 import requests
 
-from conformance.judging import bodies
+from conformance.inputs import valid_bodies as bodies
 from conformance.load import batches, report
 from conformance.load.jobs import JobPool, Target, job_budget
 from conformance.load.kitclient import kit_client
 from conformance.load.measure.checks import JUDGED, Judge
 from conformance.load.measure.conclude import conclude
-from conformance.load.measure.delivery import DeliveryWatch
+from conformance.load.measure.cursors import DeliveryWatch
 from conformance.load.measure.exchange import Exchange
 from conformance.load.measure.tally import Tally
 from conformance.load.options import markdown_table

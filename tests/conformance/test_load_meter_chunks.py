@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import requests
 
-from conformance.judging import bodies
+from conformance.inputs import valid_bodies as bodies
 from conformance.load import batches
 from conformance.load.jobs import JobPool, Target
 from conformance.load.kitclient import kit_client

@@ -20,7 +20,7 @@ from conformance.parity.cli import main as parity_main
 from conformance.parity.rebuild import rebuild_frame
 from contract import wire
 from contract.tape import Exchange, TapeWriter, merge_parts, read_tape, sink_of
-from contract.tape.frames import FrameScan
+from contract.tape.frame_stream import FrameScan
 from contract.tape.skeleton import skeleton_tensors
 from fake_gs import FakeSettings, serve_in_background
 

@@ -71,7 +71,7 @@ def _control_plane(base: str) -> None:
     timing a replay cannot repeat)."""
     import requests
 
-    from conformance.judging.bodies import small_job
+    from conformance.inputs.valid_bodies import small_job
     from contract.auth import auth_headers
     from contract.routes import prefix
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.judging.verdict import ClauseViolation, Soft, fail, present
 from conformance.properties.data.test_generate import _judge_events
+from conformance.reporting.violations import ClauseViolation, Soft, fail, present
 
 
 def test_present_passes_a_value_on():

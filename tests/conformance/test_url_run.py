@@ -24,8 +24,8 @@ from typing import Any
 import pytest
 
 from conformance.judging.large import LARGE_RESULT_BYTES, dims, result_bytes
+from conformance.planner import unmet
 from conformance.reporting.cost import cost_line, gpus_of
-from conformance.reporting.planner import unmet
 from conformance.target import GsOptions
 from contract.limits import MAX_BODY_BYTES, MiB
 

@@ -12,8 +12,8 @@ import requests
 from client.config import ClientConfig
 from client.errors import AmbiguousOutcome
 from client.rest import CortexRestClient
-from conformance.drivers.at_most_once import FAST_CLIENT, measure, open_job
 from conformance.drivers.faultproxy import Action, FaultProxy
+from conformance.judging.at_most_once import FAST_CLIENT, measure, open_job
 from contract.routes import Profile
 from fake_gs import FakeSettings, serve_in_background
 

@@ -22,7 +22,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from conformance.load.measure.delivery import DeliveryWatch
+from conformance.load.measure.cursors import DeliveryWatch
 from conformance.load.measure.exchange import Exchange, final_chunk
 from conformance.load.measure.tally import Tally, route_key
 from contract import models as m

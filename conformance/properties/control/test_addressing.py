@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from conformance.drivers.raw import Answer, RawDriver, encode, request_chunks
 from conformance.jobs import SharedJob
 from conformance.judging.checks import has_request_id_header, json_answer, kit_form, refused
-from conformance.judging.verdict import Soft
+from conformance.reporting.violations import Soft
 from conformance.runtime import RUNTIME, prop
 from conformance.target import Target
 from contract.clauses import checks

@@ -8,11 +8,11 @@ import string
 import pytest
 
 from conformance.drivers.raw import RawDriver, encode
+from conformance.inputs import valid_bodies as bodies
 from conformance.jobs import JobBudget, JobLedger, SharedJob
-from conformance.judging import bodies
 from conformance.judging.checks import refused
-from conformance.judging.verdict import Soft, expect
 from conformance.options import GsOptions
+from conformance.reporting.violations import Soft, expect
 from conformance.target import Target
 from contract.auth import TOKEN_TYPE, TOKEN_TYPE_HEADER, unrelated_token
 from contract.clauses import checks

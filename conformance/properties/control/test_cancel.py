@@ -8,10 +8,10 @@ import pytest
 from conformance.drivers.ops import RawOps
 from conformance.drivers.raw import RawDriver
 from conformance.fixtures import NewJob, Variant
+from conformance.inputs import valid_bodies as bodies
 from conformance.jobs import SharedJob
-from conformance.judging import bodies
 from conformance.judging.checks import cancel_answer, refused
-from conformance.judging.verdict import Soft, expect
+from conformance.reporting.violations import Soft, expect
 from conformance.target import Target
 from contract.clauses import checks
 from contract.models.catalog import TRAINING_MODELS

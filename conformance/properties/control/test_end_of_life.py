@@ -12,9 +12,9 @@ import pytest
 from conformance.drivers.raw import RawDriver
 from conformance.jobs import SharedJob
 from conformance.judging.lifecycle import end_of_life, judge, may_end_shared_job
-from conformance.judging.verdict import Soft
 from conformance.options import GsOptions
 from conformance.reporting.cost import COST
+from conformance.reporting.violations import Soft
 from contract.clauses import checks
 from contract.states import JobState
 

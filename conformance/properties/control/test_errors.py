@@ -14,11 +14,11 @@ from hypothesis import strategies as st
 
 from conformance.drivers.raw import Answer, RawDriver, request_chunks
 from conformance.fixtures import Variant
+from conformance.inputs import valid_bodies as bodies
+from conformance.inputs.strategies import with_value
 from conformance.jobs import SharedJob
-from conformance.judging import bodies
 from conformance.judging.checks import detail_locs, envelope, no_5xx, refused
-from conformance.judging.strategies import with_value
-from conformance.judging.verdict import Soft, expect
+from conformance.reporting.violations import Soft, expect
 from conformance.runtime import prop
 from conformance.target import Target
 from contract.clauses import checks

@@ -11,11 +11,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from conformance.drivers.raw import RawDriver
+from conformance.inputs import valid_bodies as bodies
+from conformance.inputs.strategies import with_value, without
 from conformance.jobs import JobBudget, JobLedger, SharedJob
-from conformance.judging import bodies
 from conformance.judging.checks import names_field, refused
-from conformance.judging.strategies import with_value, without
-from conformance.judging.verdict import Soft, expect
+from conformance.reporting.violations import Soft, expect
 from conformance.runtime import prop
 from conformance.target import Target
 from contract.clauses import checks, clause

@@ -10,12 +10,12 @@ from hypothesis import strategies as st
 
 from conformance.drivers.raw import Answer, RawDriver, encode
 from conformance.fixtures import NewJob, Variant
+from conformance.inputs import valid_bodies as bodies
+from conformance.inputs.strategies import valid_job_bodies
 from conformance.jobs import JobLedger, SharedJob
-from conformance.judging import bodies
 from conformance.judging.checks import RFC3339_RE, UUID_RE, kit_form, refused
-from conformance.judging.strategies import valid_job_bodies
-from conformance.judging.verdict import Soft, expect
 from conformance.options import GsOptions
+from conformance.reporting.violations import Soft, expect
 from conformance.runtime import RUNTIME, prop
 from conformance.target import Target
 from contract.clauses import checks

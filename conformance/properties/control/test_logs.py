@@ -15,7 +15,7 @@ import pytest
 
 from conformance.drivers.raw import RawDriver
 from conformance.jobs import SharedJob
-from conformance.judging.verdict import Soft
+from conformance.reporting.violations import Soft
 from contract.clauses import checks
 from contract.errors import ErrorCode
 from contract.logs import (

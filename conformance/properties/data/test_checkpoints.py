@@ -15,12 +15,12 @@ from client.calls.bounded_read import mount_bounds
 from conformance.drivers.ops import Failed, RawOps, Refused
 from conformance.drivers.raw import RawDriver
 from conformance.fixtures import NewJob, Via
+from conformance.inputs import valid_bodies as bodies
 from conformance.jobs import SharedJob
-from conformance.judging import bodies
 from conformance.judging.checks import RFC3339_RE, kit_form, refused
 from conformance.judging.variants import JobRef
-from conformance.judging.verdict import Soft, expect
 from conformance.options import GsOptions
+from conformance.reporting.violations import Soft, expect
 from conformance.runtime import prop
 from contract.clauses import checks
 from contract.models.catalog import TRAINING_MODELS

@@ -12,12 +12,12 @@ from hypothesis import strategies as st
 
 from client.calls.bounded_read import mount_bounds
 from conformance.drivers.raw import Answer, RawDriver, encode
+from conformance.inputs.strategies import tensor
 from conformance.jobs import SharedJob
 from conformance.judging import frames
 from conformance.judging.checks import refused
-from conformance.judging.strategies import tensor
-from conformance.judging.verdict import Soft, expect
 from conformance.reporting.recorder import RECORDER
+from conformance.reporting.violations import Soft, expect
 from conformance.runtime import prop
 from conformance.target import Target
 from contract.clauses import checks

@@ -13,13 +13,13 @@ from hypothesis import strategies as st
 
 from conformance.drivers.raw import RawDriver, chunk_bytes_for, encode, request_chunks
 from conformance.fixtures import Source
+from conformance.inputs.strategies import chunk_counts, fb_payloads
 from conformance.jobs import SharedJob
 from conformance.judging import frames
 from conformance.judging.checks import refused
 from conformance.judging.large import LargeResult, chunked
-from conformance.judging.strategies import chunk_counts, fb_payloads
 from conformance.judging.variants import CHUNK_BYTES, forward_body
-from conformance.judging.verdict import Soft, expect
+from conformance.reporting.violations import Soft, expect
 from conformance.runtime import prop
 from conformance.target import Target
 from contract.clauses import checks
@@ -29,7 +29,7 @@ from contract.wire import CHUNK_HEADER_ALLOWANCE
 
 
 def _fb_frame(seed: int = 1, seq: int = 40) -> bytes:
-    from conformance.judging.strategies import tensor
+    from conformance.inputs.strategies import tensor
 
     return encode(
         {

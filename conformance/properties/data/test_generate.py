@@ -13,11 +13,11 @@ from hypothesis import strategies as st
 from conformance.drivers.ops import RawOps
 from conformance.drivers.raw import RawDriver, encode
 from conformance.fixtures import Via
+from conformance.inputs.strategies import generate_requests, sampling_params
+from conformance.inputs.strategies import prompts as prompt_strategy
 from conformance.jobs import SharedJob
 from conformance.judging.checks import refused, submitted
-from conformance.judging.strategies import generate_requests, sampling_params
-from conformance.judging.strategies import prompts as prompt_strategy
-from conformance.judging.verdict import Soft, expect, present
+from conformance.reporting.violations import Soft, expect, present
 from conformance.runtime import prop
 from contract.clauses import checks
 from contract.shapes import check_generate_result

@@ -16,7 +16,7 @@ from conformance.jobs import SharedJob
 from conformance.judging import frames
 from conformance.judging.checks import refused
 from conformance.judging.variants import variant_job
-from conformance.judging.verdict import Soft, expect
+from conformance.reporting.violations import Soft, expect
 from conformance.target import Target
 from contract.clauses import checks
 from contract.errors import ErrorCode

@@ -23,8 +23,8 @@ from conformance.jobs import SharedJob
 from conformance.judging import frames
 from conformance.judging.checks import kit_form, refused
 from conformance.judging.variants import variant_job
-from conformance.judging.verdict import Soft, expect
 from conformance.options import GsOptions
+from conformance.reporting.violations import Soft, expect
 from conformance.target import Target
 from contract.auth import auth_headers
 from contract.clauses import checks
@@ -319,7 +319,7 @@ def faulty_fake(gs_variant: Variant) -> Iterator[tuple[Target, AdminApi]]:
 
 
 def _fb_body() -> dict[str, Any]:
-    from conformance.judging.strategies import tensor
+    from conformance.inputs.strategies import tensor
 
     return {"args": [], "kwargs": {"input_ids": tensor((2, 300), "int64", 5)}, "meta": {}}
 

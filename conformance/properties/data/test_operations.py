@@ -11,11 +11,11 @@ from hypothesis import strategies as st
 from conformance.drivers.ops import RawOps
 from conformance.drivers.raw import Answer, RawDriver
 from conformance.fixtures import Variant, Via
+from conformance.inputs import valid_bodies as bodies
+from conformance.inputs.strategies import forward_payloads
 from conformance.jobs import SharedJob
-from conformance.judging import bodies
 from conformance.judging.checks import kit_form, names_field, refused
-from conformance.judging.strategies import forward_payloads
-from conformance.judging.verdict import Soft, expect
+from conformance.reporting.violations import Soft, expect
 from conformance.runtime import prop
 from conformance.target import Target
 from contract.clauses import checks

@@ -12,8 +12,9 @@ from hypothesis import strategies as st
 
 from conformance.drivers.raw import RawDriver, Settled
 from conformance.fixtures import Source, Variant
+from conformance.inputs import valid_bodies as bodies
 from conformance.jobs import SharedJob
-from conformance.judging import bodies, frames
+from conformance.judging import frames
 from conformance.judging.checks import kit_form, refused
 from conformance.judging.large import LargeResult, chunked
 from conformance.judging.variants import (
@@ -23,7 +24,7 @@ from conformance.judging.variants import (
     need,
     variant_job,
 )
-from conformance.judging.verdict import Soft, expect, present
+from conformance.reporting.violations import Soft, expect, present
 from conformance.runtime import prop
 from conformance.target import Target
 from contract.clauses import checks

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from conformance.drivers.raw import RawDriver, encode, request_chunks
 from conformance.jobs import SharedJob
 from conformance.judging.checks import refused, submitted
-from conformance.judging.verdict import Soft, expect, present
+from conformance.reporting.violations import Soft, expect, present
 from conformance.runtime import prop
 from contract.clauses import checks
 from contract.errors import ErrorCode

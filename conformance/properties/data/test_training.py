@@ -13,10 +13,10 @@ from client.errors import CortexError
 from conformance.drivers.ops import Failed, RawOps, Refused
 from conformance.drivers.raw import RawDriver
 from conformance.fixtures import Via
+from conformance.inputs.strategies import fb_payloads, verl_batches, verl_envelope
 from conformance.jobs import SharedJob
 from conformance.judging.checks import kit_form, refused
-from conformance.judging.strategies import fb_payloads, verl_batches, verl_envelope
-from conformance.judging.verdict import Soft, expect
+from conformance.reporting.violations import Soft, expect
 from conformance.runtime import RUNTIME, prop
 from contract.clauses import checks
 from contract.forms import why_not_judged

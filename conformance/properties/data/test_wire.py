@@ -16,17 +16,17 @@ from hypothesis import strategies as st
 from conformance.drivers.kit_client import ClientDriver, ClientOps
 from conformance.drivers.ops import RawOps
 from conformance.drivers.raw import Answer, RawDriver, encode, request_chunks
-from conformance.jobs import SharedJob
-from conformance.judging import frames
-from conformance.judging.checks import refused
-from conformance.judging.strategies import (
+from conformance.inputs.strategies import (
     ALL_DTYPES,
     generate_requests,
     malformed_frames,
     model_kwargs,
     tensor,
 )
-from conformance.judging.verdict import Soft, expect
+from conformance.jobs import SharedJob
+from conformance.judging import frames
+from conformance.judging.checks import refused
+from conformance.reporting.violations import Soft, expect
 from conformance.runtime import prop
 from contract.clauses import checks
 from contract.errors import ErrorCode

@@ -16,11 +16,11 @@ from client.errors import CortexError
 from conformance.drivers.kit_client import ClientDriver, ClientOps
 from conformance.fake_admin import faults_fake
 from conformance.fixtures import Variant
+from conformance.inputs.strategies import tensor
 from conformance.jobs import SharedJob
-from conformance.judging.strategies import tensor
 from conformance.judging.variants import CHUNK_BYTES
-from conformance.judging.verdict import Soft, expect
 from conformance.options import GsOptions
+from conformance.reporting.violations import Soft, expect
 from conformance.target import Target
 from contract.clauses import checks
 from contract.errors import ErrorCode
@@ -120,7 +120,7 @@ def test_create_not_retried_when_it_may_have_landed(
     }
     admin.set_faults([rule])
     client = _client(target, gs_opts, open_job=False, sleep=Sleeps())
-    from conformance.judging import bodies
+    from conformance.inputs import valid_bodies as bodies
 
     with pytest.raises(CortexError) as info:
         client.rest.create_job(bodies.small_job(gs_opts.model))
@@ -152,7 +152,7 @@ def test_create_retried_when_never_sent(gs_opts: GsOptions, gs_target: Target) -
         return original(*args, **kwargs)
 
     client.session.request = counting  # type: ignore[method-assign]
-    from conformance.judging import bodies
+    from conformance.inputs import valid_bodies as bodies
 
     with pytest.raises(CortexError):
         client.rest.create_job(bodies.small_job(gs_opts.model))

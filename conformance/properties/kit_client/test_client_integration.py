@@ -18,8 +18,8 @@ import pytest
 from conformance.drivers.kit_client import ClientDriver
 from conformance.drivers.raw import RawDriver
 from conformance.jobs import SharedJob
-from conformance.judging.verdict import Soft, expect
 from conformance.options import GsOptions
+from conformance.reporting.violations import Soft, expect
 from conformance.target import Target
 from contract.clauses import checks
 from contract.states import JobState, normalize_job_state

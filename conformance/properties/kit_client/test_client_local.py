@@ -7,8 +7,8 @@ import pytest
 
 from conformance.drivers.kit_client import ClientDriver
 from conformance.jobs import SharedJob
-from conformance.judging.verdict import expect
 from conformance.options import GsOptions
+from conformance.reporting.violations import expect
 from contract.clauses import checks
 
 

@@ -20,7 +20,11 @@ import requests
 from client.config import ClientConfig
 from client.errors import AmbiguousOutcome
 from client.rest import CortexRestClient
-from conformance.drivers.at_most_once import (
+from conformance.drivers.faultproxy import Action, FaultProxy
+from conformance.fake_admin import admin_of
+from conformance.fixtures import Variant
+from conformance.inputs.strategies import tensor
+from conformance.judging.at_most_once import (
     CURRENT_ROUTES,
     FAST_CLIENT,
     PROPOSED_ROUTES,
@@ -28,13 +32,9 @@ from conformance.drivers.at_most_once import (
     measure,
     open_job,
 )
-from conformance.drivers.faultproxy import Action, FaultProxy
-from conformance.fake_admin import admin_of
-from conformance.fixtures import Variant
 from conformance.judging.checks import kit_form
-from conformance.judging.strategies import tensor
-from conformance.judging.verdict import Soft, expect
 from conformance.options import GsOptions
+from conformance.reporting.violations import Soft, expect
 from conformance.target import Target
 from contract.clauses import checks
 from contract.idempotency import IDEMPOTENCY_KEY_HEADER

@@ -19,7 +19,7 @@ from conformance.fixtures import Variant
 from conformance.jobs import SharedJob
 from conformance.judging.checks import no_5xx
 from conformance.judging.variants import variant_job
-from conformance.judging.verdict import Soft
+from conformance.reporting.violations import Soft
 from conformance.target import Target
 from contract.clauses import checks
 from contract.states import RequestState

@@ -18,11 +18,12 @@ import pytest
 
 from conformance.drivers.raw import RawDriver
 from conformance.drivers.rawhttp import read_answer, request_head
-from conformance.judging import bodies, frames
+from conformance.inputs import valid_bodies as bodies
+from conformance.judging import frames
 from conformance.judging.checks import refused
 from conformance.judging.variants import forward_body, forward_request, variant_job
-from conformance.judging.verdict import Soft, expect
 from conformance.properties.data.test_limits import _open_group
+from conformance.reporting.violations import Soft, expect
 from contract.clauses import checks
 from contract.errors import ErrorCode
 from contract.models.catalog import TRAINING_MODELS

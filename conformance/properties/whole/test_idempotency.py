@@ -12,7 +12,7 @@ from typing import Any
 from conformance.drivers.raw import RawDriver
 from conformance.jobs import SharedJob
 from conformance.judging.checks import submitted
-from conformance.judging.verdict import Soft, expect, present
+from conformance.reporting.violations import Soft, expect, present
 from contract.clauses import checks
 from contract.errors import ErrorCode
 from contract.idempotency import IDEMPOTENCY_KEY_HEADER

@@ -13,17 +13,17 @@ from hypothesis import strategies as st
 from conformance.drivers.ops import RawOps
 from conformance.drivers.raw import RawDriver, request_chunks
 from conformance.fixtures import Via
-from conformance.jobs import SharedJob
-from conformance.judging.checks import submitted
-from conformance.judging.strategies import (
+from conformance.inputs.strategies import (
     forward_payloads,
     model_kwargs,
     verl_batches,
     verl_envelope,
 )
-from conformance.judging.strategies import prompts as prompt_strategy
+from conformance.inputs.strategies import prompts as prompt_strategy
+from conformance.jobs import SharedJob
+from conformance.judging.checks import submitted
 from conformance.judging.variants import CHUNK_BYTES
-from conformance.judging.verdict import Soft, expect, present
+from conformance.reporting.violations import Soft, expect, present
 from conformance.runtime import prop
 from contract.clauses import checks
 from contract.models import PROPOSED_METRIC_KEYS

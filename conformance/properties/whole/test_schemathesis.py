@@ -42,8 +42,8 @@ from schemathesis.specs.openapi.schemas import OpenApiSchema
 
 from conformance.drivers.raw import RawDriver
 from conformance.jobs import SharedJob
-from conformance.judging.verdict import ClauseViolation
 from conformance.reporting.recorder import RECORDER
+from conformance.reporting.violations import ClauseViolation
 from conformance.runtime import RUNTIME
 from conformance.target import Target
 from contract.clauses import checks

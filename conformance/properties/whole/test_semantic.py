@@ -38,7 +38,7 @@ from conformance.judging.semantic import (
     sft_batch,
     train_on,
 )
-from conformance.judging.verdict import expect
+from conformance.reporting.violations import expect
 from contract.clauses import checks
 
 VIA = ["raw", "client"]

@@ -28,11 +28,11 @@ from hypothesis.stateful import (
 from conformance.drivers.raw import RawDriver, encode
 from conformance.fake_admin import admin_of
 from conformance.fixtures import NewJob
+from conformance.inputs.strategies import generate_requests, tensor
 from conformance.jobs import SharedJob
 from conformance.judging import frames
-from conformance.judging.strategies import generate_requests, tensor
-from conformance.judging.verdict import expect, present
 from conformance.options import GsOptions
+from conformance.reporting.violations import expect, present
 from conformance.runtime import RUNTIME, prop
 from conformance.target import Target
 from contract.clauses import checks
@@ -249,7 +249,7 @@ def test_job_state_machine(
     JobMachine.driver = gs_raw
     JobMachine.admin = admin_of(gs_target) if gs_target.embedded else None
     if gs_target.embedded:
-        from conformance.judging import bodies
+        from conformance.inputs import valid_bodies as bodies
 
         JobMachine.job_id = gs_new_job(bodies.shared_job(gs_opts.model))[0]
     else:

@@ -19,12 +19,12 @@ import pytest
 from conformance.drivers.ops import RawOps
 from conformance.drivers.raw import Answer, RawDriver, encode
 from conformance.fixtures import NewJob
+from conformance.inputs import valid_bodies as bodies
 from conformance.jobs import JobBudget, JobLedger, SharedJob
-from conformance.judging import bodies
 from conformance.judging.checks import SHAPE_ENGINE_SKIP, names_field, refused
 from conformance.judging.variants import JobRef
-from conformance.judging.verdict import Soft, expect
 from conformance.options import GsOptions
+from conformance.reporting.violations import Soft, expect
 from conformance.target import Target
 from contract.clauses import checks, clause
 from contract.states import (

@@ -8,10 +8,10 @@ from collections.abc import Mapping
 from conformance.drivers.raw import RawDriver
 from conformance.fake_admin import admin_of
 from conformance.fixtures import Variant
+from conformance.inputs import valid_bodies as bodies
 from conformance.jobs import SharedJob
-from conformance.judging import bodies
 from conformance.judging.variants import variant_job
-from conformance.judging.verdict import Soft, expect, fail
+from conformance.reporting.violations import Soft, expect, fail
 from conformance.target import Target
 from contract.clauses import checks
 from contract.states import (

@@ -50,8 +50,8 @@ from __future__ import annotations
 
 from fake_gs.engines.tiny.batch import RL_LOSSES, SFT_LOSSES
 from fake_gs.engines.tiny.engine import TinyEngine
-from fake_gs.engines.tiny.jobs import DEFAULT_LR, TinySnapshot, sub_job_ids
 from fake_gs.engines.tiny.losses import METRIC_KEYS
+from fake_gs.engines.tiny.per_job import DEFAULT_LR, TinySnapshot, sub_job_ids
 
 __all__ = ["DEFAULT_LR", "METRIC_KEYS", "RL_LOSSES", "SFT_LOSSES", "TinyEngine", "TinySnapshot",
            "sub_job_ids"]

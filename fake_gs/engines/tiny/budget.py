@@ -22,8 +22,8 @@ from typing import Any
 
 import torch
 
-from fake_gs.engines.base import BatchRefused
 from fake_gs.engines.batch_layout import normalize
+from fake_gs.engines.protocol import BatchRefused
 
 #: Rows x length^2 a batch may reach, per token of the budget (rows of this many tokens
 #: fill the whole token budget at the cost a linear batch has).

@@ -18,11 +18,13 @@ import torch
 import torch.nn.functional as F
 
 from contract.models import GenerateRequest, LogProbsRequest, SubJobConfig
-from fake_gs.engines.base import warm_torch
+from fake_gs.engines.protocol import warm_torch
 from fake_gs.engines.tiny.batch import Batch
 from fake_gs.engines.tiny.budget import check_batch
 from fake_gs.engines.tiny.byte_tokenizer import BOS_ID, VOCAB_SIZE, ByteTokenizer
-from fake_gs.engines.tiny.jobs import (
+from fake_gs.engines.tiny.losses import METRIC_KEYS, post_outputs, rl_loss, sft_loss
+from fake_gs.engines.tiny.model import TinyConfig, TinyLM, shifted_entropy, shifted_logprobs
+from fake_gs.engines.tiny.per_job import (
     DEFAULT_LR,
     Job,
     SubJob,
@@ -33,9 +35,7 @@ from fake_gs.engines.tiny.jobs import (
     total_grad_norm,
     weights_of,
 )
-from fake_gs.engines.tiny.losses import METRIC_KEYS, post_outputs, rl_loss, sft_loss
-from fake_gs.engines.tiny.model import TinyConfig, TinyLM, shifted_entropy, shifted_logprobs
-from fake_gs.engines.tiny.sampling import Row, sample
+from fake_gs.engines.tiny.sampler import Row, sample
 from fake_gs.ops.seams import EngineQuirk
 
 

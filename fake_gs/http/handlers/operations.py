@@ -33,7 +33,7 @@ from fake_gs.answers import check as answers
 from fake_gs.answers import forms as dialect
 from fake_gs.answers.refusals import ApiError
 from fake_gs.http.handlers.context import Ctx, json_response
-from fake_gs.http.handlers.frames import decode_frame, refuse_legacy
+from fake_gs.http.handlers.frame_requests import decode_frame, refuse_legacy
 from fake_gs.http.handlers.training import forward_object, forward_work
 from fake_gs.ops.seams import Bend, Rewrite, Rule
 from fake_gs.state.records import JobRec, SubJobRec

@@ -21,7 +21,7 @@ from fake_gs.answers.delivery import jsonable
 from fake_gs.answers.refusals import ApiError
 from fake_gs.chunking.groups import ChunkGroup
 from fake_gs.http.handlers.context import Ctx
-from fake_gs.http.handlers.frames import submit_frame
+from fake_gs.http.handlers.frame_requests import submit_frame
 from fake_gs.ops.seams import Rewrite, Rule
 from fake_gs.state.records import JobRec, RequestRec, SubJobRec
 

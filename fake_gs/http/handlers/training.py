@@ -21,9 +21,9 @@ from fake_gs.answers import check as answers
 from fake_gs.answers import forms as dialect
 from fake_gs.answers.refusals import ApiError
 from fake_gs.chunking.groups import ChunkGroup
-from fake_gs.engines.base import BatchRefused
+from fake_gs.engines.protocol import BatchRefused
 from fake_gs.http.handlers.context import Ctx
-from fake_gs.http.handlers.frames import submit_frame
+from fake_gs.http.handlers.frame_requests import submit_frame
 from fake_gs.ops.seams import Bend, Rewrite, Rule
 from fake_gs.state.create_rules import dp_compatible, restores_optimizer
 from fake_gs.state.quotas import check_checkpoint_room

@@ -22,7 +22,7 @@ from client.config import ClientConfig
 from client.errors import AmbiguousOutcome, CortexError
 from client.rest import CortexRestClient
 from conformance.drivers.faultproxy import FaultProxy
-from conformance.judging import bodies
+from conformance.inputs import valid_bodies as bodies
 from contract.idempotency import CLIENT_MUTANT_KEY_DROPPED, IDEMPOTENCY_KEY_HEADER
 
 #: Client timing for loopback runs: short read time-out, tiny back-off and poll waits.
@@ -79,7 +79,7 @@ def _log_probs(rest: CortexRestClient, job: str) -> Any:
 
 
 def _forward_no_grad(rest: CortexRestClient, job: str) -> Any:
-    from conformance.judging.strategies import tensor
+    from conformance.inputs.strategies import tensor
 
     body = {"args": [], "kwargs": {"input_ids": tensor((1, 6), "int64", 1)}}
     return rest.result(job, rest.forward_no_grad(job, body), route_name="forward_no_grad")

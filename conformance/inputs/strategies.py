@@ -244,7 +244,7 @@ def with_value(body: dict[str, Any], path: tuple[Any, ...], value: Any) -> dict[
 @st.composite
 def valid_job_bodies(draw: st.DrawFn, models: tuple[str, ...]) -> dict[str, Any]:
     """1-4 sub-jobs of any type (several of one type allowed), each with its config."""
-    from conformance.judging import bodies
+    from conformance.inputs import valid_bodies as bodies
 
     subs = []
     for _ in range(draw(st.integers(1, 4))):
