@@ -13,7 +13,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any, Unpack
 
 from client.calls.polling import iter_stream_events, wait_job_running, wait_request
-from client.calls.session import Answer, HttpSession, HttpSettings, Seams
+from client.calls.session import HttpSession, HttpSettings, ReadAnswer, Seams
 from client.calls.upload import split_frame, upload
 from client.config import ClientConfig, check_chunk_bytes
 from client.errors import ConfigError, CortexError, PayloadTooLarge, ProtocolError
@@ -67,7 +67,7 @@ def _operation_name(r: Route) -> str:
     return r.path.rsplit("/", 1)[-1]
 
 
-def _quote_last_answer(exc: CortexError, answer: Answer | None) -> None:
+def _quote_last_answer(exc: CortexError, answer: ReadAnswer | None) -> None:
     """A failure found in a poll answer (failed, cancelled, undecodable) names that poll's
     status and x-snowflake-request-id, so an operator can find it (CLIENT-ERR-1)."""
     if answer is None or exc.snowflake_request_id is not None:
@@ -89,7 +89,7 @@ class CortexRestClient:
                 "no Cortex target: set `base_url` (or CORTEX_BASE_URL) or `host` (or CORTEX_HOST)"
             )
         self.config = config
-        self._last_answer: Answer | None = None
+        self._last_answer: ReadAnswer | None = None
         where = prefix(config.database, config.schema_name, config.endpoint)
         self.http = HttpSession(HttpSettings.from_config(config, base, where), **seams)
         self.sleep = self.http.sleep

@@ -366,6 +366,30 @@ other. Guide: [fault injection](../client-teams/faults.md)."""
     return page("Fault rule fields", intro, table(("field", "type", "default", "meaning"), rows))
 
 
+ROOMS = ("contract", "client", "fake_gs", "conformance")
+
+
+def first_paragraph(path: Path) -> str:
+    """A module's docstring up to its first blank line, on one line."""
+    doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""
+    return " ".join(doc.split("\n\n")[0].split())
+
+
+def rooms_page() -> str:
+    """Every package of the kit with what its docstring says lives there, and its modules."""
+    sections = []
+    for room in ROOMS:
+        for init in sorted((ROOT / room).rglob("__init__.py")):
+            folder = init.parent
+            name = ".".join(folder.relative_to(ROOT).parts)
+            modules = sorted(p for p in folder.glob("*.py") if p.name != "__init__.py")
+            rows = [[code(p.stem), cell(first_paragraph(p))] for p in modules]
+            body = first_paragraph(init) + ("\n\n" + table(["module", "what it holds"], rows) if rows else "")
+            sections.append(f"## {name}\n\n{body}")
+    return page("Rooms", "Every package and module of the kit, from the docstring each opens with "
+                "(the rooms and their import order: [Architecture](../architecture.md)).", *sections)
+
+
 PAGES: dict[str, Callable[[], str]] = {
     "cli-fake-gs.md": fake_gs_page,
     "cli-gs-conformance.md": gs_conformance_page,
@@ -377,6 +401,7 @@ PAGES: dict[str, Callable[[], str]] = {
     "errors.md": errors_page,
     "mutants.md": mutants_page,
     "faults.md": faults_page,
+    "rooms.md": rooms_page,
 }
 
 

@@ -39,7 +39,7 @@ _ERROR_CLASSES: dict[str, type[CortexHTTPError]] = {
 
 
 @dataclass
-class Answer:
+class ReadAnswer:
     """A successful answer: parsed JSON (``{}`` when empty) plus the request id header."""
 
     status: int
@@ -153,7 +153,7 @@ def error_from_answer(received: Received) -> CortexHTTPError:
                **received.context())
 
 
-def answer_of(received: Received) -> Answer:
+def answer_of(received: Received) -> ReadAnswer:
     """Every service route answers JSON: anything else (a proxy's HTML page, a cut-off
     body) is a ProtocolError naming the route, status and request id, never a bare
     ValueError from deep inside the caller."""
@@ -167,4 +167,4 @@ def answer_of(received: Received) -> Answer:
                 f"JSON: {received.text[:200]!r}",
                 **received.context(),
             ) from None
-    return Answer(received.status, body, received.snowflake_request_id)
+    return ReadAnswer(received.status, body, received.snowflake_request_id)

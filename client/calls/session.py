@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypedDict, Unpack
 import requests
 from urllib3.exceptions import ConnectTimeoutError, NewConnectionError
 
-from client.calls.answer_reading import Answer, answer_of, error_from_answer, read_answer
+from client.calls.answer_reading import ReadAnswer, answer_of, error_from_answer, read_answer
 from client.calls.backoff import Backoff
 from client.calls.bounded_read import mount_bounds
 from client.errors import (
@@ -52,7 +52,7 @@ from contract.routes import JSON, Route
 if TYPE_CHECKING:
     from client.config import ClientConfig
 
-__all__ = ["Answer", "BeforeSend", "HttpSession", "HttpSettings", "Seams", "connection_never_established",
+__all__ = ["ReadAnswer", "BeforeSend", "HttpSession", "HttpSettings", "Seams", "connection_never_established",
            "how_to_check", "parse_retry_after"]
 
 
@@ -286,7 +286,7 @@ class HttpSession:
         deadline: float | None = None,
         idempotency: Idempotency | None = None,
         operation_type: str | None = None,
-    ) -> Answer:
+    ) -> ReadAnswer:
         """Send ``route`` (retrying per policy) and return its parsed answer.
 
         ``deadline`` is an absolute ``clock()`` time; the call's own deadline
@@ -302,14 +302,14 @@ class HttpSession:
         params = {k: v for k, v in (query or {}).items() if v is not None}
         while True:
             outcome, retry_after = self._attempt(call, payload, headers, params)
-            if isinstance(outcome, Answer):
+            if isinstance(outcome, ReadAnswer):
                 return outcome
             call.last_failure = outcome
             self._wait_before_resend(call, outcome, retry_after)
             call.attempt += 1
 
     def _attempt(self, call: _Call, payload: Body | None, headers: dict[str, str],
-                 params: dict[str, Any]) -> tuple[Answer | CortexError, float | None]:
+                 params: dict[str, Any]) -> tuple[ReadAnswer | CortexError, float | None]:
         """One try: the answer, or the failure to resend after (raises when not resent)."""
         route, method = call.route, call.route.method
         remaining = call.deadline - self.clock()

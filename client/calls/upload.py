@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from client.calls.session import Answer, HttpSession
+from client.calls.session import HttpSession, ReadAnswer
 from client.errors import ChunkGroupRestartRequired, ProtocolError
 from contract.idempotency import Idempotency
 from contract.routes import Route
@@ -103,7 +103,7 @@ def _send_group(
     idempotency: Idempotency | None = None,
 ) -> dict[str, Any]:
     last = len(chunks) - 1
-    answer: Answer | None = None
+    answer: ReadAnswer | None = None
     for index, chunk in enumerate(chunks):
         answer = http.call(route, path_params=path_params, data=chunk, deadline=deadline,
                            idempotency=idempotency)
