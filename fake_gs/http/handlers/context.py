@@ -38,7 +38,7 @@ ENCODED_SLASH = "\x00"
 
 
 def json_response(obj: Any, status: int = 200, headers: Mapping[str, str] | None = None) -> Response:
-    """``obj`` (an answer model, rendered by :func:`fake_gs.answers.render`, or plain JSON
+    """``obj`` (an answer model, rendered by :func:`fake_gs.answers.check.render`, or plain JSON
     data) as a JSON answer."""
     if isinstance(obj, BaseModel):
         obj = answers.render(obj)

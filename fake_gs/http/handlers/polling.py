@@ -77,7 +77,7 @@ def _done(ctx: Ctx, job: JobRec, req: RequestRec, offset: int, max_events: int
 def render(status: RequestStatus, result: bytes, events: Sequence[bytes]) -> bytes:
     """The poll answer as bytes, built from the contract's ``RequestStatus``: its fields in
     the model's order, the stored result and events (encoded once when the request
-    finished) spliced in at theirs, copied once (:func:`fake_gs.answers.encode`)."""
+    finished) spliced in at theirs, copied once (:func:`fake_gs.answers.check.encode`)."""
     return answers.encode(status, {"result": [result], "events": answers.array(events)})
 
 
