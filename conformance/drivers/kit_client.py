@@ -15,7 +15,7 @@ from typing import Any
 import requests
 
 from client.calls.bounded_read import mount_bounds
-from conformance.inputs import valid_bodies as bodies
+from conformance.inputs import valid_bodies
 from conformance.reporting.cost import COST
 from conformance.reporting.recorder import RECORDER, sent_body
 from conformance.target import Target
@@ -132,12 +132,12 @@ class ClientOps:
         return self.c.call("fwd-no-grad", body)
 
     def step(self, learning_rate: float | None = None) -> dict[str, Any]:
-        return self.c.call("step", bodies.step(learning_rate))
+        return self.c.call("step", valid_bodies.step(learning_rate))
 
     def save(
         self, checkpoint_id: str | None = None, checkpoint_type: str | None = None
     ) -> dict[str, Any]:
-        return self.c.call("save-checkpoint", bodies.save(checkpoint_id, checkpoint_type))
+        return self.c.call("save-checkpoint", valid_bodies.save(checkpoint_id, checkpoint_type))
 
     def load(self, checkpoint_id: str) -> dict[str, Any]:
         return self.c.call("load-checkpoint", {"checkpoint_id": checkpoint_id})

@@ -12,7 +12,7 @@ import base64
 from typing import Any, Protocol
 
 from conformance.drivers.raw import Answer, RawDriver, Settled, encode
-from conformance.inputs import valid_bodies as bodies
+from conformance.inputs import valid_bodies
 from contract.routes import OCTET
 from contract.states import RequestState
 
@@ -151,12 +151,12 @@ class RawOps:
         return ans.body
 
     def step(self, learning_rate: float | None = None) -> dict[str, Any]:
-        return dict(self._json("step", bodies.step(learning_rate)))
+        return dict(self._json("step", valid_bodies.step(learning_rate)))
 
     def save(
         self, checkpoint_id: str | None = None, checkpoint_type: str | None = None
     ) -> dict[str, Any]:
-        return dict(self._json("save", bodies.save(checkpoint_id, checkpoint_type)))
+        return dict(self._json("save", valid_bodies.save(checkpoint_id, checkpoint_type)))
 
     def load(self, checkpoint_id: str, **extra: Any) -> dict[str, Any]:
         return dict(self._json("load", {"checkpoint_id": checkpoint_id, **extra}))

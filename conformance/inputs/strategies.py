@@ -1,5 +1,5 @@
 """Hypothesis strategies: batches of any shape and dtype, prompts, sampling params, chunk
-counts, malformed frames and broken create bodies.
+counts, malformed frames and broken create valid_bodies.
 
 Tensors are built from a drawn seed (so they shrink by shape, not by value); token ids
 stay below 100 so a real tiny model can embed them.
@@ -244,7 +244,7 @@ def with_value(body: dict[str, Any], path: tuple[Any, ...], value: Any) -> dict[
 @st.composite
 def valid_job_bodies(draw: st.DrawFn, models: tuple[str, ...]) -> dict[str, Any]:
     """1-4 sub-jobs of any type (several of one type allowed), each with its config."""
-    from conformance.inputs import valid_bodies as bodies
+    from conformance.inputs import valid_bodies
 
     subs = []
     for _ in range(draw(st.integers(1, 4))):
@@ -252,9 +252,9 @@ def valid_job_bodies(draw: st.DrawFn, models: tuple[str, ...]) -> dict[str, Any]
         model = draw(st.sampled_from(models))
         gpus = draw(st.integers(1, 2))
         if kind == "training":
-            subs.append(bodies.training(model, gpus, max_seq_len=draw(st.integers(16, 4096))))
+            subs.append(valid_bodies.training(model, gpus, max_seq_len=draw(st.integers(16, 4096))))
         else:
             subs.append(
-                bodies.inference(kind, model, gpus, max_seq_len=draw(st.integers(16, 4096)))
+                valid_bodies.inference(kind, model, gpus, max_seq_len=draw(st.integers(16, 4096)))
             )
-    return bodies.job(*subs, experiment=draw(st.one_of(st.none(), st.just("gs-exp"))))
+    return valid_bodies.job(*subs, experiment=draw(st.one_of(st.none(), st.just("gs-exp"))))

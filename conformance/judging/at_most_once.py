@@ -22,7 +22,7 @@ from client.config import ClientConfig
 from client.errors import AmbiguousOutcome, CortexError
 from client.rest import CortexRestClient
 from conformance.drivers.faultproxy import FaultProxy
-from conformance.inputs import valid_bodies as bodies
+from conformance.inputs import valid_bodies
 from contract.idempotency import CLIENT_MUTANT_KEY_DROPPED, IDEMPOTENCY_KEY_HEADER
 
 #: Client timing for loopback runs: short read time-out, tiny back-off and poll waits.
@@ -150,11 +150,11 @@ def _executions(fake_url: str, op: str, headers: dict[str, str]) -> int:
     return int(state["requests"]["by_op"].get(op, 0))
 
 
-def open_job(fake_url: str, model: str = bodies.TRAINING_MODEL, **config: Any) -> str:
+def open_job(fake_url: str, model: str = valid_bodies.TRAINING_MODEL, **config: Any) -> str:
     """A running training + sampling job, created straight on the fake (no proxy)."""
     rest = CortexRestClient(ClientConfig(base_url=fake_url, **{**FAST_CLIENT, **config}))
     try:
-        body = bodies.job(bodies.training(model), bodies.sampling(model))
+        body = valid_bodies.job(valid_bodies.training(model), valid_bodies.sampling(model))
         job = str(rest.create_job(body)["job_id"])
         rest.wait_running(job)
     finally:

@@ -14,7 +14,7 @@ import pytest
 
 from conformance.drivers.ops import RawOps
 from conformance.drivers.raw import RawDriver, Settled
-from conformance.inputs import valid_bodies as bodies
+from conformance.inputs import valid_bodies
 from conformance.inputs.strategies import tensor
 from contract.models.catalog import TRAINING_MODELS
 from contract.wire import CHUNK_HEADER_ALLOWANCE
@@ -37,7 +37,7 @@ class JobRef:
 def variant_job(target: Any, seed: int = 7) -> tuple[RawDriver, RawOps]:
     """A fresh running job (training + sampling, fixed seed) on ``target``."""
     driver = RawDriver(target)
-    body = bodies.job(bodies.training(TRAINING_MODELS[0]), bodies.sampling(TRAINING_MODELS[0]))
+    body = valid_bodies.job(valid_bodies.training(TRAINING_MODELS[0]), valid_bodies.sampling(TRAINING_MODELS[0]))
     for sub in body["sub_job_configs"]:
         sub["seed"] = seed
     job_id = driver.create_job(body).field("job_id")

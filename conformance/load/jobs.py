@@ -16,7 +16,7 @@ from typing import Any
 from client.config import ClientConfig
 from client.errors import CortexError
 from client.rest import CortexRestClient
-from conformance.inputs import valid_bodies as bodies
+from conformance.inputs import valid_bodies
 from conformance.reporting.cost import RunCost, gpus_of
 from contract.states import normalize_job_state
 
@@ -74,7 +74,7 @@ class JobPool:
             self.reused, self.jobs = reuse, [reuse]
             return self.jobs
         model = self.target.model
-        body = bodies.job(bodies.training(model), bodies.sampling(model), experiment="gs-load")
+        body = valid_bodies.job(valid_bodies.training(model), valid_bodies.sampling(model), experiment="gs-load")
         for _ in range(count):
             job = str(self.rest.create_job(body)["job_id"])
             self.created.append(job)

@@ -32,7 +32,7 @@ from contract.idempotency import (
 from contract.routes import Route
 from fake_gs.answers.refusals import ApiError
 from fake_gs.chunking.digest import OrderedDigest
-from fake_gs.http import frame_body as chunk_stream
+from fake_gs.http import frame_body
 from fake_gs.ops.seams import Bend, Rule
 from fake_gs.state.idempotency_keys import Entry
 
@@ -96,9 +96,9 @@ async def keyed(state: AppState, route: Route, request: Request, owner: str, bod
     keys = state.store.idempotency
     limit = state.settings.max_body_bytes * (1 if state.settings.seams.enforces(Rule.BODY_LIMIT) else 4)
     if route.body == "octet":
-        head = await chunk_stream.read_head(body, limit, state.settings.max_frame_header_bytes)
+        head = await frame_body.read_head(body, limit, state.settings.max_frame_header_bytes)
         body.unread(head.data)
-        chunk = chunk_stream.request_chunk_head(head.data)
+        chunk = frame_body.request_chunk_head(head.data)
         if chunk is not None:
             fp = fingerprint(route.method, request.url.path, memoryview(head.data)[: chunk.payload_start])
             return await _keyed_chunk(state, owner, key, fp, run)

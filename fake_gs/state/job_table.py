@@ -26,7 +26,7 @@ from contract.states import (
     JobState,
     normalize_job_state,
 )
-from fake_gs.answers import forms_any as dialect_any
+from fake_gs.answers import forms_any
 from fake_gs.answers.refusals import ApiError
 from fake_gs.clock import Clock
 from fake_gs.ops.seams import Bend, Rule
@@ -41,7 +41,7 @@ JOB_ENDED_OR_ENDING = JOB_TERMINAL | {JobState.CANCELLING}
 CANCELLING_SHOWN_S = 1.0
 #: Joins a public id and a counter into the key of a job whose name another account's job
 #: already has as its key. No id the fake or a caller makes holds one (caller ids are UUIDs,
-#: dialect_any.new_job_id makes hex and ``-``), and a key stays valid wherever it goes: a
+#: forms_any.new_job_id makes hex and ``-``), and a key stays valid wherever it goes: a
 #: URL path segment (the admin API) and an IAM role name (the log stage's per-run role).
 KEY_SEPARATOR = "."
 
@@ -82,7 +82,7 @@ class JobTable:
             if job_id is not None and self._name_taken(owner, job_id):
                 raise ApiError(ErrorCode.JOB_CONFLICT, f"a job with id {job_id!r} already exists")
             while job_id is None:  # an id of the fake's: unused as a name and as a key
-                job_id = dialect_any.new_job_id(self.settings.forms)
+                job_id = forms_any.new_job_id(self.settings.forms)
                 if self._key_taken(job_id) or (owner, job_id) in self._names:
                     job_id = None
             key = self._free_key(job_id)

@@ -16,13 +16,12 @@ from typing import Any
 
 from contract.errors import ErrorCode, error_body
 from contract.states import JOB_TERMINAL, RequestState
-from fake_gs.answers import delivery
-from fake_gs.answers import forms_any as dialect_any
+from fake_gs.answers import delivery, forms_any
 from fake_gs.answers.refusals import ApiError
 from fake_gs.clock import Clock
 from fake_gs.ops.seams import Bend, Rule
 from fake_gs.settings import FakeSettings
-from fake_gs.state import result_retention as results
+from fake_gs.state import result_retention
 from fake_gs.state.executor import Executors
 from fake_gs.state.job_table import JOB_ENDED_OR_ENDING
 from fake_gs.state.records import JobRec, RequestRec
@@ -62,7 +61,7 @@ class RequestQueue:
                stream: bool = False, group_id: str | None = None, request_id: str | None = None) -> RequestRec:
         """Queue ``work`` on the job's serial executor and return its request record (a
         ``request_id`` chosen by the caller: the document's example request, fake_gs.http.example_data)."""
-        rid = request_id or dialect_any.new_request_id(self.settings.forms)
+        rid = request_id or forms_any.new_request_id(self.settings.forms)
         req = RequestRec(request_id=rid, job_id=job.job_id, op=op, created_at=self.clock.time(),
                          work=work, force_frame=force_frame, stream=stream, group_id=group_id)
         with self.lock:
@@ -128,12 +127,12 @@ class RequestQueue:
             result = work()
             forms, key = self.settings.forms, req.request_id
             if req.stream:
-                return None, None, [dialect_any.result(forms, f"{key}/{i}", e) for i, e in enumerate(result)]
+                return None, None, [forms_any.result(forms, f"{key}/{i}", e) for i, e in enumerate(result)]
             s = self.settings
             mode = s.result_delivery
             if mode == "auto":
                 mode = forms.pick("result-delivery", ("auto", "inline", "chunks"), key)
-            return None, delivery.prepare(dialect_any.result(forms, key, result), force_frame=req.force_frame,
+            return None, delivery.prepare(forms_any.result(forms, key, result), force_frame=req.force_frame,
                                           mode=mode, chunk_bytes=s.result_chunk_bytes), []
         except ApiError as exc:
             return exc.body(), None, []
@@ -162,7 +161,7 @@ class RequestQueue:
             job = self._jobs.get(req.job_id)
             if job is not None:
                 if delivered is not None and not req.cancelled and job.status not in JOB_TERMINAL:
-                    results.stored(self.settings, job, req, self.clock.monotonic())
+                    result_retention.stored(self.settings, job, req, self.clock.monotonic())
                 job.log(f"request {req.request_id} ({req.op}) {RequestState.FAILED if error else RequestState.DONE}")
             self._finish(req)
 
@@ -235,7 +234,7 @@ class RequestQueue:
         req.stream_events.clear()
         job = self._jobs.get(req.job_id)
         if job is not None and req.request_id in job.results:
-            results.free(job, req)
+            result_retention.free(job, req)
 
     def drop_job(self, job: JobRec) -> None:
         """The job ended: cancel its queued work, free its results and forget its records
@@ -250,7 +249,7 @@ class RequestQueue:
                 req = self.requests.pop(rid)
                 req.result_raw = req.events_raw = None
                 req.stream_events.clear()
-            results.forget(job)
+            result_retention.forget(job)
 
 
 def _resolve(fut: asyncio.Future[None]) -> None:

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import requests
 
-from conformance.inputs import valid_bodies as bodies
+from conformance.inputs import valid_bodies
 from conformance.load import batches, report
 from conformance.load.jobs import JobPool, Target, job_budget
 from conformance.load.kitclient import kit_client
@@ -42,7 +42,7 @@ def metered(mutant: str | None = None, client: dict[str, Any] | None = None,
     (``client``: more ClientConfig fields)."""
     config = FakeSettings(port=0, mutant=mutant, log_level="warning", **settings)
     with serve_in_background(config) as url:
-        target = Target(url, "DB", "PUBLIC", "cortex-training", bodies.TRAINING_MODEL, embedded=True)
+        target = Target(url, "DB", "PUBLIC", "cortex-training", valid_bodies.TRAINING_MODEL, embedded=True)
         pool = JobPool(target, 60.0)
         [job] = pool.open(1)
         tally, reported = Tally(), list[Exchange]()

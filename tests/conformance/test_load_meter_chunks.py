@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import requests
 
-from conformance.inputs import valid_bodies as bodies
+from conformance.inputs import valid_bodies
 from conformance.load import batches
 from conformance.load.jobs import JobPool, Target
 from conformance.load.kitclient import kit_client
@@ -24,7 +24,7 @@ CHUNK_BYTES = 512 * 1024  # over client.calls.upload.JOIN_BELOW: the chunks go a
 def test_a_chunked_upload_sent_as_pieces_is_metered_chunk_by_chunk() -> None:
     config = FakeSettings(port=0, log_level="warning")
     with serve_in_background(config) as url:
-        target = Target(url, "DB", "PUBLIC", "cortex-training", bodies.TRAINING_MODEL, embedded=True)
+        target = Target(url, "DB", "PUBLIC", "cortex-training", valid_bodies.TRAINING_MODEL, embedded=True)
         pool = JobPool(target, 60.0)
         [job] = pool.open(1)
         tally, reported = Tally(), list[Exchange]()

@@ -60,10 +60,10 @@ def test_a_rule_without_a_clause_is_reported(monkeypatch: pytest.MonkeyPatch) ->
     uncited = spec_rules.Rule("2.4", "an uncited rule", ("ADDR-REQID-1",), "yes", ())
     monkeypatch.setattr(spec_rules, "RULES", (*spec_rules.RULES, uncited))
     assert "2.4" not in coverage_gaps()  # §2.4 says why no spec clause cites it
-    from contract.specification import sections as spec
+    from contract.specification import sections
 
-    monkeypatch.setattr(spec, "_SECTIONS", (*spec._SECTIONS, spec.Section("99.9", "A new section", "notes")))
-    monkeypatch.setattr(spec, "SECTIONS", {**spec.SECTIONS, "99.9": spec.Section("99.9", "A new section", "notes")})
+    monkeypatch.setattr(sections, "_SECTIONS", (*sections._SECTIONS, sections.Section("99.9", "A new section", "notes")))
+    monkeypatch.setattr(sections, "SECTIONS", {**sections.SECTIONS, "99.9": sections.Section("99.9", "A new section", "notes")})
     monkeypatch.setattr(spec_rules, "RULES", (*spec_rules.RULES, spec_rules.Rule("99.9", "r", ("ADDR-REQID-1",), "yes", ())))
     assert coverage_gaps() == ["99.9"]
 

@@ -17,7 +17,7 @@ from contract.errors import ErrorCode, detail_entry, error_body, is_error_envelo
 from contract.routes import prefix, route
 from fake_gs import FakeSettings, create_app
 from fake_gs.answers import check as answers
-from fake_gs.answers import forms as dialect
+from fake_gs.answers import forms
 from fake_gs.answers.delivery import chunk_event
 from fake_gs.answers.refusals import envelope
 from fake_gs.http import app as app_module
@@ -125,12 +125,12 @@ def test_error_answers_are_built_from_the_contracts_error_models() -> None:
     assert isinstance(kit, m.ErrorEnvelope)
     assert answers.render(kit) == error_body(ErrorCode.VALIDATION_FAILED, "bad", detail)
     assert answers.render(envelope(ErrorCode.JOB_NOT_FOUND, "gone")) == error_body(ErrorCode.JOB_NOT_FOUND, "gone")
-    listed, status = dialect.error(kit, 400)
+    listed, status = forms.error(kit, 400)
     assert isinstance(listed, m.DetailListError) and status == 400
     assert answers.render(listed) == {"detail": [{"loc": ["body", "x"], "msg": "missing", "type": "missing"}]}
-    coded, _ = dialect.error(envelope(ErrorCode.JOB_NOT_FOUND, "gone"), 404)
+    coded, _ = forms.error(envelope(ErrorCode.JOB_NOT_FOUND, "gone"), 404)
     assert isinstance(coded, m.MessageCodeError) and list(answers.render(coded)) == ["message", "code"]
-    restart, _ = dialect.error(envelope(ErrorCode.CHUNK_GROUP_RESTART_REQUIRED, "again"), 409)
+    restart, _ = forms.error(envelope(ErrorCode.CHUNK_GROUP_RESTART_REQUIRED, "again"), 409)
     assert answers.render(restart) == {"message": "again", "code": "chunk_group_restart_required"}
     for form in (kit, listed, coded, restart):  # every form is an answer the check accepts
         m.ErrorEnvelope.model_validate(answers.render(form), strict=True)

@@ -8,7 +8,7 @@ import string
 import pytest
 
 from conformance.drivers.raw import RawDriver, encode
-from conformance.inputs import valid_bodies as bodies
+from conformance.inputs import valid_bodies
 from conformance.jobs import JobBudget, JobLedger, SharedJob
 from conformance.judging.checks import refused
 from conformance.options import GsOptions
@@ -141,7 +141,7 @@ def test_another_accounts_job_id_is_no_conflict(
     the first token's job carries on. A job of its own: the second token now holds that id."""
     if not gs_target.embedded:
         gs_budget.take(2, "a job, and another account's under its id")
-    body = bodies.small_job(str(gs_opts.model))
+    body = valid_bodies.small_job(str(gs_opts.model))
     first = gs_raw.create_job(body)
     theirs = first.field("job_id")
     expect("AUTH-ISOLATION-3", first.ok and isinstance(theirs, str), f"create with the first token: {first}")

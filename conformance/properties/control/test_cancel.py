@@ -8,7 +8,7 @@ import pytest
 from conformance.drivers.ops import RawOps
 from conformance.drivers.raw import RawDriver
 from conformance.fixtures import NewJob, Variant
-from conformance.inputs import valid_bodies as bodies
+from conformance.inputs import valid_bodies
 from conformance.jobs import SharedJob
 from conformance.judging.checks import cancel_answer, refused
 from conformance.reporting.violations import Soft, expect
@@ -45,14 +45,14 @@ def test_cancel_active_jobs(
     job_id, _ = gs_new_job()
     _cancel_ok(gs_raw, job_id, soft, "CANCEL-ACTIVE-1", JobState.RUNNING)
     full = RawDriver(gs_variant("capacity-2", max_total_gpus=2))
-    blocker = full.create_job(bodies.small_job(MODEL, 2)).field("job_id")
-    pending = full.create_job(bodies.small_job(MODEL, 2)).field("job_id")
+    blocker = full.create_job(valid_bodies.small_job(MODEL, 2)).field("job_id")
+    pending = full.create_job(valid_bodies.small_job(MODEL, 2)).field("job_id")
     if normalize_job_state(full.get_job(pending).field("status")) == JobState.PENDING:
         _cancel_ok(full, pending, soft, "CANCEL-ACTIVE-1", JobState.PENDING)
     full.cancel(blocker)
     slow = RawDriver(gs_variant("slow-start", startup="polls:8"))
     for wanted in (JobState.PLACING, JobState.INITIALIZING):
-        job_id = slow.create_job(bodies.small_job(MODEL)).field("job_id")
+        job_id = slow.create_job(valid_bodies.small_job(MODEL)).field("job_id")
         ans, seen = slow.wait_job(job_id, until=(wanted, JobState.RUNNING), timeout_s=30)
         state = normalize_job_state(ans.field("status"))
         cid = "CANCEL-ACTIVE-2" if wanted == JobState.INITIALIZING else "CANCEL-ACTIVE-1"

@@ -8,7 +8,7 @@ import pytest
 
 from conformance.drivers.raw import RawDriver
 from conformance.fixtures import Variant
-from conformance.inputs import valid_bodies as bodies
+from conformance.inputs import valid_bodies
 from conformance.jobs import SharedJob
 from conformance.judging.checks import kit_form
 from conformance.reporting.violations import Soft, expect
@@ -62,7 +62,7 @@ def test_capacity_fields(gs_raw: RawDriver) -> None:
 
 
 def _gpus(n: int) -> dict:
-    return bodies.small_job(MODEL, n_gpus=n)
+    return valid_bodies.small_job(MODEL, n_gpus=n)
 
 
 def _judge_available(cap: dict, soft: Soft) -> None:

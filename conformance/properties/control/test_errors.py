@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from conformance.drivers.raw import Answer, RawDriver, request_chunks
 from conformance.fixtures import Variant
-from conformance.inputs import valid_bodies as bodies
+from conformance.inputs import valid_bodies
 from conformance.inputs.strategies import with_value
 from conformance.jobs import SharedJob
 from conformance.judging.checks import detail_locs, envelope, no_5xx, refused
@@ -101,7 +101,7 @@ def test_not_running_refusal_envelope(
     """The job-not-running refusal is enveloped too (seen on a job that is starting)."""
     if gs_target.embedded:
         driver = RawDriver(gs_variant("never-ready", startup="polls:100000"))
-        job_id = driver.create_job(bodies.small_job(MODEL)).field("job_id")
+        job_id = driver.create_job(valid_bodies.small_job(MODEL)).field("job_id")
         answers = [driver.call("step", json_body={}, job_id=job_id)]
         driver.cancel(job_id)
     else:
@@ -123,7 +123,7 @@ def test_not_running_refusal_envelope(
 def test_validation_detail_names_each_field(gs_raw: RawDriver, first: str, second: str) -> None:
     """Two bad fields: each is named, by a {loc, msg, type} detail entry (loc may start with
     "body") or else in the message."""
-    body = bodies.job(bodies.training(MODEL), bodies.sampling(MODEL))
+    body = valid_bodies.job(valid_bodies.training(MODEL), valid_bodies.sampling(MODEL))
     body = with_value(body, ("sub_job_configs", 0, "training_config", first), 0)
     body = with_value(body, ("sub_job_configs", 1, "inference_config", second), -1)
     ans = gs_raw.create_job(body)
@@ -214,7 +214,7 @@ def test_refusals_change_nothing(
     before_jobs = _job_count(gs_raw)
     bad_creates: list[dict[str, Any]] = [
         {"sub_job_configs": []},
-        with_value(bodies.small_job(MODEL), ("sub_job_configs", 0, "training_config", "n_gpus"), 0),
+        with_value(valid_bodies.small_job(MODEL), ("sub_job_configs", 0, "training_config", "n_gpus"), 0),
     ]
     for body in bad_creates:
         expect("ERR-NOSTATE-1", 400 <= gs_raw.create_job(body).status < 500, "bad create was not refused")

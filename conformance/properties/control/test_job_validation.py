@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from conformance.drivers.raw import RawDriver
-from conformance.inputs import valid_bodies as bodies
+from conformance.inputs import valid_bodies
 from conformance.inputs.strategies import with_value, without
 from conformance.jobs import JobBudget, JobLedger, SharedJob
 from conformance.judging.checks import names_field, refused
@@ -23,7 +23,7 @@ from contract.errors import ErrorCode
 from contract.models.catalog import TRAINING_MODELS
 
 MODEL = TRAINING_MODELS[0]
-BASE = bodies.job(bodies.training(MODEL), bodies.sampling(MODEL))
+BASE = valid_bodies.job(valid_bodies.training(MODEL), valid_bodies.sampling(MODEL))
 TRAIN = ("sub_job_configs", 0)
 SAMPLE = ("sub_job_configs", 1)
 

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from conformance.drivers.raw import Answer, RawDriver, encode
 from conformance.fixtures import NewJob, Variant
-from conformance.inputs import valid_bodies as bodies
+from conformance.inputs import valid_bodies
 from conformance.inputs.strategies import valid_job_bodies
 from conformance.jobs import JobLedger, SharedJob
 from conformance.judging.checks import RFC3339_RE, UUID_RE, kit_form, refused
@@ -151,7 +151,7 @@ def test_startup_moves_forward(gs_target: Target, gs_job: SharedJob, gs_variant:
     if gs_target.embedded:
         slow = gs_variant("slow-start", startup="polls:8")
         driver = RawDriver(slow)
-        ans = driver.create_job(bodies.small_job(TRAINING_MODELS[0]))
+        ans = driver.create_job(valid_bodies.small_job(TRAINING_MODELS[0]))
         expect("JOB-STATE-1", ans.status == 200, f"create on the slow-start fake: {ans}")
         final, seen = driver.wait_job(ans.field("job_id"), timeout_s=30)
         driver.cancel(ans.field("job_id"))
@@ -203,7 +203,7 @@ def test_one_status_dialect(
     else:
         target = gs_variant("enum-dialect", status_style="enum")
         driver = RawDriver(target)
-        ans = driver.create_job(bodies.small_job(TRAINING_MODELS[0]))
+        ans = driver.create_job(valid_bodies.small_job(TRAINING_MODELS[0]))
         job_id = ans.field("job_id")
         driver.wait_job(job_id, timeout_s=30)
         wanted = "enum"
@@ -336,7 +336,7 @@ def test_not_running_job_refuses_data_plane(
     if gs_target.embedded:
         slow = gs_variant("never-ready", startup="polls:100000")
         driver = RawDriver(slow)
-        ans = driver.create_job(bodies.small_job(TRAINING_MODELS[0]))
+        ans = driver.create_job(valid_bodies.small_job(TRAINING_MODELS[0]))
         job_id = ans.field("job_id")
         for call in _data_plane_calls(driver, job_id):
             refused(call, soft, "JOB-RUNNING-1", codes=[ErrorCode.JOB_NOT_RUNNING], statuses=[409])
@@ -385,7 +385,7 @@ def gs_admin_optional(gs_target: Target) -> AdminApi | None:
 @given(model=st.sampled_from(INFERENCE_ONLY_MODELS))
 def test_inference_only_model_cannot_train(gs_raw: RawDriver, model: str) -> None:
     """An inference-only model in a training sub-job: 400 model_not_trainable, no job."""
-    ans = gs_raw.create_job(bodies.small_job(model))
+    ans = gs_raw.create_job(valid_bodies.small_job(model))
     soft = Soft()
     refused(ans, soft, "JOB-MODEL-1", codes=[ErrorCode.MODEL_NOT_TRAINABLE], statuses=[400])
     if ans.ok and isinstance(ans.field("job_id"), str):
@@ -400,10 +400,10 @@ def test_training_models_accepted_everywhere(
     """Every cached training model is accepted for training, sampling and log_probability."""
     soft = Soft()
     for model in TRAINING_MODELS:
-        body = bodies.job(
-            bodies.training(model),
-            bodies.sampling(model),
-            bodies.inference("log_probability", model),
+        body = valid_bodies.job(
+            valid_bodies.training(model),
+            valid_bodies.sampling(model),
+            valid_bodies.inference("log_probability", model),
         )
         job_id, _ = gs_new_job(body, wait=False, why="JOB-MODEL-2", cid="JOB-MODEL-2")
         gs_raw.cancel(job_id)

@@ -15,7 +15,7 @@ from client.calls.bounded_read import mount_bounds
 from conformance.drivers.ops import Failed, RawOps, Refused
 from conformance.drivers.raw import RawDriver
 from conformance.fixtures import NewJob, Via
-from conformance.inputs import valid_bodies as bodies
+from conformance.inputs import valid_bodies
 from conformance.jobs import SharedJob
 from conformance.judging.checks import RFC3339_RE, kit_form, refused
 from conformance.judging.variants import JobRef
@@ -389,7 +389,7 @@ def test_load_from_another_job(
 ) -> None:
     """load with source_job_id restores another of the caller's jobs' checkpoint."""
     other_id, _ = gs_new_job(
-        bodies.small_job(gs_opts.model or TRAINING_MODELS[0]), why="SAVE-LOAD-4"
+        valid_bodies.small_job(gs_opts.model or TRAINING_MODELS[0]), why="SAVE-LOAD-4"
     )
     other = RawOps(gs_raw, JobRef(other_id))
     for _ in range(3):

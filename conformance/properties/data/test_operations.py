@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from conformance.drivers.ops import RawOps
 from conformance.drivers.raw import Answer, RawDriver
 from conformance.fixtures import Variant, Via
-from conformance.inputs import valid_bodies as bodies
+from conformance.inputs import valid_bodies
 from conformance.inputs.strategies import forward_payloads
 from conformance.jobs import SharedJob
 from conformance.judging.checks import kit_form, names_field, refused
@@ -257,7 +257,7 @@ def test_tail_logs(
     )
     if gs_target.embedded:
         driver = RawDriver(gs_variant("slow-start", startup="polls:8"))
-        job_id = driver.create_job(bodies.small_job(TRAINING_MODELS[0])).field("job_id")
+        job_id = driver.create_job(valid_bodies.small_job(TRAINING_MODELS[0])).field("job_id")
         ans, seen = driver.wait_job(job_id, until=(JobState.PLACING, JobState.RUNNING), timeout_s=30)
         expect(
             "OP-LOGS-2",
@@ -285,7 +285,7 @@ def test_operations_need_a_running_job(
     soft = Soft()
     if gs_target.embedded:
         driver = RawDriver(gs_variant("never-ready", startup="polls:100000"))
-        job_id = driver.create_job(bodies.small_job(TRAINING_MODELS[0])).field("job_id")
+        job_id = driver.create_job(valid_bodies.small_job(TRAINING_MODELS[0])).field("job_id")
         answers = [op(driver, job_id, kind, payload, sub_job_type="training") for kind, payload in (
             ("weight-sync", {}), ("router-replay-discard", {"sample_ids": ["s"]}))]
         driver.cancel(job_id)

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from conformance.drivers.raw import RawDriver, Settled
 from conformance.fixtures import Source, Variant
-from conformance.inputs import valid_bodies as bodies
+from conformance.inputs import valid_bodies
 from conformance.jobs import SharedJob
 from conformance.judging import frames
 from conformance.judging.checks import kit_form, refused
@@ -335,7 +335,7 @@ def test_failed_requests_carry_an_error(
         # outside its vocabulary at execution, which is exactly a failed request.
         tiny = RawDriver(gs_variant("tiny", engine="tiny"))
         tjid = tiny.create_job(
-            bodies.job(bodies.training(TRAINING_MODELS[0]), bodies.sampling(TRAINING_MODELS[0]))
+            valid_bodies.job(valid_bodies.training(TRAINING_MODELS[0]), valid_bodies.sampling(TRAINING_MODELS[0]))
         ).field("job_id")
         tiny.wait_job(tjid, timeout_s=60)
         failed = _failures(

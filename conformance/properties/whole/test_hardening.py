@@ -18,7 +18,7 @@ import pytest
 
 from conformance.drivers.raw import RawDriver
 from conformance.drivers.rawhttp import read_answer, request_head
-from conformance.inputs import valid_bodies as bodies
+from conformance.inputs import valid_bodies
 from conformance.judging import frames
 from conformance.judging.checks import refused
 from conformance.judging.variants import forward_body, forward_request, variant_job
@@ -33,7 +33,7 @@ KiB = 1024
 
 
 def _job_of(driver: RawDriver) -> str:
-    body = bodies.job(bodies.training(TRAINING_MODELS[0]), bodies.sampling(TRAINING_MODELS[0]))
+    body = valid_bodies.job(valid_bodies.training(TRAINING_MODELS[0]), valid_bodies.sampling(TRAINING_MODELS[0]))
     job_id = driver.create_job(body).field("job_id")
     driver.wait_job(job_id, timeout_s=30)
     return str(job_id)

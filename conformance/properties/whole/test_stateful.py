@@ -249,9 +249,9 @@ def test_job_state_machine(
     JobMachine.driver = gs_raw
     JobMachine.admin = admin_of(gs_target) if gs_target.embedded else None
     if gs_target.embedded:
-        from conformance.inputs import valid_bodies as bodies
+        from conformance.inputs import valid_bodies
 
-        JobMachine.job_id = gs_new_job(bodies.shared_job(gs_opts.model))[0]
+        JobMachine.job_id = gs_new_job(valid_bodies.shared_job(gs_opts.model))[0]
     else:
         JobMachine.job_id = gs_job.job_id
     steps = 12 if RUNTIME.embedded else 6

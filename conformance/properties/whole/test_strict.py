@@ -19,7 +19,7 @@ import pytest
 from conformance.drivers.ops import RawOps
 from conformance.drivers.raw import Answer, RawDriver, encode
 from conformance.fixtures import NewJob
-from conformance.inputs import valid_bodies as bodies
+from conformance.inputs import valid_bodies
 from conformance.jobs import JobBudget, JobLedger, SharedJob
 from conformance.judging.checks import SHAPE_ENGINE_SKIP, names_field, refused
 from conformance.judging.variants import JobRef
@@ -87,7 +87,7 @@ def op(
 
 def saved(driver: RawDriver, job_id: str, checkpoint_type: str, cid: str) -> str:
     """Save on ``job_id``; the id the result names (the only one to use)."""
-    _, settled = driver.run_json("save", job_id, bodies.save(None, checkpoint_type))
+    _, settled = driver.run_json("save", job_id, valid_bodies.save(None, checkpoint_type))
     body = settled.decoded() if settled is not None else None
     ckpt = body.get("checkpoint_id") if isinstance(body, Mapping) else None
     expect(cid, isinstance(ckpt, str) and ckpt, f"save gave no checkpoint id: {body!r}")
@@ -118,7 +118,7 @@ def test_config_rules(
     gs_raw: RawDriver, gs_opts: GsOptions, cid: str, extra: dict[str, Any], field: str
 ) -> None:
     """sp_size divides n_gpus, offload needs mode full, multiplex_job_id is a sub-job id."""
-    create_refused(gs_raw, bodies.job(bodies.training(_model(gs_opts), n_gpus=4, **extra)), cid, field)
+    create_refused(gs_raw, valid_bodies.job(valid_bodies.training(_model(gs_opts), n_gpus=4, **extra)), cid, field)
 
 
 # --- checkpoints at create and at load -----------------------------------------------------
@@ -133,9 +133,9 @@ def test_sampler_init_needs_weights_only(
     model, jid = _model(gs_opts), gs_job.job_id
     full = saved(gs_raw, jid, "resumable", "CKPT-INIT-2")
     for ckpt in (full, f"gs-missing-{uuid.uuid4().hex[:8]}", None):
-        create_refused(gs_raw, bodies.job(from_checkpoint(bodies.sampling(model), ckpt, jid)), "CKPT-INIT-2")
+        create_refused(gs_raw, valid_bodies.job(from_checkpoint(valid_bodies.sampling(model), ckpt, jid)), "CKPT-INIT-2")
     weights = saved(gs_raw, jid, "weights-only", "CKPT-INIT-2")
-    body = bodies.job(from_checkpoint(bodies.sampling(model), weights, jid))
+    body = valid_bodies.job(from_checkpoint(valid_bodies.sampling(model), weights, jid))
     new_id, ans = gs_new_job(body, why="a sampler from a weights-only checkpoint", cid="CKPT-INIT-5")
     expect("CKPT-INIT-2", normalize_job_state(ans.field("status")) == JobState.RUNNING, f"the sampler job: {ans}")
     gs_raw.cancel(new_id)
@@ -150,9 +150,9 @@ def test_init_names_its_source_and_no_credentials(
     model, jid = _model(gs_opts), gs_job.job_id
     weights = saved(gs_raw, jid, "weights-only", "CKPT-INIT-6")
     soft = Soft()
-    create_refused(gs_raw, bodies.job(from_checkpoint(bodies.sampling(model), weights, None)), "CKPT-INIT-6", soft=soft)
+    create_refused(gs_raw, valid_bodies.job(from_checkpoint(valid_bodies.sampling(model), weights, None)), "CKPT-INIT-6", soft=soft)
     creds = {"stage_info": {"location": "s3://bucket/stage", "credentials": {"AWS_KEY_ID": "x"}}}
-    create_refused(gs_raw, bodies.job(from_checkpoint(bodies.sampling(model), weights, jid, **creds)),
+    create_refused(gs_raw, valid_bodies.job(from_checkpoint(valid_bodies.sampling(model), weights, jid, **creds)),
                    "CKPT-INIT-7", "stage_info", soft=soft)
     soft.check()
 
@@ -164,11 +164,11 @@ def test_sampler_from_an_ended_job(
     """A sampler starts from a weights-only checkpoint of a job that has since been
     cancelled (the source need not be running once the checkpoint is saved)."""
     model = _model(gs_opts)
-    src, _ = gs_new_job(bodies.small_job(model), why="a source job to end", cid="CKPT-INIT-4")
+    src, _ = gs_new_job(valid_bodies.small_job(model), why="a source job to end", cid="CKPT-INIT-4")
     weights = saved(gs_raw, src, "weights-only", "CKPT-INIT-4")
     gs_raw.cancel(src)
     gs_raw.wait_job(src, until=(JobState.CANCELLED,), timeout_s=600)
-    body = bodies.job(from_checkpoint(bodies.sampling(model), weights, src))
+    body = valid_bodies.job(from_checkpoint(valid_bodies.sampling(model), weights, src))
     new_id, ans = gs_new_job(body, why="a sampler from an ended job's checkpoint", cid="CKPT-INIT-4")
     gs_raw.cancel(new_id)
     expect("CKPT-INIT-4", normalize_job_state(ans.field("status")) == JobState.RUNNING,
@@ -182,14 +182,14 @@ def test_dp_size_change_needs_fresh_optimizer(
     """A checkpoint of a 2-GPU trainer loads into a 1-GPU trainer only with
     load_optimizer_states false, at runtime and at create."""
     model = _model(gs_opts)
-    src, _ = gs_new_job(bodies.job(bodies.training(model, n_gpus=2)), why="a 2-GPU source", cid="SAVE-DP-1")
+    src, _ = gs_new_job(valid_bodies.job(valid_bodies.training(model, n_gpus=2)), why="a 2-GPU source", cid="SAVE-DP-1")
     ckpt = saved(gs_raw, src, "resumable", "SAVE-DP-1")
     load = {"checkpoint_id": ckpt, "source_job_id": src}
     soft = Soft()
     submit_refused(gs_raw, gs_job.job_id, gs_raw.submit_json("load", gs_job.job_id, load), "SAVE-DP-1", soft)
-    create_refused(gs_raw, bodies.job(from_checkpoint(bodies.training(model, n_gpus=1), ckpt, src)),
+    create_refused(gs_raw, valid_bodies.job(from_checkpoint(valid_bodies.training(model, n_gpus=1), ckpt, src)),
                    "CKPT-INIT-1", "load_optimizer_states", soft)
-    fresh = bodies.job(bodies.training(model, n_gpus=1, load_optimizer_states=False))
+    fresh = valid_bodies.job(valid_bodies.training(model, n_gpus=1, load_optimizer_states=False))
     dst, _ = gs_new_job(fresh, why="a 1-GPU target with a fresh optimizer", cid="SAVE-DP-1")
     _, settled = gs_raw.run_json("load", dst, load)
     soft.expect("SAVE-DP-1", settled is not None and settled.status == RequestState.DONE,
@@ -211,7 +211,7 @@ def test_lora_sync_needs_peft_configs(
     ans = op(gs_raw, jid, "weight-sync", {"weight_format": "lora"}, sub_job_id=gs_job.training)
     submit_refused(gs_raw, jid, ans, "OP-LORA-1")
     model = _model(gs_opts)
-    body = bodies.job(bodies.training(model, peft_config=LORA), bodies.sampling(model, peft_config=LORA))
+    body = valid_bodies.job(valid_bodies.training(model, peft_config=LORA), valid_bodies.sampling(model, peft_config=LORA))
     lora, _ = gs_new_job(body, why="LoRA on both sub-jobs", cid="OP-LORA-1")
     ans = op(gs_raw, lora, "weight-sync", {"weight_format": "lora"}, sub_job_type="training")
     rid = ans.field("request_id")
@@ -260,7 +260,7 @@ def test_generate_needs_a_sampler(
     gs_raw: RawDriver, gs_opts: GsOptions, gs_new_job: NewJob
 ) -> None:
     """generate and generate-stream on a training-only job are refused."""
-    jid, _ = gs_new_job(bodies.small_job(_model(gs_opts)), why="a training-only job", cid="GEN-SAMPLER-1")
+    jid, _ = gs_new_job(valid_bodies.small_job(_model(gs_opts)), why="a training-only job", cid="GEN-SAMPLER-1")
     soft = Soft()
     for ans in (
         gs_raw.call("generate", data=encode({"prompts": [[1, 2, 3]]}), job_id=jid),
@@ -279,7 +279,7 @@ def test_training_frames_fit_max_seq_len(gs_raw: RawDriver, gs_job: SharedJob) -
     """A forward-backward frame one token longer than max_seq_len is refused."""
     import torch
 
-    seq = bodies.TRAIN_MAX_SEQ_LEN + 1
+    seq = valid_bodies.TRAIN_MAX_SEQ_LEN + 1
     ids = torch.randint(1, 100, (1, seq))
     answers, settled = gs_raw.run_frame("forward_backward", gs_job.job_id,
                                         {"args": [], "kwargs": {"input_ids": ids, "labels": ids}})
@@ -294,7 +294,7 @@ def test_training_frames_fit_max_seq_len(gs_raw: RawDriver, gs_job: SharedJob) -
 @checks("GEN-SEQLEN-1")
 def test_generation_stays_within_max_seq_len(gs_ops: RawOps, gs_job: SharedJob) -> None:
     """Prompt plus generated tokens never exceed the sampler's max_seq_len."""
-    limit = gs_job.sampling_max_seq_len or bodies.SAMPLING_MAX_SEQ_LEN
+    limit = gs_job.sampling_max_seq_len or valid_bodies.SAMPLING_MAX_SEQ_LEN
     prompt = [int(32 + i % 90) for i in range(limit - 40)]
     out = gs_ops.generate({"prompts": [prompt] * 4, "sampling_params": {"max_tokens": 100_000}})
     soft = Soft()
@@ -320,7 +320,7 @@ def test_client_job_id(
     if not gs_target.embedded:
         gs_budget.take(1, "a job with a chosen id")
     mine = str(uuid.uuid4())
-    body = {**bodies.small_job(_model(gs_opts)), "job_id": mine}
+    body = {**valid_bodies.small_job(_model(gs_opts)), "job_id": mine}
     ans = gs_raw.create_job(body)
     got = ans.field("job_id")
     expect("JOB-ID-1", ans.ok and isinstance(got, str), f"create with a job_id: {ans}")
@@ -363,7 +363,7 @@ def test_sampler_from_weights_serves_them(
     request = {"prompts": [list(b"abab")], "sampling_params": {
         "max_tokens": 8, "temperature": 0.0, "seed": 11, "logprobs": 1}}
     trained = gs_ops.generate(request)["results"][0]
-    body = bodies.job(from_checkpoint(bodies.sampling(_model(gs_opts)), ckpt, gs_job.job_id))
+    body = valid_bodies.job(from_checkpoint(valid_bodies.sampling(_model(gs_opts)), ckpt, gs_job.job_id))
     served_id, _ = gs_new_job(body, why="a sampler from saved weights", cid="CKPT-INIT-3")
     served = RawOps(gs_raw, JobRef(served_id)).generate(request)["results"][0]
     gs_raw.cancel(served_id)

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from conformance.drivers.raw import RawDriver
 from conformance.fake_admin import admin_of
 from conformance.fixtures import Variant
-from conformance.inputs import valid_bodies as bodies
+from conformance.inputs import valid_bodies
 from conformance.jobs import SharedJob
 from conformance.judging.variants import variant_job
 from conformance.reporting.violations import Soft, expect, fail
@@ -54,9 +54,9 @@ def test_capacity_is_per_account(
         return
     v = gs_variant("capacity-2", max_total_gpus=2)
     a, b = RawDriver(v), RawDriver(v, token=v.token2)
-    first = a.create_job(bodies.small_job(bodies.TRAINING_MODEL, n_gpus=2)).field("job_id")
+    first = a.create_job(valid_bodies.small_job(valid_bodies.TRAINING_MODEL, n_gpus=2)).field("job_id")
     a.wait_job(first, timeout_s=30)
-    theirs = b.create_job(bodies.small_job(bodies.TRAINING_MODEL, n_gpus=2)).field("job_id")
+    theirs = b.create_job(valid_bodies.small_job(valid_bodies.TRAINING_MODEL, n_gpus=2)).field("job_id")
     ans, seen = b.wait_job(theirs, timeout_s=30)
     a.cancel(first)
     b.cancel(theirs)
@@ -68,7 +68,7 @@ def test_capacity_is_per_account(
 
 
 def _steps(driver: RawDriver, job_id: str) -> int:
-    _, settled = driver.run_json("step", job_id, bodies.step())
+    _, settled = driver.run_json("step", job_id, valid_bodies.step())
     body = settled.decoded() if settled is not None else None
     if not isinstance(body, Mapping):
         fail("OP-CANCEL-2", f"step result: {body!r}")

@@ -22,10 +22,10 @@ from contract.models import ChunkAccepted, ForwardBackwardResult
 from contract.routes import OCTET
 from fake_gs.answers import check as answers
 from fake_gs.answers.refusals import ApiError
-from fake_gs.chunking import hooks as chunk_hooks
+from fake_gs.chunking import hooks
 from fake_gs.chunking import machine as cm
 from fake_gs.chunking.groups import DONE, FAILED, FINALIZING, ChunkGroup, malformed, new_group
-from fake_gs.http import frame_body as chunk_stream
+from fake_gs.http import frame_body
 from fake_gs.http.frame_body import Sink
 from fake_gs.http.handlers.context import Ctx, json_containers, json_response
 from fake_gs.ops.seams import Bend, Rule
@@ -141,13 +141,13 @@ def chunk_head(data: bytearray) -> wire.ChunkHead | None:
 async def submit_frame(ctx: Ctx, job: JobRec, builder: Builder) -> Response:
     """Handle an octet body: a plain frame, or one request chunk of a group (streamed into
     its group's buffer as it arrives)."""
-    head = await chunk_stream.read_head(ctx.body, ctx.body_limit(), ctx.settings.max_frame_header_bytes)
+    head = await frame_body.read_head(ctx.body, ctx.body_limit(), ctx.settings.max_frame_header_bytes)
     try:
         ctx.require_media_type(OCTET)
         if not head.data:
             raise ApiError(ErrorCode.MALFORMED_FRAME, "empty body: expected a DSSST1 frame")
         if wire.sniff_refused_payload(head.data) is not None and not ctx.settings.seams.enforces(Rule.PAYLOAD_REFUSED):
-            await chunk_stream.discard_rest(head)
+            await frame_body.discard_rest(head)
             return ctx.submitted(job, dummy_submit(ctx, job, ctx.route.name))
         refuse_legacy(head.data)
         check_header(head.data, ctx.settings)
@@ -155,10 +155,10 @@ async def submit_frame(ctx: Ctx, job: JobRec, builder: Builder) -> Response:
         if found is not None and found.kind != "request":
             raise malformed("expected a request chunk, got a result chunk")
     except ApiError:
-        await chunk_stream.discard_rest(head)
+        await frame_body.discard_rest(head)
         raise
     if found is None:  # a plain frame (or one too short to say): read it whole, decode in place
-        body = await chunk_stream.read_rest(ctx.body, head)
+        body = await frame_body.read_rest(ctx.body, head)
         check_header(body, ctx.settings)
         obj = await decode_frame(ctx, body)
         del body
@@ -221,7 +221,7 @@ def decide_chunk(ctx: Ctx, job: JobRec, groups: dict[str, ChunkGroup], chunk: cm
     for attempt in range(2):
         group = groups.get(chunk.position[0])
         usage = usage_before_open(ctx, job, groups) if group is None else cm.NO_USAGE
-        decision = chunk_hooks.decide(ctx.settings.seams.named("chunk"), chunk, group, ctx.settings, usage)
+        decision = hooks.decide(ctx.settings.seams.named("chunk"), chunk, group, ctx.settings, usage)
         if not isinstance(decision, cm.Reclaim):
             return decision
         if attempt == 0:
@@ -231,7 +231,7 @@ def decide_chunk(ctx: Ctx, job: JobRec, groups: dict[str, ChunkGroup], chunk: cm
 
 
 def place_chunk(ctx: Ctx, job: JobRec, groups: dict[str, ChunkGroup], chunk: cm.Chunk, head: wire.ChunkHead,
-                body: chunk_stream.Head) -> chunk_stream.Sink | cm.Refuse:
+                body: frame_body.Head) -> frame_body.Sink | cm.Refuse:
     """Before the payload: the refusal its header alone rules out (a new group over the
     caps, reclaiming room first if it is within its share), or where its bytes go."""
     desc = head.desc
@@ -244,20 +244,20 @@ def place_chunk(ctx: Ctx, job: JobRec, groups: dict[str, ChunkGroup], chunk: cm.
         if isinstance(early, cm.Refuse):
             return early
         whole = memoryview(body.data)[head.payload_start :] if arrived else None
-        return chunk_stream.choose_sink(groups.get(desc["chunk_group_id"]), ctx.route.name, desc,
+        return frame_body.choose_sink(groups.get(desc["chunk_group_id"]), ctx.route.name, desc,
                                         head.payload_len, whole)
 
 
 async def judge_chunk(ctx: Ctx, job: JobRec, groups: dict[str, ChunkGroup], chunk: cm.Chunk, head: wire.ChunkHead,
-                      body: chunk_stream.Head, sink: Sink) -> tuple[cm.Decision, ChunkGroup]:
+                      body: frame_body.Head, sink: Sink) -> tuple[cm.Decision, ChunkGroup]:
     """Receive the payload into ``sink``, then let the machine decide and carry it out; the
     slot and the hash the chunk held are settled whatever happens."""
     store, gid, idx = ctx.store, head.desc["chunk_group_id"], head.desc["chunk_idx"]
     kept = False
     try:
-        payload = await chunk_stream.receive_payload(ctx.body, body, head.payload_start, sink)
+        payload = await frame_body.receive_payload(ctx.body, body, head.payload_start, sink)
         if sink.group is None:  # a copy of its own: wait for a copy writing in place to be judged
-            await chunk_stream.settled(groups.get(gid), idx)
+            await frame_body.settled(groups.get(gid), idx)
         chunk = chunk._replace(differs_from_stored=await resend_differs(groups.get(gid), idx, payload))
         del payload
         with store.lock:
@@ -272,7 +272,7 @@ async def judge_chunk(ctx: Ctx, job: JobRec, groups: dict[str, ChunkGroup], chun
     return decision, group
 
 
-async def accept_chunk(ctx: Ctx, job: JobRec, head: wire.ChunkHead, body: chunk_stream.Head,
+async def accept_chunk(ctx: Ctx, job: JobRec, head: wire.ChunkHead, body: frame_body.Head,
                        builder: Builder) -> Response:
     """One request chunk: refuse what its header alone rules out, stream its payload to where
     it stays, then let the chunk machine decide and carry the decision out."""
@@ -282,7 +282,7 @@ async def accept_chunk(ctx: Ctx, job: JobRec, head: wire.ChunkHead, body: chunk_
     chunk = cm.Chunk(job.public_id, ctx.route.name, desc, head.payload_len)
     placed = place_chunk(ctx, job, groups, chunk, head, body)
     if isinstance(placed, cm.Refuse):  # answered as soon as the body is in; none of it is kept
-        await chunk_stream.discard_rest(body)
+        await frame_body.discard_rest(body)
         raise refuse(placed)
     decision, group = await judge_chunk(ctx, job, groups, chunk, head, body, placed)
     del placed

@@ -30,7 +30,7 @@ from contract.models import (
 )
 from contract.states import JobState
 from fake_gs.answers import check as answers
-from fake_gs.answers import forms as dialect
+from fake_gs.answers import forms
 from fake_gs.answers.refusals import ApiError
 from fake_gs.http.handlers.context import Ctx, json_response
 from fake_gs.http.handlers.frame_requests import decode_frame, refuse_legacy
@@ -207,7 +207,7 @@ async def op_cancel_request(ctx: Ctx, job: JobRec, target: SubJobRec, payload: A
 async def op_tail_logs(ctx: Ctx, job: JobRec, target: SubJobRec, payload: Any) -> Response:
     assert isinstance(payload, TailLogsPayload)
     spec = ctx.forms.use("log-cursor")
-    cursor_in = dialect.log_cursor(payload.cursor) if ctx.settings.dialect != "kit" else payload.cursor
+    cursor_in = forms.log_cursor(payload.cursor) if ctx.settings.dialect != "kit" else payload.cursor
     try:
         start = int(cursor_in) if cursor_in not in (None, "") else 0
     except (TypeError, ValueError):
@@ -225,7 +225,7 @@ async def op_tail_logs(ctx: Ctx, job: JobRec, target: SubJobRec, payload: Any) -
         eof = end >= job.log_base + len(job.logs)
     if spec:
         placing = ctx.store.status(job) == JobState.PLACING
-        return json_response(m.TailLogsResult(**dialect.log_page(entries, end, eof, placing, payload.cursor)))
+        return json_response(m.TailLogsResult(**forms.log_page(entries, end, eof, placing, payload.cursor)))
     page = answers.render(m.TailLogsResult(entries=entries, next_cursor=str(end), eof=eof))
     return json_response(ctx.settings.seams.rewrite(Rewrite.TAIL_LOGS_PAGE, page))
 

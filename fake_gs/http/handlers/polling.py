@@ -18,13 +18,13 @@ from contract.models import RequestStatus
 from contract.states import REQUEST_TERMINAL, RequestState
 from fake_gs.answers import check as answers
 from fake_gs.answers import forms as dialect
-from fake_gs.answers import forms_any as dialect_any
+from fake_gs.answers import forms_any
 from fake_gs.answers.delivery import decode_cursor, encode_cursor, parse_max_events
 from fake_gs.answers.refusals import ApiError
 from fake_gs.http.handlers.context import Ctx, dumps
 from fake_gs.ops.seams import Bend, Rewrite, Rule
 from fake_gs.ops.traffic import result_form
-from fake_gs.state import result_retention as results
+from fake_gs.state import result_retention
 from fake_gs.state.records import JobRec, RequestRec, rfc3339
 
 
@@ -37,7 +37,7 @@ def _page(ctx: Ctx, req: RequestRec, offset: int, max_events: int) -> tuple[list
         reads = req.cursor_reads[offset] = req.cursor_reads.get(offset, 0) + 1
         if reads > 1:
             return [], None
-    size = dialect_any.page_size(ctx.forms, req.request_id, offset, max_events, len(events) - offset)
+    size = forms_any.page_size(ctx.forms, req.request_id, offset, max_events, len(events) - offset)
     page = events[offset : offset + size]
     end = offset + len(page)
     return page, encode_cursor(req.request_id, end) if end < len(events) else None
@@ -65,12 +65,12 @@ def _done(ctx: Ctx, job: JobRec, req: RequestRec, offset: int, max_events: int
     if req.events_raw is not None:
         events, cursor = _page(ctx, req, offset, max_events)
         if cursor is None:
-            results.read_to_end(ctx.settings, job, req, ctx.store.clock.monotonic())
+            result_retention.read_to_end(ctx.settings, job, req, ctx.store.clock.monotonic())
         return RequestState.DONE, b"null", events, cursor
     if req.stream:
         return RequestState.DONE, b"null", _drain_stream(ctx, req, max_events), None
     raw = req.result_raw if req.result_raw is not None else b"{}"
-    results.read_to_end(ctx.settings, job, req, ctx.store.clock.monotonic())
+    result_retention.read_to_end(ctx.settings, job, req, ctx.store.clock.monotonic())
     return RequestState.DONE, raw, [], None
 
 
@@ -109,8 +109,8 @@ def view(ctx: Ctx, job: JobRec, req: RequestRec, offset: int, max_events: int) -
             req.updated_at = max(req.updated_at, req.created_at)
         forms = ctx.forms
         head = {"request_id": req.request_id, "status": ctx.request_status_text(status),
-                "created_at": dialect_any.timestamp(forms, req.created_at, rfc3339(req.created_at)),
-                "updated_at": dialect_any.timestamp(forms, req.updated_at, rfc3339(req.updated_at))}
+                "created_at": forms_any.timestamp(forms, req.created_at, rfc3339(req.created_at)),
+                "updated_at": forms_any.timestamp(forms, req.updated_at, rfc3339(req.updated_at))}
     return render(RequestStatus(**head, **_tail(ctx, error, cursor)), result, events)
 
 
