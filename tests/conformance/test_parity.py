@@ -89,9 +89,9 @@ def test_conformance_tape_never_holds_a_token(tmp_path: Path) -> None:
 
 
 def _corpus_tier(tape: Path) -> list[pytest.MarkDecorator]:
-    """The spec dialect's conformance tape replays in ``slow`` (CI's tests tier keeps to 3
-    minutes); the other tapes in ``tests``."""
-    return [pytest.mark.slow] if "-spec." in tape.name else []
+    """The two full conformance tapes (kit and spec dialect, 20 s each) replay in ``slow``
+    (CI's tests tier keeps to 3 minutes); the small ones in ``tests``."""
+    return [pytest.mark.slow] if tape.name.startswith("conformance-current-") else []
 
 
 @pytest.mark.parametrize("tape", [pytest.param(t, marks=_corpus_tier(t), id=t.name) for t in corpus_tapes()])
