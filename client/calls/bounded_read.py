@@ -104,7 +104,10 @@ class _Watchdog:
             if self._thread is None or not self._thread.is_alive():
                 self._thread = threading.Thread(target=self._run, name="answer-watchdog", daemon=True)
                 self._thread.start()
-            self._cond.notify()
+            elif self._heap[0][2] is exchange:
+                # Woken only when this deadline comes first: an exchange due later than the
+                # head is found when the head's wait ends, so a call costs no thread switch.
+                self._cond.notify()
 
     def _run(self) -> None:
         while True:
@@ -257,10 +260,23 @@ def _total_s(timeout: Any) -> float:
     return float(timeout) if timeout is not None else 600.0
 
 
+class _HeadersAsSet(requests.auth.AuthBase):
+    """Auth that leaves a request as it is. With no auth of its own a ``requests`` session
+    looks the host up in ``~/.netrc`` on every call and, on a match, replaces the
+    ``Authorization`` header set on the session (the PAT) with Basic credentials; with this
+    one the session's own headers are what go, and no call reads the netrc file."""
+
+    def __call__(self, request: Any) -> Any:
+        return request
+
+
 def mount_bounds(session: requests.Session, max_bytes: int = MAX_ANSWER_BYTES,
                  max_inflation: float = MAX_ANSWER_INFLATION) -> requests.Session:
-    """``session`` with a :class:`BoundedAdapter` for http and https; returned for chaining."""
+    """``session`` with a :class:`BoundedAdapter` for http and https (and the headers it is
+    given kept as they are: :class:`_HeadersAsSet`); returned for chaining."""
     adapter = BoundedAdapter(max_bytes, max_inflation)
     session.mount("http://", adapter)
     session.mount("https://", adapter)
+    if session.auth is None:
+        session.auth = _HeadersAsSet()
     return session

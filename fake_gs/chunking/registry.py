@@ -4,6 +4,11 @@ The protocol of one group (accept, ack, execute, replay) lives with the frame ha
 this registry only keeps the groups per job, measures what each account holds, and frees
 them (idle, lost, or reclaimed for another account's fair share). It shares the store's
 lock.
+
+A job keeps its finished groups (a replayed final chunk resolves to the original
+execution), so a long run holds thousands of them; the measures and the idle expiry walk
+only the *live* groups (open, finalizing, or still holding their buffer), which a
+finished group leaves for good: a request costs the same at its ten-thousandth call.
 """
 
 from __future__ import annotations
@@ -25,6 +30,18 @@ SETTLED = frozenset({DONE, FAILED})
 log = logging.getLogger("fake_gs.chunking.groups")
 
 
+class JobGroups(dict[str, ChunkGroup]):
+    """One job's groups by id; a group stored here is also entered among the live ones."""
+
+    def __init__(self, live: dict[tuple[str, str], ChunkGroup]) -> None:
+        super().__init__()
+        self._live = live
+
+    def __setitem__(self, group_id: str, group: ChunkGroup) -> None:
+        super().__setitem__(group_id, group)
+        self._live[(group.job_id, group_id)] = group
+
+
 class GroupRegistry:
     def __init__(self, settings: FakeSettings, clock: Clock, lock: threading.RLock) -> None:
         self.settings = settings
@@ -32,12 +49,31 @@ class GroupRegistry:
         self.lock = lock
         #: job id -> chunk group id -> group.
         self.groups: dict[str, dict[str, ChunkGroup]] = {}
+        #: (job id, group id) -> a group that may still count: see :meth:`live`.
+        self._live: dict[tuple[str, str], ChunkGroup] = {}
         #: Open groups dropped to give another account its fair share (the state dump shows it).
         self.reclaimed = 0
 
     def job_groups(self, job_id: str) -> dict[str, ChunkGroup]:
         with self.lock:
-            return self.groups.setdefault(job_id, {})
+            groups = self.groups.get(job_id)
+            if groups is None:
+                groups = self.groups[job_id] = JobGroups(self._live)
+            return groups
+
+    def live(self, job_id: str | None = None) -> list[ChunkGroup]:
+        """The groups still held (of one job, or of all): those in their job's table that
+        are unsettled or keep their buffer. Any other one is forgotten here, for good: a
+        settled group never reopens and a released buffer never comes back."""
+        held: list[ChunkGroup] = []
+        with self.lock:
+            for key, group in list(self._live.items()):
+                kept = self.groups.get(group.job_id, {}).get(group.group_id) is group
+                if not kept or (group.status in SETTLED and group.buffer is None):
+                    del self._live[key]
+                elif job_id is None or group.job_id == job_id:
+                    held.append(group)
+        return held
 
     def expire(self, job_id: str | None = None) -> int:
         """Drop open groups idle longer than ``chunk_group_idle_s`` (abandoned uploads) of
@@ -47,10 +83,9 @@ class GroupRegistry:
         limit = self.clock.monotonic() - self.settings.chunk_group_idle_s
         dropped = 0
         with self.lock:
-            per_job = [self.groups.get(job_id, {})] if job_id is not None else list(self.groups.values())
-            for groups in per_job:
-                for gid in [g for g, grp in groups.items() if grp.status == OPEN and grp.touched_at < limit]:
-                    groups.pop(gid).release()
+            for group in self.live(job_id):
+                if group.status == OPEN and group.touched_at < limit:
+                    self.groups[group.job_id].pop(group.group_id).release()
                     dropped += 1
         if dropped:
             trim_heap()
@@ -83,20 +118,24 @@ class GroupRegistry:
         with self.lock:
             return sum(g.buffered_bytes for g in self.all())
 
-    def loads(self) -> dict[str, Load]:
-        """Every account's open groups and the bytes its groups reserve, over the server."""
+    def loads(self, groups: list[ChunkGroup] | None = None) -> dict[str, Load]:
+        """Every account's open groups and the bytes its groups reserve, over the server
+        (or over ``groups``, when given)."""
         opened: dict[str, int] = {}
         reserved: dict[str, int] = {}
-        with self.lock:
-            for g in self.all():
-                reserved[g.owner] = reserved.get(g.owner, 0) + g.reserved_bytes
-                opened[g.owner] = opened.get(g.owner, 0) + (g.status not in SETTLED)
+        for g in self.live() if groups is None else groups:
+            reserved[g.owner] = reserved.get(g.owner, 0) + g.reserved_bytes
+            opened[g.owner] = opened.get(g.owner, 0) + (g.status not in SETTLED)
         return {owner: Load(opened[owner], reserved[owner]) for owner in opened}
 
-    def usage(self, owner: str, job: Load) -> Usage:
-        """The load a new group of ``owner`` meets: its job's (given), its account's, the
-        server's, and every account's (for the fair shares)."""
-        loads = self.loads()
+    def usage(self, owner: str, job_id: str) -> Usage:
+        """The load a new group of ``owner`` meets: its job's, its account's, the server's,
+        and every account's (for the fair shares)."""
+        with self.lock:
+            held = self.live()
+            loads = self.loads(held)
+            mine = [g for g in held if g.job_id == job_id]
+        job = Load(sum(g.status not in SETTLED for g in mine), sum(g.reserved_bytes for g in mine))
         return Usage(job, loads.get(owner, Load()), sum(u.reserved for u in loads.values()),
                      sum(u.open_groups for u in loads.values()), loads, owner)
 
@@ -132,7 +171,7 @@ class GroupRegistry:
         else:
             held, cap = {a: u.open_groups for a, u in loads.items()}, self.settings.max_open_groups_total
         for account in shares.over_share(held, asker, cap):
-            candidates = [g for g in self.all() if g.owner == account and g.status == OPEN and not g.arriving]
+            candidates = [g for g in self.live() if g.owner == account and g.status == OPEN and not g.arriving]
             if candidates:
                 return min(candidates, key=lambda g: g.touched_at)
         return None

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from contract.models import CreateJobRequest
 from fake_gs.chunking.groups import ChunkGroup
-from fake_gs.chunking.machine import Load, Usage
+from fake_gs.chunking.machine import Usage
 from fake_gs.chunking.registry import GroupRegistry
 from fake_gs.clock import SYSTEM_CLOCK, Clock
 from fake_gs.heap import trim_heap
@@ -211,8 +211,8 @@ class Store:
     def buffered_bytes(self) -> int:
         return self.chunk_groups.buffered_bytes()
 
-    def group_usage(self, owner: str, job: Load) -> Usage:
-        return self.chunk_groups.usage(owner, job)
+    def group_usage(self, owner: str, job_id: str) -> Usage:
+        return self.chunk_groups.usage(owner, job_id)
 
     def note_execution(self, job: JobRec, group: ChunkGroup | None, *, forward_backward: bool) -> None:
         with self.lock:

@@ -202,6 +202,18 @@ def test_pat_headers_with_host_addressing() -> None:
     assert "authorization" not in without.headers
 
 
+def test_a_netrc_entry_for_the_host_does_not_replace_the_pat(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """requests would send the netrc login as Basic auth over the session's bearer header."""
+    with loopback(lambda s: Reply(200, {})) as srv:
+        netrc = tmp_path / "netrc"
+        netrc.write_text("machine 127.0.0.1 login someone password secret\n")
+        netrc.chmod(0o600)
+        monkeypatch.setenv("NETRC", str(netrc))
+        CortexRestClient(ClientConfig(host=srv.url, pat="tok", **FAST)).get_capacity()
+        (seen,) = srv.seen
+    assert seen.headers["authorization"] == "Bearer tok"
+
+
 def test_bodies_and_content_types() -> None:
     with loopback(lambda s: Reply(200, {"request_id": "r", "job_id": "j"})) as srv:
         rest = _rest(srv.url)

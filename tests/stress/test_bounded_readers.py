@@ -9,6 +9,7 @@ than the bound).
 
 from __future__ import annotations
 
+import time
 import tracemalloc
 from collections.abc import Callable
 from typing import Any
@@ -179,3 +180,18 @@ def test_endless_valid_result_pages_stop_at_the_page_and_byte_budget() -> None:
         with pytest.raises(ResultTooLarge, match="max_result_bytes"):
             _client(srv.url, max_result_bytes=64 * 1024).wait("j1", "r1")
     assert isinstance(ResultTooLarge("x"), CortexError)
+
+
+def test_the_watchdog_cuts_each_exchange_at_its_own_deadline_whatever_the_order() -> None:
+    """An exchange due sooner than every one watched wakes the watchdog; one due later is
+    found when the earlier wait ends (no wake-up per call), and both are cut in time."""
+    from client.calls.bounded_read import _Exchange, _Watchdog
+
+    watchdog = _Watchdog()
+    patient, soon, later = _Exchange(60.0), _Exchange(0.2), _Exchange(0.4)
+    for exchange in (patient, soon, later):
+        watchdog.watch(exchange)
+    deadline = time.monotonic() + 10
+    while not later.cut and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert soon.cut and later.cut and not patient.cut

@@ -166,12 +166,11 @@ async def submit_frame(ctx: Ctx, job: JobRec, builder: Builder) -> Response:
     return await accept_chunk(ctx, job, found, head, builder)
 
 
-def usage_before_open(ctx: Ctx, job: JobRec, groups: dict[str, ChunkGroup]) -> cm.Usage:
+def usage_before_open(ctx: Ctx, job: JobRec) -> cm.Usage:
     """Open groups and reserved bytes (each open group's declared frame size) of the job,
     its account, the server and every account, for the caps on a new group (under the
     store lock)."""
-    job_load = cm.Load(sum(1 for g in groups.values() if g.status != DONE), sum(g.reserved_bytes for g in groups.values()))
-    return ctx.store.group_usage(job.owner, job_load)
+    return ctx.store.group_usage(job.owner, job.job_id)
 
 
 async def resend_differs(group: ChunkGroup | None, idx: int, payload: memoryview) -> bool:
@@ -220,7 +219,7 @@ def decide_chunk(ctx: Ctx, job: JobRec, groups: dict[str, ChunkGroup], chunk: cm
     budgets need is first reclaimed from accounts over their fair share, once."""
     for attempt in range(2):
         group = groups.get(chunk.position[0])
-        usage = usage_before_open(ctx, job, groups) if group is None else cm.NO_USAGE
+        usage = usage_before_open(ctx, job) if group is None else cm.NO_USAGE
         decision = hooks.decide(ctx.settings.seams.named("chunk"), chunk, group, ctx.settings, usage)
         if not isinstance(decision, cm.Reclaim):
             return decision
