@@ -10,13 +10,12 @@ else spec §9.3 refuses. Splitting hashes the frame once and copies each byte on
 from __future__ import annotations
 
 import bisect
-import hashlib
 import itertools
 import uuid
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
-from contract.wire.basics import WireError, as_bytes, byte_view, json_text
+from contract.wire.basics import WireError, as_bytes, byte_view, json_text, sha256_hex
 from contract.wire.frame import FrameParts, Spec, frame_prefix, parse_frame
 from contract.wire.limits import CHUNK_HEADER_ALLOWANCE, DEFAULT_LIMITS
 
@@ -115,14 +114,6 @@ def _group_label(key: str, chunk_group_id: str | None) -> str | None:
     return group
 
 
-def _digest(parts: Sequence[memoryview]) -> str:
-    """The frame's sha256, over its parts in order (hashed once, nothing joined)."""
-    hasher = hashlib.sha256()
-    for part in parts:
-        hasher.update(part)
-    return hasher.hexdigest()
-
-
 class ChunkPlan:
     """How one frame travels: as is (``plain``), or as chunks each made of its chunk header
     followed by views of the frame's own bytes. Nothing is joined: a sender writes
@@ -217,7 +208,7 @@ def plan_chunks(
     if operation is not None and not isinstance(operation, str):
         raise WireError("operation must be a string")
     group = _group_label(key, chunk_group_id)
-    cut = _Cut(key, size, _digest(parts), operation, group, max_bytes)
+    cut = _Cut(key, size, sha256_hex(parts), operation, group, max_bytes)
     return ChunkPlan(parts, cut, _fit_range(cut))
 
 
@@ -434,7 +425,7 @@ def _joined_frame(by_idx: dict[int, memoryview], desc: dict[str, Any]) -> bytes:
             f"chunks carry {size} bytes but frame_size_bytes is {desc['frame_size_bytes']}"
         )
     frame = b"".join(by_idx[i] for i in range(desc["total_chunks"]))
-    if hashlib.sha256(frame).hexdigest() != desc["frame_sha256"]:
+    if sha256_hex((frame,)) != desc["frame_sha256"]:
         raise WireError("reassembled frame does not match frame_sha256")
     return frame
 

@@ -3,14 +3,20 @@ read before their payload, and decoding that shares a handed-over buffer."""
 
 from __future__ import annotations
 
+import hashlib
 import mmap
+import random
 from typing import Any
 
 import pytest
 import torch
+from hypothesis import given
+from hypothesis import strategies as st
 
 from contract import wire
 from contract.wire import WireError
+from contract.wire.basics import _HASH_STAGE as STAGE
+from contract.wire.basics import sha256_hex
 
 BATCH: dict[str, Any] = {"args": [], "kwargs": {"input_ids": torch.arange(30_000, dtype=torch.int64).reshape(3, 10_000),
                                 "mask": torch.ones(3, 10_000, dtype=torch.bool), "lr": 0.5}}
@@ -80,3 +86,17 @@ def test_shared_decode_still_checks_bools() -> None:
     frame[-1] = 2
     with pytest.raises(WireError, match="bytes other than 0 and 1"):
         wire.loads(frame, share=True)
+
+
+@given(sizes=st.lists(st.sampled_from([0, 1, 4095, STAGE - 1, STAGE, STAGE + 1, 3 * STAGE + 17]), max_size=4),
+       seed=st.integers(0, 2**16))
+def test_the_staged_hash_is_the_sha256_of_the_joined_parts(sizes: list[int], seed: int) -> None:
+    rng = random.Random(seed)
+    parts = [rng.randbytes(n) for n in sizes]
+    views: list[Any] = [memoryview(p) if i % 2 else p for i, p in enumerate(parts)]
+    assert sha256_hex(views) == hashlib.sha256(b"".join(parts)).hexdigest()
+
+
+def test_the_staged_hash_reads_typed_buffers_as_their_bytes() -> None:
+    ids = torch.arange(STAGE, dtype=torch.int64)  # 8 stages of int64, not a byte buffer
+    assert sha256_hex([ids.numpy()]) == hashlib.sha256(ids.numpy().tobytes()).hexdigest()
