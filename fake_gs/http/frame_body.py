@@ -25,8 +25,8 @@ from fake_gs.http.body import BodyReader
 
 #: Bytes of a chunk's payload handed to the frame hash at once (pieces arrive in 64-256 KiB).
 #: Each span's hash ends by taking the GIL back from the loop, which is busy receiving: 1 MiB
-#: spans made 512 such waits per 512 MiB frame and left the hash ~100 ms behind the final
-#: chunk's last byte; at 8 MiB it trails by one span (a few ms).
+#: spans made 512 such waits per 512 MiB frame, and the final chunk was answered 46-114 ms
+#: after its last byte; with 8 MiB spans, 14-33 ms.
 HASH_SPAN = 8 * 1024 * 1024
 
 
