@@ -45,6 +45,10 @@ MAX_CONNECTIONS = 64
 #: A connection with no complete request for this long is dropped.
 IDLE_S = 10.0
 _READ_METHODS = ("GET", "HEAD")
+#: The IAM actions a run's role may list its bucket with. Real S3 (and moto 5.1) check
+#: ``s3:ListBucket`` for a ListObjectsV2 call; moto 5.2 checks an action named after the
+#: call, ``s3:ListObjectsV2``. Both name the same power over the same bucket resource.
+LIST_ACTIONS = ("s3:ListBucket", "s3:ListObjectsV2")
 _ERROR_XML = ('<?xml version="1.0" encoding="UTF-8"?>\n'
               "<Error><Code>{code}</Code><Message>{message}</Message></Error>")
 
@@ -147,7 +151,7 @@ class Stage:
                  "Action": "sts:AssumeRole"}]}
             self.iam.create_role(role, json.dumps(trust), "/", None, "fake-gs run stage", [], None)
             policy = {"Version": "2012-10-17", "Statement": [
-                {"Effect": "Allow", "Action": "s3:ListBucket", "Resource": f"arn:aws:s3:::{bucket}"},
+                {"Effect": "Allow", "Action": list(LIST_ACTIONS), "Resource": f"arn:aws:s3:::{bucket}"},
                 {"Effect": "Allow", "Action": "s3:GetObject",
                  "Resource": f"arn:aws:s3:::{bucket}/{prefix.strip('/')}/*"}]}
             self.iam.put_role_policy(role, "read-run-stage", json.dumps(policy))
