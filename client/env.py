@@ -46,7 +46,6 @@ KNOB_FIELDS: tuple[str, ...] = (
 )
 #: Every variable the override reads (besides the toggle) -> its config field.
 ENV_VARS: dict[str, str] = {**ENV_FIELDS, **{f"CORTEX_{name.upper()}": name for name in KNOB_FIELDS}}
-MAX_SEQ_LEN_VAR = "CORTEX_MAX_SEQ_LEN"
 #: Fields that, on a non-Cortex config, addressed the on-prem server; they must not leak
 #: into Cortex addressing when the toggle flips the backend.
 _ONPREM_ADDRESSING = ("host", "port")

@@ -44,8 +44,6 @@ JOB_TERMINAL = frozenset({JobState.CANCELLED, JobState.TERMINATED, JobState.FAIL
 #: States a cancel is accepted in (entering cancellation) or is an idempotent no-op.
 JOB_CANCELLABLE = JOB_ACTIVE
 JOB_CANCEL_IDEMPOTENT = frozenset({JobState.CANCELLING, JobState.CANCELLED})
-#: States in which a cancel is a conflict (409).
-JOB_CANCEL_CONFLICT = frozenset({JobState.TERMINATED, JobState.FAILED, JobState.DONE})
 #: Job states whose GPUs count as in use for capacity.
 JOB_HOLDS_GPUS = JOB_ACTIVE
 

@@ -16,7 +16,6 @@ from typing import Any
 import uvicorn
 from starlette.applications import Starlette
 
-from contract.routes import PREFIX_TEMPLATE
 from fake_gs.clock import SYSTEM_CLOCK, Clock
 from fake_gs.http.app import create_app
 from fake_gs.http.app_state import AppState
@@ -119,10 +118,6 @@ class FakeServer:
     def admin_token(self) -> str | None:
         """The admin API's credential (None without tokens: the admin API is open)."""
         return self.state.admin_token
-
-    @property
-    def prefix_template(self) -> str:
-        return PREFIX_TEMPLATE
 
     def stop(self, timeout: float = 10.0) -> None:
         self._server.should_exit = True

@@ -28,8 +28,6 @@ from contract.limits import MAX_BODY_BYTES, MiB
 
 #: Bytes of the result asked for: one MiB past what a single body may carry.
 LARGE_RESULT_BYTES = MAX_BODY_BYTES + MiB
-#: Default of ``--max-result-mib``: the bytes one run may pull for its large result.
-DEFAULT_MAX_RESULT_MIB = 64
 #: Bytes per token of a forward result (float32 logprobs).
 BYTES_PER_TOKEN = 4
 #: Token ids below this fit uint8 and any model's vocabulary.

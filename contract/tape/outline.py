@@ -110,11 +110,6 @@ class BodySink:
         self._z, self._zparts = None, [data]
         return data if len(data) <= self._pack_cap else None
 
-    def squeezed(self) -> bytes | None:
-        """The whole body, zlib-compressed, if it fitted under ``squeeze_cap``."""
-        data = self.packed()
-        return data if data is not None and len(data) <= self._cap else None
-
     def describe(self, content_type: str = "") -> dict[str, Any] | None:
         """The body's outline in a tape (None for an empty body); what a request keeps of its
         bytes is the writer's business (``contract.tape.body_store``)."""

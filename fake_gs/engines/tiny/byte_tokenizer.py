@@ -13,7 +13,6 @@ PAD_ID = 256
 BOS_ID = 257
 EOS_ID = 258
 VOCAB_SIZE = 259
-SPECIAL_IDS = frozenset({PAD_ID, BOS_ID, EOS_ID})
 
 
 class ByteTokenizer:
