@@ -1,4 +1,4 @@
-"""The urllib3 hooks behind :mod:`client.calls.bounded_read`'s watchdog, in one place.
+"""The urllib3 hooks the bounded reader's watchdog learns each connection from, in one place.
 
 The watchdog bounds a whole exchange by shutting its socket down, so it must learn which
 connection an exchange uses before the first byte is sent or read (a TLS handshake, a head

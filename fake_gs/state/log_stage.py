@@ -237,9 +237,10 @@ def serve(host: str, port: int) -> Any:
     """moto's server app behind the gate on a bounded, timed-out threaded server."""
     from werkzeug.serving import ThreadedWSGIServer
 
-    DomainDispatcherApplication, create_backend_app, MotoRequestHandler = moto_account.server_parts()
+    moto_server = moto_account.moto_server()
+    moto_handler: Any = moto_server.MotoRequestHandler  # a class, found at run time
 
-    class Handler(MotoRequestHandler):  # type: ignore[valid-type,misc]  # a class moto_account found
+    class Handler(moto_handler):
         timeout = IDLE_S  # socket time-out: a silent or trickling client is dropped
 
         def log_request(self, *args: Any, **kwargs: Any) -> None:
@@ -260,7 +261,7 @@ def serve(host: str, port: int) -> Any:
             finally:
                 self.slots.release()
 
-    app = Gate(DomainDispatcherApplication(create_backend_app))
+    app = Gate(moto_server.DomainDispatcherApplication(moto_server.create_backend_app))
     server = Server(host, port, app, handler=Handler)
     threading.Thread(target=server.serve_forever, name="log-stage", daemon=True).start()
     return server

@@ -19,7 +19,7 @@ server. Two ways to drive the account, the same answers over HTTP:
 On both, moto's IAM checks are on from the first call through its documented
 ``INITIAL_NO_AUTH_ACTION_COUNT`` environment variable (:func:`prepare`, before moto is
 imported), and the server is composed from the names ``moto.server`` itself runs
-(:func:`server_parts`). The stage's start-up self-check of its seal names
+(:func:`moto_server`). The stage's start-up self-check of its seal names
 :data:`TESTED_MOTO` when a later moto changes what the seal relies on (moto 5.2 checks
 ``s3:ListObjectsV2`` where 5.1 and S3 check ``s3:ListBucket``).
 """
@@ -32,10 +32,7 @@ import os
 import secrets
 import sys
 from importlib.metadata import PackageNotFoundError, version
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from werkzeug.serving import WSGIRequestHandler
+from typing import Any
 
 #: The moto releases the stage was tested on (``pyproject.toml``'s ``logs`` extra: the same).
 TESTED_MOTO = ">=5.1,<5.3"
@@ -66,14 +63,17 @@ def prepare() -> None:
     os.environ["INITIAL_NO_AUTH_ACTION_COUNT"] = "0"
 
 
-def server_parts() -> tuple[Any, Any, type[WSGIRequestHandler]]:
-    """``(DomainDispatcherApplication, create_backend_app, MotoRequestHandler)``: moto's
-    server app, as ``moto.server`` builds it, and its request handler."""
-    try:
-        from moto.server import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
-    except ImportError as exc:
-        raise RuntimeError(needs_moto(f"moto.server no longer exposes its app ({exc})")) from None
-    return DomainDispatcherApplication, create_backend_app, MotoRequestHandler
+def moto_server() -> Any:
+    """``moto.server``, the module moto's own server runs from, once it is known to still
+    expose the app (``DomainDispatcherApplication``, ``create_backend_app``) and the
+    request handler (``MotoRequestHandler``) the stage composes its server from."""
+    import moto.server
+
+    missing = [name for name in ("DomainDispatcherApplication", "create_backend_app", "MotoRequestHandler")
+               if not hasattr(moto.server, name)]
+    if missing:
+        raise RuntimeError(needs_moto(f"moto.server no longer exposes {', '.join(missing)}"))
+    return moto.server
 
 
 def _in_tested_range(release: str) -> bool:
