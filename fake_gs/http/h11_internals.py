@@ -52,7 +52,7 @@ def _in_range(release: str, tested: tuple[tuple[int, int], tuple[int, int]]) -> 
     return tested[0] <= major_minor < tested[1]
 
 
-def _range(tested: tuple[tuple[int, int], tuple[int, int]]) -> str:
+def release_range(tested: tuple[tuple[int, int], tuple[int, int]]) -> str:
     (lo_major, lo_minor), (hi_major, hi_minor) = tested
     return f">={lo_major}.{lo_minor},<{hi_major}.{hi_minor}"
 
@@ -61,7 +61,7 @@ def probe() -> str | None:
     """None when the bypass may run; else what is missing or untested (one sentence)."""
     for dist, tested in (("h11", TESTED_H11), ("uvicorn", TESTED_UVICORN)):
         if not _in_range(_release(dist), tested):
-            return f"{dist} {_release(dist)} is outside the tested range {_range(tested)}"
+            return f"{dist} {_release(dist)} is outside the tested range {release_range(tested)}"
     if ContentLengthReader is None:
         return f"h11 {_release('h11')} has no h11._readers.ContentLengthReader"
     if not callable(getattr(H11Protocol, "_unset_keepalive_if_required", None)):

@@ -201,3 +201,14 @@ def read_answer_from(raw: bytes) -> tuple[int, bytes]:
     """The status and body of an answer already read whole."""
     head, _, body = raw.partition(b"\r\n\r\n")
     return int(head.split(b" ", 2)[1]), body
+
+
+def test_the_server_extra_bounds_h11_and_uvicorn_to_the_tested_ranges() -> None:
+    """pyproject.toml installs what the import-time probe calls tested (one range, two homes)."""
+    import tomllib
+    from pathlib import Path
+
+    extra = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())
+    server = extra["project"]["optional-dependencies"]["server"]
+    assert "h11" + h11_internals.release_range(h11_internals.TESTED_H11) in server
+    assert "uvicorn" + h11_internals.release_range(h11_internals.TESTED_UVICORN) in server

@@ -241,3 +241,13 @@ def test_without_urllib3s_hooks_the_bounds_refuse_to_load_naming_the_range(
         monkeypatch.setattr(urllib3_pools, "PoolManager", Bare)
     with pytest.raises(ImportError, match=rf"urllib3 >=2,<3 \(found [0-9.]+\): .*{removed} is gone"):
         urllib3_pools.check()
+
+
+def test_the_base_dependencies_bound_urllib3_to_the_tested_range() -> None:
+    import tomllib
+    from pathlib import Path
+
+    from client.calls import urllib3_pools
+
+    project = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())["project"]
+    assert "urllib3" + urllib3_pools.TESTED_URLLIB3 in project["dependencies"]

@@ -293,3 +293,10 @@ def test_a_stage_whose_seal_does_not_hold_stops_naming_the_moto_it_needs() -> No
     assert done.returncode == 1 and hello["ok"] is False, done
     assert f"needs moto >=5.1,<5.3 (found {moto_account.moto_release()})" in hello["error"]
     assert "the run reads outside its prefix: 200 (expected 403)" in hello["error"], hello["error"]
+
+
+def test_the_logs_extra_bounds_moto_to_the_range_the_stage_names() -> None:
+    import tomllib
+
+    project = tomllib.loads((STAGE_DIR.parents[1] / "pyproject.toml").read_text())["project"]
+    assert "moto[server]" + moto_account.TESTED_MOTO in project["optional-dependencies"]["logs"]
