@@ -42,6 +42,7 @@ import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
 
 if TYPE_CHECKING or __package__:
     from fake_gs.state import moto_account
@@ -205,19 +206,23 @@ def check_seal(stage: Stage, endpoint: str) -> None:
     download)."""
     bucket, run = "fake-gs-seal-check-" + secrets.token_hex(4), "seal-check-" + secrets.token_hex(4)
     stage.account.create_bucket(bucket)
-    inside, outside = "run/_logs/x/execution.jsonl", "other/_logs/x/execution.jsonl"
+    # Keys like a run's (a sub-job id holds ':', which a signature must survive), and a
+    # listing with a prefix, as the client's download makes them.
+    inside, outside = "run/_logs/job:training:0/execution.jsonl", "other/_logs/job:training:0/execution.jsonl"
+    listing = f"/{bucket}?list-type=2&prefix=run%2F"
     for key in (inside, outside):
         stage.account.put_object(bucket, key, b"{}\n")
     made_up = {"access_key_id": "ASIA" + secrets.token_hex(8).upper(), "secret_access_key": secrets.token_urlsafe(30),
                "session_token": secrets.token_urlsafe(48)}
     try:
         creds = stage.grant(run, bucket, "run/")
-        seen = {"a made-up key lists the bucket": _signed_get(endpoint, f"/{bucket}?list-type=2", made_up, stage.region),
-                "the run lists its bucket": _signed_get(endpoint, f"/{bucket}?list-type=2", creds, stage.region),
-                "the run reads below its prefix": _signed_get(endpoint, f"/{bucket}/{inside}", creds, stage.region),
-                "the run reads outside its prefix": _signed_get(endpoint, f"/{bucket}/{outside}", creds, stage.region)}
+        seen = {"a made-up key lists the bucket": _signed_get(endpoint, listing, made_up, stage.region),
+                "the run lists its bucket": _signed_get(endpoint, listing, creds, stage.region),
+                "the run reads below its prefix": _signed_get(endpoint, f"/{bucket}/{quote(inside)}", creds, stage.region),
+                "the run reads outside its prefix": _signed_get(endpoint, f"/{bucket}/{quote(outside)}", creds,
+                                                                stage.region)}
         stage.revoke(run)
-        seen["the revoked run lists its bucket"] = _signed_get(endpoint, f"/{bucket}?list-type=2", creds, stage.region)
+        seen["the revoked run lists its bucket"] = _signed_get(endpoint, listing, creds, stage.region)
     finally:
         stage.revoke(run)
         for key in (inside, outside):
@@ -237,8 +242,7 @@ def serve(host: str, port: int) -> Any:
     """moto's server app behind the gate on a bounded, timed-out threaded server."""
     from werkzeug.serving import ThreadedWSGIServer
 
-    moto_server = moto_account.moto_server()
-    moto_handler: Any = moto_server.MotoRequestHandler  # a class, found at run time
+    moto_handler: Any = moto_account.request_handler()  # a class, found at run time
 
     class Handler(moto_handler):
         timeout = IDLE_S  # socket time-out: a silent or trickling client is dropped
@@ -261,7 +265,7 @@ def serve(host: str, port: int) -> Any:
             finally:
                 self.slots.release()
 
-    app = Gate(moto_server.DomainDispatcherApplication(moto_server.create_backend_app))
+    app = Gate(moto_account.moto_app())
     server = Server(host, port, app, handler=Handler)
     threading.Thread(target=server.serve_forever, name="log-stage", daemon=True).start()
     return server

@@ -19,7 +19,7 @@ server. Two ways to drive the account, the same answers over HTTP:
 On both, moto's IAM checks are on from the first call through its documented
 ``INITIAL_NO_AUTH_ACTION_COUNT`` environment variable (:func:`prepare`, before moto is
 imported), and the server is composed from the names ``moto.server`` itself runs
-(:func:`moto_server`). The stage's start-up self-check of its seal names
+(:func:`moto_app`, :func:`request_handler`). The stage's start-up self-check of its seal names
 :data:`TESTED_MOTO` when a later moto changes what the seal relies on (moto 5.2 checks
 ``s3:ListObjectsV2`` where 5.1 and S3 check ``s3:ListBucket``).
 """
@@ -43,16 +43,26 @@ _ALLOW_ALL = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action
 _ROLE_POLICY = "read-run-stage"
 
 
-def moto_release() -> str:
+def _release_of(dist: str) -> str:
     try:
-        return version("moto")
+        return version(dist)
     except PackageNotFoundError:
         return "unknown"
 
 
+def moto_release() -> str:
+    return _release_of("moto")
+
+
 def needs_moto(what: str) -> str:
-    """``what`` went wrong, with the moto the stage needs and the one it found."""
-    return f"the execution-log stage needs moto {TESTED_MOTO} (found {moto_release()}): {what}"
+    """``what`` went wrong, with the moto the stage needs and the one it found (and, for a
+    moto in the tested range, the libraries it signs and serves with, which matter too)."""
+    release = moto_release()
+    if not _in_tested_range(release):
+        return f"the execution-log stage needs moto {TESTED_MOTO} (found {release}): {what}"
+    return (f"the execution-log stage failed on moto {release} with botocore {_release_of('botocore')} and "
+            f"werkzeug {_release_of('werkzeug')} (tested: moto {TESTED_MOTO} with the botocore and werkzeug "
+            f"constraints.txt pins): {what}")
 
 
 def prepare() -> None:
@@ -63,17 +73,23 @@ def prepare() -> None:
     os.environ["INITIAL_NO_AUTH_ACTION_COUNT"] = "0"
 
 
-def moto_server() -> Any:
-    """``moto.server``, the module moto's own server runs from, once it is known to still
-    expose the app (``DomainDispatcherApplication``, ``create_backend_app``) and the
-    request handler (``MotoRequestHandler``) the stage composes its server from."""
+def moto_app() -> Any:
+    """moto's server app, as ``moto.server`` (the module moto's own server runs) builds it."""
     import moto.server
 
-    missing = [name for name in ("DomainDispatcherApplication", "create_backend_app", "MotoRequestHandler")
-               if not hasattr(moto.server, name)]
-    if missing:
-        raise RuntimeError(needs_moto(f"moto.server no longer exposes {', '.join(missing)}"))
-    return moto.server
+    if not all(hasattr(moto.server, name) for name in ("DomainDispatcherApplication", "create_backend_app")):
+        raise RuntimeError(needs_moto("moto.server no longer builds its app from DomainDispatcherApplication "
+                                      "and create_backend_app"))
+    return moto.server.DomainDispatcherApplication(moto.server.create_backend_app)
+
+
+def request_handler() -> Any:
+    """The request handler moto's own server uses: moto 5.2's ``MotoRequestHandler``
+    (it keeps the spelling of S3 metadata headers), werkzeug's own before it."""
+    import moto.server
+    from werkzeug.serving import WSGIRequestHandler
+
+    return getattr(moto.server, "MotoRequestHandler", WSGIRequestHandler)
 
 
 def _in_tested_range(release: str) -> bool:

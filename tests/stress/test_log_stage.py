@@ -291,7 +291,7 @@ def test_a_stage_whose_seal_does_not_hold_stops_naming_the_moto_it_needs() -> No
                           text=True, timeout=120)
     hello = json.loads(done.stdout.splitlines()[0])
     assert done.returncode == 1 and hello["ok"] is False, done
-    assert f"needs moto >=5.1,<5.3 (found {moto_account.moto_release()})" in hello["error"]
+    assert "moto >=5.1,<5.3" in hello["error"] and moto_account.moto_release() in hello["error"], hello["error"]
     assert "the run reads outside its prefix: 200 (expected 403)" in hello["error"], hello["error"]
 
 
@@ -300,3 +300,14 @@ def test_the_logs_extra_bounds_moto_to_the_range_the_stage_names() -> None:
 
     project = tomllib.loads((STAGE_DIR.parents[1] / "pyproject.toml").read_text())["project"]
     assert "moto[server]" + moto_account.TESTED_MOTO in project["optional-dependencies"]["logs"]
+
+
+@pytest.mark.parametrize(("release", "said"), [
+    ("5.3.0", "the execution-log stage needs moto >=5.1,<5.3 (found 5.3.0): x"),
+    ("5.1.22", "the execution-log stage failed on moto 5.1.22 with botocore "),
+])
+def test_the_message_names_the_tested_moto_and_the_one_found(
+        monkeypatch: pytest.MonkeyPatch, release: str, said: str) -> None:
+    monkeypatch.setattr(moto_account, "moto_release", lambda: release)
+    message = moto_account.needs_moto("x")
+    assert message.startswith(said) and "moto >=5.1,<5.3" in message, message
