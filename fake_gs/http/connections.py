@@ -233,8 +233,8 @@ class GuardedH11Protocol(H11Protocol):
         the request's ``Content-Length`` body is being received, nothing is buffered before
         it, and it ends before the body does (the body's last bytes, and anything after
         them, still go through h11). h11 would copy every byte twice on the way (into its
-        buffer, then out of it) and uvicorn once more; here the received ``bytes`` object is
-        the piece the handler gets. The same bookkeeping as h11's (the length left, the
+        buffer, then out of it); here only uvicorn's own copies are left (its buffer, a
+        ``bytearray`` in uvicorn 0.55, and ``receive()``'s ``bytes`` of it). The same bookkeeping as h11's (the length left, the
         100-continue wait) and uvicorn's (the flow control, the wake-up) is kept. The
         private state this reads lives in :mod:`fake_gs.http.h11_internals`; without it
         (``BYPASS_OFF``) every byte goes through h11."""
@@ -243,7 +243,7 @@ class GuardedH11Protocol(H11Protocol):
                 or conn.our_state is h11.DONE or not 0 < len(data) < h11_internals.body_left(conn)):
             return False
         h11_internals.passed_h11(conn, self, len(data))
-        cycle.body += data  # b"" + data is data itself: no copy
+        cycle.body += data
         if len(cycle.body) > HIGH_WATER_LIMIT:
             self.flow.pause_reading()
         cycle.message_event.set()
