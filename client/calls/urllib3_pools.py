@@ -76,7 +76,7 @@ def check() -> None:
     try:
         release = version("urllib3")
     except PackageNotFoundError:
-        release = "unknown"
+        release = "(no package metadata)"
     manager = PoolManager()
     if not isinstance(getattr(manager, "pool_classes_by_scheme", None), dict):
         missing = "PoolManager.pool_classes_by_scheme"

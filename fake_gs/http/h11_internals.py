@@ -41,7 +41,7 @@ def _release(dist: str) -> str:
     try:
         return version(dist)
     except PackageNotFoundError:
-        return "unknown"
+        return "(no package metadata)"
 
 
 def _in_range(release: str, tested: tuple[tuple[int, int], tuple[int, int]]) -> bool:

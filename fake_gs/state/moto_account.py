@@ -47,7 +47,7 @@ def _release_of(dist: str) -> str:
     try:
         return version(dist)
     except PackageNotFoundError:
-        return "unknown"
+        return "(no package metadata)"
 
 
 def moto_release() -> str:
