@@ -9,7 +9,8 @@ A :class:`BoundedAdapter` mounted on a session bounds each exchange:
 
 - **time**: the read timeout of the call (``timeout=(connect, read)``) bounds the whole
   exchange, head and body, not each gap: a watchdog shuts the socket down when it runs out
-  and the exchange fails with :class:`AnswerTooSlow` (a ``requests`` ReadTimeout);
+  and the exchange fails with :class:`AnswerTooSlow` (a ``requests`` ReadTimeout); the
+  watched connections it learns the socket from are :mod:`client.calls.urllib3_pools`'s;
 - **bytes**: at most ``max_bytes`` of body, counted after decompression
   (:class:`AnswerTooBig`), whether the caller streams it or ``requests`` reads it;
 - **inflation**: a compressed body may decode to at most ``max_inflation`` times the bytes
@@ -31,8 +32,8 @@ from typing import Any
 
 import requests
 from requests.adapters import HTTPAdapter
-from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
+from client.calls.urllib3_pools import SENDING, watched_pools
 from contract.limits import INFLATION_FREE_BYTES, MAX_ANSWER_BYTES, MAX_ANSWER_INFLATION, MiB
 
 #: Bytes of a compressed body read (and decoded) at once: a piece of a chunked gzip body is
@@ -121,29 +122,6 @@ class _Watchdog:
 
 
 _WATCHDOG = _Watchdog()
-#: The exchange the adapter is sending on this thread (the pools register its connection).
-_CURRENT = threading.local()
-
-
-class _Watched:
-    """A connection pool that tells the exchange being sent which connection it uses."""
-
-    def _make_request(self, conn: Any, *args: Any, **kwargs: Any) -> Any:
-        exchange = getattr(_CURRENT, "exchange", None)
-        if exchange is not None:
-            exchange.connection = conn
-        return super()._make_request(conn, *args, **kwargs)  # type: ignore[misc]
-
-
-class _WatchedHTTPPool(_Watched, HTTPConnectionPool):
-    pass
-
-
-class _WatchedHTTPSPool(_Watched, HTTPSConnectionPool):
-    pass
-
-
-_WATCHED_POOLS = {"http": _WatchedHTTPPool, "https": _WatchedHTTPSPool}
 
 
 class _BoundedBody:
@@ -219,19 +197,19 @@ class BoundedAdapter(HTTPAdapter):
 
     def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
         super().init_poolmanager(*args, **kwargs)
-        self.poolmanager.pool_classes_by_scheme = dict(_WATCHED_POOLS)
+        self.poolmanager.pool_classes_by_scheme = watched_pools()
 
     def proxy_manager_for(self, proxy: str, **proxy_kwargs: Any) -> Any:
         manager = super().proxy_manager_for(proxy, **proxy_kwargs)
         if not proxy.lower().startswith("socks"):
-            manager.pool_classes_by_scheme = dict(_WATCHED_POOLS)
+            manager.pool_classes_by_scheme = watched_pools()
         return manager
 
     def send(self, request: requests.PreparedRequest, stream: bool = False, timeout: Any = None,
              *args: Any, **kwargs: Any) -> requests.Response:
         exchange = _Exchange(_total_s(timeout))
         _WATCHDOG.watch(exchange)
-        _CURRENT.exchange = exchange
+        SENDING.exchange = exchange
         try:
             response = super().send(request, True, timeout, *args, **kwargs)
         except requests.RequestException as exc:
@@ -240,7 +218,7 @@ class BoundedAdapter(HTTPAdapter):
                 raise exchange.too_slow() from exc
             raise
         finally:
-            _CURRENT.exchange = None
+            SENDING.exchange = None
         response.raw = _BoundedBody(response.raw, exchange, self.max_bytes, self.max_inflation)
         if not stream:
             try:

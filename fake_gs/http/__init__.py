@@ -1,7 +1,8 @@
 """The fake's HTTP side: from the ASGI app down to the handler of one route.
 
 ``app`` builds the Starlette app (and seeds the OpenAPI examples' resources,
-``example_data``); ``connections`` caps and times connections below it; ``middleware``
+``example_data``); ``connections`` caps and times connections below it (the h11 and uvicorn
+internals its body bypass reads are fenced in ``h11_internals``); ``middleware``
 adds the request id and the log line; ``routing`` turns ``contract.routes`` into routes;
 ``dispatch`` is the wrapper every service route passes (auth, faults, refusals);
 ``body`` and ``frame_body`` read request bodies as they arrive; ``auth`` maps tokens to

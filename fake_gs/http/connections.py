@@ -24,7 +24,9 @@ keep-alive timeout.
 
 The protocol also hands a request's body bytes to it without h11 where they can only be
 body bytes (:meth:`GuardedH11Protocol._body_bytes`): h11 and uvicorn copied every byte of
-a 60 MiB chunk three times on its way to the handler.
+a 60 MiB chunk three times on its way to the handler. That reads h11's private reader
+state, fenced in :mod:`fake_gs.http.h11_internals` (checked at import; h11's public path
+when it is not there).
 """
 
 from __future__ import annotations
@@ -41,12 +43,12 @@ from dataclasses import dataclass
 from typing import Any
 
 import h11
-from h11._readers import ContentLengthReader
 from uvicorn.protocols.http.flow_control import HIGH_WATER_LIMIT
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from contract.errors import ErrorCode
 from fake_gs.clock import Clock
+from fake_gs.http import h11_internals
 from fake_gs.settings import FakeSettings
 
 log = logging.getLogger("fake_gs.http.connections")
@@ -231,20 +233,17 @@ class GuardedH11Protocol(H11Protocol):
         the request's ``Content-Length`` body is being received, nothing is buffered before
         it, and it ends before the body does (the body's last bytes, and anything after
         them, still go through h11). h11 would copy every byte twice on the way (into its
-        buffer, then out of it) and uvicorn once more; here the received ``bytes`` object is
-        the piece the handler gets. The same bookkeeping as h11's (the length left, the
-        100-continue wait) and uvicorn's (the flow control, the wake-up) is kept."""
+        buffer, then out of it); here only uvicorn's own copies are left (its buffer, a
+        ``bytearray`` in uvicorn 0.55, and ``receive()``'s ``bytes`` of it). The same bookkeeping as h11's (the length left, the
+        100-continue wait) and uvicorn's (the flow control, the wake-up) is kept. The
+        private state this reads lives in :mod:`fake_gs.http.h11_internals`; without it
+        (``BYPASS_OFF``) every byte goes through h11."""
         conn, cycle = self.conn, self.cycle
-        reader = getattr(conn, "_reader", None)
-        buffered = getattr(conn, "_receive_buffer", None)
-        if (type(reader) is not ContentLengthReader or cycle is None or type(data) is not bytes
-                or buffered is None or len(buffered) or conn.their_state is not h11.SEND_BODY
-                or conn.our_state is h11.DONE or not 0 < len(data) < reader._remaining):
+        if (cycle is None or type(data) is not bytes or conn.their_state is not h11.SEND_BODY
+                or conn.our_state is h11.DONE or not 0 < len(data) < h11_internals.body_left(conn)):
             return False
-        self._unset_keepalive_if_required()
-        reader._remaining -= len(data)
-        conn.client_is_waiting_for_100_continue = False
-        cycle.body += data  # b"" + data is data itself: no copy
+        h11_internals.passed_h11(conn, self, len(data))
+        cycle.body += data
         if len(cycle.body) > HIGH_WATER_LIMIT:
             self.flow.pause_reading()
         cycle.message_event.set()

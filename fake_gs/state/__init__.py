@@ -5,7 +5,8 @@ jobs against GPU capacity and walks their lifecycle; ``request_queue`` runs asyn
 requests on each job's serial ``executor``; ``records`` are the plain records kept;
 ``result_retention`` frees a finished result once read; ``create_rules`` are the
 create-time rules; ``quotas`` cap what one account keeps; ``execution_logs`` and
-``log_stage`` are the S3 stage of spec §12.2; ``dump`` is the admin's view of it all.
+``log_stage`` are the S3 stage of spec §12.2 (``moto_account``: every moto internal it
+takes, and moto's public API when they are gone); ``dump`` is the admin's view of it all.
 
 May import: ``fake_gs.chunking``, ``fake_gs.engines``, ``fake_gs.answers.check``,
 ``fake_gs.ops`` and ``contract``; never ``fake_gs.http``.

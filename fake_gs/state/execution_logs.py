@@ -99,8 +99,14 @@ class StageProcess:
             [sys.executable, str(STAGE_SCRIPT), "--max-bytes", str(max_bytes), "--region", REGION],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, cwd=self.tmp, text=True,
         )
-        hello = self._answer()
+        try:
+            hello = self._answer()  # a stage whose seal self-check failed says why, and stops
+        except ApiError:
+            self.close()
+            raise
         self.endpoint = str(hello["endpoint"])
+        #: How the child drives moto: its backends, or its public API (fake_gs.state.moto_account).
+        self.moto_path = str(hello.get("moto", ""))
 
     def _answer(self) -> dict[str, Any]:
         out: IO[str] | None = self.proc.stdout

@@ -8,10 +8,13 @@ parent removes.
 
 What the stage enforces (``tests/stress/test_log_stage.py`` attacks each point):
 
-- moto's own IAM checks are on (``INITIAL_NO_AUTH_ACTION_COUNT = 0``): every call is
+- moto's own IAM checks are on (``INITIAL_NO_AUTH_ACTION_COUNT=0``): every call is
   SigV4-verified against a key moto issued, the session token must match, and the caller's
   IAM policy decides. The fake hands out one STS session per run, of a role whose policy
-  lists only its account's bucket and reads only the run's prefix.
+  lists only its account's bucket and reads only the run's prefix. Every moto internal this
+  takes is in :mod:`fake_gs.state.moto_account` (moto's public API when they are gone).
+- Before it announces its endpoint, :func:`check_seal` tries the seal over HTTP; a moto
+  that answers otherwise stops the stage with a message naming the moto it needs.
 - A gate in front of moto answers before a body byte is read: only signed ``GET``/``HEAD``
   calls without a body reach moto; writes, bucket creation, unsigned or presigned calls,
   non-S3 credential scopes and moto's own admin routes (``/moto-api``: reset, reset-auth,
@@ -38,7 +41,13 @@ import socket
 import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
+
+if TYPE_CHECKING or __package__:
+    from fake_gs.state import moto_account
+else:  # run as the stage's script: its directory is on sys.path, and the fake is not imported
+    import moto_account
 
 #: Concurrent connections the stage serves; more are closed at once.
 MAX_CONNECTIONS = 64
@@ -99,31 +108,23 @@ def _answer_unread(body: bytes, sock: socket.socket | None) -> Iterator[bytes]:
 
 
 class Stage:
-    """The moto account behind the gate: buckets, objects, per-run roles and sessions."""
+    """The stage's account (:mod:`fake_gs.state.moto_account`): buckets, objects, per-run
+    sessions, and what it holds."""
 
     def __init__(self, max_bytes: int, region: str) -> None:
-        from moto import settings
-        from moto.iam.models import iam_backends
-        from moto.s3.models import s3_backends
-        from moto.sts.models import sts_backends
-
-        settings.INITIAL_NO_AUTH_ACTION_COUNT = 0  # moto's IAM checks, from the first call
-        self.account = "".join(secrets.choice("123456789") for _ in range(12))
-        self.iam = iam_backends[self.account]["aws"]
-        self.s3 = s3_backends[self.account]["aws"]
-        self.sts = sts_backends[self.account]["aws"]
+        self.account = moto_account.open_account(region)
         self.max_bytes = max_bytes
         self.region = region
         #: bucket -> key -> size: what the stage holds (only this process writes).
         self.sizes: dict[str, dict[str, int]] = {}
-        self.roles: dict[str, dict[str, str]] = {}
+        self.runs: set[str] = set()
 
     def used(self) -> int:
         return sum(sum(keys.values()) for keys in self.sizes.values())
 
     def bucket(self, name: str) -> dict[str, Any]:
         if name not in self.sizes:
-            self.s3.create_bucket(name, self.region)
+            self.account.create_bucket(name)
             self.sizes[name] = {}
         return {}
 
@@ -132,53 +133,35 @@ class Stage:
         keys = self.sizes[bucket]
         if self.used() - keys.get(key, 0) + len(data) > self.max_bytes:
             raise ValueError(f"the stage holds at most {self.max_bytes} bytes")
-        self.s3.put_object(bucket, key, data)
+        self.account.put_object(bucket, key, data)
         keys[key] = len(data)
         return {}
 
     def delete(self, bucket: str, keys: list[str]) -> dict[str, Any]:
         for key in keys:
             if self.sizes.get(bucket, {}).pop(key, None) is not None:
-                self.s3.delete_object(bucket, key)
+                self.account.delete_object(bucket, key)
         return {}
 
     def grant(self, run: str, bucket: str, prefix: str) -> dict[str, Any]:
-        """A fresh STS session of the run's role: list the bucket, read below the prefix."""
-        role = "stage-" + run
-        if role not in self.roles:
-            trust = {"Version": "2012-10-17", "Statement": [
-                {"Effect": "Allow", "Principal": {"AWS": f"arn:aws:iam::{self.account}:root"},
-                 "Action": "sts:AssumeRole"}]}
-            self.iam.create_role(role, json.dumps(trust), "/", None, "fake-gs run stage", [], None)
-            policy = {"Version": "2012-10-17", "Statement": [
-                {"Effect": "Allow", "Action": list(LIST_ACTIONS), "Resource": f"arn:aws:s3:::{bucket}"},
-                {"Effect": "Allow", "Action": "s3:GetObject",
-                 "Resource": f"arn:aws:s3:::{bucket}/{prefix.strip('/')}/*"}]}
-            self.iam.put_role_policy(role, "read-run-stage", json.dumps(policy))
-            self.roles[role] = {}
-        self._forget_sessions(role)
-        session = self.sts.assume_role(region_name=self.region, role_session_name="fake-gs-logs",
-                                       role_arn=f"arn:aws:iam::{self.account}:role/{role}",
-                                       policy="", duration=3600, external_id="")
-        return {"access_key_id": session.access_key_id, "secret_access_key": session.secret_access_key,
-                "session_token": session.session_token}
+        """A fresh STS session of the run's role: list the bucket, read below the prefix
+        (the run's earlier sessions stop working)."""
+        policy = {"Version": "2012-10-17", "Statement": [
+            {"Effect": "Allow", "Action": list(LIST_ACTIONS), "Resource": f"arn:aws:s3:::{bucket}"},
+            {"Effect": "Allow", "Action": "s3:GetObject",
+             "Resource": f"arn:aws:s3:::{bucket}/{prefix.strip('/')}/*"}]}
+        self.runs.add(run)
+        return self.account.grant(run, json.dumps(policy))
 
     def revoke(self, run: str) -> dict[str, Any]:
-        role = "stage-" + run
-        if self.roles.pop(role, None) is not None:
-            self._forget_sessions(role)
-            self.iam.delete_role_policy(role, "read-run-stage")
-            self.iam.delete_role(role)
+        if run in self.runs:
+            self.runs.discard(run)
+            self.account.revoke(run)
         return {}
-
-    def _forget_sessions(self, role: str) -> None:
-        """Earlier sessions of ``role`` stop working (one live session per run, bounded)."""
-        arn = f"arn:aws:iam::{self.account}:role/{role}"
-        self.sts.assumed_roles[:] = [r for r in self.sts.assumed_roles if r.role_arn != arn]
 
     def usage(self) -> dict[str, Any]:
         return {"bytes": self.used(), "objects": sum(len(k) for k in self.sizes.values()),
-                "runs": len(self.roles)}
+                "runs": len(self.runs)}
 
     def handle(self, command: dict[str, Any]) -> dict[str, Any]:
         op = command.pop("op", None)
@@ -190,16 +173,78 @@ class Stage:
         return ops[op](**command)
 
 
+def _signed_get(endpoint: str, path: str, creds: dict[str, str], region: str) -> tuple[int, str]:
+    """``(status, S3 error code or "")`` of a SigV4-signed GET sent through the gate."""
+    import http.client
+    from urllib.parse import urlsplit
+
+    from botocore.auth import S3SigV4Auth
+    from botocore.awsrequest import AWSRequest
+    from botocore.credentials import Credentials
+
+    request = AWSRequest(method="GET", url=endpoint + path)
+    S3SigV4Auth(Credentials(creds["access_key_id"], creds["secret_access_key"], creds.get("session_token")),
+                "s3", region).add_auth(request)
+    where = urlsplit(endpoint)
+    conn = http.client.HTTPConnection(where.hostname or "127.0.0.1", where.port, timeout=IDLE_S)
+    try:
+        conn.request("GET", path, headers=dict(request.headers.items()))
+        answer = conn.getresponse()
+        body = answer.read(64 * 1024).decode(errors="replace")
+    finally:
+        conn.close()
+    code = body.partition("<Code>")[2].partition("</Code>")[0]
+    return answer.status, code
+
+
+def check_seal(stage: Stage, endpoint: str) -> None:
+    """At start-up, over HTTP through the gate, what ``tests/stress/test_log_stage.py``
+    attacks at length: a made-up key is refused; a run's session lists its bucket and reads
+    below its prefix, and nothing else; once revoked, it is refused. Raises RuntimeError
+    naming the moto the stage needs when any answer differs (a moto that changes which IAM
+    action a call is checked against, as 5.2 did for listing, fails here, not in a user's
+    download)."""
+    bucket, run = "fake-gs-seal-check-" + secrets.token_hex(4), "seal-check-" + secrets.token_hex(4)
+    stage.account.create_bucket(bucket)
+    # Keys like a run's (a sub-job id holds ':', which a signature must survive), and a
+    # listing with a prefix, as the client's download makes them.
+    inside, outside = "run/_logs/job:training:0/execution.jsonl", "other/_logs/job:training:0/execution.jsonl"
+    listing = f"/{bucket}?list-type=2&prefix=run%2F"
+    for key in (inside, outside):
+        stage.account.put_object(bucket, key, b"{}\n")
+    made_up = {"access_key_id": "ASIA" + secrets.token_hex(8).upper(), "secret_access_key": secrets.token_urlsafe(30),
+               "session_token": secrets.token_urlsafe(48)}
+    try:
+        creds = stage.grant(run, bucket, "run/")
+        seen = {"a made-up key lists the bucket": _signed_get(endpoint, listing, made_up, stage.region),
+                "the run lists its bucket": _signed_get(endpoint, listing, creds, stage.region),
+                "the run reads below its prefix": _signed_get(endpoint, f"/{bucket}/{quote(inside)}", creds, stage.region),
+                "the run reads outside its prefix": _signed_get(endpoint, f"/{bucket}/{quote(outside)}", creds,
+                                                                stage.region)}
+        stage.revoke(run)
+        seen["the revoked run lists its bucket"] = _signed_get(endpoint, listing, creds, stage.region)
+    finally:
+        stage.revoke(run)
+        for key in (inside, outside):
+            stage.account.delete_object(bucket, key)
+        stage.account.delete_bucket(bucket)
+    expected = {"a made-up key lists the bucket": 403, "the run lists its bucket": 200,
+                "the run reads below its prefix": 200, "the run reads outside its prefix": 403,
+                "the revoked run lists its bucket": 403}
+    wrong = [f"{what}: {status} {code}".rstrip() + f" (expected {expected[what]})"
+             for what, (status, code) in seen.items() if status != expected[what]]
+    if wrong:
+        raise RuntimeError(moto_account.needs_moto(f"the stage's seal self-check failed on {stage.account.path}: "
+                                                   + "; ".join(wrong)))
+
+
 def serve(host: str, port: int) -> Any:
     """moto's server app behind the gate on a bounded, timed-out threaded server."""
-    from moto.moto_server.werkzeug_app import (
-        DomainDispatcherApplication,
-        MotoRequestHandler,
-        create_backend_app,
-    )
     from werkzeug.serving import ThreadedWSGIServer
 
-    class Handler(MotoRequestHandler):
+    moto_handler: Any = moto_account.request_handler()  # a class, found at run time
+
+    class Handler(moto_handler):
         timeout = IDLE_S  # socket time-out: a silent or trickling client is dropped
 
         def log_request(self, *args: Any, **kwargs: Any) -> None:
@@ -220,7 +265,7 @@ def serve(host: str, port: int) -> Any:
             finally:
                 self.slots.release()
 
-    app = Gate(DomainDispatcherApplication(create_backend_app))
+    app = Gate(moto_account.moto_app())
     server = Server(host, port, app, handler=Handler)
     threading.Thread(target=server.serve_forever, name="log-stage", daemon=True).start()
     return server
@@ -233,10 +278,22 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--region", required=True)
     args = ap.parse_args(argv)
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
-    stage = Stage(args.max_bytes, args.region)
-    server = serve(args.host, 0)
+    moto_account.prepare()
+    try:
+        stage = Stage(args.max_bytes, args.region)
+        server = serve(args.host, 0)
+    except Exception as exc:  # the parent reads the reason off the first line
+        print(json.dumps({"ok": False, "error": f"{type(exc).__name__}: {exc}"}), flush=True)
+        return 1
     host, port = server.server_address[:2]
-    print(json.dumps({"ok": True, "endpoint": f"http://{host}:{port}"}), flush=True)
+    endpoint = f"http://{host}:{port}"
+    try:
+        check_seal(stage, endpoint)
+    except Exception as exc:
+        server.shutdown()
+        print(json.dumps({"ok": False, "error": f"{type(exc).__name__}: {exc}"}), flush=True)
+        return 1
+    print(json.dumps({"ok": True, "endpoint": endpoint, "moto": stage.account.path}), flush=True)
     for line in sys.stdin:
         try:
             answer = {"ok": True, **stage.handle(json.loads(line))}

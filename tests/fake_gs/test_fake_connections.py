@@ -14,10 +14,12 @@ from contextlib import ExitStack, contextmanager
 import pytest
 import requests
 from fake_gs_api import eventually
+from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from conformance.drivers.rawhttp import read_answer, request_head
 from fake_gs import FakeServer
 from fake_gs.clock import ManualClock
+from fake_gs.http import h11_internals
 
 #: A liveness bound, not a performance one: a healthy call answered well within it.
 LIVENESS_TIMEOUT_S = 30.0
@@ -144,11 +146,16 @@ def test_when_every_connection_is_busy_the_newest_is_refused_503(make_server) ->
     assert _connections(server)["refused"] == 1
 
 
+@pytest.mark.parametrize("bypass", ["past h11", "h11's public path"])
 def test_a_body_read_past_h11_arrives_whole_and_a_pipelined_request_after_it_is_answered(
-        make_server) -> None:
+        make_server, monkeypatch: pytest.MonkeyPatch, bypass: str) -> None:
     """Body bytes handed to the request without h11 (fake_gs.http.connections: every piece but
     the body's last bytes): the handler gets exactly the declared body, the bytes after it
-    are the next request, and h11's state still knows where the body ended."""
+    are the next request, and h11's state still knows where the body ended. With the bypass
+    off (h11's private state gone: fake_gs.http.h11_internals) the answers are the same."""
+    assert h11_internals.BYPASS_OFF is None, h11_internals.BYPASS_OFF  # the locked h11 and uvicorn
+    if bypass != "past h11":
+        monkeypatch.setattr(h11_internals, "BYPASS_OFF", "forced by the test")
     server = make_server()
     host, port = _addr(server)
     rule = {"route": "get_capacity", "nth": 2, "status": 503}
@@ -170,10 +177,38 @@ def test_a_body_read_past_h11_arrives_whole_and_a_pipelined_request_after_it_is_
     assert status == 200, data
     assert answer["rules"][0]["status"] == 503
     assert second[0] == 200 and json.loads(second[1])["status"] == "ok", second
-    assert _connections(server)["body_pieces_past_h11"] > 0
+    past_h11 = _connections(server)["body_pieces_past_h11"]
+    assert past_h11 > 0 if bypass == "past h11" else past_h11 == 0
+
+
+@pytest.mark.parametrize(("change", "named"), [
+    (lambda mp: mp.setattr(h11_internals, "_release", lambda dist: "0.17.0" if dist == "h11" else "0.55.0"),
+     "h11 0.17.0 is outside the tested range >=0.16,<0.17"),
+    (lambda mp: mp.setattr(h11_internals, "ContentLengthReader", None), "h11._readers.ContentLengthReader"),
+    (lambda mp: mp.setattr(h11_internals, "ContentLengthReader", type("Renamed", (), {})), "_remaining"),
+    (lambda mp: mp.delattr(H11Protocol, "_unset_keepalive_if_required"), "_unset_keepalive_if_required"),
+])
+def test_the_bypass_is_off_when_what_it_reads_is_not_there(
+        monkeypatch: pytest.MonkeyPatch, change: Callable[[pytest.MonkeyPatch], None], named: str) -> None:
+    """The import-time probe names the library, its release and what is missing."""
+    assert h11_internals.probe() is None
+    change(monkeypatch)
+    reason = h11_internals.probe()
+    assert reason is not None and named in reason, reason
 
 
 def read_answer_from(raw: bytes) -> tuple[int, bytes]:
     """The status and body of an answer already read whole."""
     head, _, body = raw.partition(b"\r\n\r\n")
     return int(head.split(b" ", 2)[1]), body
+
+
+def test_the_server_extra_bounds_h11_and_uvicorn_to_the_tested_ranges() -> None:
+    """pyproject.toml installs what the import-time probe calls tested (one range, two homes)."""
+    import tomllib
+    from pathlib import Path
+
+    extra = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())
+    server = extra["project"]["optional-dependencies"]["server"]
+    assert "h11" + h11_internals.release_range(h11_internals.TESTED_H11) in server
+    assert "uvicorn" + h11_internals.release_range(h11_internals.TESTED_UVICORN) in server

@@ -195,3 +195,59 @@ def test_the_watchdog_cuts_each_exchange_at_its_own_deadline_whatever_the_order(
     while not later.cut and time.monotonic() < deadline:
         time.sleep(0.02)
     assert soon.cut and later.cut and not patient.cut
+
+
+# --- the urllib3 hooks the watchdog learns each connection from ----------------------------
+
+
+def test_every_exchange_learns_its_connection_before_its_answer(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The watched connections (client.calls.urllib3_pools) name themselves to the exchange
+    being sent, from connect() and request(): its socket is the one the watchdog shuts."""
+    from client.calls import bounded_read
+
+    made: list[Any] = []
+
+    class Recorded(bounded_read._Exchange):
+        def __init__(self, total_s: float) -> None:
+            super().__init__(total_s)
+            made.append(self)
+
+    monkeypatch.setattr(bounded_read, "_Exchange", Recorded)
+    with hostile(_always(lambda: Answer(iter([json_answer({"ok": True})])))) as srv:
+        session = mount_bounds(requests.Session())
+        answers = [session.get(srv.url + "/x", timeout=(2.0, 10.0)).json() for _ in range(2)]
+    assert answers == [{"ok": True}] * 2 and len(made) == 2
+    assert made[0].connection is not None and made[1].connection is made[0].connection  # kept alive
+    assert type(made[0].connection).__name__ == "_WatchedHTTPConnection"
+
+
+@pytest.mark.parametrize("removed", ["pool_classes_by_scheme", "request"])
+def test_without_urllib3s_hooks_the_bounds_refuse_to_load_naming_the_range(
+        monkeypatch: pytest.MonkeyPatch, removed: str) -> None:
+    """No exchange could be bounded in time: the import fails, naming urllib3's tested range."""
+    import urllib3.connection
+
+    from client.calls import urllib3_pools
+
+    urllib3_pools.check()  # the locked urllib3 has them
+    if removed == "request":
+        monkeypatch.delattr(urllib3.connection.HTTPConnection, "request")
+    else:
+        class Bare(urllib3_pools.PoolManager):
+            def __init__(self) -> None:
+                super().__init__()
+                del self.pool_classes_by_scheme
+
+        monkeypatch.setattr(urllib3_pools, "PoolManager", Bare)
+    with pytest.raises(ImportError, match=rf"urllib3 >=2,<3 \(found [0-9.]+\): .*{removed} is gone"):
+        urllib3_pools.check()
+
+
+def test_the_base_dependencies_bound_urllib3_to_the_tested_range() -> None:
+    import tomllib
+    from pathlib import Path
+
+    from client.calls import urllib3_pools
+
+    project = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())["project"]
+    assert "urllib3" + urllib3_pools.TESTED_URLLIB3 in project["dependencies"]

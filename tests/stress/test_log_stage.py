@@ -10,8 +10,11 @@ answered before its body and costs the stage neither memory nor temp disk.
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -34,6 +37,7 @@ from client.logs import write_log_files  # noqa: E402
 from contract.logs import StageCredentials, log_key  # noqa: E402
 from fake_gs import FakeSettings  # noqa: E402
 from fake_gs.server import FakeServer, start_in_background  # noqa: E402
+from fake_gs.state import moto_account  # noqa: E402
 from fake_gs.state.execution_logs import StageProcess  # noqa: E402
 
 A, B = "stage-token-a-" + secrets.token_hex(4), "stage-token-b-" + secrets.token_hex(4)
@@ -47,6 +51,29 @@ def fake() -> Iterator[FakeServer]:
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture(scope="module")
+def public_fake() -> Iterator[FakeServer]:
+    """A fake whose stage drives moto through its public API (fake_gs.state.moto_account's
+    fallback when moto's backends are not what it relies on)."""
+    server = start_in_background(FakeSettings(tokens=(A, B)))
+    try:
+        with pytest.MonkeyPatch.context() as env:
+            env.setenv(moto_account.PATH_VARIABLE, "public")
+            new_run(server.base_url, A)  # the stage starts here, under the variable
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(params=["moto's backends", "moto's public API"])
+def sealed(request: pytest.FixtureRequest) -> FakeServer:
+    """Each stage path in turn: every attack gets the same answer on both."""
+    server: FakeServer = request.getfixturevalue("fake" if request.param == "moto's backends" else "public_fake")
+    new_run(server.base_url, A)
+    assert server.state.store.execution_logs.stage().moto_path == request.param
+    return server
 
 
 def s3_of(endpoint: str, key: str, secret: str, token: str | None) -> Any:
@@ -69,10 +96,10 @@ def refusal(call: Any) -> tuple[int, str]:
     return int(err.value.response["ResponseMetadata"]["HTTPStatusCode"]), str(err.value.response["Error"]["Code"])
 
 
-def test_another_accounts_run_is_sealed(fake: FakeServer) -> None:
-    job_a, creds_a = new_run(fake.base_url, A)
-    _, creds_b = new_run(fake.base_url, B)
-    _, creds_a2 = new_run(fake.base_url, A)  # A's second run: its own credentials
+def test_another_accounts_run_is_sealed(sealed: FakeServer) -> None:
+    job_a, creds_a = new_run(sealed.base_url, A)
+    _, creds_b = new_run(sealed.base_url, B)
+    _, creds_a2 = new_run(sealed.base_url, A)  # A's second run: its own credentials
     a, b = client_of(creds_a), client_of(creds_b)
     key_a = creds_a.prefix.rstrip("/") + f"/_logs/{job_a}:training:0/execution.jsonl"
     made_up = client_of(creds_a, key="ASIA" + secrets.token_hex(8).upper(),
@@ -103,13 +130,13 @@ def test_another_accounts_run_is_sealed(fake: FakeServer) -> None:
         assert refusal(call) == expected, name
     listed = [o["Key"] for o in a.list_objects_v2(Bucket=creds_a.bucket, Prefix=creds_a.prefix)["Contents"]]
     assert key_a in listed and all(k.startswith(creds_a.prefix) for k in listed)
-    logs = rest_client(fake.base_url, A).fetch_execution_logs(job_a)
+    logs = rest_client(sealed.base_url, A).fetch_execution_logs(job_a)
     assert sorted(e["sub_job_id"] for e in logs) == [f"{job_a}:sampling:0", f"{job_a}:training:0"]
     assert all("planted" not in e["filename"] for e in logs)
 
 
-def test_unsigned_calls_and_moto_admin_routes_are_closed(fake: FakeServer) -> None:
-    _, creds = new_run(fake.base_url, A)
+def test_unsigned_calls_and_moto_admin_routes_are_closed(sealed: FakeServer) -> None:
+    _, creds = new_run(sealed.base_url, A)
     base = str(creds.endpoint)
     for method, path in (("PUT", f"/{creds.bucket}/{creds.prefix}/_logs/x/planted"), ("GET", f"/{creds.bucket}"),
                          ("PUT", "/fake-gs-stage-unsigned"), ("POST", "/moto-api/reset-auth"),
@@ -228,3 +255,59 @@ def test_a_hostile_experiment_name_neither_leaves_the_prefix_nor_the_sql_string(
     logs = rest.fetch_execution_logs(job_id)
     assert sorted(e["sub_job_id"] for e in logs) == [f"{job_id}:sampling:0", f"{job_id}:training:0"]
     assert all("/_logs/evil/" not in e["s3_uri"] and "/../" not in e["s3_uri"] for e in logs)
+
+
+# --- the fence around moto's internals (fake_gs.state.moto_account) ----------------------------
+
+STAGE_DIR = Path(moto_account.__file__).parent
+
+
+def test_the_backends_are_used_where_moto_is_what_the_stage_was_tested_on() -> None:
+    assert moto_account.backends_missing() is None, moto_account.backends_missing()
+
+
+@pytest.mark.parametrize(("change", "named"), [
+    (lambda mp: mp.setattr(moto_account, "moto_release", lambda: "5.3.0"),
+     "moto 5.3.0 is outside the tested range >=5.1,<5.3"),
+    (lambda mp: mp.setattr("moto.iam.models.IAMBackend.create_role", lambda self, name, doc: None),
+     "IAMBackend.create_role no longer takes role_name"),
+    (lambda mp: mp.delattr("moto.sts.models.sts_backends"), "moto.sts.models.STSBackend and its backends"),
+])
+def test_the_stage_falls_back_to_motos_public_api_naming_what_is_missing(
+        monkeypatch: pytest.MonkeyPatch, change: Any, named: str) -> None:
+    change(monkeypatch)
+    reason = moto_account.backends_missing()
+    assert reason is not None and named in reason, reason
+
+
+def test_a_stage_whose_seal_does_not_hold_stops_naming_the_moto_it_needs() -> None:
+    """The start-up self-check (log_stage.check_seal), in a child like the fake's: here a run's
+    role reads its whole bucket, as it would under a moto that stopped checking resources."""
+    script = ("import sys; sys.path.insert(0, sys.argv[1]); import log_stage\n"
+              "grant = log_stage.Stage.grant\n"
+              "log_stage.Stage.grant = lambda self, run, bucket, prefix: grant(self, run, bucket, '*')\n"
+              "sys.exit(log_stage.main(['--max-bytes', '1000', '--region', 'us-west-2']))\n")
+    done = subprocess.run([sys.executable, "-c", script, str(STAGE_DIR)], input="", capture_output=True,
+                          text=True, timeout=120)
+    hello = json.loads(done.stdout.splitlines()[0])
+    assert done.returncode == 1 and hello["ok"] is False, done
+    assert "moto >=5.1,<5.3" in hello["error"] and moto_account.moto_release() in hello["error"], hello["error"]
+    assert "the run reads outside its prefix: 200 (expected 403)" in hello["error"], hello["error"]
+
+
+def test_the_logs_extra_bounds_moto_to_the_range_the_stage_names() -> None:
+    import tomllib
+
+    project = tomllib.loads((STAGE_DIR.parents[1] / "pyproject.toml").read_text())["project"]
+    assert "moto[server]" + moto_account.TESTED_MOTO in project["optional-dependencies"]["logs"]
+
+
+@pytest.mark.parametrize(("release", "said"), [
+    ("5.3.0", "the execution-log stage needs moto >=5.1,<5.3 (found 5.3.0): x"),
+    ("5.1.22", "the execution-log stage failed on moto 5.1.22 with botocore "),
+])
+def test_the_message_names_the_tested_moto_and_the_one_found(
+        monkeypatch: pytest.MonkeyPatch, release: str, said: str) -> None:
+    monkeypatch.setattr(moto_account, "moto_release", lambda: release)
+    message = moto_account.needs_moto("x")
+    assert message.startswith(said) and "moto >=5.1,<5.3" in message, message
