@@ -21,7 +21,9 @@ On both, moto's IAM checks are on from the first call through its documented
 imported), and the server is composed from the names ``moto.server`` itself runs
 (:func:`moto_app`, :func:`request_handler`). The stage's start-up self-check of its seal names
 :data:`TESTED_MOTO` when a later moto changes what the seal relies on (moto 5.2 checks
-``s3:ListObjectsV2`` where 5.1 and S3 check ``s3:ListBucket``).
+``s3:ListObjectsV2`` where S3 checks ``s3:ListBucket``). Before 5.2.4 (every 5.1 release
+included) moto refuses the signature of a listing with a prefix and of a key holding ``:``
+as today's botocore signs them (SignatureDoesNotMatch), so no stage can serve a download there.
 """
 
 from __future__ import annotations
@@ -35,8 +37,8 @@ from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 #: The moto releases the stage was tested on (``pyproject.toml``'s ``logs`` extra: the same).
-TESTED_MOTO = ">=5.1,<5.3"
-_TESTED = ((5, 1), (5, 3))
+TESTED_MOTO = ">=5.2.4,<5.3"
+_TESTED = ((5, 2, 4), (5, 3, 0))
 #: ``public``: drive the account through moto's public API even when the backends are there.
 PATH_VARIABLE = "FAKE_GS_STAGE_MOTO"
 _ALLOW_ALL = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "*", "Resource": "*"}]}
@@ -94,10 +96,10 @@ def request_handler() -> Any:
 
 def _in_tested_range(release: str) -> bool:
     try:
-        major_minor = tuple(int(part) for part in release.split(".")[:2])
+        parts = tuple(int(part) for part in release.split(".")[:3])
     except ValueError:
         return False
-    return _TESTED[0] <= major_minor < _TESTED[1]
+    return _TESTED[0] <= parts + (0,) * (3 - len(parts)) < _TESTED[1]
 
 
 #: What the backend path calls, with the keyword arguments it passes.

@@ -268,7 +268,7 @@ def test_the_backends_are_used_where_moto_is_what_the_stage_was_tested_on() -> N
 
 @pytest.mark.parametrize(("change", "named"), [
     (lambda mp: mp.setattr(moto_account, "moto_release", lambda: "5.3.0"),
-     "moto 5.3.0 is outside the tested range >=5.1,<5.3"),
+     "moto 5.3.0 is outside the tested range >=5.2.4,<5.3"),
     (lambda mp: mp.setattr("moto.iam.models.IAMBackend.create_role", lambda self, name, doc: None),
      "IAMBackend.create_role no longer takes role_name"),
     (lambda mp: mp.delattr("moto.sts.models.sts_backends"), "moto.sts.models.STSBackend and its backends"),
@@ -291,7 +291,7 @@ def test_a_stage_whose_seal_does_not_hold_stops_naming_the_moto_it_needs() -> No
                           text=True, timeout=120)
     hello = json.loads(done.stdout.splitlines()[0])
     assert done.returncode == 1 and hello["ok"] is False, done
-    assert "moto >=5.1,<5.3" in hello["error"] and moto_account.moto_release() in hello["error"], hello["error"]
+    assert "moto >=5.2.4,<5.3" in hello["error"] and moto_account.moto_release() in hello["error"], hello["error"]
     assert "the run reads outside its prefix: 200 (expected 403)" in hello["error"], hello["error"]
 
 
@@ -303,11 +303,11 @@ def test_the_logs_extra_bounds_moto_to_the_range_the_stage_names() -> None:
 
 
 @pytest.mark.parametrize(("release", "said"), [
-    ("5.3.0", "the execution-log stage needs moto >=5.1,<5.3 (found 5.3.0): x"),
+    ("5.3.0", "the execution-log stage needs moto >=5.2.4,<5.3 (found 5.3.0): x"),
     ("5.1.22", "the execution-log stage failed on moto 5.1.22 with botocore "),
 ])
 def test_the_message_names_the_tested_moto_and_the_one_found(
         monkeypatch: pytest.MonkeyPatch, release: str, said: str) -> None:
     monkeypatch.setattr(moto_account, "moto_release", lambda: release)
     message = moto_account.needs_moto("x")
-    assert message.startswith(said) and "moto >=5.1,<5.3" in message, message
+    assert message.startswith(said) and "moto >=5.2.4,<5.3" in message, message
