@@ -304,7 +304,8 @@ def test_the_logs_extra_bounds_moto_to_the_range_the_stage_names() -> None:
 
 @pytest.mark.parametrize(("release", "said"), [
     ("5.3.0", "the execution-log stage needs moto >=5.2.4,<5.3 (found 5.3.0): x"),
-    ("5.1.22", "the execution-log stage failed on moto 5.1.22 with botocore "),
+    ("5.1.22", "the execution-log stage needs moto >=5.2.4,<5.3 (found 5.1.22): x"),
+    ("5.2.5", "the execution-log stage failed on moto 5.2.5 with botocore "),
 ])
 def test_the_message_names_the_tested_moto_and_the_one_found(
         monkeypatch: pytest.MonkeyPatch, release: str, said: str) -> None:
