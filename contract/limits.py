@@ -36,16 +36,27 @@ SAMPLING_BOUNDS: dict[str, int] = {
 }
 #: Decided bounds on what a server keeps for one account: one free-text string
 #: of a create body (``experiment_name``, model names, open config keys and values) in
-#: UTF-8 bytes, the create bodies of all its jobs (their JSON bytes; ``list_jobs`` answers
-#: them all), its checkpoints over all its jobs, and its live exports (oldest freed first).
-#: 12 creates with a 50 MiB ``experiment_name`` kept +602 MiB and 400 saves/exports
-#: +210 MiB each in the fake before. A server refuses more with 400 naming the bound.
+#: UTF-8 bytes, the job configs of all its jobs (the memory they keep, not their JSON
+#: size: a config of small values costs ~5x its JSON as objects; ``list_jobs`` answers them
+#: all), its jobs, its checkpoints over all its jobs, and its live exports (oldest freed
+#: first). 12 creates with a 50 MiB ``experiment_name`` kept +602 MiB, 400 saves/exports
+#: +210 MiB each, two accounts' 130 MiB of JSON configs +1.3 GiB and 5,000 jobs +219 MiB
+#: in the fake before. A server refuses more with 400 naming the bound.
 RETENTION_BOUNDS: dict[str, int] = {
     "text_bytes": 4096,
     "job_config_bytes": 64 * MiB,
+    "jobs": 1024,
     "checkpoints": 64,
     "exports": 16,
 }
+#: The numbers a request body may carry (decided): an integer field takes a 64-bit signed
+#: integer, the widest the service's JSON mapping has (proto3 int64); any other number,
+#: open extras and pass-through dicts included, must be finite as a double (JSON has no
+#: NaN or Infinity; 1e309 or a 400-digit integer overflows). A 4,000-digit
+#: ``optimizer.lr`` made the fake fail with OverflowError. A server refuses any other
+#: number with 400 naming the field.
+MIN_BODY_INT = -(2**63)
+MAX_BODY_INT = 2**63 - 1
 #: Most JSON values (numbers, strings, arrays, objects) one JSON request body may hold, a
 #: bound on the cost of parsing it: a 60 MiB float array is 15 M Python floats.
 MAX_JSON_VALUES = 1 << 22
