@@ -9,6 +9,8 @@ than the bound).
 
 from __future__ import annotations
 
+import json
+import struct
 import time
 import tracemalloc
 from collections.abc import Callable
@@ -29,11 +31,19 @@ from hostile_server import (
 
 from client.calls.bounded_read import AnswerTooBig, AnswerTooSlow, BoundedAdapter, mount_bounds
 from client.config import ClientConfig
-from client.errors import AnswerTooLarge, CortexError, DeadlineExceeded, ResultTooLarge
+from client.errors import (
+    AnswerTooLarge,
+    CortexError,
+    DeadlineExceeded,
+    ProtocolError,
+    ResultTooLarge,
+)
 from client.rest import CortexRestClient
 from conformance.drivers.raw import RawDriver
 from conformance.target import ProbeError, Target, probe, probe_service
+from contract import wire
 from contract.limits import INFLATION_FREE_BYTES, MiB
+from contract.wire.limits import MAX_HEADER_CONTAINERS
 
 FAST = {"backoff_first_s": 0.001, "backoff_cap_s": 0.005, "poll_first_s": 0.001, "poll_cap_s": 0.005,
         "connect_timeout_s": 2.0}
@@ -195,3 +205,39 @@ def test_the_watchdog_cuts_each_exchange_at_its_own_deadline_whatever_the_order(
     while not later.cut and time.monotonic() < deadline:
         time.sleep(0.02)
     assert soon.cut and later.cut and not patient.cut
+
+
+# --- frames ---------------------------------------------------------------------------------
+
+
+def _list_bomb_frame(lists: int) -> bytes:
+    """A DSSST1 frame whose header's tree holds ``lists`` empty lists (~3 bytes each)."""
+    dss = json.dumps({"v": "DSSST1", "tree": ["j", None]}).replace("null", "[" + "[]," * (lists - 1) + "[]]")
+    raw = json.dumps({"__metadata__": {"dss": dss}}, separators=(",", ":")).encode()
+    raw += b" " * (-(8 + len(raw)) % 8)
+    return struct.pack("<Q", len(raw)) + raw
+
+
+def test_a_result_frame_header_of_endless_lists_is_refused_before_it_is_parsed() -> None:
+    """A result whose frame header holds more lists than a header may describe
+    (MAX_HEADER_CONTAINERS) is a typed error, and the client never builds the lists: the
+    issue's 20 million took it +1.57 GiB; here 2**21 + 1 (6 MiB of header) stay well under
+    what parsing them would cost (~130 MiB)."""
+    frame = _list_bomb_frame(MAX_HEADER_CONTAINERS + 1)
+    stamp = "2026-01-01T00:00:00Z"
+    page = json_answer({"request_id": "r1", "job_id": "j1", "status": "done", "created_at": stamp,
+                        "updated_at": stamp, "result": wire.inline_frame(frame), "error": None,
+                        "events": [], "next_cursor": None})
+    tracemalloc.start()
+    try:
+        with hostile(_always(lambda: Answer(iter([page])))) as srv, \
+                pytest.raises(ProtocolError, match="arrays/objects"):
+            _client(srv.url, retries=0).wait("j1", "r1")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 8 * len(page), (peak / MiB, len(page) / MiB)
+
+
+def test_a_header_at_the_container_bound_decodes() -> None:
+    assert len(wire.loads(_list_bomb_frame(MAX_HEADER_CONTAINERS - 8))) == MAX_HEADER_CONTAINERS - 8
