@@ -63,6 +63,31 @@ MAX_JSON_VALUES = 1 << 22
 #: Largest answer the kit's client parses (a poll page of 512 one-MiB result chunks is
 #: ~700 MiB); a bigger one is a ProtocolError, not a MemoryError deep in the JSON parser.
 MAX_ANSWER_BYTES = 1024 * MiB
+#: The largest answer each route can legitimately give, so a reader's cap follows the call
+#: rather than the largest answer of any call (a hostile server's endless answer to a
+#: capacity probe cost the client its whole 1 GiB cap): a job, with the create body it
+#: echoes (``MAX_BODY_BYTES``); an account's job list, with the configs its jobs keep
+#: (``RETENTION_BOUNDS``) and 64 KiB more per job; an operation's inline answer (logs) and
+#: every other answer (ids, states, small objects, error envelopes) at most
+#: ``SMALL_ANSWER_BYTES``. A route not named here but ``get_request`` (a poll page of result
+#: chunks) is small; a poll is bounded by the reader's own cap (``MAX_ANSWER_BYTES``).
+SMALL_ANSWER_BYTES = 16 * MiB
+ANSWER_BOUNDS: dict[str, int] = {
+    "get_job": MAX_BODY_BYTES + SMALL_ANSWER_BYTES,
+    "list_jobs": RETENTION_BOUNDS["job_config_bytes"] + RETENTION_BOUNDS["jobs"] * 64 * 1024,
+    "operation": 4 * SMALL_ANSWER_BYTES,
+}
+#: The one route whose answer carries results: bounded by the reader's cap alone.
+RESULT_ROUTE = "get_request"
+
+
+def answer_bound(route_name: str, reader_cap: int) -> int:
+    """The most a reader with cap ``reader_cap`` reads of an answer of ``route_name``."""
+    if route_name == RESULT_ROUTE:
+        return reader_cap
+    return min(reader_cap, ANSWER_BOUNDS.get(route_name, SMALL_ANSWER_BYTES))
+
+
 #: Bounds on what one answer may make a reader hold: a compressed answer may
 #: decode to at most ``MAX_ANSWER_INFLATION`` times its bytes on the wire once past
 #: ``INFLATION_FREE_BYTES`` (a 0.6 MB gzip of JSON floats decoded to 600 MiB and took the

@@ -42,7 +42,7 @@ from client.rest import CortexRestClient
 from conformance.drivers.raw import RawDriver
 from conformance.target import ProbeError, Target, probe, probe_service
 from contract import wire
-from contract.limits import INFLATION_FREE_BYTES, MiB
+from contract.limits import INFLATION_FREE_BYTES, SMALL_ANSWER_BYTES, MiB
 from contract.wire.limits import MAX_HEADER_CONTAINERS
 
 FAST = {"backoff_first_s": 0.001, "backoff_cap_s": 0.005, "poll_first_s": 0.001, "poll_cap_s": 0.005,
@@ -241,3 +241,29 @@ def test_a_result_frame_header_of_endless_lists_is_refused_before_it_is_parsed()
 
 def test_a_header_at_the_container_bound_decodes() -> None:
     assert len(wire.loads(_list_bomb_frame(MAX_HEADER_CONTAINERS - 8))) == MAX_HEADER_CONTAINERS - 8
+
+
+def test_an_endless_answer_is_cut_at_what_its_route_can_legitimately_answer() -> None:
+    """get_capacity answers a small object: an endless answer stops at SMALL_ANSWER_BYTES,
+    not at the client's 1 GiB cap (a hostile server's endless answer cost the client +1 GiB)."""
+    tracemalloc.start()
+    try:
+        with hostile(_always(endless_json)) as srv:
+            with pytest.raises(AnswerTooLarge, match="get_capacity"):
+                _client(srv.url, retries=0).get_capacity()
+            (end,) = srv.settled()
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert end.cut and end.bytes < SMALL_ANSWER_BYTES + 16 * MiB, end  # the bound + socket buffers
+    assert peak < 3 * SMALL_ANSWER_BYTES, peak / MiB
+
+
+def test_every_route_reads_at_most_what_it_can_answer() -> None:
+    from contract.limits import MAX_ANSWER_BYTES, answer_bound
+    from contract.routes import ROUTES
+
+    for route in ROUTES:
+        bound = answer_bound(route.name, MAX_ANSWER_BYTES)
+        assert bound == MAX_ANSWER_BYTES if route.name == "get_request" else bound < 256 * MiB, route.name
+    assert answer_bound("get_job", MiB) == MiB  # the client's own cap still applies
