@@ -10,9 +10,15 @@ import json
 import tracemalloc
 from typing import Any
 
+import pytest
 from fake_gs_api import MODEL, Api
 
 from contract.limits import MiB
+from contract.models import CreateJobRequest
+from fake_gs import FakeSettings, ManualClock
+from fake_gs.answers.refusals import ApiError
+from fake_gs.state.quotas import check_job_room
+from fake_gs.state.store import Store
 
 
 def _config_body(strings: int, name: str = "e") -> bytes:
@@ -84,3 +90,28 @@ def test_two_accounts_configs_keep_memory_within_4x_what_they_sent_plus_the_cap(
     finally:
         tracemalloc.stop()
     assert kept < 4 * sent + 8 * MiB, (kept / MiB, sent / MiB)
+
+
+def test_a_job_being_created_counts_against_its_accounts_caps() -> None:
+    """A create awaits the engine between its checks and the job's registration: the job
+    it holds meanwhile counts, so two concurrent creates cannot both pass the caps."""
+    def no_engine() -> Any:
+        raise AssertionError("no engine work here")
+
+    settings = FakeSettings().with_overrides(max_jobs_per_account=2, max_account_config_bytes=MiB)
+    store = Store(settings, no_engine, clock=ManualClock())
+    try:
+        body = CreateJobRequest.model_validate(json.loads(_config_body(1)))
+        creating = store.new_job("A", body)  # not registered yet
+        creating.config_bytes = MiB // 2
+        check_job_room(store, "A", MiB // 2)  # fits beside it
+        with pytest.raises(ApiError, match="max_account_config_bytes"):
+            check_job_room(store, "A", MiB // 2 + 1)
+        store.register_job(store.new_job("A", body))
+        with pytest.raises(ApiError, match="max_jobs_per_account 2"):
+            check_job_room(store, "A", 1)
+        store.release(creating)  # its create failed: its share is free again
+        check_job_room(store, "A", 1)
+        check_job_room(store, "B", MiB)
+    finally:
+        store.close()
