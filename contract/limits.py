@@ -36,22 +36,58 @@ SAMPLING_BOUNDS: dict[str, int] = {
 }
 #: Decided bounds on what a server keeps for one account: one free-text string
 #: of a create body (``experiment_name``, model names, open config keys and values) in
-#: UTF-8 bytes, the create bodies of all its jobs (their JSON bytes; ``list_jobs`` answers
-#: them all), its checkpoints over all its jobs, and its live exports (oldest freed first).
-#: 12 creates with a 50 MiB ``experiment_name`` kept +602 MiB and 400 saves/exports
-#: +210 MiB each in the fake before. A server refuses more with 400 naming the bound.
+#: UTF-8 bytes, the job configs of all its jobs (the memory they keep, not their JSON
+#: size: a config of small values costs ~5x its JSON as objects; ``list_jobs`` answers them
+#: all), its jobs, its checkpoints over all its jobs, and its live exports (oldest freed
+#: first). 12 creates with a 50 MiB ``experiment_name`` kept +602 MiB, 400 saves/exports
+#: +210 MiB each, two accounts' 130 MiB of JSON configs +1.3 GiB and 5,000 jobs +219 MiB
+#: in the fake before. A server refuses more with 400 naming the bound.
 RETENTION_BOUNDS: dict[str, int] = {
     "text_bytes": 4096,
     "job_config_bytes": 64 * MiB,
+    "jobs": 1024,
     "checkpoints": 64,
     "exports": 16,
 }
+#: The numbers a request body may carry (decided): an integer field takes a 64-bit signed
+#: integer, the widest the service's JSON mapping has (proto3 int64); any other number,
+#: open extras and pass-through dicts included, must be finite as a double (JSON has no
+#: NaN or Infinity; 1e309 or a 400-digit integer overflows). A 4,000-digit
+#: ``optimizer.lr`` made the fake fail with OverflowError. A server refuses any other
+#: number with 400 naming the field.
+MIN_BODY_INT = -(2**63)
+MAX_BODY_INT = 2**63 - 1
 #: Most JSON values (numbers, strings, arrays, objects) one JSON request body may hold, a
 #: bound on the cost of parsing it: a 60 MiB float array is 15 M Python floats.
 MAX_JSON_VALUES = 1 << 22
 #: Largest answer the kit's client parses (a poll page of 512 one-MiB result chunks is
 #: ~700 MiB); a bigger one is a ProtocolError, not a MemoryError deep in the JSON parser.
 MAX_ANSWER_BYTES = 1024 * MiB
+#: The largest answer each route can legitimately give, so a reader's cap follows the call
+#: rather than the largest answer of any call (a hostile server's endless answer to a
+#: capacity probe cost the client its whole 1 GiB cap): a job, with the create body it
+#: echoes (``MAX_BODY_BYTES``); an account's job list, with the configs its jobs keep
+#: (``RETENTION_BOUNDS``) and 64 KiB more per job; an operation's inline answer (logs) and
+#: every other answer (ids, states, small objects, error envelopes) at most
+#: ``SMALL_ANSWER_BYTES``. A route not named here but ``get_request`` (a poll page of result
+#: chunks) is small; a poll is bounded by the reader's own cap (``MAX_ANSWER_BYTES``).
+SMALL_ANSWER_BYTES = 16 * MiB
+ANSWER_BOUNDS: dict[str, int] = {
+    "get_job": MAX_BODY_BYTES + SMALL_ANSWER_BYTES,
+    "list_jobs": RETENTION_BOUNDS["job_config_bytes"] + RETENTION_BOUNDS["jobs"] * 64 * 1024,
+    "operation": 4 * SMALL_ANSWER_BYTES,
+}
+#: The one route whose answer carries results: bounded by the reader's cap alone.
+RESULT_ROUTE = "get_request"
+
+
+def answer_bound(route_name: str, reader_cap: int) -> int:
+    """The most a reader with cap ``reader_cap`` reads of an answer of ``route_name``."""
+    if route_name == RESULT_ROUTE:
+        return reader_cap
+    return min(reader_cap, ANSWER_BOUNDS.get(route_name, SMALL_ANSWER_BYTES))
+
+
 #: Bounds on what one answer may make a reader hold: a compressed answer may
 #: decode to at most ``MAX_ANSWER_INFLATION`` times its bytes on the wire once past
 #: ``INFLATION_FREE_BYTES`` (a 0.6 MB gzip of JSON floats decoded to 600 MiB and took the

@@ -138,7 +138,9 @@ class FakeSettings:
     max_stage_bytes_total: int = option(512 * MiB, "--max-stage-mib", "execution-log stage bytes of all accounts together (the stage process refuses more)", bound="positive", group=_HARD, unit=MiB)
     #: Per-account retention caps (fake_gs.state.quotas), defaults from contract.limits.
     max_text_bytes: int = option(RETENTION_BOUNDS["text_bytes"], "--max-text-bytes", "UTF-8 bytes of one free-text string of a create body (experiment_name, model names, config keys and values); more answers 400 limit_exceeded", bound="positive", group=_HARD)
-    max_account_config_bytes: int = option(RETENTION_BOUNDS["job_config_bytes"], "--max-account-config-mib", "create-body bytes one account's jobs keep (list_jobs answers them all); more answers 400 limit_exceeded", bound="positive", group=_HARD, unit=MiB)
+    max_account_config_bytes: int = option(RETENTION_BOUNDS["job_config_bytes"], "--max-account-config-mib", "memory one account's job configs keep, counted as the objects kept (~5x the JSON of small values; list_jobs answers them all); more answers 400 limit_exceeded", bound="positive", group=_HARD, unit=MiB)
+    max_config_bytes_total: int = option(256 * MiB, "--max-config-mib", "memory the job configs of all accounts together keep, counted as --max-account-config-mib counts; more answers 400 limit_exceeded", bound="positive", group=_HARD, unit=MiB)
+    max_jobs_per_account: int = option(RETENTION_BOUNDS["jobs"], "--max-jobs-per-account", "jobs one account (token) holds, ended ones included; one more answers 400 limit_exceeded", bound="positive", group=_HARD)
     max_checkpoints_per_account: int = option(RETENTION_BOUNDS["checkpoints"], "--max-checkpoints-per-account", "checkpoints one account keeps over all its jobs; a save past it answers 400 limit_exceeded (delete some)", bound="positive", group=_HARD)
     max_exports_per_account: int = option(RETENTION_BOUNDS["exports"], "--max-exports-per-account", "live exports of one account; one more frees its oldest (that URL then answers 404)", bound="positive", group=_HARD)
     #: Connection deadlines and cap (fake_gs.http.connections).

@@ -105,7 +105,8 @@ def read_answer(route: Route, url: str, response: requests.Response, cap: int) -
 
 def _over_cap(route: Route, cap: int, what: str) -> str:
     return (f"{route.name} answered a body that {what}, over the client's {cap}-byte bound for "
-            "one answer (max_answer_bytes); refused before reading it all")
+            "one answer of this route (max_answer_bytes, or the most the route can legitimately "
+            "answer: contract.limits.answer_bound); refused before reading it all")
 
 
 def _too_large(route: Route, url: str, response: requests.Response, message: str) -> AnswerTooLarge:

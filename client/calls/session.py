@@ -46,7 +46,7 @@ from client.errors import (
 from contract.auth import auth_headers
 from contract.errors import NON_RETRYABLE_CODES
 from contract.idempotency import IDEMPOTENCY_KEY_HEADER, Idempotency
-from contract.limits import MAX_ANSWER_BYTES, MAX_ANSWER_INFLATION, RetryPolicy
+from contract.limits import MAX_ANSWER_BYTES, MAX_ANSWER_INFLATION, RetryPolicy, answer_bound
 from contract.routes import JSON, Route
 
 if TYPE_CHECKING:
@@ -326,7 +326,8 @@ class HttpSession:
             response = self.session.request(method, call.url, data=payload, params=params or None,
                                             headers=sent, timeout=timeout, stream=True,
                                             **self._verify)
-            received = read_answer(route, call.url, response, self.settings.max_answer_bytes)
+            received = read_answer(route, call.url, response,
+                                   answer_bound(route.name, self.settings.max_answer_bytes))
         except requests.RequestException as exc:
             return self._resend_after_exception(call, exc), None
         self._learn_key_support(call, response)

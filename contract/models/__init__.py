@@ -17,7 +17,15 @@ from pydantic import Field, field_validator, model_validator
 from contract.limits import DEFAULT_MAX_TOKENS
 from contract.models.answers import *  # noqa: F403 - the answers, named here too
 from contract.models.answers import __all__ as _answer_names
-from contract.models.base import Body, CheckpointType, JobType, WeightFormat, unknown_fields
+from contract.models.base import (
+    Body,
+    CheckpointType,
+    Int64,
+    JobType,
+    RequestBody,
+    WeightFormat,
+    unknown_fields,
+)
 
 #: The create-time ``job_type`` -> the word used in sub-job ids.
 SUB_JOB_ID_WORD: dict[str, str] = {
@@ -30,13 +38,13 @@ SUB_JOB_ID_WORD: dict[str, str] = {
 # --- jobs -------------------------------------------------------------------------------
 
 
-class TrainingConfig(Body):
+class TrainingConfig(RequestBody):
     open_extras: ClassVar[bool] = True
     optimizer: dict[str, Any] = Field(..., description="Non-empty, e.g. {'name': 'AdamW', 'lr': 1e-4}",
                                       json_schema_extra={"minProperties": 1})
-    max_seq_len: int = Field(..., gt=0)
-    train_batch_size: int = Field(..., gt=0)
-    n_gpus: int = Field(..., gt=0)
+    max_seq_len: Int64 = Field(..., gt=0)
+    train_batch_size: Int64 = Field(..., gt=0)
+    n_gpus: Int64 = Field(..., gt=0)
     gradient_clipping: float | None = None
     multiplex_job_id: str | None = None
     load_optimizer_states: bool | None = None
@@ -49,25 +57,25 @@ class TrainingConfig(Body):
         return value
 
 
-class InferenceConfig(Body):
+class InferenceConfig(RequestBody):
     open_extras: ClassVar[bool] = True
-    max_seq_len: int = Field(..., gt=0)
-    n_gpus: int = Field(..., gt=0)
+    max_seq_len: Int64 = Field(..., gt=0)
+    n_gpus: Int64 = Field(..., gt=0)
 
 
-class SourceCheckpointInfo(Body):
+class SourceCheckpointInfo(RequestBody):
     checkpoint_id: str = Field(..., min_length=1)
     source_job_id: str | None = None
 
 
-class SubJobConfig(Body):
+class SubJobConfig(RequestBody):
     job_type: JobType
     model_name: str = Field(..., min_length=1)
     training_config: TrainingConfig | None = None
     inference_config: InferenceConfig | None = None
-    global_batch_size: int | None = None
+    global_batch_size: Int64 | None = None
     dtype: str | None = None
-    seed: int | None = None
+    seed: Int64 | None = None
     post_init: list[str] | None = Field(None, alias="model_post_init")
     source_checkpoint_info: SourceCheckpointInfo | None = None
 
@@ -96,7 +104,7 @@ class SubJobConfig(Body):
         return cfg.max_seq_len if cfg is not None else 0
 
 
-class CreateJobRequest(Body):
+class CreateJobRequest(RequestBody):
     sub_job_configs: list[SubJobConfig] = Field(..., min_length=1)
     experiment_name: str | None = None
     job_id: str | None = Field(
@@ -107,7 +115,7 @@ class CreateJobRequest(Body):
 # --- data plane: requests ----------------------------------------------------------------
 
 
-class StepRequest(Body):
+class StepRequest(RequestBody):
     learning_rate: float | None = Field(None, ge=0)
 
 
@@ -118,7 +126,7 @@ def _any_case(*words: str) -> str:
     return "^(?:" + "|".join(one(w) for w in words) + ")$"
 
 
-class SaveRequest(Body):
+class SaveRequest(RequestBody):
     checkpoint_id: str | None = None
     checkpoint_type: str | None = Field(None, description="resumable (default) | weights-only; case-insensitive",
                                         pattern=_any_case("resumable", "weights-only"))
@@ -134,26 +142,26 @@ class SaveRequest(Body):
         return lowered
 
 
-class LoadRequest(Body):
+class LoadRequest(RequestBody):
     checkpoint_id: str = Field(..., min_length=1)
     source_job_id: str | None = None
     target_sub_job_id: str | None = None
 
 
-class SamplingParams(Body):
+class SamplingParams(RequestBody):
     open_extras: ClassVar[bool] = True
-    max_tokens: int = Field(DEFAULT_MAX_TOKENS, gt=0)
+    max_tokens: Int64 = Field(DEFAULT_MAX_TOKENS, gt=0)
     temperature: float | None = Field(None, ge=0)
     top_p: float | None = Field(None, gt=0, le=1)
-    seed: int | None = None
+    seed: Int64 | None = None
     stop: list[str] | str | None = None
-    logprobs: int | bool | None = None
+    logprobs: Int64 | bool | None = None
 
 
-class GenerateRequest(Body):
+class GenerateRequest(RequestBody):
     """The object inside a generate DSSST1 frame (and the generate-stream JSON body)."""
 
-    prompts: list[str | list[int]] = Field(..., min_length=1)
+    prompts: list[str | list[Int64]] = Field(..., min_length=1)
     sampling_params: SamplingParams | list[SamplingParams | None] | None = None
     routing_key: str | list[str | None] | None = None
     strict: bool | None = None
@@ -173,10 +181,10 @@ class GenerateRequest(Body):
         return sp if sp is not None else SamplingParams()
 
 
-class LogProbsRequest(Body):
-    prompts: list[str | list[int]] = Field(..., min_length=1)
-    completions: list[str | list[int]] | None = None
-    top_k: int | None = Field(None, ge=0)
+class LogProbsRequest(RequestBody):
+    prompts: list[str | list[Int64]] = Field(..., min_length=1)
+    completions: list[str | list[Int64]] | None = None
+    top_k: Int64 | None = Field(None, ge=0)
 
     @model_validator(mode="after")
     def _aligned(self) -> LogProbsRequest:
@@ -199,19 +207,19 @@ OperationType = Literal[
 OPERATION_TYPES: tuple[str, ...] = OperationType.__args__  # type: ignore[attr-defined]
 
 
-class OperationEnvelope(Body):
+class OperationEnvelope(RequestBody):
     operation_type: str = Field(..., min_length=1)
     sub_job_id: str | None = None
     sub_job_type: JobType | Literal["log_prob"] | None = None
     payload: dict[str, Any] = Field(default_factory=dict)
 
 
-class ForwardPayload(Body):
+class ForwardPayload(RequestBody):
     payload_b64: str
     content_type: Literal["application/octet-stream"] = "application/octet-stream"
 
 
-class WeightSyncPayload(Body):
+class WeightSyncPayload(RequestBody):
     source_sub_job_id: str | None = None
     target_sub_job_ids: list[str] | None = None
     weight_format: WeightFormat = "vllm"
@@ -219,29 +227,29 @@ class WeightSyncPayload(Body):
     low_memory: bool | None = None
 
 
-class BootstrapRouterReplayPayload(Body):
+class BootstrapRouterReplayPayload(RequestBody):
     source_sub_job_id: str
     target_sub_job_id: str
-    max_cache_bytes: int | None = Field(None, ge=0)
+    max_cache_bytes: Int64 | None = Field(None, ge=0)
 
 
-class RouterReplayDiscardPayload(Body):
-    sample_ids: list[str | int]
+class RouterReplayDiscardPayload(RequestBody):
+    sample_ids: list[str | Int64]
 
 
-class ResetPrefixCachePayload(Body):
+class ResetPrefixCachePayload(RequestBody):
     drain: bool = True
     timeout_s: float = Field(60.0, ge=0)
     retry_interval_s: float = Field(0.1, ge=0)
 
 
-class CancelRequestPayload(Body):
+class CancelRequestPayload(RequestBody):
     request_id: str = Field(..., min_length=1)
 
 
-class TailLogsPayload(Body):
-    cursor: str | int | None = None
-    max_lines: int | None = Field(None, gt=0)
+class TailLogsPayload(RequestBody):
+    cursor: str | Int64 | None = None
+    max_lines: Int64 | None = Field(None, gt=0)
 
 
 #: operation_type -> payload model.
@@ -272,10 +280,10 @@ OPERATIONS_ALLOWED_WHILE_PLACING = frozenset({"tail-logs"})
 
 __all__ = [
     *_answer_names, "ASYNC_OPERATIONS", "Body", "BootstrapRouterReplayPayload", "CancelRequestPayload",
-    "CheckpointType", "CreateJobRequest", "ForwardPayload", "GenerateRequest", "InferenceConfig",
+    "CheckpointType", "CreateJobRequest", "ForwardPayload", "GenerateRequest", "InferenceConfig", "Int64",
     "JobType", "LoadRequest", "LogProbsRequest", "OPERATIONS_ALLOWED_WHILE_PLACING",
     "OPERATION_NATURAL_TARGET", "OPERATION_PAYLOADS", "OPERATION_TYPES", "OperationEnvelope",
-    "OperationType", "ResetPrefixCachePayload", "RouterReplayDiscardPayload", "SUB_JOB_ID_WORD",
+    "OperationType", "RequestBody", "ResetPrefixCachePayload", "RouterReplayDiscardPayload", "SUB_JOB_ID_WORD",
     "SamplingParams", "SaveRequest", "SourceCheckpointInfo", "StepRequest", "SubJobConfig",
     "TailLogsPayload", "TrainingConfig", "WeightFormat", "WeightSyncPayload", "unknown_fields",
 ]

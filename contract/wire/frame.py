@@ -30,7 +30,13 @@ import struct
 from typing import Any, NamedTuple
 
 from contract.wire.basics import WireError, byte_view, json_value
-from contract.wire.limits import DEFAULT_LIMITS, DIM_LIMIT, MAX_NDIM, WireLimits
+from contract.wire.limits import (
+    DEFAULT_LIMITS,
+    DIM_LIMIT,
+    MAX_HEADER_CONTAINERS,
+    MAX_NDIM,
+    WireLimits,
+)
 
 WIRE_VERSION = "DSSST1"
 EMPTY_TENSOR_KEY = "__dss_empty__"
@@ -103,6 +109,11 @@ def frame_prefix(dss: str, op: str | None, specs: list[Spec]) -> bytes:
         raw = json.dumps(header, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
     except UnicodeEncodeError as exc:
         raise WireError(f"a string in the frame is not encodable as UTF-8: {exc}") from None
+    # What loads refuses, dumps never writes.
+    containers = raw.count(b"[") + raw.count(b"{")
+    if containers > MAX_HEADER_CONTAINERS:
+        raise WireError(f"the frame's header would hold {containers} JSON arrays/objects, over "
+                        f"the {MAX_HEADER_CONTAINERS} limit (send big nested lists as tensors)")
     size = len(raw) + (-(8 + len(raw)) % 8)
     while size & 0xFFFF in _PICKLE_LOOKALIKE:
         size += 8
@@ -180,10 +191,20 @@ def read_header(mv: memoryview, limits: WireLimits) -> tuple[dict[str, Any], mem
         text = str(mv[8 : 8 + size], "utf-8")
     except UnicodeDecodeError as exc:
         raise WireError(f"header is not UTF-8: {exc}") from None
+    check_containers(text, limits.max_containers)
     header = json_value(text, "safetensors header")
     if not isinstance(header, dict):
         raise WireError("safetensors header must be a JSON object")
     return header, mv[8 + size :]
+
+
+def check_containers(text: str, cap: int) -> None:
+    """Refuse a header of more JSON arrays/objects than ``cap`` before parsing it: each
+    costs an object, so a header of ``[]`` repeated costs ~20x its bytes once parsed."""
+    containers = text.count("[") + text.count("{")
+    if containers > cap:
+        raise WireError(f"header holds about {containers} JSON arrays/objects, over the {cap} "
+                        "limit; refused unparsed")
 
 
 def header_metadata(header: dict[str, Any]) -> dict[str, str]:

@@ -42,9 +42,15 @@ MAX_MINTED = 100_000
 MIN_STORED = 50_000
 #: Bytes of an error answer kept to read its code and message.
 ERROR_BODY_CAP = 8192
-#: Unknown field names kept per exchange, and characters of a path or query.
+#: Unknown field names kept per exchange; characters of a path, a query and of every
+#: other text a caller chose (a field name, an operation type): 10 unknown field names of
+#: 50 MiB each were kept whole (+511 MiB, and GET /_fake/traffic answered 500 MiB).
 MAX_UNKNOWN_NAMES = 50
 MAX_TEXT = 512
+#: Distinct keys of each tally counter (operation types a caller names are its text);
+#: past it, exchanges are counted under :data:`OTHER`.
+MAX_TALLY_KEYS = 256
+OTHER = "<other>"
 ANONYMOUS = "anonymous"
 UNAUTHENTICATED = "unauthenticated"
 
@@ -59,10 +65,24 @@ def note(scope: MutableMapping[str, Any], key: str, value: Any) -> None:
 RESULT_FORMS = ("json", "inline", "chunks", "stream")
 
 
+def short(text: Any) -> Any:
+    """A caller's text as kept: at most :data:`MAX_TEXT` characters, a longer one cut with
+    its length said (non-text values as they are)."""
+    if not isinstance(text, str) or len(text) <= MAX_TEXT:
+        return text
+    return f"{text[:MAX_TEXT]}... ({len(text)} characters)"
+
+
 def note_unknown(scope: MutableMapping[str, Any], names: list[str]) -> None:
-    """Report unknown JSON fields of this exchange (the first :data:`MAX_UNKNOWN_NAMES`)."""
+    """Report unknown JSON fields of this exchange (the first :data:`MAX_UNKNOWN_NAMES`,
+    each :func:`short`)."""
     found: list[str] = scope.setdefault(NOTES, {}).setdefault("unknown_fields", [])
-    found.extend(names[: max(0, MAX_UNKNOWN_NAMES - len(found))])
+    found.extend(short(name) for name in names[: max(0, MAX_UNKNOWN_NAMES - len(found))])
+
+
+def _count(counter: Counter[str], key: str) -> None:
+    """Count ``key``, or :data:`OTHER` once the counter holds :data:`MAX_TALLY_KEYS` keys."""
+    counter[key if key in counter or len(counter) < MAX_TALLY_KEYS else OTHER] += 1
 
 
 def result_form(req: Any) -> str | None:
@@ -131,13 +151,13 @@ class _Log:
     def tally(self, ex: dict[str, Any]) -> None:
         ok = 200 <= ex["status"] < 300
         if ex["route"]:
-            self.routes[f"{ex['route']} {ex['status'] // 100 if ex['status'] > 0 else 0}xx"] += 1
+            _count(self.routes, f"{ex['route']} {ex['status'] // 100 if ex['status'] > 0 else 0}xx")
         if ok and ex.get("op"):
-            self.ops[ex["op"]] += 1
+            _count(self.ops, ex["op"])
         if ok and ex.get("delivery"):
-            self.delivery[ex["delivery"]] += 1
+            _count(self.delivery, ex["delivery"])
         if ex["status"] >= 400 and ex.get("code"):
-            self.codes[str(ex["code"])] += 1
+            _count(self.codes, str(ex["code"]))
 
     def public(self, account: str) -> dict[str, Any]:
         seen = {ex["seq"] for ex in self.recent}
@@ -252,17 +272,17 @@ def exchange(scope: dict[str, Any], status: int, error_body: bytes, started: flo
         "route": spec.name if spec else None,
         "template": spec.path if spec else None,
         "status": status,
-        "code": notes.get("code") or code,
+        "code": short(notes.get("code") or code),
         "message": message,
         "duration_ms": round((time.perf_counter() - started) * 1000, 3),
         "at": time.time(),
         "request_id": request_id,
-        "op": notes.get("op"),
-        "delivery": notes.get("delivery"),
-        "unknown_fields": notes.get("unknown_fields", []),
+        "op": short(notes.get("op")),
+        "delivery": short(notes.get("delivery")),
+        "unknown_fields": notes.get("unknown_fields", []),  # short already (note_unknown)
         "injected": bool(notes.get("fault")),
     }
 
 
 __all__ = ["RESULT_FORMS", "Accounts", "TrafficLog", "bearer_of", "exchange", "note", "note_unknown",
-           "result_form"]
+           "result_form", "short"]

@@ -61,6 +61,9 @@ class JobTable:
         self.jobs: dict[str, JobRec] = {}
         #: Keys of jobs being created (between new_job and register_job).
         self._reserved: set[str] = set()
+        #: Those jobs by key: what they keep counts against their account's caps already
+        #: (``fake_gs.state.quotas``), so two creates awaiting the engine cannot both pass.
+        self.creating: dict[str, JobRec] = {}
         #: (owner, public id) -> key, of every job registered or being created.
         self._names: dict[tuple[str, str], str] = {}
         self.exports: dict[str, ExportRec] = {}
@@ -95,7 +98,7 @@ class JobTable:
         subs = [SubJobRec(sid, cfg.job_type, cfg) for sid, cfg in zip(ids, configs, strict=True)]
         explicit_seed = next((c.seed for c in body.sub_job_configs if c.seed is not None), None)
         seed = explicit_seed if explicit_seed is not None else self.settings.seed * 1_000_003 + ordinal
-        return JobRec(
+        job = JobRec(
             job_id=key,
             public_id=job_id,
             owner=owner,
@@ -106,6 +109,9 @@ class JobTable:
             experiment_name=body.experiment_name or "default",
             gpus=sum(c.n_gpus for c in body.sub_job_configs),
         )
+        with self.lock:
+            self.creating[key] = job
+        return job
 
     def _name_taken(self, owner: str, job_id: str) -> bool:
         """Does the caller hold a job of this id (any account, for the ``job-ids-global`` mutant)?"""
@@ -129,12 +135,14 @@ class JobTable:
         """Forget a job that was never registered (its create failed): its name and key."""
         with self.lock:
             self._reserved.discard(job.job_id)
+            self.creating.pop(job.job_id, None)
             if self._names.get((job.owner, job.public_id)) == job.job_id:
                 del self._names[(job.owner, job.public_id)]
 
     def register_job(self, job: JobRec) -> None:
         with self.lock:
             self._reserved.discard(job.job_id)
+            self.creating.pop(job.job_id, None)
             self.jobs[job.job_id] = job
             job.log(f"job created with {len(job.sub_jobs)} sub-job(s), {job.gpus} GPU(s)")
             self.readmit()
@@ -231,6 +239,11 @@ class JobTable:
         if now >= job.cancelling_until:
             job.status, job.cancelling_until = JobState.CANCELLED.value, None
             job.updated_at = self.clock.time()
+
+    def held(self) -> list[JobRec]:
+        """Every job registered or being created (what the account caps count)."""
+        with self.lock:
+            return [*self.jobs.values(), *self.creating.values()]
 
     def list_jobs(self, owner: str, status: str | None) -> list[JobRec]:
         with self.lock:

@@ -124,6 +124,10 @@ class Store:
     def register_job(self, job: JobRec) -> None:
         self.table.register_job(job)
 
+    def held_jobs(self) -> list[JobRec]:
+        """Every job registered or being created (the account caps count both)."""
+        return self.table.held()
+
     def job_for(self, owner: str, job_id: str) -> JobRec:
         return self.table.job_for(owner, job_id)
 

@@ -90,3 +90,50 @@ def test_operation_tables_cover_every_type() -> None:
     assert set(OPERATION_PAYLOADS) == set(OPERATION_TYPES) == set(OPERATION_NATURAL_TARGET)
     assert OPERATION_NATURAL_TARGET["reset-prefix-cache"] == "sampling"
     assert OPERATION_NATURAL_TARGET["weight-sync"] == "training"
+
+
+
+def _with_number(where: str, number: Any) -> dict[str, Any]:
+    """A valid create body with ``number`` at one of a few kinds of place."""
+    train = {**TRAIN, "training_config": dict(TRAIN["training_config"])}
+    body: dict[str, Any] = {"sub_job_configs": [train]}
+    if where == "seed":
+        train["seed"] = number
+    elif where == "n_gpus":
+        train["training_config"]["n_gpus"] = number
+    elif where == "lr":
+        train["training_config"]["optimizer"] = {"name": "AdamW", "lr": number}
+    else:
+        body["extra"] = [1, {"deep": number}]
+    return body
+
+
+@pytest.mark.parametrize("number", [10**4000, -(10**400), float("inf"), float("-inf"), float("nan")])
+@pytest.mark.parametrize(("where", "loc"), [
+    ("seed", ("sub_job_configs", 0, "seed")),
+    ("n_gpus", ("sub_job_configs", 0, "training_config", "n_gpus")),
+    ("lr", ("sub_job_configs", 0, "training_config", "optimizer", "lr")),
+    ("extra", ("extra", 1, "deep")),
+])
+def test_a_number_no_field_can_use_is_refused_by_its_location(number: Any, where: str, loc: tuple) -> None:
+    """One rule for every request model (contract.models.RequestBody): no number past a
+    double or non-finite, in declared fields, open extras and pass-through dicts alike."""
+    with pytest.raises(ValidationError) as info:
+        CreateJobRequest.model_validate(_with_number(where, number))
+    assert [(e["loc"], e["type"]) for e in info.value.errors()] == [(loc, "number_out_of_range")]
+
+
+@pytest.mark.parametrize("number", [2**63, -(2**63) - 1])
+@pytest.mark.parametrize(("where", "loc"), [("seed", ("sub_job_configs", 0, "seed")),
+                                            ("n_gpus", ("sub_job_configs", 0, "training_config", "n_gpus"))])
+def test_an_integer_field_takes_64_bits(number: int, where: str, loc: tuple) -> None:
+    with pytest.raises(ValidationError) as info:
+        CreateJobRequest.model_validate(_with_number(where, number))
+    assert [e["loc"] for e in info.value.errors()] == [loc]
+
+
+def test_the_64_bit_edges_are_taken_and_a_big_number_where_no_integer_is_wanted() -> None:
+    body = {"sub_job_configs": [{**TRAIN, "seed": 2**63 - 1}], "extra": -(2**63), "big": 10**300}
+    assert CreateJobRequest.model_validate(body).sub_job_configs[0].seed == 2**63 - 1
+    assert _with_number("lr", 10**30)["sub_job_configs"][0]["training_config"]["optimizer"]["lr"] == 10**30
+    CreateJobRequest.model_validate(_with_number("lr", 10**30))

@@ -153,3 +153,23 @@ def test_unknown_field_names_per_exchange_are_capped(make_api):
     assert user.post("/", json=body).status_code == 200
     (ex,) = traffic(adm, account)["exchanges"]
     assert len(ex["unknown_fields"]) == MAX_UNKNOWN_NAMES
+
+
+def test_every_text_a_caller_chose_is_kept_short(make_api):
+    """Field names and an operation type of 200,000 characters each are kept cut to
+    MAX_TEXT (10 names of 50 MiB each were once kept whole: +511 MiB)."""
+    from fake_gs.ops.traffic import MAX_TEXT
+
+    adm = admin(make_api)
+    user, account = minted(adm)
+    job = user.running_job()
+    long = "n" * 200_000
+    assert user.post(f"/{job}/step", json={f"{long}{i}": i for i in range(3)}).status_code == 200
+    assert user.post(f"/{job}/operation", json={"operation_type": long, "payload": {}}).status_code == 400
+    answer = adm.get("/_fake/traffic", params={"account": account})
+    assert len(answer.content) < 64 * 1024, len(answer.content)
+    step, op = [ex for ex in answer.json()["exchanges"] if ex["route"] in ("step", "operation")]
+    assert len(step["unknown_fields"]) == 3
+    assert all(len(name) <= MAX_TEXT + 40 for name in step["unknown_fields"]), step["unknown_fields"]
+    assert step["unknown_fields"][0].endswith("(200001 characters)")
+    assert op["op"] is None or len(op["op"]) <= MAX_TEXT + 40

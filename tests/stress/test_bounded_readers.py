@@ -9,6 +9,8 @@ than the bound).
 
 from __future__ import annotations
 
+import json
+import struct
 import time
 import tracemalloc
 from collections.abc import Callable
@@ -29,11 +31,19 @@ from hostile_server import (
 
 from client.calls.bounded_read import AnswerTooBig, AnswerTooSlow, BoundedAdapter, mount_bounds
 from client.config import ClientConfig
-from client.errors import AnswerTooLarge, CortexError, DeadlineExceeded, ResultTooLarge
+from client.errors import (
+    AnswerTooLarge,
+    CortexError,
+    DeadlineExceeded,
+    ProtocolError,
+    ResultTooLarge,
+)
 from client.rest import CortexRestClient
 from conformance.drivers.raw import RawDriver
 from conformance.target import ProbeError, Target, probe, probe_service
-from contract.limits import INFLATION_FREE_BYTES, MiB
+from contract import wire
+from contract.limits import INFLATION_FREE_BYTES, SMALL_ANSWER_BYTES, MiB
+from contract.wire.limits import MAX_HEADER_CONTAINERS
 
 FAST = {"backoff_first_s": 0.001, "backoff_cap_s": 0.005, "poll_first_s": 0.001, "poll_cap_s": 0.005,
         "connect_timeout_s": 2.0}
@@ -251,3 +261,63 @@ def test_the_base_dependencies_bound_urllib3_to_the_tested_range() -> None:
 
     project = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())["project"]
     assert "urllib3" + urllib3_pools.TESTED_URLLIB3 in project["dependencies"]
+# --- frames ---------------------------------------------------------------------------------
+
+
+def _list_bomb_frame(lists: int) -> bytes:
+    """A DSSST1 frame whose header's tree holds ``lists`` empty lists (~3 bytes each)."""
+    dss = json.dumps({"v": "DSSST1", "tree": ["j", None]}).replace("null", "[" + "[]," * (lists - 1) + "[]]")
+    raw = json.dumps({"__metadata__": {"dss": dss}}, separators=(",", ":")).encode()
+    raw += b" " * (-(8 + len(raw)) % 8)
+    return struct.pack("<Q", len(raw)) + raw
+
+
+def test_a_result_frame_header_of_endless_lists_is_refused_before_it_is_parsed() -> None:
+    """A result whose frame header holds more lists than a header may describe
+    (MAX_HEADER_CONTAINERS) is a typed error, and the client never builds the lists: the
+    issue's 20 million took it +1.57 GiB; here 2**21 + 1 (6 MiB of header) stay well under
+    what parsing them would cost (~130 MiB)."""
+    frame = _list_bomb_frame(MAX_HEADER_CONTAINERS + 1)
+    stamp = "2026-01-01T00:00:00Z"
+    page = json_answer({"request_id": "r1", "job_id": "j1", "status": "done", "created_at": stamp,
+                        "updated_at": stamp, "result": wire.inline_frame(frame), "error": None,
+                        "events": [], "next_cursor": None})
+    tracemalloc.start()
+    try:
+        with hostile(_always(lambda: Answer(iter([page])))) as srv, \
+                pytest.raises(ProtocolError, match="arrays/objects"):
+            _client(srv.url, retries=0).wait("j1", "r1")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 8 * len(page), (peak / MiB, len(page) / MiB)
+
+
+def test_a_header_at_the_container_bound_decodes() -> None:
+    assert len(wire.loads(_list_bomb_frame(MAX_HEADER_CONTAINERS - 8))) == MAX_HEADER_CONTAINERS - 8
+
+
+def test_an_endless_answer_is_cut_at_what_its_route_can_legitimately_answer() -> None:
+    """get_capacity answers a small object: an endless answer stops at SMALL_ANSWER_BYTES,
+    not at the client's 1 GiB cap (a hostile server's endless answer cost the client +1 GiB)."""
+    tracemalloc.start()
+    try:
+        with hostile(_always(endless_json)) as srv:
+            with pytest.raises(AnswerTooLarge, match="get_capacity"):
+                _client(srv.url, retries=0).get_capacity()
+            (end,) = srv.settled()
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert end.cut and end.bytes < SMALL_ANSWER_BYTES + 16 * MiB, end  # the bound + socket buffers
+    assert peak < 3 * SMALL_ANSWER_BYTES, peak / MiB
+
+
+def test_every_route_reads_at_most_what_it_can_answer() -> None:
+    from contract.limits import MAX_ANSWER_BYTES, answer_bound
+    from contract.routes import ROUTES
+
+    for route in ROUTES:
+        bound = answer_bound(route.name, MAX_ANSWER_BYTES)
+        assert bound == MAX_ANSWER_BYTES if route.name == "get_request" else bound < 256 * MiB, route.name
+    assert answer_bound("get_job", MiB) == MiB  # the client's own cap still applies

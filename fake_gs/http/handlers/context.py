@@ -7,6 +7,7 @@ import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -240,8 +241,8 @@ async def parse_json_body(data: bytes | bytearray, settings: FakeSettings) -> An
                        f"body holds about {values} JSON values, over the fake's max_json_values "
                        f"{settings.max_json_values}; refused unparsed (send tensors as DSSST1 frames)")
     if len(data) <= OFF_LOOP_JSON_BYTES:
-        return parse_json(data, settings.max_json_containers)
-    return await run_in_threadpool(parse_json, data, settings.max_json_containers)
+        return parse_json(data, settings.max_json_containers, finite=False)
+    return await run_in_threadpool(partial(parse_json, finite=False), data, settings.max_json_containers)
 
 
 def _check_containers(data: bytes | bytearray, max_containers: int | None) -> None:
@@ -250,9 +251,12 @@ def _check_containers(data: bytes | bytearray, max_containers: int | None) -> No
                        f"body holds more than {max_containers} JSON arrays/objects; refused unparsed")
 
 
-def parse_json(data: bytes | bytearray, max_containers: int | None = None) -> Any:
+def parse_json(data: bytes | bytearray, max_containers: int | None = None, *, finite: bool = True) -> Any:
+    """JSON (never NaN or Infinity); ``finite``: a number past a double (1e309) is refused
+    here too, else it is read as infinity for the route's request model to refuse by name
+    (``contract.models.RequestBody``)."""
     _check_containers(data, max_containers)
     try:
-        return json.loads(data, parse_constant=_refuse_constant, parse_float=_finite_float)
+        return json.loads(data, parse_constant=_refuse_constant, parse_float=_finite_float if finite else float)
     except (ValueError, RecursionError) as exc:
         raise ApiError(ErrorCode.MALFORMED_JSON, f"body is not valid UTF-8 JSON: {str(exc)[:200]}") from None

@@ -17,11 +17,12 @@ from fake_gs.answers import check as answers
 from fake_gs.answers import forms as dialect
 from fake_gs.answers import forms_any
 from fake_gs.answers.refusals import ApiError
-from fake_gs.http.handlers.context import Ctx, json_response
+from fake_gs.http.handlers.context import OFF_LOOP_JSON_BYTES, Ctx, json_response
 from fake_gs.ops.seams import Bend, Rewrite, Rule
+from fake_gs.settings import FakeSettings
 from fake_gs.state.create_rules import InitFrom, check_config_rules, check_init, requested_job_id
 from fake_gs.state.execution_logs import run_name
-from fake_gs.state.quotas import check_config_room, check_texts
+from fake_gs.state.quotas import check_job_room, weigh_config
 from fake_gs.state.records import CheckpointRec, JobRec, SubJobRec, rfc3339
 
 OWNER_ROLE = "FAKE_GS_ROLE"
@@ -130,11 +131,17 @@ def check_debug_gate(ctx: Ctx, body: CreateJobRequest) -> None:
         raise ApiError(ErrorCode.VALIDATION_FAILED, message, [detail_entry(("debug",), message, "not_enabled")])
 
 
+def config_cost(body: CreateJobRequest, settings: FakeSettings) -> int:
+    """The memory the job will keep for ``body`` (texts checked on the way; quotas)."""
+    return weigh_config(body.model_dump(mode="json", by_alias=True, exclude_none=True), settings)
+
+
 async def create_job(ctx: Ctx) -> Response:
     body = await ctx.json_model(CreateJobRequest)
-    check_texts(body.model_dump(mode="json", by_alias=True, exclude_none=True), ctx.settings)
-    config_bytes = int(ctx.extras.get("json_bytes", 0))
-    check_config_room(ctx.store, ctx.owner, config_bytes)
+    big = ctx.extras.get("json_bytes", 0) > OFF_LOOP_JSON_BYTES
+    config_bytes = await run_in_threadpool(config_cost, body, ctx.settings) if big else \
+        config_cost(body, ctx.settings)
+    check_job_room(ctx.store, ctx.owner, config_bytes)
     check_debug_gate(ctx, body)
     check_models(ctx, body)
     job_id = requested_job_id(body, ctx.settings.seams)
@@ -163,9 +170,16 @@ async def create_job(ctx: Ctx) -> Response:
 
 
 async def list_jobs(ctx: Ctx) -> Response:
+    """Every job of the caller (bounded by ``max_jobs_per_account`` and the configs they keep,
+    ``fake_gs.state.quotas``), rendered off the event loop: a list of big configs takes
+    seconds to render, and other accounts' calls go on meanwhile."""
     jobs = ctx.store.list_jobs(ctx.owner, ctx.request.query_params.get("status"))
-    entries = [forms_any.list_entry(ctx.forms, answers.render(job_view(ctx, j))) for j in jobs]
-    return json_response(m.JobList(jobs=entries))
+
+    def render() -> Response:
+        entries = [forms_any.list_entry(ctx.forms, answers.render(job_view(ctx, j))) for j in jobs]
+        return json_response(m.JobList(jobs=entries))
+
+    return await run_in_threadpool(render)
 
 
 async def get_capacity(ctx: Ctx) -> Response:
