@@ -201,7 +201,7 @@ _TABLE: tuple[_Row, ...] = (
     ("SAVE-RESULT-2", _M, "current", "server", "decided", "The kit's save result carries checkpoint_id, checkpoint_path and checkpoint_tag."),
     ("SAVE-TYPE-2", _M, "current", "server", "decided", "checkpoint_type is case-insensitive; a type other than resumable or weights-only is refused."),
     ("SAVE-ID-2", _M, "current", "server", "decided", "The kit's fake names a checkpoint as the caller's checkpoint_id asked."),
-    ("SAVE-LOAD-5", _M, "current", "server", "decided", "load of an unknown checkpoint is refused (404) or fails as a request naming it."),
+    ("SAVE-LOAD-5", _M, "current", "server", "decided", "load of an unknown checkpoint or from an unknown source_job_id is refused (404) or fails as a request naming it."),
     # Generate
     ("GEN-COUNT-1", _M, "current", "server", "spec §6.6", "generate answers exactly one result per prompt."),
     ("GEN-TOKENS-1", _M, "current", "server", "spec §6.6", "Each result carries text, token_ids and finish_reason."),
