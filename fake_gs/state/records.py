@@ -155,6 +155,9 @@ class JobRec:
     config_bytes: int = 0
     #: The job's id as its owner sees it ("": the same as ``job_id``).
     public_id: str = ""
+    #: (host job key, n_gpus) of each multiplexed sub-job: its GPUs are the host's, counted
+    #: once, while the host holds them.
+    gpu_hosts: list[tuple[str, int]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if not self.updated_at:

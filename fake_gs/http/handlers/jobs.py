@@ -10,6 +10,8 @@ from starlette.responses import Response
 
 from contract import models as m
 from contract.errors import ErrorCode, detail_entry
+from contract.ids import SUB_JOB_ID_RE, printable
+from contract.jobrules import config_loc, multiplex_job_id
 from contract.models import CreateJobRequest, SubJobConfig
 from contract.models.catalog import is_known_model, is_trainable
 from contract.states import JobState
@@ -122,6 +124,39 @@ def source_checkpoints(ctx: Ctx, body: CreateJobRequest) -> list[InitFrom]:
     return out
 
 
+def multiplex_hosts(ctx: Ctx, body: CreateJobRequest) -> list[tuple[str, int]]:
+    """Each ``multiplex_job_id`` names a running sub-job of a job the caller holds
+    (JOBV-MULTIPLEX-2; the id's form is JOBV-MULTIPLEX-1's): the (host job key, n_gpus) of
+    every multiplexed sub-job, whose GPUs its host already holds. A missing and another
+    account's job read the same, so the refusal reveals nothing of other accounts."""
+    hosts: list[tuple[str, int]] = []
+    enforced = ctx.settings.seams.enforces(Rule.MULTIPLEX_TARGET)
+    for i, cfg in enumerate(body.sub_job_configs):
+        value = multiplex_job_id(cfg)
+        match = SUB_JOB_ID_RE.match(value) if isinstance(value, str) else None
+        if match is None:
+            continue
+        try:
+            host: JobRec | None = ctx.store.job_for(ctx.owner, match["job"])
+        except ApiError:
+            host = None
+        problem = None
+        if host is None:
+            problem = f"you hold no job {match['job']!r}"
+        elif (status := ctx.store.status(host)) != JobState.RUNNING:
+            problem = f"job {host.public_id!r} is {ctx.job_status_text(status)}, not running"
+        elif host.sub_job(value) is None:
+            problem = (f"job {host.public_id!r} has no sub-job {value!r} "
+                       f"(it has {', '.join(s.sub_job_id for s in host.sub_jobs)})")
+        if problem is None and host is not None:
+            hosts.append((host.job_id, cfg.n_gpus))
+        elif enforced:
+            message = f"multiplex_job_id {printable(value)[:200]!r}: {problem}; name a running sub-job of one of your jobs"
+            raise ApiError(ErrorCode.VALIDATION_FAILED, message,
+                           [detail_entry(config_loc(i, cfg, "multiplex_job_id"), message, "multiplex_target")])
+    return hosts
+
+
 def check_debug_gate(ctx: Ctx, body: CreateJobRequest) -> None:
     """The fake's debug options are off (spec §5.1: the server gates them): a top-level
     ``debug`` block is refused, not silently ignored (JOB-DEBUG-2)."""
@@ -140,7 +175,9 @@ async def create_job(ctx: Ctx) -> Response:
     job_id = requested_job_id(body, ctx.settings.seams)
     check_config_rules(body, job_id, ctx.settings.seams)
     inits = source_checkpoints(ctx, body)
+    hosts = multiplex_hosts(ctx, body)
     job = ctx.store.new_job(ctx.owner, body, job_id)  # 409 when the caller holds the id
+    job.gpu_hosts = hosts
     job.config_bytes = config_bytes
     engine = await run_in_threadpool(lambda: ctx.store.engine)
     names = [sub.sub_job_id for sub in job.sub_jobs]
