@@ -13,7 +13,7 @@ from contract.errors import ErrorCode, detail_entry
 from contract.ids import SUB_JOB_ID_RE, printable
 from contract.jobrules import config_loc, multiplex_job_id
 from contract.models import CreateJobRequest, SubJobConfig
-from contract.models.catalog import is_known_model, is_trainable
+from contract.models.catalog import ALL_MODELS, TRAINING_MODELS, is_known_model, is_trainable
 from contract.states import JobState
 from fake_gs.answers import check as answers
 from fake_gs.answers import forms as dialect
@@ -21,6 +21,8 @@ from fake_gs.answers import forms_any
 from fake_gs.answers.refusals import ApiError
 from fake_gs.http.handlers.context import Ctx, json_response
 from fake_gs.ops.seams import Bend, Rewrite, Rule
+from fake_gs.options import flag_name
+from fake_gs.settings import FakeSettings
 from fake_gs.state.create_rules import InitFrom, check_config_rules, check_init, requested_job_id
 from fake_gs.state.execution_logs import run_name
 from fake_gs.state.quotas import check_config_room, check_texts
@@ -74,10 +76,15 @@ def check_models(ctx: Ctx, body: CreateJobRequest) -> None:
     for i, cfg in enumerate(body.sub_job_configs):
         loc = ("sub_job_configs", i, "model_name")
         if not is_known_model(cfg.model_name):
-            raise ApiError(ErrorCode.UNKNOWN_MODEL, f"model {cfg.model_name!r} is not served here",
+            message = (f"model {printable(cfg.model_name)[:200]!r} is not served here; served: "
+                       f"{', '.join(ALL_MODELS)} (training: {', '.join(TRAINING_MODELS)}); "
+                       f"start the fake with {flag_name(FakeSettings, 'allow_any_model')} to accept any name")
+            raise ApiError(ErrorCode.UNKNOWN_MODEL, message,
                            [detail_entry(loc, "unknown model", ErrorCode.UNKNOWN_MODEL)])
         if cfg.job_type == "training" and not is_trainable(cfg.model_name):
-            raise ApiError(ErrorCode.MODEL_NOT_TRAINABLE, f"model {cfg.model_name!r} is served for inference only",
+            message = (f"model {printable(cfg.model_name)[:200]!r} is served for inference only; "
+                       f"trainable: {', '.join(TRAINING_MODELS)}")
+            raise ApiError(ErrorCode.MODEL_NOT_TRAINABLE, message,
                            [detail_entry(loc, "model is inference-only", ErrorCode.MODEL_NOT_TRAINABLE)])
 
 
