@@ -203,6 +203,7 @@ __all__ = [
     "CortexHTTPError",
     "DeadlineExceeded",
     "JobFailed",
+    "NestedTensorRefused",
     "PayloadTooLarge",
     "PollTimeout",
     "PromptTooLong",
@@ -217,3 +218,11 @@ __all__ = [
 class InvalidArgument(CortexError, ValueError):
     """An argument the client cannot send at all (an id that is not valid UTF-8): raised
     before any request, instead of a bare UnicodeEncodeError from the URL encoder."""
+
+
+class NestedTensorRefused(InvalidArgument):
+    """A nested (jagged) tensor of a batch whose dense layout the client cannot know,
+    refused before any byte is sent (``client.transports.jagged``); ``field`` names it."""
+
+    extra_fields = required_fields = ("field",)
+    field: str

@@ -32,7 +32,7 @@ def extras(cfg: SubJobConfig) -> dict[str, Any]:
     return dict(conf.model_extra or {}) if conf is not None else {}
 
 
-def _loc(i: int, cfg: SubJobConfig, *rest: str | int) -> Loc:
+def config_loc(i: int, cfg: SubJobConfig, *rest: str | int) -> Loc:
     which = "training_config" if cfg.training_config is not None else "inference_config"
     return ("sub_job_configs", i, which, *rest)
 
@@ -44,9 +44,9 @@ def _sp_size(i: int, cfg: SubJobConfig) -> Problem | None:
         return None
     sp = extras(cfg)["sp_size"]
     if not isinstance(sp, int) or isinstance(sp, bool) or sp < 1:
-        return Problem("JOBV-SP-1", _loc(i, cfg, "sp_size"), f"sp_size must be a positive integer, got {sp!r}")
+        return Problem("JOBV-SP-1", config_loc(i, cfg, "sp_size"), f"sp_size must be a positive integer, got {sp!r}")
     if train.n_gpus % sp:
-        return Problem("JOBV-SP-1", _loc(i, cfg, "sp_size"),
+        return Problem("JOBV-SP-1", config_loc(i, cfg, "sp_size"),
                        f"sp_size {sp} does not divide the world size n_gpus={train.n_gpus}")
     return None
 
@@ -61,22 +61,27 @@ def _offload(i: int, cfg: SubJobConfig) -> Problem | None:
     mode = ac.get("mode", offload.get("mode"))
     if mode == "full":
         return None
-    return Problem("JOBV-OFFLOAD-1", _loc(i, cfg, "ac_config", "mode"),
+    return Problem("JOBV-OFFLOAD-1", config_loc(i, cfg, "ac_config", "mode"),
                    f"activation offload needs ac_config mode 'full', got {mode!r}")
+
+
+def multiplex_job_id(cfg: SubJobConfig) -> Any:
+    """The sub-job's ``multiplex_job_id`` as sent (training or inference config; spec §8.3)."""
+    train = cfg.training_config
+    return train.multiplex_job_id if train is not None else extras(cfg).get("multiplex_job_id")
 
 
 def _multiplex(i: int, cfg: SubJobConfig, own_job_id: str | None) -> Problem | None:
     """``multiplex_job_id`` is a complete sub-job id of another job."""
-    train = cfg.training_config
-    value = train.multiplex_job_id if train is not None else extras(cfg).get("multiplex_job_id")
+    value = multiplex_job_id(cfg)
     if value is None:
         return None
     match = SUB_JOB_ID_RE.match(value) if isinstance(value, str) else None
     if match is None:
-        return Problem("JOBV-MULTIPLEX-1", _loc(i, cfg, "multiplex_job_id"),
+        return Problem("JOBV-MULTIPLEX-1", config_loc(i, cfg, "multiplex_job_id"),
                        f"multiplex_job_id {value!r} is not a complete {{job_id}}:{{type}}:{{index}} sub-job id")
     if own_job_id is not None and match["job"] == own_job_id:
-        return Problem("JOBV-MULTIPLEX-1", _loc(i, cfg, "multiplex_job_id"),
+        return Problem("JOBV-MULTIPLEX-1", config_loc(i, cfg, "multiplex_job_id"),
                        "multiplex_job_id must name a sub-job of another job")
     return None
 
@@ -112,7 +117,7 @@ def _prime_rl(i: int, cfg: SubJobConfig) -> Problem | None:
         return None
     chunk = prime.get("fused_lm_head_token_chunk_size")
     if prime.get("fp32_lm_head") is True or (isinstance(chunk, int) and not isinstance(chunk, bool)):
-        return Problem("CLIENT-CONFIG-1", _loc(i, cfg, "prime_rl"),
+        return Problem("CLIENT-CONFIG-1", config_loc(i, cfg, "prime_rl"),
                        "fused_cross_entropy cannot be combined with fp32_lm_head or "
                        "fused_lm_head_token_chunk_size")
     return None

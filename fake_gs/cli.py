@@ -7,6 +7,7 @@ two of launch; the engine loads on the first job.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import contextlib
 import logging
 import os
@@ -22,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from contract.routes import DEFAULT_ENDPOINT, PREFIX_TEMPLATE
+from fake_gs.engines import start_up_notes
 from fake_gs.options import Flag, bound_of, flag_of
 from fake_gs.settings import FLAG_GROUPS, RECIPE_GROUP, FakeSettings, Timing, literal_choices
 
@@ -72,8 +74,10 @@ def build_parser() -> argparse.ArgumentParser:
     # Not a setting of the server: where this process writes the exports once serving.
     groups[RECIPE_GROUP].add_argument(
         "--env-file", type=Path, default=None, metavar="PATH",
-        help="once serving, write the exports (CORTEX_HOST or CORTEX_BASE_URL, and the CA "
-             "variables with --tls) to PATH for `source`; removed when the fake stops")
+        help="once serving, write the exports (CORTEX_HOST or CORTEX_BASE_URL, the CA "
+             "variables with --tls, and AWS_ENDPOINT_URL_S3 and AWS_DEFAULT_REGION of the "
+             "execution-log stage with the logs extra) to PATH for `source`; removed when the "
+             "fake stops")
     return p
 
 
@@ -143,10 +147,35 @@ def tls_lines(base: str, host_port: str, tls: Any) -> list[str]:
     ]
 
 
+#: The variables a plain boto3 client reads: the endpoint of its S3 calls (botocore >= 1.31)
+#: and its region. The service's reference client ignores the endpoint a statement answer
+#: names, so only these keep its download on the fake's stage instead of real AWS.
+STAGE_ENDPOINT_VAR = "AWS_ENDPOINT_URL_S3"
+STAGE_REGION_VAR = "AWS_DEFAULT_REGION"
+
+
+def stage_exports(stage: tuple[str, str] | None) -> dict[str, str]:
+    """The exports that point an unchanged S3 client at the stage (none without one)."""
+    if stage is None:
+        return {}
+    endpoint, region = stage
+    return {STAGE_ENDPOINT_VAR: endpoint, STAGE_REGION_VAR: region}
+
+
+def stage_lines(stage: tuple[str, str] | None) -> list[str]:
+    """Where the execution-log stage listens and the export that sends a plain boto3 client
+    there (its own default is real AWS); why there is none without the extra."""
+    if stage is None:
+        return ["  logs:     no execution-log stage (download-log needs the 'logs' extra: moto[server], boto3)"]
+    return [f"  logs:     S3 stage {stage[0]} (loopback; region {stage[1]})",
+            f"  {export_line(stage_exports(stage))}  (for a plain boto3 client, e.g. the reference CLI's download-log)"]
+
+
 def announcement(settings: FakeSettings, base: str, host_port: str, tls: Any,
                  admin_token: str | None = None) -> list[str]:
     """What the fake prints once it accepts connections: where to point a client (and the
-    admin token when tokens are set and none was given: it is random)."""
+    admin token when tokens are set and none was given: it is random) and what the engine
+    does to a caller's batches."""
     extras = [f"profile={settings.profile}", f"dialect={settings.dialect}", f"engine={settings.engine}",
               f"auth={'on' if settings.tokens else 'off'}", f"tls={'on' if tls else 'off'}"]
     if settings.mutant:
@@ -161,6 +190,7 @@ def announcement(settings: FakeSettings, base: str, host_port: str, tls: Any,
         *([f"  admin token (random; set one with --admin-token): {admin_token}"]
           if settings.tokens and settings.admin_token is None and admin_token else []),
         "  " + " ".join(extras),
+        *(f"  note:     {note}" for note in start_up_notes(settings.engine)),
         *tls_lines(base, host_port, tls),
     ]
 
@@ -221,6 +251,30 @@ def _open(settings: FakeSettings) -> tuple[Any, socket.socket, Any]:
     return app, sock, tls
 
 
+async def stage_up(state: Any, server: Any, exports: dict[str, str], env_file: Path | None) -> None:
+    """The log stage starts with the fake, not on the first statement: its endpoint is
+    printed and goes into the env file with the client's ``exports``, for clients that do
+    not read it from the statement answer. Its moto import takes seconds, so it comes after
+    the banner and after the engine's warm-up (calls need that first; on two cores the two
+    imports would slow each other)."""
+    from fake_gs.server import start_log_stage
+
+    await asyncio.to_thread(state.warmed_up.wait)
+    if server.should_exit:
+        return
+    try:
+        stage = await asyncio.to_thread(start_log_stage, state)
+        lines = stage_lines(stage)
+    except Exception as exc:  # the fake serves on; only the download is missing
+        if server.should_exit:
+            return  # stopped while the stage started: nothing to announce
+        stage, lines = None, [f"  logs:     the execution-log stage did not start: {exc}"]
+    for line in lines:
+        print(line, flush=True)
+    if env_file is not None:
+        write_env_file(env_file, {**exports, **stage_exports(stage)})
+
+
 def _serve(settings: FakeSettings, app: Any, sock: socket.socket, tls: Any,
            env_file: Path | None) -> None:
     """Serve until stopped; announce once accepting, clean up (CA, env file) however it ends."""
@@ -237,8 +291,10 @@ def _serve(settings: FakeSettings, app: Any, sock: socket.socket, tls: Any,
         await original(sockets=sockets)
         for line in announcement(settings, base, host_port, tls, app.state.fake.admin_token):
             print(line, flush=True)
-        if env_file is not None:
-            write_env_file(env_file, client_exports(base, host_port, tls))
+        exports = client_exports(base, host_port, tls)
+        background.append(asyncio.get_running_loop().create_task(stage_up(app.state.fake, server, exports, env_file)))
+
+    background: list[asyncio.Task[None]] = []
 
     server.startup = startup  # type: ignore[method-assign]
     # uvicorn re-raises SIGTERM once shut down; turning it into SystemExit lets the cleanup

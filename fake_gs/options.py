@@ -63,5 +63,14 @@ def flag_of(f: Field[Any]) -> Flag | None:
     return f.metadata.get("flag")
 
 
+def flag_name(settings_cls: type, setting: str) -> str:
+    """How ``setting`` of a settings dataclass is spelt on the command line, for a message
+    that tells the user which flag to reach for."""
+    flag = flag_of(settings_cls.__dataclass_fields__[setting])  # type: ignore[attr-defined]
+    if flag is None:
+        raise ValueError(f"setting {setting!r} has no command-line flag")
+    return flag.name
+
+
 def bound_of(f: Field[Any]) -> Bound | None:
     return f.metadata.get("bound")

@@ -7,15 +7,18 @@ at once), and start-up is awaited on an event set after uvicorn's own start-up: 
 from __future__ import annotations
 
 import contextlib
+import ipaddress
 import socket
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
 import uvicorn
 from starlette.applications import Starlette
 
+from contract.errors import ErrorCode
 from fake_gs.clock import SYSTEM_CLOCK, Clock
 from fake_gs.http.app import create_app
 from fake_gs.http.app_state import AppState
@@ -74,6 +77,30 @@ def uvicorn_config(app: Starlette, settings: FakeSettings, **extra: Any) -> uvic
     )
 
 
+def start_log_stage(state: AppState) -> tuple[str, str] | None:
+    """Start the execution-log stage now (not on the first statement): its endpoint and
+    region, for the banner and the env file; None without the ``logs`` extra.
+
+    Refuses an endpoint off loopback: the fake hands out no address of another host."""
+    from fake_gs.answers.refusals import ApiError
+    from fake_gs.state.execution_logs import REGION
+
+    try:
+        stage = state.store.execution_logs.stage()
+    except ApiError as exc:
+        if exc.code != ErrorCode.LOGS_EXTRA_MISSING:
+            raise
+        return None
+    host = urlsplit(stage.endpoint).hostname or ""
+    try:
+        loopback = ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        loopback = False
+    if not loopback:
+        raise RuntimeError(f"the log stage listens on {stage.endpoint}, not on loopback")
+    return stage.endpoint, REGION
+
+
 @dataclass
 class FakeServer:
     """A fake running in a background thread."""
@@ -118,6 +145,10 @@ class FakeServer:
     def admin_token(self) -> str | None:
         """The admin API's credential (None without tokens: the admin API is open)."""
         return self.state.admin_token
+
+    def start_log_stage(self) -> tuple[str, str] | None:
+        """Start the execution-log stage: its endpoint and region (:func:`start_log_stage`)."""
+        return start_log_stage(self.state)
 
     def stop(self, timeout: float = 10.0) -> None:
         self._server.should_exit = True

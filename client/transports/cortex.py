@@ -31,6 +31,7 @@ from client.shaping import (
     shape_train_result,
 )
 from client.transport import COLOCATION_OPS, JobIds, Request
+from client.transports.jagged import dense_batch, is_nested
 from contract.errors import ErrorCode
 from contract.ids import job_of_sub_job
 from contract.models import GenerateRequest, ResetPrefixCachePayload, SaveRequest
@@ -50,19 +51,21 @@ WEIGHTS_ONLY = "weights-only"
 
 
 def rpc_body(body: Mapping[str, Any]) -> dict[str, Any]:
-    """Normalise a train body to ``{"args", "kwargs", "meta"?, "processing"?, ...}``."""
+    """Normalise a train body to ``{"args", "kwargs", "meta"?, "processing"?, ...}``, a
+    nested (jagged) prompts/responses made dense as verl pads input_ids (``client.transports.jagged``)."""
     rest = dict(body)
     if "batch" in rest:
         out: dict[str, Any] = {"args": [], "kwargs": rest.pop("batch")}
         out.update(rest)
-        return out
-    if "kwargs" in rest or "args" in rest:
+    elif "kwargs" in rest or "args" in rest:
         rest.setdefault("args", [])
         rest.setdefault("kwargs", {})
-        return rest
-    kwargs = {k: v for k, v in rest.items() if k not in RPC_SIDE_KEYS}
-    out = {"args": [], "kwargs": kwargs}
-    out.update({k: v for k, v in rest.items() if k in RPC_SIDE_KEYS})
+        out = rest
+    else:
+        out = {"args": [], "kwargs": {k: v for k, v in rest.items() if k not in RPC_SIDE_KEYS}}
+        out.update({k: v for k, v in rest.items() if k in RPC_SIDE_KEYS})
+    if isinstance(out["kwargs"], Mapping) and any(is_nested(v) for v in out["kwargs"].values()):
+        out["kwargs"] = dense_batch(out["kwargs"], out.get("meta"))
     return out
 
 

@@ -83,6 +83,7 @@ _TABLE: tuple[_Row, ...] = (
     ("JOBV-SP-1", _M, "current", "server", "spec §8.2", "training_config.sp_size must be a positive integer dividing the world size (n_gpus); otherwise create is refused (or the job fails)."),
     ("JOBV-OFFLOAD-1", _M, "current", "server", "spec §8.2", "Activation offload (ac_config.offload_config.enabled true) needs ac_config mode full; otherwise create is refused (or the job fails)."),
     ("JOBV-MULTIPLEX-1", _M, "current", "server", "spec §8.3", "multiplex_job_id must be a complete {job_id}:{training|sampling|log_prob}:{index} id of another job; otherwise create is refused (or the job fails)."),
+    ("JOBV-MULTIPLEX-2", _M, "current", "server", "decided", "multiplex_job_id names a running sub-job of a job the caller holds; one naming a missing sub-job, another account's or a missing job, or a job not running (cancelled, ended, pending) is refused at create with a 4xx, and a multiplexed sub-job's GPUs are its host's, counted once in in_use_gpus."),
     ("JOBV-FIELDS-1", _M, "current", "server", "spec §8.1", "SubJobConfig's optional fields take the types spec §8.1 gives (global_batch_size and seed integers, dtype a string, model_post_init a list of strings, source_checkpoint_info an object); another type is refused."),
     # Capacity
     ("CAP-FIELDS-1", _M, "current", "server", "spec §5.4", "GET /capacity answers has_reservation, max_total_gpus, in_use_gpus and available_gpus (proto3 may omit zero/false)."),
@@ -201,7 +202,7 @@ _TABLE: tuple[_Row, ...] = (
     ("SAVE-RESULT-2", _M, "current", "server", "decided", "The kit's save result carries checkpoint_id, checkpoint_path and checkpoint_tag."),
     ("SAVE-TYPE-2", _M, "current", "server", "decided", "checkpoint_type is case-insensitive; a type other than resumable or weights-only is refused."),
     ("SAVE-ID-2", _M, "current", "server", "decided", "The kit's fake names a checkpoint as the caller's checkpoint_id asked."),
-    ("SAVE-LOAD-5", _M, "current", "server", "decided", "load of an unknown checkpoint is refused (404) or fails as a request naming it."),
+    ("SAVE-LOAD-5", _M, "current", "server", "decided", "load of an unknown checkpoint or from an unknown source_job_id is refused (404) or fails as a request naming it."),
     # Generate
     ("GEN-COUNT-1", _M, "current", "server", "spec §6.6", "generate answers exactly one result per prompt."),
     ("GEN-TOKENS-1", _M, "current", "server", "spec §6.6", "Each result carries text, token_ids and finish_reason."),

@@ -82,7 +82,9 @@ def tensor_spec(x: Any, key: str) -> tuple[Spec, bool]:
     try:
         t = x.detach()
         if t.layout != torch.strided:
-            raise WireError(f"tensor {key!r} has layout {t.layout}; only dense tensors")
+            raise WireError(f"tensor {key!r} has layout {t.layout}; only dense tensors go on the wire: "
+                            "make it dense first (a nested tensor: torch.nested.to_padded_tensor, "
+                            "padded as the batch's input_ids)")
         code = _torch_codes().get(t.dtype)
         if code is None:
             raise WireError(f"tensor {key!r} has unsupported dtype {t.dtype}")

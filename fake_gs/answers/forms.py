@@ -14,8 +14,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import itertools
-import re
-from collections.abc import Callable, Container, Sequence
+from collections.abc import Container, Sequence
 from typing import Any, TypeVar
 
 from contract.errors import ErrorCode
@@ -162,16 +161,6 @@ def save_id(wanted: str | None, global_steps: int, taken: Container[str]) -> str
         n += 1
         ckpt_id = f"{base}-{n}"
     return ckpt_id
-
-
-def save_may_create(wanted: str | None, server_named: bool) -> Callable[[str], bool]:
-    """Which checkpoint ids a queued save may end up creating: the caller's own when the
-    save honours it, else the server-made names (``global_step<n>``; when the server names
-    it whatever was asked: ``ckpt-step<n>[-k]``)."""
-    if wanted is not None and not server_named:
-        return wanted.__eq__
-    pattern = re.compile(r"ckpt-step\d+(-\d+)?" if server_named else r"global_step\d+")
-    return lambda name: pattern.fullmatch(name) is not None
 
 
 # --- tail-logs (spec §7.8, §12.1) ---------------------------------------------------------

@@ -21,6 +21,15 @@ ENGINES: dict[str, str] = {
 }
 
 
+def start_up_notes(name: str) -> list[str]:
+    """What the banner tells a user of engine ``name`` before their first batch."""
+    if name == "tiny":
+        from fake_gs.engines.byte_vocab import FOLD_NOTE
+
+        return [FOLD_NOTE]
+    return []
+
+
 def load_engine(name: str, seed: int = 0, quirks: frozenset[EngineQuirk] = frozenset()) -> Engine:
     """Import and build the engine registered as ``name``, with the numeric ``quirks`` of a
     mutant living in it (the settings refuse a mutant of another engine)."""

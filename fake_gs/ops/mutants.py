@@ -60,6 +60,7 @@ debug-gate-open | JOB-DEBUG-2 | waive:debug-gate | a create body's top-level deb
 sp-size-unchecked | JOBV-SP-1 | waive:sp-size | an sp_size that does not divide n_gpus is accepted
 offload-mode-unchecked | JOBV-OFFLOAD-1 | waive:offload-mode | activation offload is accepted with a mode other than full
 multiplex-id-unchecked | JOBV-MULTIPLEX-1 | waive:multiplex-id | any multiplex_job_id is accepted
+multiplex-any-target | JOBV-MULTIPLEX-2 | waive:multiplex-target | a multiplex_job_id naming no running sub-job of the caller's is accepted
 init-credentials-taken | CKPT-INIT-7 | waive:init-credentials | a source_checkpoint_info carrying stage_info is taken
 init-any-job | CKPT-INIT-6 | bend:init-any-job | an initialisation without source_job_id finds the checkpoint in any of the caller's jobs
 sampler-any-checkpoint | CKPT-INIT-2 | waive:sampler-init | a sampler starts from a resumable checkpoint, or fresh from an unknown one

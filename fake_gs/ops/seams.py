@@ -51,7 +51,8 @@ class Rule(StrEnum):
     CALLER_JOB_ID = "caller-job-id"  # a create body's job_id is honoured
     SP_SIZE = "sp-size"  # sp_size divides n_gpus
     OFFLOAD_MODE = "offload-mode"  # activation offload needs mode full
-    MULTIPLEX_ID = "multiplex-id"  # multiplex_job_id names a job the caller holds
+    MULTIPLEX_ID = "multiplex-id"  # multiplex_job_id is a complete sub-job id of another job
+    MULTIPLEX_TARGET = "multiplex-target"  # multiplex_job_id names a running sub-job the caller holds
     INIT_CREDENTIALS = "init-credentials"  # a source_checkpoint_info carries no stage_info
     SAMPLER_INIT = "sampler-init"  # a sampler starts from an existing weights-only checkpoint
     DP_SIZE_CHANGE = "dp-size-change"  # a data-parallel size change needs load_optimizer_states false

@@ -2,9 +2,10 @@
 
 Why: a client's ``fetch_execution_logs`` goes experiment-run -> SQL statement for stage
 credentials -> S3 listing and downloads. Only a real S3 API exercises the last hop, so the
-fake starts moto's S3 server (the ``logs`` extra) in a child process the first time a client
-asks for credentials (:mod:`fake_gs.state.log_stage`: moto's IAM checks on, a read-only gate in
-front), and writes each sub-job's log lines there as
+fake starts moto's S3 server (the ``logs`` extra) in a child process (:mod:`fake_gs.state.log_stage`:
+moto's IAM checks on, a read-only gate in front): ``fake-gs`` at start-up, so it can print the
+endpoint and export it for plain boto3 clients; an embedded fake the first time a client asks
+for credentials. It writes each sub-job's log lines there as
 ``{prefix}/_logs/{sub_job_id}/execution.jsonl`` (one JSON object per line). Lines about the
 whole job (created, placed, running, ended) go to every sub-job's file.
 
@@ -21,6 +22,7 @@ here, compressed, for the newest :data:`MAX_ARCHIVED_JOBS` ended jobs.
 from __future__ import annotations
 
 import base64
+import importlib.util
 import json
 import os
 import shutil
@@ -87,11 +89,9 @@ class StageProcess:
     """The child running :mod:`fake_gs.state.log_stage`, and its command pipe."""
 
     def __init__(self, max_bytes: int) -> None:
-        try:
-            import boto3  # noqa: F401  (the client side of the extra)
-            import moto.server  # noqa: F401
-        except ImportError:
-            raise ApiError(ErrorCode.LOGS_EXTRA_MISSING, MISSING_EXTRA) from None
+        # Found, not imported: moto's import takes seconds, and the child imports it anyway.
+        if any(importlib.util.find_spec(name) is None for name in ("boto3", "moto", "flask")):
+            raise ApiError(ErrorCode.LOGS_EXTRA_MISSING, MISSING_EXTRA)
         self.tmp = tempfile.mkdtemp(prefix="fake-gs-stage-")
         env = {**os.environ, "TMPDIR": self.tmp, "PYTHONUNBUFFERED": "1"}
         self._lock = threading.Lock()
@@ -99,8 +99,13 @@ class StageProcess:
             [sys.executable, str(STAGE_SCRIPT), "--max-bytes", str(max_bytes), "--region", REGION],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, cwd=self.tmp, text=True,
         )
+        self.endpoint = ""
+
+    def wait_ready(self) -> None:
+        """Wait for the child's hello (its moto import takes seconds): its endpoint. A stage
+        whose seal self-check failed says why, and stops."""
         try:
-            hello = self._answer()  # a stage whose seal self-check failed says why, and stops
+            hello = self._answer()
         except ApiError:
             self.close()
             raise
@@ -165,6 +170,9 @@ class ExecutionLogs:
         self._starting = threading.Lock()
         self._archive: OrderedDict[str, bytes] = OrderedDict()
         self._stage: StageProcess | None = None
+        #: The child being started (close() stops it rather than wait for its import).
+        self._spawning: StageProcess | None = None
+        self._closed = False
         self._buckets: dict[str, str] = {}
         self._runs: OrderedDict[str, _Run] = OrderedDict()
         self._name = uuid.uuid4().hex[:12]
@@ -196,11 +204,24 @@ class ExecutionLogs:
         return archived
 
     def stage(self) -> StageProcess:
-        """The stage process, started on first use (under a lock of its own: the archive's
-        is taken under the store lock and must never wait for a process to start)."""
+        """The stage process, started on first use or by ``fake-gs`` at start-up (under a
+        lock of its own: the archive's is taken under the store lock and must never wait
+        for a process to start)."""
         with self._starting:
             if self._stage is None:
-                self._stage = StageProcess(self.total)
+                if self._closed:
+                    raise ApiError(ErrorCode.UNAVAILABLE, "the fake is stopping")
+                spawned = self._spawning = StageProcess(self.total)
+                try:
+                    if self._closed:  # close() came while the extra was imported
+                        raise ApiError(ErrorCode.UNAVAILABLE, "the fake is stopping")
+                    spawned.wait_ready()
+                except BaseException:
+                    spawned.close()
+                    raise
+                finally:
+                    self._spawning = None
+                self._stage = spawned
             return self._stage
 
     def usage(self) -> dict[str, int]:
@@ -277,6 +298,11 @@ class ExecutionLogs:
             self._stage.call("revoke", run=job_id)
 
     def close(self) -> None:
+        """Stop the stage; one still starting is killed, not waited for."""
+        self._closed = True
+        spawning = self._spawning
+        if spawning is not None:
+            spawning.proc.kill()  # its wait_ready() sees EOF; stage() cleans it up
         with self._starting:
             stage, self._stage = self._stage, None
         if stage is not None:

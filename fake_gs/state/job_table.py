@@ -185,18 +185,29 @@ class JobTable:
         used: Counter[str] = Counter()
         for j in self.jobs.values():
             if j.admitted_at is not None and j.status in JOB_HOLDS_GPUS:
-                used[self.account(j)] += j.gpus
+                used[self.account(j)] += self.own_gpus(j)
         blocked: set[str] = set()
         for job in self.jobs.values():
             account = self.account(job)
             if job.admitted_at is not None or job.status != JobState.PENDING or account in blocked:
                 continue
-            if used[account] + job.gpus > self.settings.max_total_gpus and self.settings.seams.enforces(Rule.CAPACITY_ADMISSION):
+            need = self.own_gpus(job)
+            if used[account] + need > self.settings.max_total_gpus and self.settings.seams.enforces(Rule.CAPACITY_ADMISSION):
                 blocked.add(account)
                 continue
-            used[account] += job.gpus
+            used[account] += need
             job.admitted_at = self.clock.monotonic()
             job.log("placement granted")
+
+    def own_gpus(self, job: JobRec) -> int:
+        """The GPUs ``job`` adds to its account: a multiplexed sub-job's are its host's,
+        counted once while the host holds them (JOBV-MULTIPLEX-2)."""
+        shared = 0
+        for key, n in job.gpu_hosts:
+            host = self.jobs.get(key)
+            if host is not None and host.status in JOB_HOLDS_GPUS:
+                shared += n
+        return job.gpus - shared
 
     def status(self, job: JobRec, *, count_poll: bool = False) -> str:
         """The job's status now, advancing start-up lazily and never backwards."""
@@ -260,7 +271,7 @@ class JobTable:
         and the deprecated reserved_gpus repeats max_total_gpus (spec §5.4)."""
         with self.lock:
             account = owner if self.settings.seams.enforces(Rule.CAPACITY_PER_ACCOUNT) else ""
-            in_use = sum(j.gpus for j in self.jobs.values()
+            in_use = sum(self.own_gpus(j) for j in self.jobs.values()
                          if self.account(j) == account and self.status(j) in JOB_HOLDS_GPUS)
             total = self.settings.max_total_gpus
             return {

@@ -99,9 +99,6 @@ class RequestRec:
     expired: bool = False
     error: dict[str, Any] | None = None
     stream_events: deque[dict[str, Any]] = field(default_factory=deque)
-    #: A save's answer to "may you create this checkpoint id?" (a load queued behind it
-    #: must not be refused for a name the save will make).
-    creates: Callable[[str], bool] | None = None
     #: Chunk group that produced this request (for at-most-once counting), if any.
     group_id: str | None = None
     waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = field(default_factory=list)
@@ -158,6 +155,9 @@ class JobRec:
     config_bytes: int = 0
     #: The job's id as its owner sees it ("": the same as ``job_id``).
     public_id: str = ""
+    #: (host job key, n_gpus) of each multiplexed sub-job: its GPUs are the host's, counted
+    #: once, while the host holds them.
+    gpu_hosts: list[tuple[str, int]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if not self.updated_at:

@@ -213,6 +213,44 @@ def test_verl_driver_worker_loop(fakes: Fakes, monkeypatch: pytest.MonkeyPatch,
     assert fakes.job(url, str(driver.sync.job_id))["status"] in ("cancelling", "cancelled")
 
 
+def _jagged(dense: Any, lengths: list[int], *, left: bool) -> Any:
+    """The rows of a padded tensor as verl keeps them: a torch.jagged nested tensor."""
+    import torch
+
+    width = dense.shape[1]
+    rows = [row[width - n:] if left else row[:n] for row, n in zip(dense, lengths, strict=True)]
+    return torch.nested.nested_tensor([r.clone() for r in rows], layout=torch.jagged)
+
+
+@pytest.mark.parametrize("engine", ["shape", "tiny"])
+def test_verl_nested_batches(fakes: Fakes, monkeypatch: pytest.MonkeyPatch, engine: str) -> None:
+    """compute_log_prob and update_actor as upstream's payload tests call them first: prompts
+    and responses torch.jagged nested tensors beside a dense input_ids. The client pads them
+    as the adapter padded input_ids, so the engine reads the batch it would read dense."""
+    url, _ = fakes.launch(monkeypatch, engine, "current")
+    with pytest.warns(CortexConfigWarning):
+        client = create_arctic_rl_client(verl_config())
+    prompts = [list(b"Count to three:"), list(b"Colour:")] * ROLLOUT_N
+    responses = [[49, 44, 32, 50], [114, 101, 100], [49, 44], [98, 108, 117, 101, 33]]
+    dense = rollout_batch(prompts, responses)
+    meta = rollout_meta(dense, ROLLOUT_N)
+    nested = {**dense, "prompts": _jagged(dense["prompts"], [len(p) for p in prompts], left=True),
+              "responses": _jagged(dense["responses"], [len(r) for r in responses], left=False)}
+    assert nested["prompts"].layout is nested["responses"].layout  # torch.jagged
+    from_dense = _log_prob(client, dense, meta, ref=False)
+    from_nested = _log_prob(client, nested, meta, ref=False)
+    assert tuple(from_nested.shape) == tuple(dense["input_ids"].shape)
+    if engine == "tiny":  # the same weights read the same batch
+        assert np.allclose(np.asarray(from_nested), np.asarray(from_dense))
+    ref = _log_prob(client, nested, {**meta, "calculate_entropy": False}, ref=True)
+    assert tuple(ref.shape) == tuple(dense["input_ids"].shape)
+    nested["old_log_probs"] = from_dense * dense["response_mask"]
+    loss, metrics = _update(client, nested, meta)
+    assert math.isfinite(loss) and metrics["lr"] == pytest.approx(3e-6)
+    assert fakes.job(url, str(client.sync.job_id))["global_steps"] == 1
+    asyncio.run(_await(client.shutdown()))
+
+
 def test_shutdown_is_awaitable_and_plain(fakes: Fakes, monkeypatch: pytest.MonkeyPatch) -> None:
     """verl awaits shutdown(); the seed's callers call it plainly: both release the job."""
     launch_on(monkeypatch, fakes.url("shape", "proposed"))

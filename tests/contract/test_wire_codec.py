@@ -260,6 +260,8 @@ def test_metadata_is_stored_as_op_json_and_omitted_when_empty() -> None:
         (torch.ones(2, dtype=torch.complex64), "unsupported dtype"),
         (torch.ones(2, dtype=torch.uint16), "unsupported dtype"),
         (torch.ones(2).to_sparse(), "layout"),
+        ({"kwargs": {"mask": torch.nested.nested_tensor([torch.ones(2), torch.ones(3)], layout=torch.jagged)}},
+         "'kwargs.mask' has layout torch.jagged; only dense tensors go on the wire: .*to_padded_tensor"),
         ({"a.b": torch.ones(1), "a": {"b": torch.ones(1)}}, "same key 'a.b'"),
         ({"__metadata__": torch.ones(1)}, "reserved key"),
     ],

@@ -138,6 +138,7 @@ STRICT_CHECKS: dict[str, tuple[Callable[[Api], None], dict[str, Any]]] = {
     "sp-size-unchecked": (_config_accepted(sp_size=3), {}),
     "offload-mode-unchecked": (_config_accepted(ac_config={"mode": "selective", "offload_config": {"enabled": True}}), {}),
     "multiplex-id-unchecked": (_config_accepted(multiplex_job_id="abc"), {}),
+    "multiplex-any-target": (_config_accepted(multiplex_job_id=f"{uuid.uuid4()}:training:0"), {}),
     "seq-len-unchecked": (seq_len_unchecked, {}),
     "generation-overruns": (generation_overruns, {}),
     "capacity-global": (capacity_global, {"token": "a", "tokens": ("a", "b")}),

@@ -40,14 +40,14 @@ def test_tokens_required_and_isolated(make_server) -> None:
     assert alice.job(job_id)["submitted_by"] == "user_0"
 
 
-def test_load_from_another_tokens_job_is_404(make_server) -> None:
+def test_load_from_another_tokens_job_fails_as_not_found(make_server) -> None:
     srv = make_server(tokens=("a", "b"))
     a, b = Api(srv.base_url, "a"), Api(srv.base_url, "b")
     src = a.running_job()
     a.result(src, a.submit_json(src, "save", {"checkpoint_id": "mine"}))
     dst = b.running_job()
-    r = b.post(f"/{dst}/load", json={"checkpoint_id": "mine", "source_job_id": src})
-    assert r.status_code == 404 and r.json()["code"] == "job_not_found"
+    failed = b.wait(dst, b.submit_json(dst, "load", {"checkpoint_id": "mine", "source_job_id": src}))
+    assert failed["error"]["code"] == "job_not_found" and failed["error"]["message"] == f"job {src!r} not found"
 
 
 def test_admin_needs_a_token_exports_do_not(make_server) -> None:

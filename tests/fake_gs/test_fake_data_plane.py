@@ -11,6 +11,7 @@ from fake_gs_api import OCTET, Api, batch, sampling_config, training_config
 
 from contract import shapes
 from contract.models import PROPOSED_METRIC_KEYS
+from contract.states import normalize_request_state
 
 
 def test_forward_backward_result_and_metrics(api: Api, running: str) -> None:
@@ -156,8 +157,24 @@ def test_step_save_load_checkpoints(api: Api) -> None:
     for method, path in (("DELETE", f"/{job_id}/checkpoints/mine"), ("POST", f"/{job_id}/checkpoints/mine:export")):
         r = api.call(method, path)
         assert r.status_code == 404 and r.json()["code"] == "checkpoint_not_found"
-    r = api.post(f"/{job_id}/load", json={"checkpoint_id": "mine"})
-    assert r.status_code == 404 and r.json()["code"] == "checkpoint_not_found"
+    # load is asynchronous (spec §6.4): an unknown checkpoint fails the request, no 404
+    failed = api.wait(job_id, api.submit_json(job_id, "load", {"checkpoint_id": "mine"}))
+    assert normalize_request_state(failed["status"]) == "failed"
+    assert failed["error"]["code"] == "checkpoint_not_found" and "'mine'" in failed["error"]["message"]
+
+
+def test_load_unknown_source_job_fails_on_the_poll(api: Api, running: str) -> None:
+    """An unknown (or another account's) source job is accepted and the request fails
+    naming it; a save queued just before the load is found by it."""
+    failed = api.wait(running, api.submit_json(running, "load", {"checkpoint_id": "c", "source_job_id": "gone"}))
+    assert normalize_request_state(failed["status"]) == "failed"
+    assert failed["error"]["code"] == "job_not_found" and "'gone'" in failed["error"]["message"]
+    save = api.submit_json(running, "save", {"checkpoint_id": "queued"})
+    loaded = api.result(running, api.submit_json(running, "load", {"checkpoint_id": "queued"}))
+    assert loaded["checkpoint_id"] == "queued" and api.result(running, save)["checkpoint_id"] == "queued"
+    for body in ({"checkpoint_id": "../x"}, {"checkpoint_id": "c", "source_job_id": "a/b"}):
+        r = api.post(f"/{running}/load", json=body)
+        assert r.status_code == 400 and r.json()["code"] == "invalid_id", body
 
 
 def test_save_and_load_validation(api: Api, running: str) -> None:
@@ -188,8 +205,9 @@ def test_load_from_another_job(api: Api) -> None:
     dst = api.running_job()
     out = api.result(dst, api.submit_json(dst, "load", {"checkpoint_id": "shared", "source_job_id": src}))
     assert out["global_steps"] == 2 and out["source_job_id"] == src
-    r = api.post(f"/{dst}/load", json={"checkpoint_id": "shared", "source_job_id": str(uuid.uuid4())})
-    assert r.status_code == 404 and r.json()["code"] == "job_not_found"
+    gone = str(uuid.uuid4())
+    failed = api.wait(dst, api.submit_json(dst, "load", {"checkpoint_id": "shared", "source_job_id": gone}))
+    assert failed["error"]["code"] == "job_not_found" and gone in failed["error"]["message"]
     # A new job may start from it (source_checkpoint_info).
     cfg = {**training_config(), "source_checkpoint_info": {"checkpoint_id": "shared", "source_job_id": src}}
     job_id = api.running_job(cfg)

@@ -100,9 +100,13 @@ def test_models_enforced(api: Api) -> None:
         r = api.post("/", json={"sub_job_configs": [{**training_config(), "model_name": model}]})
         assert r.status_code == 400 and r.json()["code"] == "model_not_trainable"
         assert r.json()["detail"][0]["loc"] == ["sub_job_configs", 0, "model_name"]
-    r = api.post("/", json={"sub_job_configs": [training_config(), {**sampling_config(), "model_name": "me/unknown"}]})
+    r = api.post("/", json={"sub_job_configs": [training_config(), {**sampling_config(), "model_name": "gpt2"}]})
     assert r.status_code == 400 and r.json()["code"] == "unknown_model"
     assert r.json()["detail"][0]["loc"] == ["sub_job_configs", 1, "model_name"]
+    # the refusal says what is served and how to accept any name
+    message = r.json()["message"]
+    assert all(model in message for model in (*TRAINING_MODELS, *INFERENCE_ONLY_MODELS)), message
+    assert "'gpt2'" in message and "--allow-any-model" in message
 
 
 def test_allow_any_model(make_api) -> None:

@@ -161,7 +161,8 @@ def test_refused_calls_change_no_state(api: Api, running: str) -> None:
         ("POST", "/", {"data": b"{", "headers": JSON_CT}),
         ("POST", f"/{running}/step", {"json": {"learning_rate": -5}}),
         ("POST", f"/{running}/save", {"json": {"checkpoint_type": "x"}}),
-        ("POST", f"/{running}/load", {"json": {"checkpoint_id": "none"}}),
+        # (an unknown checkpoint is accepted and fails on the poll, spec §6.4: no refusal)
+        ("POST", f"/{running}/load", {"json": {"checkpoint_id": "none", "target_sub_job_id": "other:training:0"}}),
         ("POST", f"/{running}/operation", {"json": {"operation_type": "x"}}),
         ("POST", f"/{running}/operation", {"json": {"operation_type": "weight-sync", "payload": {"target_sub_job_ids": ["x"]}}}),
         ("POST", f"/{running}/log-probs", {"json": {"prompts": []}}),

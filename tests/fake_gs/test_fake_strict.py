@@ -197,10 +197,33 @@ def test_config_rules_refused_at_create(api: Api, extra: dict[str, Any], field: 
     {"sp_size": 2},
     {"ac_config": {"mode": "full", "offload_config": {"enabled": True}}},
     {"ac_config": {"mode": "selective", "offload_config": {"enabled": False}}},
-    {"multiplex_job_id": f"{uuid.uuid4()}:training:0"},
 ])
 def test_config_rules_accept_valid_values(api: Api, extra: dict[str, Any]) -> None:
     assert create(api, training_config(n_gpus=4, **extra)).status_code == 200
+
+
+def test_multiplex_names_a_running_sub_job_of_the_callers(make_server) -> None:
+    """JOBV-MULTIPLEX-2: a missing or foreign job, a sub-job the job lacks, a cancelled job
+    are refused naming the field; onto a running sub-job the job is taken and its GPUs are
+    counted once (they are its host's) until the host ends."""
+    srv = make_server(tokens=("a", "b"), max_total_gpus=64)
+    api, other = Api(srv.base_url, "a"), Api(srv.base_url, "b")
+    host = api.running_job(training_config(n_gpus=8), sampling_config())
+    foreign = other.running_job()
+    cancelled = api.running_job()
+    assert api.call("POST", f"/{cancelled}:cancel").status_code == 200
+    for target, says in ((f"{uuid.uuid4()}:training:0", "you hold no job"),
+                         (f"{foreign}:training:0", "you hold no job"),
+                         (f"{host}:training:3", "has no sub-job"),
+                         (f"{cancelled}:training:0", "is cancelled")):
+        body = refused(create(api, training_config(multiplex_job_id=target)), "validation_failed")
+        assert "multiplex_job_id" in body["detail"][0]["loc"] and says in body["message"], body
+    before = api.get("/capacity").json()["in_use_gpus"]
+    guest = api.running_job(training_config(n_gpus=8, multiplex_job_id=f"{host}:training:0"))
+    assert api.get("/capacity").json()["in_use_gpus"] == before
+    assert api.call("POST", f"/{host}:cancel").status_code == 200
+    assert api.get("/capacity").json()["in_use_gpus"] == 8  # the guest's GPUs are its own now
+    assert api.job(guest)["status"] == "running"
 
 
 def test_multiplex_id_of_the_job_itself_and_on_samplers(api: Api) -> None:

@@ -8,6 +8,7 @@ every route. The caller reusing its own id still answers 409.
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -105,6 +106,15 @@ def _submitted(api: Api, job: str, answer: requests.Response) -> Any:
     return api.result(job, answer.json()["request_id"])
 
 
+def _failed(api: Api, job: str, answer: requests.Response) -> dict[str, Any]:
+    """The error of a submission that is accepted and then fails (an async load, spec §6.4)."""
+    assert answer.status_code == 200 and answer.json()["job_id"] == job, answer.text
+    settled = api.wait(job, answer.json()["request_id"])
+    assert settled["error"] is not None, settled
+    error: dict[str, Any] = settled["error"]
+    return error
+
+
 def _train(api: Api, job: str, steps: int, checkpoint: str) -> dict[str, Any]:
     """``steps`` times fwd-bwd (chunked) + step, then a save; the job object afterwards."""
     api.wait_running(job)
@@ -129,7 +139,8 @@ def _use_the_rest(api: Api, x: str, mine: str, theirs: str, other_request: str) 
     export = api.post(f"/{x}/checkpoints/{mine}:export")
     assert export.status_code == 200 and export.json()["checkpoint_id"] == mine
     assert requests.get(export.json()["files"][0]["url"], timeout=30).content[:8]  # a real file
-    assert api.post(f"/{x}/load", json={"checkpoint_id": theirs, "source_job_id": x}).status_code == 404
+    failed = _failed(api, x, api.post(f"/{x}/load", json={"checkpoint_id": theirs, "source_job_id": x}))
+    assert failed["code"] == "checkpoint_not_found"
     _submitted(api, x, api.post(f"/{x}/load", json={"checkpoint_id": mine, "source_job_id": x}))
     assert api.get(f"/{x}/requests/{other_request}").status_code == 404
     generated = _submitted(api, x, api.send_frame(x, "generate", {"prompts": [[1, 2]]}))
@@ -217,8 +228,9 @@ def test_cross_job_references_resolve_in_the_callers_account(make_server) -> Non
     assert bob.job(other)["job_id"] == other  # his own new job
     loaded = _submitted(bob, other, bob.post(f"/{other}/load", json={"checkpoint_id": "bobs-only", "source_job_id": x}))
     assert (loaded["source_job_id"], loaded["global_steps"]) == (x, 3)
-    refused = bob.post(f"/{other}/load", json={"checkpoint_id": "shared-name", "source_job_id": x})
-    assert refused.status_code == 404 and x in refused.text and f"{x}." not in refused.text
+    failed = _failed(bob, other, bob.post(f"/{other}/load", json={"checkpoint_id": "shared-name", "source_job_id": x}))
+    text = json.dumps(failed)
+    assert failed["code"] == "checkpoint_not_found" and x in text and f"{x}." not in text
 
 
 def test_tiny_engine_serves_a_job_whose_key_is_not_its_id(make_server) -> None:

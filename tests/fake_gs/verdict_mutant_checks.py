@@ -31,7 +31,8 @@ def saved_id_unloadable(api: Api) -> None:
     job = api.running_job()
     saved = api.result(job, api.submit_json(job, "save", {"checkpoint_id": "c1"}))
     assert saved["checkpoint_id"] == "c1-unsaved"
-    assert api.post(f"/{job}/load", json={"checkpoint_id": saved["checkpoint_id"]}).status_code == 404
+    failed = api.wait(job, api.submit_json(job, "load", {"checkpoint_id": saved["checkpoint_id"]}))
+    assert failed["error"]["code"] == "checkpoint_not_found"
 
 
 def failed_error_empty(api: Api) -> None:

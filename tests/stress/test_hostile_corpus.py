@@ -298,7 +298,7 @@ def corpus() -> list[Entry]:
         out.append(Entry(f"delete-traversal-{ckpt}", [Call(f"checkpoints/{ckpt}", method="DELETE", content_type="")],
                          ("checkpoint_not_found", "route_not_found")))
     out.append(Entry("load-traversal", [Call("load", json.dumps({"checkpoint_id": "../../etc/passwd"}).encode(),
-                                             content_type="application/json")], ("checkpoint_not_found",)))
+                                             content_type="application/json")], ("invalid_id",)))
     out.append(Entry("poll-traversal-request", [Call("requests/..%2F..%2F_fake%2Fstate", method="GET", content_type="")],
                      ("request_not_found", "route_not_found")))
     return out

@@ -334,25 +334,27 @@ def test_load_restores_steps(gs_via: Via, via: str) -> None:
 
 @checks("SAVE-LOAD-2", "SAVE-LOAD-5")
 def test_load_needs_a_known_checkpoint(gs_raw: RawDriver, gs_job: SharedJob) -> None:
-    """No checkpoint_id: refused. An unknown one (the kit's): 404 or a failed request
-    naming it."""
+    """No checkpoint_id: refused. An unknown checkpoint or source job (the kit's): 404 or
+    a failed request naming it."""
     jid = gs_job.job_id
     soft = Soft()
     refused(gs_raw.call("load", json_body={}, job_id=jid), soft, "SAVE-LOAD-2", statuses=[400])
-    missing = fresh_id("nope")
-    ans, settled = gs_raw.run_json("load", jid, {"checkpoint_id": missing})
-    if settled is None:
-        refused(ans, soft, "SAVE-LOAD-5", statuses=[404])
-    else:
+    missing, gone = fresh_id("nope"), str(uuid.uuid4())
+    for body, named in (({"checkpoint_id": missing}, missing),
+                        ({"checkpoint_id": missing, "source_job_id": gone}, gone)):
+        ans, settled = gs_raw.run_json("load", jid, body)
+        if settled is None:
+            refused(ans, soft, "SAVE-LOAD-5", statuses=[404])
+            continue
         soft.expect(
             "SAVE-LOAD-5",
             settled.status == RequestState.FAILED,
-            f"loading unknown {missing!r} ended {settled.raw_status}",
+            f"loading {body!r} ended {settled.raw_status}",
         )
         soft.expect(
             "SAVE-LOAD-5",
-            missing in json.dumps(settled.error),
-            f"the failure does not name {missing!r}: {settled.error!r}",
+            named in json.dumps(settled.error),
+            f"the failure does not name {named!r}: {settled.error!r}",
         )
     soft.check()
 

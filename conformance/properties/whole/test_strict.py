@@ -121,6 +121,46 @@ def test_config_rules(
     create_refused(gs_raw, valid_bodies.job(valid_bodies.training(_model(gs_opts), n_gpus=4, **extra)), cid, field)
 
 
+def _multiplexed(model: str, target: str) -> dict:
+    return valid_bodies.job(valid_bodies.training(model, multiplex_job_id=target))
+
+
+def _in_use(driver: RawDriver) -> Any:
+    return driver.call("get_capacity").field("in_use_gpus")
+
+
+@checks("JOBV-MULTIPLEX-2")
+def test_multiplex_onto_a_running_sub_job(
+    gs_raw: RawDriver, gs_job: SharedJob, gs_opts: GsOptions, gs_new_job: NewJob, gs_target: Target
+) -> None:
+    """multiplex_job_id names a running sub-job of the caller's: a missing job, a sub-job
+    the job lacks and a cancelled job are refused; onto the shared job it is taken, and (on
+    the embedded fake, where no one else uses the account) its GPUs are not counted again."""
+    model, jid, cid = _model(gs_opts), gs_job.job_id, "JOBV-MULTIPLEX-2"
+    soft = Soft()
+    for target in (f"{uuid.uuid4()}:training:0", f"{jid}:training:9"):
+        create_refused(gs_raw, _multiplexed(model, target), cid, "multiplex_job_id", soft)
+    ended, _ = gs_new_job(why="a job to cancel and then multiplex onto", cid=cid)
+    gs_raw.cancel(ended)
+    gs_raw.wait_job(ended, until=(JobState.CANCELLED,), timeout_s=30)
+    create_refused(gs_raw, _multiplexed(model, f"{ended}:training:0"), cid, "multiplex_job_id", soft)
+    before = _in_use(gs_raw)
+    shared, ans = gs_new_job(_multiplexed(model, f"{jid}:training:0"), why="a job multiplexed onto the session job", cid=cid)
+    soft.expect(cid, normalize_job_state(ans.field("status")) == JobState.RUNNING, f"the multiplexed job: {ans}")
+    if gs_target.embedded:
+        after = _in_use(gs_raw)
+        soft.expect(cid, after == before, f"in_use_gpus went {before} -> {after} for a job multiplexed onto a running one")
+    gs_raw.cancel(shared)
+    soft.check()
+
+
+@checks("JOBV-MULTIPLEX-2")
+def test_multiplex_onto_another_accounts_job(gs_raw2: RawDriver, gs_job: SharedJob, gs_opts: GsOptions) -> None:
+    """Another account's running sub-job is no target: refused as a missing one is."""
+    body = _multiplexed(_model(gs_opts), f"{gs_job.job_id}:training:0")
+    create_refused(gs_raw2, body, "JOBV-MULTIPLEX-2", "multiplex_job_id")
+
+
 # --- checkpoints at create and at load -----------------------------------------------------
 
 

@@ -9,10 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-PAD_ID = 256
-BOS_ID = 257
-EOS_ID = 258
-VOCAB_SIZE = 259
+from fake_gs.engines.byte_vocab import BOS_ID, EOS_ID, PAD_ID, VOCAB_SIZE
+
+__all__ = ["BOS_ID", "EOS_ID", "PAD_ID", "VOCAB_SIZE", "ByteTokenizer"]
 
 
 class ByteTokenizer:

@@ -10,8 +10,10 @@ from starlette.responses import Response
 
 from contract import models as m
 from contract.errors import ErrorCode, detail_entry
+from contract.ids import SUB_JOB_ID_RE, printable
+from contract.jobrules import config_loc, multiplex_job_id
 from contract.models import CreateJobRequest, SubJobConfig
-from contract.models.catalog import is_known_model, is_trainable
+from contract.models.catalog import ALL_MODELS, TRAINING_MODELS, is_known_model, is_trainable
 from contract.states import JobState
 from fake_gs.answers import check as answers
 from fake_gs.answers import forms as dialect
@@ -19,6 +21,7 @@ from fake_gs.answers import forms_any
 from fake_gs.answers.refusals import ApiError
 from fake_gs.http.handlers.context import OFF_LOOP_JSON_BYTES, Ctx, json_response
 from fake_gs.ops.seams import Bend, Rewrite, Rule
+from fake_gs.options import flag_name
 from fake_gs.settings import FakeSettings
 from fake_gs.state.create_rules import InitFrom, check_config_rules, check_init, requested_job_id
 from fake_gs.state.execution_logs import run_name
@@ -73,10 +76,15 @@ def check_models(ctx: Ctx, body: CreateJobRequest) -> None:
     for i, cfg in enumerate(body.sub_job_configs):
         loc = ("sub_job_configs", i, "model_name")
         if not is_known_model(cfg.model_name):
-            raise ApiError(ErrorCode.UNKNOWN_MODEL, f"model {cfg.model_name!r} is not served here",
+            message = (f"model {printable(cfg.model_name)[:200]!r} is not served here; served: "
+                       f"{', '.join(ALL_MODELS)} (training: {', '.join(TRAINING_MODELS)}); "
+                       f"start the fake with {flag_name(FakeSettings, 'allow_any_model')} to accept any name")
+            raise ApiError(ErrorCode.UNKNOWN_MODEL, message,
                            [detail_entry(loc, "unknown model", ErrorCode.UNKNOWN_MODEL)])
         if cfg.job_type == "training" and not is_trainable(cfg.model_name):
-            raise ApiError(ErrorCode.MODEL_NOT_TRAINABLE, f"model {cfg.model_name!r} is served for inference only",
+            message = (f"model {printable(cfg.model_name)[:200]!r} is served for inference only; "
+                       f"trainable: {', '.join(TRAINING_MODELS)}")
+            raise ApiError(ErrorCode.MODEL_NOT_TRAINABLE, message,
                            [detail_entry(loc, "model is inference-only", ErrorCode.MODEL_NOT_TRAINABLE)])
 
 
@@ -123,6 +131,39 @@ def source_checkpoints(ctx: Ctx, body: CreateJobRequest) -> list[InitFrom]:
     return out
 
 
+def multiplex_hosts(ctx: Ctx, body: CreateJobRequest) -> list[tuple[str, int]]:
+    """Each ``multiplex_job_id`` names a running sub-job of a job the caller holds
+    (JOBV-MULTIPLEX-2; the id's form is JOBV-MULTIPLEX-1's): the (host job key, n_gpus) of
+    every multiplexed sub-job, whose GPUs its host already holds. A missing and another
+    account's job read the same, so the refusal reveals nothing of other accounts."""
+    hosts: list[tuple[str, int]] = []
+    enforced = ctx.settings.seams.enforces(Rule.MULTIPLEX_TARGET)
+    for i, cfg in enumerate(body.sub_job_configs):
+        value = multiplex_job_id(cfg)
+        match = SUB_JOB_ID_RE.match(value) if isinstance(value, str) else None
+        if match is None:
+            continue
+        try:
+            host: JobRec | None = ctx.store.job_for(ctx.owner, match["job"])
+        except ApiError:
+            host = None
+        problem = None
+        if host is None:
+            problem = f"you hold no job {match['job']!r}"
+        elif (status := ctx.store.status(host)) != JobState.RUNNING:
+            problem = f"job {host.public_id!r} is {ctx.job_status_text(status)}, not running"
+        elif host.sub_job(value) is None:
+            problem = (f"job {host.public_id!r} has no sub-job {value!r} "
+                       f"(it has {', '.join(s.sub_job_id for s in host.sub_jobs)})")
+        if problem is None and host is not None:
+            hosts.append((host.job_id, cfg.n_gpus))
+        elif enforced:
+            message = f"multiplex_job_id {printable(value)[:200]!r}: {problem}; name a running sub-job of one of your jobs"
+            raise ApiError(ErrorCode.VALIDATION_FAILED, message,
+                           [detail_entry(config_loc(i, cfg, "multiplex_job_id"), message, "multiplex_target")])
+    return hosts
+
+
 def check_debug_gate(ctx: Ctx, body: CreateJobRequest) -> None:
     """The fake's debug options are off (spec §5.1: the server gates them): a top-level
     ``debug`` block is refused, not silently ignored (JOB-DEBUG-2)."""
@@ -147,7 +188,9 @@ async def create_job(ctx: Ctx) -> Response:
     job_id = requested_job_id(body, ctx.settings.seams)
     check_config_rules(body, job_id, ctx.settings.seams)
     inits = source_checkpoints(ctx, body)
+    hosts = multiplex_hosts(ctx, body)
     job = ctx.store.new_job(ctx.owner, body, job_id)  # 409 when the caller holds the id
+    job.gpu_hosts = hosts
     job.config_bytes = config_bytes
     engine = await run_in_threadpool(lambda: ctx.store.engine)
     names = [sub.sub_job_id for sub in job.sub_jobs]

@@ -225,25 +225,18 @@ async def save(ctx: Ctx) -> Response:
         ckpt_id = ctx.settings.seams.rewrite(Rewrite.SAVED_CHECKPOINT_ID, ckpt_id)
         return save_result(job.public_id, ckpt_id, ckpt_type, steps, bare)
 
-    req = store.submit(job, "save", work)
-    req.creates = dialect.save_may_create(wanted_id, server_named)
-    return ctx.submitted(job, req)
-
-
-def _save_in_flight(ctx: Ctx, job: JobRec, checkpoint_id: str) -> bool:
-    """A save of ``job`` submitted but not yet executed that may create ``checkpoint_id``:
-    a load queued behind it runs after it, so that id must not be refused as unknown
-    before it exists; any other id is refused at once, whatever the queue holds."""
-    with ctx.store.lock:
-        return any(r.job_id == job.job_id and r.op == "save" and not r.executed
-                   and r.creates is not None and r.creates(checkpoint_id)
-                   for r in ctx.store.requests.values())
+    return ctx.submitted(job, store.submit(job, "save", work))
 
 
 async def load(ctx: Ctx) -> Response:
     job = ctx.job()
     body = await ctx.json_model(LoadRequest)
     store = ctx.store
+    for field, value in (("checkpoint_id", body.checkpoint_id), ("source_job_id", body.source_job_id)):
+        problem = id_problem(value) if value else None
+        if problem is not None:  # no id the service makes: malformed, not unknown
+            raise ApiError(ErrorCode.INVALID_ID, f"{field} {printable(value or '')[:80]!r} {problem}",
+                           [detail_entry((field,), problem, ErrorCode.INVALID_ID)])
     target: SubJobRec | None = None
     if body.target_sub_job_id:
         named = job.sub_job(body.target_sub_job_id)
@@ -256,12 +249,15 @@ async def load(ctx: Ctx) -> Response:
                            f"loading into a {named.job_type} sub-job is not implemented; target a training sub-job")
         target = named
     target = target or training_sub_job(job)
-    source = store.job_for(ctx.owner, body.source_job_id) if body.source_job_id else job
-    if not _save_in_flight(ctx, source, body.checkpoint_id):  # REQ-ORDER-1
-        store.checkpoint(source, body.checkpoint_id)
     dp_rule = ctx.settings.seams.enforces(Rule.DP_SIZE_CHANGE)
+    owner = ctx.owner
 
     def work() -> dict[str, Any]:
+        # The route is asynchronous and names only its 400/501 refusals as immediate (spec
+        # §6.4): an unknown source job or checkpoint fails the request, readable on the
+        # poll, so no client retries a 404. Looked up here, a save queued before the load
+        # has run (REQ-ORDER-1).
+        source = store.job_for(owner, body.source_job_id) if body.source_job_id else job
         ckpt = store.checkpoint(source, body.checkpoint_id)
         if dp_rule and not dp_compatible(ckpt, target.config):
             # The worker refuses it (spec §6.4): a failed request, the job keeps running.
