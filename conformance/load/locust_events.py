@@ -18,7 +18,7 @@ from locust.runners import MasterRunner, WorkerRunner
 
 from conformance.load import options as opts
 from conformance.load.finish import Host
-from conformance.load.measure.tally import Tally
+from conformance.judge.tally import Tally
 from conformance.load.run import HELLO, RUN, SETUP, STOP, TALLY, TALLY_GRACE_S, log
 
 

@@ -1,0 +1,58 @@
+"""The passive judge's verdicts as the suite's report (:class:`RunResults`), so gs-proxy and
+``gs-parity --judge`` write every format gs-conformance writes through its one writer
+(:func:`conformance.reporting.render.write`).
+
+A red clause names the side that broke it (client or server) in its reason and in each
+example; a clause the traffic never exercised is skipped as not seen.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict
+from typing import Any
+
+from conformance.judge.passive import Verdict
+from conformance.reporting.verdicts import ClauseVerdict, RunResults
+from contract.clauses import CLAUSES, for_profile
+from contract.clauses.table import ClauseProfile
+
+NOT_SEEN = "not seen: no observed exchange exercised it"
+
+
+def _verdict(cid: str, found: Verdict | None, in_profile: bool, url: bool) -> ClauseVerdict:
+    clause = CLAUSES[cid]
+    binding = clause.can_fail_a_url or not url
+    if not in_profile:
+        return ClauseVerdict(**asdict(clause), status="not-applicable", reason="outside the profile",
+                             binding=binding)
+    if found is None or found.status == "not seen":
+        return ClauseVerdict(**asdict(clause), status="skipped", reason=NOT_SEEN, binding=binding,
+                             enable="traffic that exercises it")
+    if found.status == "green":
+        return ClauseVerdict(**asdict(clause), status="green", reason=f"judged {found.judged} time(s)",
+                             binding=binding)
+    sides = " and ".join(found.sides)
+    first = found.examples[0] if found.examples else ""
+    examples = [{"test": f"{text.partition(']')[0].lstrip('[') or sides} side", "text": text}
+                for text in found.examples]
+    return ClauseVerdict(**asdict(clause), status="red", binding=binding, examples=examples,
+                         reason=f"broken by the {sides} ({found.violations} time(s)): {first}"[:600],
+                         tests=[f"{side} side" for side in found.sides])
+
+
+def run_results(verdicts: Mapping[str, Verdict], *, profile: ClauseProfile, target: str, url: bool,
+                duration_s: float = 0.0, settings: Mapping[str, Any] | None = None) -> RunResults:
+    """The report of a passive run: every clause the judge can judge, in ``profile``."""
+    in_profile = {c.id for c in for_profile(profile)}
+    ids = [cid for cid in verdicts if cid in CLAUSES]
+    rows = [_verdict(cid, verdicts.get(cid), cid in in_profile, url) for cid in ids]
+    sides = {v.clause_id: list(v.sides) for v in verdicts.values() if v.sides}
+    return RunResults(profile=profile, target=target, verdicts=rows, duration_s=duration_s,
+                      selected=tuple(ids), settings={**dict(settings or {}), "red_sides": sides},
+                      tests={"exchanges": int((settings or {}).get("exchanges", 0))})
+
+
+def failing_must(results: RunResults) -> list[ClauseVerdict]:
+    """Red MUST clauses that bind this target: any of them fails the run."""
+    return [v for v in results.verdicts if v.status == "red" and v.binding and v.must]
