@@ -25,6 +25,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import contract.wire.frame  # noqa: F401  (the dtype table an outline names)
 from conformance.judge.answers import JUDGED as ANSWER_CLAUSES
 from conformance.judge.answers import Judge
 from conformance.judge.conclude import answered_steps
@@ -142,17 +143,48 @@ class Timeline:
         if state in REQUEST_TERMINAL and result is not None and rid in self.ops and rid not in self.results_judged:
             self.results_judged.add(rid)
             op, job_id = self.ops[rid]
-            self.answers.result(op, job_id, _decoded(result))
+            try:
+                decoded = _decoded(result)
+            except (Outlined, KeyError, TypeError, ValueError):
+                return
+            self.answers.result(op, job_id, decoded)
+
+
+class Outlined(Exception):
+    """A tape kept only the outline of this value (a folded list): it cannot be judged."""
+
+
+def _from_outline(node: Any) -> Any:
+    """A tape's outline of a frame's tree as the object, each tensor an empty one of its
+    dtype and shape (models judge structure and types, never tensor values)."""
+    if isinstance(node, Mapping):
+        if "$tensor" in node:
+            import torch
+
+            dtype = getattr(torch, wire.frame.DTYPES[str(node["$tensor"])][0])
+            return torch.empty([int(n) for n in node.get("shape") or []], dtype=dtype)
+        if "$list" in node or "$b64" in node or "$rep" in node:
+            raise Outlined("a folded list")
+        return {k: _from_outline(v) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_from_outline(v) for v in node]
+    return node
 
 
 def _decoded(result: Any) -> Any:
-    """A polled result: its JSON, or the object an inline DSSST1 frame holds."""
+    """A polled result: its JSON, or the object an inline DSSST1 frame holds (rebuilt from
+    its outline when it comes from a tape). :class:`Outlined` when it cannot be known."""
     if isinstance(result, Mapping) and isinstance(result.get("payload_b64"), str):
         try:
             return wire.loads(base64.b64decode(result["payload_b64"]))
         except (binascii.Error, wire.WireError, ValueError) as exc:
             return {"undecodable inline frame": str(exc)}
-    return result
+    if isinstance(result, Mapping) and isinstance(result.get("$inline"), Mapping):
+        frame = result["$inline"].get("frame")
+        if not isinstance(frame, Mapping):
+            raise Outlined("not a frame outline")
+        return _from_outline(frame.get("tree"))
+    return _from_outline(result)
 
 
 class PassiveJudge:

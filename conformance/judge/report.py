@@ -8,11 +8,14 @@ example; a clause the traffic never exercised is skipped as not seen.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import sys
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict
-from typing import Any
+from typing import Any, TextIO
 
-from conformance.judge.passive import Verdict
+from conformance.judge.passive import PassiveJudge, Verdict
+from conformance.judge.tape import tape_exchanges
+from conformance.reporting import render
 from conformance.reporting.verdicts import ClauseVerdict, RunResults
 from contract.clauses import CLAUSES, for_profile
 from contract.clauses.table import ClauseProfile
@@ -56,3 +59,30 @@ def run_results(verdicts: Mapping[str, Verdict], *, profile: ClauseProfile, targ
 def failing_must(results: RunResults) -> list[ClauseVerdict]:
     """Red MUST clauses that bind this target: any of them fails the run."""
     return [v for v in results.verdicts if v.status == "red" and v.binding and v.must]
+
+
+def conclude(judge: PassiveJudge, *, profile: ClauseProfile, target: str, url: bool, duration_s: float,
+             reports: Iterable[str], source: str, out: TextIO | None = None) -> int:
+    """Write ``judge``'s report to each of ``reports`` and the terminal table to ``out``;
+    the exit code: 0, 1 on a binding red MUST clause, 2 when nothing was observed."""
+    out = out or sys.stdout
+    res = run_results(judge.verdicts(), profile=profile, target=target, url=url, duration_s=duration_s,
+                      settings={"exchanges": judge.exchanges, "source": source})
+    for path in reports:
+        render.write(res, path)
+    print(render.text(res), file=out, flush=True)
+    if not judge.exchanges:
+        print(f"{source}: no exchange was observed: nothing judged", file=out, flush=True)
+        return 2
+    return 1 if failing_must(res) else 0
+
+
+def judge_tape(path: str, *, profile: ClauseProfile = "current", url: bool = True,
+               reports: Iterable[str] = (), out: TextIO | None = None) -> int:
+    """``gs-parity --judge``: judge a recorded run without replaying it (exit code as
+    :func:`conclude`'s)."""
+    judge = PassiveJudge()
+    for ex in tape_exchanges(path):
+        judge.observe(ex)
+    return conclude(judge, profile=profile, target=path, url=url, duration_s=0.0, reports=reports,
+                    source="gs-parity --judge", out=out)

@@ -26,9 +26,8 @@ from typing import TextIO
 
 from conformance.judge.exchange import Exchange
 from conformance.judge.passive import PassiveJudge, Red
-from conformance.judge.report import failing_must, run_results
+from conformance.judge.report import conclude
 from conformance.proxy.relay import Relay, Relayed
-from conformance.reporting import render
 from contract.auth import bearer_token
 from contract.clauses import CLAUSES
 from contract.tape import BodySink, TapeWriter, answer_sink
@@ -75,7 +74,6 @@ class Session:
         self.printed: Counter[str] = Counter()
         self.tape = TapeWriter(args.record, source="gs-proxy", meta={"upstream": args.upstream}) if args.record else None
         self.started = time.time()
-        self.seen_any = False
 
     def _red(self, red: Red) -> None:
         if self.args.quiet:
@@ -98,7 +96,6 @@ class Session:
         return self.tape.request_sink(), answer_sink()
 
     def exchange(self, ex: Exchange, relayed: Relayed) -> None:
-        self.seen_any = True
         self.judge.observe(ex)
         if self.tape is not None and relayed.request_sink is not None and relayed.response_sink is not None:
             self.tape.record(TapeExchange(
@@ -108,18 +105,11 @@ class Session:
 
     def finish(self) -> int:
         """Write the report; the exit code."""
-        res = run_results(self.judge.verdicts(), profile=self.args.profile, target=self.args.upstream,
-                          url=not self.args.kit_decisions, duration_s=time.time() - self.started,
-                          settings={"exchanges": self.judge.exchanges, "source": "gs-proxy"})
         if self.tape is not None:
             self.tape.close({"judged_by": "gs-proxy"})
-        for path in self.args.report:
-            render.write(res, path)
-        print(render.text(res), file=sys.stdout, flush=True)
-        if not self.seen_any:
-            print("gs-proxy: no exchange was observed: nothing judged", file=self.out, flush=True)
-            return 2
-        return 1 if failing_must(res) else 0
+        return conclude(self.judge, profile=self.args.profile, target=self.args.upstream,
+                        url=not self.args.kit_decisions, duration_s=time.time() - self.started,
+                        reports=self.args.report, source="gs-proxy")
 
 
 def _upstream_ssl(args: argparse.Namespace) -> ssl.SSLContext | None:
@@ -174,7 +164,7 @@ async def _wait(stop: asyncio.Event, relay: Relay, session: Session, args: argpa
         if args.exit_after is not None and now - began >= args.exit_after:
             return
         idle = relay.in_flight == 0 and now - relay.last_activity >= (args.until_idle or 0)
-        if args.until_idle is not None and session.seen_any and idle:
+        if args.until_idle is not None and session.judge.exchanges and idle:
             return
 
 

@@ -44,6 +44,8 @@ WINDOW = 256 * 1024
 REQUEST_KEEP = 8 * 1024 * 1024
 #: An answer is kept for the judge up to this size; a larger one is relayed unjudged.
 ANSWER_KEEP = 64 * 1024 * 1024
+#: The largest frame header kept of a body past its cap (a chunk's is a few hundred bytes).
+MAX_FRAME_HEAD = 1024 * 1024
 #: The largest request or status line plus headers accepted.
 MAX_HEAD = 256 * 1024
 
@@ -62,6 +64,7 @@ class Observed:
     kept: bytearray = field(default_factory=bytearray)
     size: int = 0
     whole: bool = True
+    head_done: bool = False
     _sha: Any = None
 
     def feed(self, data: bytes) -> None:
@@ -72,17 +75,20 @@ class Observed:
             self._sha.update(data)
         if self.sink is not None:
             self.sink.feed(data)
-        if not self.whole:
-            return
-        room = self.keep - len(self.kept)
-        if len(data) <= room:
+        if self.whole and len(self.kept) + len(data) <= self.keep:
             self.kept += data
             return
-        self.kept += data[: max(room, 0)]
         self.whole = False
-        head = frame_head_size(self.kept)
-        if head is not None and head > len(self.kept) and head <= MAX_HEAD * 4:
-            self.kept += data[room: room + head - len(self.kept)]
+        view = memoryview(data)
+        while view and not self.head_done:  # past the cap: keep a frame's header, no more
+            need = frame_head_size(self.kept) if len(self.kept) >= 8 else 8
+            if need is None or need > MAX_FRAME_HEAD or len(self.kept) >= need:
+                self.head_done = len(self.kept) >= 8 or need is None or need > MAX_FRAME_HEAD
+                if self.head_done:
+                    break
+            take = (need or 8) - len(self.kept)
+            self.kept += view[:take]
+            view = view[take:]
 
     @property
     def sha256(self) -> str:
