@@ -30,6 +30,7 @@ from conformance.judge.exchange import Exchange
 from conformance.judge.tally import Tally, route_key
 from contract import models as m
 from contract.errors import ErrorCode, is_error_envelope
+from contract.models.answers import POLL_FIELDS
 from contract.routes import answer_model, result_model, route
 
 #: A success answer that its model does not describe breaks this clause (by route name).
@@ -67,8 +68,10 @@ def server_error(ex: Exchange) -> bool:
 
 
 def _problem(model: type[BaseModel], data: Any) -> str | None:
+    """Why ``data`` is not a ``model`` answer, validated strictly as the fake's answer check
+    and the suite's properties judge it (a count sent as the string "4" is no int)."""
     try:
-        model.model_validate(data)
+        model.model_validate(data, strict=True)
     except ValidationError as exc:
         first = exc.errors(include_url=False)[:2]
         return f"{model.__name__}: " + "; ".join(f"{'.'.join(map(str, e['loc']))} {e['msg']}"
@@ -140,6 +143,9 @@ class Judge:
         problem = _problem(model, body) if model is not None else None
         if clause == NONFINAL_CHUNK_CLAUSE and isinstance(body, Mapping) and body.get("request_id"):
             problem = "a non-final chunk's answer carries a request_id"
+        if problem is None and ex.name == "get_request" and isinstance(body, Mapping):
+            missing = [name for name in POLL_FIELDS if name not in body]
+            problem = f"the poll answer lacks {', '.join(missing)}" if missing else None
         if problem is not None:
             self.tally.violation(clause, f"{ex.describe()}: {problem}")
             return

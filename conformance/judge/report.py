@@ -19,15 +19,19 @@ from conformance.reporting import render
 from conformance.reporting.verdicts import ClauseVerdict, RunResults
 from contract.clauses import CLAUSES, for_profile
 from contract.clauses.table import ClauseProfile
+from contract.forms import forms_of, kit_form_judged, why_not_judged
 
 NOT_SEEN = "not seen: no observed exchange exercised it"
 
 
-def _verdict(cid: str, found: Verdict | None, in_profile: bool, url: bool) -> ClauseVerdict:
+def _verdict(cid: str, found: Verdict | None, in_profile: bool, url: bool, forms: frozenset[str]) -> ClauseVerdict:
     clause = CLAUSES[cid]
     binding = clause.can_fail_a_url or not url
     if not in_profile:
         return ClauseVerdict(**asdict(clause), status="not-applicable", reason="outside the profile",
+                             binding=binding)
+    if not kit_form_judged(cid, forms):
+        return ClauseVerdict(**asdict(clause), status="not-applicable", reason=why_not_judged(cid, forms),
                              binding=binding)
     if found is None or found.status == "not seen":
         return ClauseVerdict(**asdict(clause), status="skipped", reason=NOT_SEEN, binding=binding,
@@ -45,11 +49,15 @@ def _verdict(cid: str, found: Verdict | None, in_profile: bool, url: bool) -> Cl
 
 
 def run_results(verdicts: Mapping[str, Verdict], *, profile: ClauseProfile, target: str, url: bool,
-                duration_s: float = 0.0, settings: Mapping[str, Any] | None = None) -> RunResults:
-    """The report of a passive run: every clause the judge can judge, in ``profile``."""
+                duration_s: float = 0.0, settings: Mapping[str, Any] | None = None,
+                dialect: str | None = None) -> RunResults:
+    """The report of a passive run: every clause the judge can judge, in ``profile``;
+    ``dialect`` names the fake's answer forms (None: a server the kit did not build, which
+    may answer in every form the spec allows, so a kit-form clause is not applicable)."""
+    forms = forms_of(dialect)
     in_profile = {c.id for c in for_profile(profile)}
     ids = [cid for cid in verdicts if cid in CLAUSES]
-    rows = [_verdict(cid, verdicts.get(cid), cid in in_profile, url) for cid in ids]
+    rows = [_verdict(cid, verdicts.get(cid), cid in in_profile, url, forms) for cid in ids]
     sides = {v.clause_id: list(v.sides) for v in verdicts.values() if v.sides}
     return RunResults(profile=profile, target=target, verdicts=rows, duration_s=duration_s,
                       selected=tuple(ids), settings={**dict(settings or {}), "red_sides": sides},
@@ -62,12 +70,12 @@ def failing_must(results: RunResults) -> list[ClauseVerdict]:
 
 
 def conclude(judge: PassiveJudge, *, profile: ClauseProfile, target: str, url: bool, duration_s: float,
-             reports: Iterable[str], source: str, out: TextIO | None = None) -> int:
+             reports: Iterable[str], source: str, out: TextIO | None = None, dialect: str | None = None) -> int:
     """Write ``judge``'s report to each of ``reports`` and the terminal table to ``out``;
     the exit code: 0, 1 on a binding red MUST clause, 2 when nothing was observed."""
     out = out or sys.stdout
     res = run_results(judge.verdicts(), profile=profile, target=target, url=url, duration_s=duration_s,
-                      settings={"exchanges": judge.exchanges, "source": source})
+                      settings={"exchanges": judge.exchanges, "source": source}, dialect=dialect)
     for path in reports:
         render.write(res, path)
     print(render.text(res), file=out, flush=True)

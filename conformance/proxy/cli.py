@@ -54,6 +54,10 @@ def parser() -> argparse.ArgumentParser:
                    help="write the report (.html, .md, .xml JUnit, .json, else text); repeatable")
     p.add_argument("--profile", default="current", choices=("current", "proposed", "semantic"),
                    help="the clause profile judged (default current)")
+    p.add_argument("--dialect", choices=("kit", "spec", "any"),
+                   help="the upstream is the fake in this answer dialect (default: a server the kit did "
+                   "not build: it may answer in every form the spec allows, so the kit's own forms "
+                   "are not judged)")
     p.add_argument("--kit-decisions", action="store_true",
                    help="let a red 'decided' clause fail the run (in front of the fake; against a "
                    "real server only the spec's clauses fail it)")
@@ -109,7 +113,7 @@ class Session:
             self.tape.close({"judged_by": "gs-proxy"})
         return conclude(self.judge, profile=self.args.profile, target=self.args.upstream,
                         url=not self.args.kit_decisions, duration_s=time.time() - self.started,
-                        reports=self.args.report, source="gs-proxy")
+                        reports=self.args.report, source="gs-proxy", dialect=self.args.dialect)
 
 
 def _upstream_ssl(args: argparse.Namespace) -> ssl.SSLContext | None:
