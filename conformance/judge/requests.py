@@ -34,7 +34,7 @@ from conformance.judge.exchange import Exchange
 from conformance.judge.tally import Tally
 from contract.auth import AUTHORIZATION_HEADER, TOKEN_TYPE_HEADER, auth_header_problem
 from contract.errors import ErrorCode
-from contract.idempotency import IDEMPOTENCY_KEY_HEADER
+from contract.idempotency import IDEMPOTENCY_KEY_HEADER, ambiguous_failure
 from contract.limits import MAX_BODY_BYTES
 from contract.wire import WireError, read_chunk_head
 from fake_gs.chunking import machine as cm
@@ -57,14 +57,6 @@ JUDGED: tuple[str, ...] = (AUTH, CONTENT_TYPE, SCHEMA, ALWAYS_CHUNKED, CHUNK_FOR
 GROUPS_KEPT = 4096
 #: The machine judges the protocol, not the server's budgets.
 _WAIVED = frozenset({cm.CAPS, cm.ACCOUNT_CAPS})
-
-
-def ambiguous(ex: Exchange) -> bool:
-    """A failure after which the call may or may not have run (CLIENT-ONCE-1's list): no
-    answer, 500, 502, 504, or 503 without Retry-After."""
-    if ex.status is None:
-        return True
-    return ex.status in (500, 502, 504) or (ex.status == 503 and not ex.headers.get("Retry-After"))
 
 
 def _model_problem(model: type[BaseModel], data: Any) -> str | None:
@@ -204,5 +196,5 @@ class RequestRules:
             if key is None or key != first_key:
                 self._red(SILENT_RESEND, ex, f"resent after an ambiguous failure ({first}) "
                                              "without the first try's Idempotency-Key")
-        if ambiguous(ex):
+        if ambiguous_failure(ex.status, ex.headers.get("Retry-After")):
             self._ambiguous.put(same, (key, ex.describe()))

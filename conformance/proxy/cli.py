@@ -28,7 +28,7 @@ from conformance.judge.exchange import Exchange
 from conformance.judge.passive import PassiveJudge, Red
 from conformance.judge.report import conclude
 from conformance.proxy.relay import Relay, Relayed
-from contract.auth import bearer_token
+from contract.auth import AUTHORIZATION_HEADER, bearer_token
 from contract.clauses import CLAUSES
 from contract.tape import BodySink, TapeWriter, answer_sink
 from contract.tape import Exchange as TapeExchange
@@ -96,7 +96,7 @@ class Session:
         """A tape's body sinks for one exchange; its credential is scrubbed from them (held
         in memory only, for this run)."""
         assert self.tape is not None
-        self.tape.add_secret(bearer_token(headers.get("Authorization")))
+        self.tape.add_secret(bearer_token(headers.get(AUTHORIZATION_HEADER)))
         return self.tape.request_sink(), answer_sink()
 
     def exchange(self, ex: Exchange, relayed: Relayed) -> None:

@@ -32,6 +32,7 @@ import h11
 from requests.structures import CaseInsensitiveDict
 
 from conformance.judge.exchange import Exchange
+from contract.idempotency import IDEMPOTENCY_KEY_HEADER
 from contract.routes import route_of
 from contract.tape import BodySink
 from contract.wire import frame_head_size
@@ -299,7 +300,7 @@ def _exchange_of(req: h11.Request, status: int | None) -> Exchange:
     url = "http://proxy" + target
     headers = _headers(req.headers.raw_items())
     query = dict(p.split("=", 1) for p in urlsplit(url).query.split("&") if "=" in p)
-    return Exchange(route_of(method, url), method, url, time.time(), 0, key=headers.get("Idempotency-Key"),
+    return Exchange(route_of(method, url), method, url, time.time(), 0, key=headers.get(IDEMPOTENCY_KEY_HEADER),
                     query=query, status=status, request_headers=headers)
 
 
