@@ -170,3 +170,35 @@ def test_an_untrusted_upstream_certificate_is_refused(tmp_path: Path) -> None:
         fake.stop()
     assert answer.status_code == 502 and b"unreachable" in answer.content
     assert run.status("CAP-FIELDS-1") == "skipped"  # no answer from the server: nothing judged
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("layout", ["verl", "arctic"])
+def test_grpo_toy_over_tls_through_the_proxy_is_green(tmp_path: Path, layout: str) -> None:
+    """examples/grpo_toy.py unchanged, recipe style (``--host`` and a PAT over HTTPS), with
+    the proxy's host in place of the service's."""
+    import os
+    import subprocess
+    import sys
+
+    from proxy_support import ROOT
+
+    fake = start_in_background(FakeSettings(engine="tiny", tls=True, tokens=(TOKEN,)))
+    try:
+        with proxy(fake.base_url, tmp_path, "--tls", "--upstream-ca", str(fake.ca_path)) as run:
+            assert run.process.stdout is not None
+            bundle = re.search(r"REQUESTS_CA_BUNDLE=(\S+)", run.process.stdout.readline())
+            assert bundle
+            env = {**os.environ, "CORTEX_PAT": TOKEN, "REQUESTS_CA_BUNDLE": bundle.group(1),
+                   "SSL_CERT_FILE": bundle.group(1), "PYTHONPATH": str(ROOT)}
+            toy = subprocess.run(
+                [sys.executable, str(ROOT / "examples" / "grpo_toy.py"), "--host", run.base_url.removeprefix("https://"),
+                 "--steps", "2", "--layout", layout, "--csv", str(tmp_path / "g.csv"), "--png", str(tmp_path / "g.png")],
+                capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600)
+            assert toy.returncode == 0, toy.stderr[-3000:]
+            run.stop()
+    finally:
+        fake.stop()
+    assert run.rc == 0 and run.red() == {}, run.err[-3000:]
+    for cid in ("AUTH-HEADERS-1", "CLIENT-CHUNK-1", "FB-RESULT-1", "GEN-RESULT-1", "OP-WSYNC-1"):
+        assert run.status(cid) == "green", (cid, run.verdicts[cid])
