@@ -167,6 +167,8 @@ class Relay:
                 up[2].start_next_cycle()
         except (h11.RemoteProtocolError, ConnectionError, UpstreamGone, asyncio.IncompleteReadError):
             pass
+        except asyncio.CancelledError:  # shutdown: the connection ends here, quietly
+            pass
         finally:
             if up is not None:
                 up[1].close()
