@@ -46,8 +46,9 @@ WRITE_HIGH = 4 * 1024 * 1024
 #: A request body is kept for the judge up to this size (JSON calls); a larger one keeps
 #: only its frame header (all the chunk rules read).
 REQUEST_KEEP = 8 * 1024 * 1024
-#: An answer is kept for the judge up to this size; a larger one is relayed unjudged.
-ANSWER_KEEP = 64 * 1024 * 1024
+#: An answer is kept for the judge up to this size; a larger one (a page of hundreds of
+#: result chunks) is relayed with its models unjudged, so the proxy's memory stays bounded.
+ANSWER_KEEP = 32 * 1024 * 1024
 #: The largest frame header kept of a body past its cap (a chunk's is a few hundred bytes).
 MAX_FRAME_HEAD = 1024 * 1024
 #: The largest request or status line plus headers accepted.

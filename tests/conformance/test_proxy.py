@@ -47,7 +47,11 @@ def _job(base: str) -> str:
     return job
 
 
-@pytest.mark.parametrize(("engine", "dialect"), [("shape", "kit"), ("shape", "any"), ("tiny", "spec")])
+@pytest.mark.parametrize(("engine", "dialect"), [
+    ("shape", "kit"),
+    pytest.param("shape", "any", marks=pytest.mark.slow),
+    pytest.param("tiny", "spec", marks=pytest.mark.slow),
+])
 def test_kit_rl_loop_through_the_proxy_is_green_and_its_tape_judges_the_same(
         tmp_path: Path, engine: str, dialect: str) -> None:
     tape = tmp_path / "run.gsrec"
@@ -83,7 +87,12 @@ VISIBLE = {
 }
 
 
-@pytest.mark.parametrize("mutant", sorted(VISIBLE))
+#: Two run in the tests tier; every one in the slow tier.
+FAST_MUTANTS = ("last-lr-text", "nonfinal-chunk-request-id")
+
+
+@pytest.mark.parametrize("mutant", [m if m in FAST_MUTANTS else pytest.param(m, marks=pytest.mark.slow)
+                                    for m in sorted(VISIBLE)])
 def test_a_mutant_a_passive_observer_sees_is_red_on_the_server(tmp_path: Path, mutant: str) -> None:
     with _fake(mutant=mutant) as url, proxy(url, tmp_path, "--quiet", "--dialect", "kit") as run:
         headers = auth_headers(TOKEN)
