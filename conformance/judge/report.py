@@ -80,7 +80,7 @@ def conclude(judge: PassiveJudge, *, profile: ClauseProfile, target: str, url: b
         render.write(res, path)
     print(render.text(res), file=out, flush=True)
     if not judge.exchanges:
-        print(f"{source}: no exchange was observed: nothing judged", file=out, flush=True)
+        print(f"{source}: no exchange was observed: nothing judged", file=sys.stderr, flush=True)
         return 2
     return 1 if failing_must(res) else 0
 

@@ -211,3 +211,16 @@ def test_grpo_toy_over_tls_through_the_proxy_is_green(tmp_path: Path, layout: st
     assert run.rc == 0 and run.red() == {}, run.err[-3000:]
     for cid in ("AUTH-HEADERS-1", "CLIENT-CHUNK-1", "FB-RESULT-1", "GEN-RESULT-1", "OP-WSYNC-1"):
         assert run.status(cid) == "green", (cid, run.verdicts[cid])
+
+
+def test_nothing_observed_exits_2_and_until_idle_ends_a_run(tmp_path: Path) -> None:
+    with _fake() as url:
+        with proxy(url, tmp_path, "--exit-after", "1") as idle_run:
+            idle_run.out, idle_run.err = idle_run.process.communicate(timeout=60)
+            idle_run.rc = idle_run.process.returncode
+        assert idle_run.rc == 2 and "no exchange was observed" in idle_run.err
+        with proxy(url, tmp_path, "--until-idle", "1") as run:
+            requests.get(f"{run.base_url}{PREFIX}/capacity", headers=auth_headers(TOKEN), timeout=30)
+            run.out, run.err = run.process.communicate(timeout=60)  # ends by itself
+            run.rc = run.process.returncode
+    assert run.rc == 0 and "CAP-FIELDS-1" in run.out, run.err[-2000:]
