@@ -22,6 +22,16 @@ def bearer_token(header_value: str | None) -> str | None:
     return token.strip() or None if scheme.lower() == "bearer" else None
 
 
+def auth_header_problem(authorization: str | None, token_type: str | None) -> str | None:
+    """Why a service call's auth headers are not the two spec §2.2 names (None when they
+    are): the fake's gate refuses such a call and the passive judge books it on the client."""
+    if bearer_token(authorization) is None:
+        return f"no {AUTHORIZATION_HEADER}: Bearer <token>"
+    if (token_type or "").strip().upper() != TOKEN_TYPE:
+        return f"{TOKEN_TYPE_HEADER}: {TOKEN_TYPE} is required"
+    return None
+
+
 def unrelated_token(real: str, *, overlap: int = 4) -> str:
     """A random bearer token that shares no run of ``overlap`` characters with ``real``:
     a wrong-token probe that carries no part of the real credential (a server that logs or

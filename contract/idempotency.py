@@ -52,6 +52,14 @@ def may_resend(kind: Idempotency) -> bool:
     return kind != "unsafe"
 
 
+def ambiguous_failure(status: int | None, retry_after: str | None) -> bool:
+    """A failure after which an unsafe call may or may not have run (CLIENT-ONCE-1's list):
+    no answer (``status`` None), 500, 502, 504, or 503 without ``Retry-After``."""
+    if status is None:
+        return True
+    return status in (500, 502, 504) or (status == 503 and not retry_after)
+
+
 def fingerprint_hasher(method: str, path: str) -> Any:
     """The fingerprint's hash with the method and path in: feed it the body (in pieces as
     they arrive, if need be), then take its ``hexdigest()``."""

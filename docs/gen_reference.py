@@ -34,6 +34,7 @@ from client.config import ClientConfig
 from conformance.load.options import markdown_table as load_options_table
 from conformance.options import OPTIONS as SUITE_OPTIONS
 from conformance.parity.cli import build_parser as parity_parser
+from conformance.proxy.cli import parser as proxy_parser
 from contract.clauses import AREAS, CLAUSES
 from contract.errors import (
     CHUNK_GROUP_CODES,
@@ -182,6 +183,13 @@ def gs_parity_page() -> str:
 Every option of `gs-parity`, rendered from its parser (`conformance.parity.cli`). Its
 argument: one or more tapes (`.gsrec`, `.gsrec.gz`). Guide: [parity](../parity/index.md)."""
     return page("gs-parity options", intro, *argparse_sections(parity_parser()))
+
+
+def gs_proxy_page() -> str:
+    intro = """
+Every option of `gs-proxy`, rendered from its parser (`conformance.proxy.cli`). Guides:
+[server team](../server-team/proxy.md), [client teams](../client-teams/proxy.md)."""
+    return page("gs-proxy options", intro, *argparse_sections(proxy_parser()))
 
 
 def gs_load_page() -> str:
@@ -395,6 +403,7 @@ PAGES: dict[str, Callable[[], str]] = {
     "cli-gs-conformance.md": gs_conformance_page,
     "cli-gs-parity.md": gs_parity_page,
     "cli-gs-load.md": gs_load_page,
+    "cli-gs-proxy.md": gs_proxy_page,
     "client-config.md": client_config_page,
     "clauses.md": clauses_page,
     "limits.md": limits_page,

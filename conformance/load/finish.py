@@ -22,12 +22,12 @@ from locust.env import Environment
 from locust.runners import STATE_STOPPED, MasterRunner
 
 from client.errors import CortexError
+from conformance.judge.conclude import conclude
+from conformance.judge.tally import Tally
 from conformance.load import options as opts
 from conformance.load import report
 from conformance.load.fakeproc import EmbeddedFake, FakeStartError
 from conformance.load.jobs import JobPool, Target, job_budget
-from conformance.load.measure.conclude import conclude
-from conformance.load.measure.tally import Tally
 from conformance.load.profile import ProfileError, load_profile
 from conformance.load.run import RUN, SETUP
 from conformance.target import ProbeError, probe, probe_service

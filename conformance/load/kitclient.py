@@ -11,8 +11,8 @@ from typing import Any
 from client.rest import CortexRestClient
 from client.rl import ArcticRLClient
 from client.transports.cortex import CortexTransport
+from conformance.judge.answers import RESULT_CLAUSES, Judge
 from conformance.load.jobs import Target
-from conformance.load.measure.checks import RESULT_CLAUSES, Judge
 from conformance.load.measure.meter import MeteredSession, Report
 
 

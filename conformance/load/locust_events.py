@@ -16,9 +16,9 @@ from locust import events
 from locust.env import Environment
 from locust.runners import MasterRunner, WorkerRunner
 
+from conformance.judge.tally import Tally
 from conformance.load import options as opts
 from conformance.load.finish import Host
-from conformance.load.measure.tally import Tally
 from conformance.load.run import HELLO, RUN, SETUP, STOP, TALLY, TALLY_GRACE_S, log
 
 

@@ -12,8 +12,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from conformance.load.measure.checks import JUDGED
-from conformance.load.measure.tally import Tally, percentile
+from conformance.judge.answers import JUDGED
+from conformance.judge.tally import Tally, percentile
 from conformance.load.svg import latency_svg
 from conformance.reporting.cost import MiB, cost_line
 from contract.clauses import CLAUSES

@@ -26,12 +26,12 @@ from gevent.event import Event
 from locust import User, between
 from locust.env import Environment
 
+from conformance.judge.answers import Judge
+from conformance.judge.exchange import Exchange
+from conformance.judge.tally import Tally
 from conformance.load import options as opts
 from conformance.load.jobs import Target
 from conformance.load.kitclient import kit_client
-from conformance.load.measure.checks import Judge
-from conformance.load.measure.exchange import Exchange
-from conformance.load.measure.tally import Tally
 from conformance.load.profile import Profile, profile_from
 
 log = logging.getLogger("gs-load")

@@ -7,7 +7,7 @@ import html
 import math
 from collections import Counter
 
-from conformance.load.measure.tally import Tally, percentile
+from conformance.judge.tally import Tally, percentile
 
 WIDTH, HEIGHT = 960, 380
 LEFT, RIGHT, TOP, BOTTOM = 60, 230, 20, 40

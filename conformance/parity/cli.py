@@ -40,6 +40,9 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--engine", choices=("shape", "tiny"))
     f.add_argument("--status-style", choices=("short", "enum"))
     f.add_argument("--delivery", choices=("auto", "inline", "chunks"))
+    p.add_argument("--judge", action="store_true",
+                   help="Judge each tape's exchanges against today's contract without replaying "
+                   "them (the passive judge gs-proxy runs live); exit 1 on a red MUST clause of the spec.")
     r = p.add_argument_group("replay")
     r.add_argument("--rules", help="Accepted differences (YAML or JSON), each with its reason.")
     r.add_argument("--floats", choices=("sign", "close"), default="sign",
@@ -99,6 +102,14 @@ def replay_tape(path: str, ns: argparse.Namespace, rules: list[Rule] | None = No
 
 def main(argv: list[str] | None = None) -> int:
     ns = build_parser().parse_args(argv)
+    if ns.judge:
+        from conformance.judge.report import judge_tape
+
+        try:
+            return max(judge_tape(path, reports=[r for r in (ns.report,) if r]) for path in ns.tapes)
+        except (ValueError, OSError) as exc:
+            print(f"gs-parity: {exc}", file=sys.stderr)
+            return EXIT_ERROR
     if ns.url and (ns.mutant or ns.engine or ns.status_style or ns.delivery):
         print("gs-parity: --mutant/--engine/--status-style/--delivery apply to the embedded fake only",
               file=sys.stderr)

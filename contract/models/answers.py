@@ -235,6 +235,11 @@ class RequestStatus(Body):
     next_cursor: str | None = None
 
 
+#: The fields every poll answer carries, null or "" when empty (spec §6.8): the model's
+#: defaults let a missing one pass, so the suite and the passive judge check presence.
+POLL_FIELDS: tuple[str, ...] = tuple(RequestStatus.model_fields)
+
+
 # --- results ------------------------------------------------------------------------------
 
 #: Keys of the proposed profile's ``metrics`` block on training results.

@@ -13,7 +13,7 @@ from collections.abc import Container
 
 from starlette.requests import Request
 
-from contract.auth import AUTHORIZATION_HEADER, TOKEN_TYPE, TOKEN_TYPE_HEADER, bearer_token
+from contract.auth import AUTHORIZATION_HEADER, TOKEN_TYPE_HEADER, auth_header_problem, bearer_token
 from contract.errors import ErrorCode
 from fake_gs.answers.refusals import ApiError
 from fake_gs.ops.seams import Bend, Rule
@@ -60,6 +60,7 @@ def authenticate(settings: FakeSettings, request: Request, *, minted: Container[
         return token if known and token is not None else ANONYMOUS
     if token is None or not known:
         raise ApiError(ErrorCode.UNAUTHENTICATED, "missing or invalid bearer token")
-    if request.headers.get(TOKEN_TYPE_HEADER, "").strip().upper() != TOKEN_TYPE:
-        raise ApiError(ErrorCode.UNAUTHENTICATED, f"{TOKEN_TYPE_HEADER}: {TOKEN_TYPE} is required")
+    problem = auth_header_problem(request.headers.get(AUTHORIZATION_HEADER), request.headers.get(TOKEN_TYPE_HEADER))
+    if problem is not None:
+        raise ApiError(ErrorCode.UNAUTHENTICATED, problem)
     return token

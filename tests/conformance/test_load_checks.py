@@ -17,14 +17,14 @@ import pytest
 import requests
 
 from conformance.inputs import valid_bodies
+from conformance.judge.answers import JUDGED, Judge
+from conformance.judge.conclude import conclude
+from conformance.judge.cursors import DeliveryWatch
+from conformance.judge.exchange import Exchange
+from conformance.judge.tally import Tally
 from conformance.load import batches, report
 from conformance.load.jobs import JobPool, Target, job_budget
 from conformance.load.kitclient import kit_client
-from conformance.load.measure.checks import JUDGED, Judge
-from conformance.load.measure.conclude import conclude
-from conformance.load.measure.cursors import DeliveryWatch
-from conformance.load.measure.exchange import Exchange
-from conformance.load.measure.tally import Tally
 from conformance.load.options import markdown_table
 from conformance.load.profile import ProfileError, load_profile, profile_from
 from contract import wire

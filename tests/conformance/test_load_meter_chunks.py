@@ -8,12 +8,12 @@ from __future__ import annotations
 import requests
 
 from conformance.inputs import valid_bodies
+from conformance.judge.answers import Judge
+from conformance.judge.exchange import Exchange, final_chunk, kept_body
+from conformance.judge.tally import Tally
 from conformance.load import batches
 from conformance.load.jobs import JobPool, Target
 from conformance.load.kitclient import kit_client
-from conformance.load.measure.checks import Judge
-from conformance.load.measure.exchange import Exchange, final_chunk, kept_body
-from conformance.load.measure.tally import Tally
 from contract.routes import route
 from fake_gs import FakeSettings, serve_in_background
 

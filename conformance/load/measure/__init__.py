@@ -1,8 +1,7 @@
-"""What a load run measures: each exchange, the tallies, and the clauses judged on them.
+"""What a load run measures: the meter times every try of every call the kit's client makes
+and hands each exchange to the passive judge (:mod:`conformance.judge`), which judges it by
+its clause and tallies it across processes.
 
-``meter`` times every try of every call; ``exchange`` is one of them; ``tally`` adds up
-across processes; ``checks`` judges each exchange by its clause; ``delivery`` follows
-cursors and streams; ``conclude`` judges at most once when the users have stopped.
-
-May import: ``contract``, ``client`` and ``conformance.load``'s options and profile.
+May import: ``contract``, ``client``, ``conformance.judge`` and ``conformance.load``'s
+options and profile.
 """

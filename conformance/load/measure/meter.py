@@ -16,8 +16,8 @@ from typing import Any
 
 import requests
 
-from conformance.load.measure.checks import Judge
-from conformance.load.measure.exchange import Exchange, kept_body
+from conformance.judge.answers import Judge
+from conformance.judge.exchange import Exchange, kept_body
 from contract.idempotency import IDEMPOTENCY_KEY_HEADER
 from contract.routes import route_of
 

@@ -30,20 +30,11 @@ from conformance.target import Target
 from contract.clauses import checks
 from contract.forms import REQUEST_STATE_SYNONYMS
 from contract.limits import DEFAULT_MAX_EVENTS, MAX_EVENTS_CAP
+from contract.models.answers import POLL_FIELDS
 from contract.models.catalog import TRAINING_MODELS
 from contract.shapes import check_forward_result
 from contract.states import RequestState, normalize_request_state, request_state_enum_spelling
 
-POLL_FIELDS = (
-    "request_id",
-    "status",
-    "created_at",
-    "updated_at",
-    "result",
-    "error",
-    "events",
-    "next_cursor",
-)
 SHORT = set(RequestState)
 ENUM = {request_state_enum_spelling(s) for s in SHORT}
 #: Every spelling spec §3.3 lists (the kit's, its synonyms) and their raw enum names.

@@ -1,4 +1,7 @@
-"""The contract, judged on every exchange of a load run, by the clause each rule belongs to.
+"""The server's answers, judged exchange by exchange, by the clause each rule belongs to.
+
+gs-load judges every exchange of a load run here, and so does the passive judge
+(:mod:`conformance.judge.passive`) for gs-proxy and ``gs-parity --judge``:
 
 - a 5xx where a 2xx or a 4xx was due (ERR-NO500-1); 503 with Retry-After (back-pressure)
   and 501 (a call the server does not have) are answers, not failures;
@@ -10,7 +13,7 @@
   does not know (REQ-ONCE-1: a request lost); cursors and streams (:mod:`.delivery`).
 
 Calls are counted for the at-most-once judgement at the end of the run
-(:mod:`conformance.load.measure.conclude`): attempted (a distinct Idempotency-Key, the last chunk
+(:mod:`conformance.judge.conclude`): attempted (a distinct Idempotency-Key, the last chunk
 of an upload) and accepted (a distinct request id).
 """
 
@@ -22,11 +25,12 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from conformance.load.measure.cursors import DeliveryWatch
-from conformance.load.measure.exchange import Exchange, final_chunk
-from conformance.load.measure.tally import Tally, route_key
+from conformance.judge.cursors import DeliveryWatch
+from conformance.judge.exchange import Exchange
+from conformance.judge.tally import Tally, route_key
 from contract import models as m
 from contract.errors import ErrorCode, is_error_envelope
+from contract.models.answers import POLL_FIELDS
 from contract.routes import answer_model, result_model, route
 
 #: A success answer that its model does not describe breaks this clause (by route name).
@@ -64,8 +68,10 @@ def server_error(ex: Exchange) -> bool:
 
 
 def _problem(model: type[BaseModel], data: Any) -> str | None:
+    """Why ``data`` is not a ``model`` answer, validated strictly as the fake's answer check
+    and the suite's properties judge it (a count sent as the string "4" is no int)."""
     try:
-        model.model_validate(data)
+        model.model_validate(data, strict=True)
     except ValidationError as exc:
         first = exc.errors(include_url=False)[:2]
         return f"{model.__name__}: " + "; ".join(f"{'.'.join(map(str, e['loc']))} {e['msg']}"
@@ -95,7 +101,7 @@ class Judge:
     # --- before a try is sent ----------------------------------------------------------
     def sending(self, ex: Exchange) -> None:
         """Count a new call (its first try with a new key; an upload's last chunk)."""
-        if not ex.submits or not final_chunk(ex.route, ex.request_body):
+        if not ex.submits or not ex.final:
             return
         if ex.key is None or ex.key not in self._keys:
             if ex.key is not None:
@@ -110,6 +116,7 @@ class Judge:
             if ex.name == "get_request":
                 self.delivery.poll_failed(ex.params.get("request_id", ""))
             return
+        self.tally.saw(NO_5XX)
         if server_error(ex):
             self.tally.violation(NO_5XX, ex.describe())
         if ex.status >= 400:
@@ -118,12 +125,15 @@ class Judge:
             self._success(ex, ex.json)
 
     def _error(self, ex: Exchange) -> None:
+        self.tally.saw(ENVELOPE)
         if not is_error_envelope(ex.json):
             self.tally.violation(ENVELOPE, ex.describe())
         if ex.name != "get_request":
             return
         rid = ex.params.get("request_id", "")
         self.delivery.poll_failed(rid)
+        if rid in self._ids:
+            self.tally.saw(ONCE)
         if ex.status == 404 and ex.code == ErrorCode.REQUEST_NOT_FOUND and rid in self._ids:
             self.tally.violation(ONCE, f"request {rid} was accepted, then its poll answered "
                                        f"request_not_found: {ex.describe()}")
@@ -133,9 +143,14 @@ class Judge:
         problem = _problem(model, body) if model is not None else None
         if clause == NONFINAL_CHUNK_CLAUSE and isinstance(body, Mapping) and body.get("request_id"):
             problem = "a non-final chunk's answer carries a request_id"
+        if problem is None and ex.name == "get_request" and isinstance(body, Mapping):
+            missing = [name for name in POLL_FIELDS if name not in body]
+            problem = f"the poll answer lacks {', '.join(missing)}" if missing else None
         if problem is not None:
             self.tally.violation(clause, f"{ex.describe()}: {problem}")
             return
+        if model is not None or clause == NONFINAL_CHUNK_CLAUSE:
+            self.tally.saw(clause)
         if ex.submits and isinstance(body, Mapping) and isinstance(body.get("request_id"), str):
             self._accepted(ex, body["request_id"], body)
         elif ex.name == "get_request" and isinstance(body, Mapping):
@@ -145,7 +160,7 @@ class Judge:
         """The clause and model a 2xx answer of this exchange is held to."""
         assert ex.route is not None
         if ex.route.chunked:
-            if final_chunk(ex.route, ex.request_body):
+            if ex.final:
                 return FINAL_CHUNK_CLAUSE, m.SubmitResponse
             return NONFINAL_CHUNK_CLAUSE, m.ChunkAccepted
         model = answer_model(ex.route, ex.operation_type)
@@ -156,6 +171,7 @@ class Judge:
         """A submission answered ``request_id``: new (accepted), the same call's replay, or
         another call's id (REQ-SUBMIT-2)."""
         owner = self._ids.get(request_id)
+        self.tally.saw(IDS_UNIQUE)
         if owner is not None and ex.key is not None and owner != ex.key:
             self.tally.violation(IDS_UNIQUE, f"request id {request_id} answered to two calls: "
                                              f"{ex.describe()}")
@@ -171,9 +187,11 @@ class Judge:
         name, _, kind = op.partition(":")
         model = result_model(route("operation" if kind else name), kind or None)
         problem = _problem(model, result) if model is not None else None
+        clause = RESULT_CLAUSES.get(op, OTHER_ANSWER_CLAUSE)
+        if model is not None:
+            self.tally.saw(clause)
         if problem is not None:
-            self.tally.violation(RESULT_CLAUSES.get(op, OTHER_ANSWER_CLAUSE),
-                                 f"{op} result on job {job_id}: {problem}")
+            self.tally.violation(clause, f"{op} result on job {job_id}: {problem}")
         elif op == "step" and isinstance(result, Mapping):
             self.tally.step_seen(job_id, int(result["global_steps"]))
 

@@ -20,7 +20,7 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
-from conformance.load.measure.tally import Tally
+from conformance.judge.tally import Tally
 
 ONCE, STEPS = "REQ-ONCE-1", "STEP-COUNT-1"
 
@@ -34,6 +34,7 @@ def fake_counters(tally: Tally, before: Mapping[str, Any], after: Mapping[str, A
     submitted = _requests(after, "by_op") - _requests(before, "by_op")
     executed = _requests(after, "executed_by_op") - _requests(before, "executed_by_op")
     for op in sorted(set(tally.calls) | set(submitted)):
+        tally.saw(ONCE)
         calls = tally.calls.get(op, Counter())
         attempted, accepted = calls["attempted"], calls["accepted"]
         ran, queued = executed[op], submitted[op]
@@ -56,6 +57,7 @@ def fake_steps(tally: Tally, before: Mapping[str, Any], after: Mapping[str, Any]
         if not isinstance(now, int):
             continue
         counted, calls = now - start, tally.step_calls.get(job, Counter())
+        tally.saw(STEPS)
         if counted > calls["attempted"]:
             tally.violation(STEPS, f"job {job}: {calls['attempted']} steps attempted moved "
                                    f"global_steps by {counted}", counted - calls["attempted"])
@@ -69,6 +71,7 @@ def answered_steps(tally: Tally, *, span_too: bool = True) -> None:
     exact count is at hand) no span of values wider than the steps attempted."""
     for job, seen in sorted(tally.steps.items()):
         values = sorted(int(v) for v in seen)
+        tally.saw(STEPS)
         repeated = sum(count - 1 for count in seen.values())
         if repeated:
             twice = [v for v in values if seen[str(v)] > 1][:5]

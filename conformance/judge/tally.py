@@ -1,4 +1,7 @@
-"""What one process of a load run counted, in a form that adds up across processes.
+"""What one judge counted, in a form that adds up across processes.
+
+The passive judge (:mod:`conformance.judge`) books every clause it judged (``judged``)
+and every violation with the side that broke it (``sides``: client or server).
 
 Each Locust worker keeps one :class:`Tally` and sends it to the master when its users have
 stopped (a custom message); the master adds them (:meth:`Tally.merge`) and judges the run
@@ -16,7 +19,9 @@ from typing import Any
 #: Examples kept per clause (the report shows the first few; counts stay exact).
 EXAMPLES_KEPT = 3
 #: The tally's flat counters (route key or error -> count).
-_COUNTERS = ("exchanges", "failures", "sent", "received", "loop_errors")
+_COUNTERS = ("exchanges", "failures", "sent", "received", "loop_errors", "judged")
+#: The tally's nested counters (key -> name -> count).
+_NESTED = ("calls", "step_calls", "steps", "sides")
 #: Width of one point of the latency-over-time picture, in seconds.
 TIMELINE_BUCKET_S = 1
 
@@ -67,13 +72,23 @@ class Tally:
     steps: dict[str, Counter[str]] = field(default_factory=dict)
     timeline: dict[str, dict[str, Counter[str]]] = field(default_factory=dict)
     loop_errors: Counter[str] = field(default_factory=Counter)
+    #: Per clause, how many times it was judged (a clause never judged is not seen, never green).
+    judged: Counter[str] = field(default_factory=Counter)
+    #: Per clause, its violations by the side that broke it (``client`` or ``server``).
+    sides: dict[str, Counter[str]] = field(default_factory=dict)
     cpu_s: float = 0.0
 
-    def violation(self, clause_id: str, example: str, count: int = 1) -> None:
-        """Book ``count`` violations of a clause; keep the first few examples."""
+    def saw(self, clause_id: str) -> None:
+        """One judgement of a clause (green unless a violation is booked too)."""
+        self.judged[clause_id] += 1
+
+    def violation(self, clause_id: str, example: str, count: int = 1, side: str = "server") -> None:
+        """Book ``count`` violations of a clause by ``side``; keep the first few examples."""
         if count <= 0:
             return
+        self.judged[clause_id] += count
         self.violations[clause_id] += count
+        self.sides.setdefault(clause_id, Counter())[side] += count
         kept = self.examples.setdefault(clause_id, [])
         if len(kept) < EXAMPLES_KEPT:
             kept.append(example[:400])
@@ -106,7 +121,7 @@ class Tally:
             self.violations[clause_id] += count
             kept = self.examples.setdefault(clause_id, [])
             kept.extend(other.examples.get(clause_id, [])[: EXAMPLES_KEPT - len(kept)])
-        for name in ("calls", "step_calls", "steps"):
+        for name in _NESTED:
             mine = getattr(self, name)
             for key, counts in getattr(other, name).items():
                 mine.setdefault(key, Counter()).update(counts)
@@ -125,7 +140,7 @@ class Tally:
                (*_COUNTERS, "violations")},
             "examples": {k: list(v) for k, v in self.examples.items()},
             **{name: {k: dict(v) for k, v in getattr(self, name).items()}
-               for name in ("calls", "step_calls", "steps")},
+               for name in _NESTED},
             "timeline": {k: {b: dict(h) for b, h in v.items()} for k, v in self.timeline.items()},
         }
 
@@ -134,7 +149,7 @@ class Tally:
         counters: dict[str, Any] = {name: Counter(data.get(name) or {}) for name in
                     (*_COUNTERS, "violations")}
         nested: dict[str, Any] = {name: {k: Counter(v) for k, v in (data.get(name) or {}).items()}
-                  for name in ("calls", "step_calls", "steps")}
+                  for name in _NESTED}
         timeline = {k: {b: Counter(h) for b, h in v.items()}
                     for k, v in (data.get("timeline") or {}).items()}
         return cls(node=str(data.get("node", "?")), cpu_s=float(data.get("cpu_s", 0.0)),

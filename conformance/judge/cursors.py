@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from conformance.load.measure.tally import Tally
+from conformance.judge.tally import Tally
 from contract.states import REQUEST_TERMINAL, normalize_request_state
 from contract.wire import RESULT_CHUNK_KEY, read_metadata
 
@@ -77,10 +77,12 @@ class DeliveryWatch:
         """One 200 poll answer of ``request_id``, asked with ``cursor``."""
         events = [e for e in body.get("events") or [] if isinstance(e, Mapping)]
         if request_id in self.streams:
+            self.tally.saw(STREAM_CLAUSE)
             self._stream_page(request_id, events)
             return
         chunk_events = [e for e in events if e.get("type") == "result_chunk"]
         if chunk_events:
+            self.tally.saw(CURSOR_CLAUSE)
             self._chunk_page(request_id, cursor, chunk_events)
         last = not body.get("next_cursor")
         if last and normalize_request_state(body.get("status")) in REQUEST_TERMINAL:

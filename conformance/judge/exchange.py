@@ -1,7 +1,8 @@
-"""One HTTP exchange as the load meter saw it: what was sent, what came back, how long it took.
+"""One HTTP exchange as an observer saw it: what was sent, what came back, how long it took.
 
-The meter (:mod:`conformance.load.measure.meter`) builds it; the judge
-(:mod:`conformance.load.measure.checks`) and Locust's statistics read it. Nothing here sends.
+gs-load's meter (:mod:`conformance.load.measure.meter`), gs-proxy and a tape
+(:mod:`conformance.judge.tape`) build it; the judge (:mod:`conformance.judge`) and
+Locust's statistics read it. Nothing here sends.
 """
 
 from __future__ import annotations
@@ -91,6 +92,32 @@ class Exchange:
     error: BaseException | None = None
     #: Bytes of the answer on the wire (status line, headers, body); 0 without one.
     received: int = 0
+    #: The request's headers (a passive observer's; the load meter sets ``key`` only).
+    request_headers: Mapping[str, str] = field(default_factory=dict)
+    #: The request chunk's descriptor and payload size when known without the body (a
+    #: tape keeps the descriptor, not the frame); else read off ``request_body``.
+    chunk_desc: Mapping[str, Any] | None = None
+    chunk_payload: int = 0
+    #: sha256 of the whole request body ('' when the observer did not hash it).
+    body_sha256: str = ""
+    #: False when the answer body was too large to keep whole (its models are not judged).
+    body_whole: bool = True
+
+    @property
+    def final(self) -> bool:
+        """Is this the last (or only) piece of its call (:func:`final_chunk`)?"""
+        if self.chunk_desc is not None and self.route is not None and self.route.chunked:
+            desc = self.chunk_desc
+            return int(desc.get("chunk_idx", 0)) == int(desc.get("total_chunks", 1)) - 1
+        return final_chunk(self.route, self.request_body)
+
+    def header(self, name: str) -> str | None:
+        """A request header, by case-insensitive name."""
+        lower = name.lower()
+        for key, value in self.request_headers.items():
+            if key.lower() == lower:
+                return value
+        return None
 
     @property
     def name(self) -> str:
@@ -104,11 +131,19 @@ class Exchange:
     def operation_type(self) -> str | None:
         if self.name != "operation" or not self.request_body:
             return None
-        try:
-            kind = json.loads(self.request_body).get("operation_type")
-        except (ValueError, AttributeError):
-            return None
+        found = self.request_json
+        kind = found.get("operation_type") if isinstance(found, Mapping) else None
         return kind if isinstance(kind, str) else None
+
+    @cached_property
+    def request_json(self) -> Any:
+        """The request body as JSON (None when it is not JSON or was not kept)."""
+        if not self.request_body or self.request_body[:1] not in (b"{", b"["):
+            return None
+        try:
+            return json.loads(self.request_body)
+        except (ValueError, RecursionError, UnicodeDecodeError):
+            return None
 
     @property
     def fake_op(self) -> str:

@@ -1,0 +1,5 @@
+"""``python -m conformance.proxy``: gs-proxy."""
+
+from conformance.proxy.cli import main
+
+raise SystemExit(main())

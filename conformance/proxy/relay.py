@@ -1,0 +1,317 @@
+"""The relay: an HTTP/1.1 reverse proxy on asyncio streams with h11 on both sides.
+
+Why this build: the proxy must forward bodies of any size while its memory stays bounded by
+a window, keep each exchange intact (headers in their order and spelling, the client's own
+framing and keep-alive), and let a body be observed as it passes. asyncio streams give
+back-pressure for free (``drain``); h11 is the sans-IO HTTP/1.1 parser uvicorn and httpx
+use, so the proxy parses exactly what a real server and client would, yet owns every byte
+and never buffers a body. An ASGI server plus httpx would each re-frame the messages and
+add headers of their own.
+
+Each downstream connection gets one upstream connection, kept alive as long as both sides
+keep theirs: the upstream sees the client's connection pattern. Every request is relayed
+as it arrived but for ``Host``, which names the upstream (a server routes by it);
+``Authorization`` passes through and is never kept (the tape writes a label). While a
+request's body streams up, the answer is read, so a server that answers early (a 413) is
+relayed at once. Each finished exchange goes to ``on_exchange`` (the judge, the tape).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import ssl
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit
+
+import h11
+from requests.structures import CaseInsensitiveDict
+
+from conformance.judge.exchange import Exchange
+from contract.idempotency import IDEMPOTENCY_KEY_HEADER
+from contract.routes import route_of
+from contract.tape import BodySink
+from contract.wire import frame_head_size
+
+#: Bytes read from a socket at a time; a connection's relayed body holds about this much
+#: read and :data:`WRITE_HIGH` queued per direction, whatever its size.
+WINDOW = 1024 * 1024
+#: Queued bytes past which a writer waits for its peer (asyncio's default is 64 KiB: a
+#: proxy that waits that often halves a fast upload's throughput).
+WRITE_HIGH = 4 * 1024 * 1024
+#: A request body is kept for the judge up to this size (JSON calls); a larger one keeps
+#: only its frame header (all the chunk rules read).
+REQUEST_KEEP = 8 * 1024 * 1024
+#: An answer is kept for the judge up to this size; a larger one (a page of hundreds of
+#: result chunks) is relayed with its models unjudged, so the proxy's memory stays bounded.
+ANSWER_KEEP = 32 * 1024 * 1024
+#: The largest frame header kept of a body past its cap (a chunk's is a few hundred bytes).
+MAX_FRAME_HEAD = 1024 * 1024
+#: The largest request or status line plus headers accepted.
+MAX_HEAD = 256 * 1024
+
+
+class UpstreamGone(Exception):
+    """The upstream closed or failed before the answer ended."""
+
+
+@dataclass
+class Observed:
+    """One message's body as it passes: the part kept for the judge, its size and hash."""
+
+    keep: int
+    hash_it: bool = False
+    sink: BodySink | None = None
+    kept: bytearray = field(default_factory=bytearray)
+    size: int = 0
+    whole: bool = True
+    head_done: bool = False
+    _sha: Any = None
+
+    def feed(self, data: bytes | bytearray | memoryview) -> None:
+        self.size += len(data)
+        if self.hash_it:
+            if self._sha is None:
+                self._sha = hashlib.sha256()
+            self._sha.update(data)
+        if self.sink is not None:
+            self.sink.feed(data)
+        if self.whole and len(self.kept) + len(data) <= self.keep:
+            self.kept += data
+            return
+        self.whole = False
+        view = memoryview(data)
+        while view and not self.head_done:  # past the cap: keep a frame's header, no more
+            need = frame_head_size(self.kept) if len(self.kept) >= 8 else 8
+            if need is None or need > MAX_FRAME_HEAD or len(self.kept) >= need:
+                self.head_done = len(self.kept) >= 8 or need is None or need > MAX_FRAME_HEAD
+                if self.head_done:
+                    break
+            take = (need or 8) - len(self.kept)
+            self.kept += view[:take]
+            view = view[take:]
+
+    @property
+    def sha256(self) -> str:
+        return self._sha.hexdigest() if self._sha is not None else ""
+
+
+#: Called with each finished exchange, its request and answer sinks (None unless recording).
+OnExchange = Callable[[Exchange, "Relayed"], None]
+
+
+@dataclass
+class Relayed:
+    """What the relay saw of one exchange besides the judge's view (for the tape)."""
+
+    path: str
+    query: list[tuple[str, str]]
+    request_headers: dict[str, str]
+    response_headers: dict[str, str]
+    request_sink: BodySink | None
+    response_sink: BodySink | None
+    seconds: float
+    error: str | None = None
+
+
+def _headers(raw: list[tuple[bytes, bytes]]) -> CaseInsensitiveDict[str]:
+    return CaseInsensitiveDict({k.decode("latin-1"): v.decode("latin-1") for k, v in raw})
+
+
+class Relay:
+    """Serves downstream connections and relays each to ``upstream``."""
+
+    def __init__(self, upstream: str, on_exchange: OnExchange, *, upstream_ssl: ssl.SSLContext | None = None,
+                 sinks: Callable[[Mapping[str, str]], tuple[BodySink, BodySink]] | None = None) -> None:
+        parts = urlsplit(upstream)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(f"upstream must be http(s)://host[:port], not {upstream!r}")
+        self.host = parts.hostname
+        self.port = parts.port or (443 if parts.scheme == "https" else 80)
+        self.authority = parts.netloc.rpartition("@")[2].encode("latin-1")
+        self.ssl: ssl.SSLContext | None = None
+        if parts.scheme == "https":
+            self.ssl = upstream_ssl or ssl.create_default_context()
+        self.on_exchange = on_exchange
+        self.sinks = sinks
+        self.in_flight = 0
+        self.last_activity = time.monotonic()
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    async def serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        """One downstream connection, until either side closes it."""
+        task = asyncio.current_task()
+        if task is not None:
+            self._tasks.add(task)
+        writer.transport.set_write_buffer_limits(high=WRITE_HIGH)
+        down = h11.Connection(h11.SERVER, max_incomplete_event_size=MAX_HEAD)
+        up: tuple[asyncio.StreamReader, asyncio.StreamWriter, h11.Connection] | None = None
+        try:
+            while True:
+                event = await _next(down, reader)
+                if not isinstance(event, h11.Request):
+                    break
+                if up is None:
+                    try:
+                        up = await self._connect()
+                    except OSError as exc:
+                        await self._unreachable(down, reader, writer, event, exc)
+                        break
+                keep = await self._exchange(down, reader, writer, event, up)
+                if not keep or down.our_state is not h11.DONE or up[2].our_state is not h11.DONE:
+                    break
+                down.start_next_cycle()
+                up[2].start_next_cycle()
+        except (h11.RemoteProtocolError, ConnectionError, UpstreamGone, asyncio.IncompleteReadError):
+            pass
+        except asyncio.CancelledError:  # shutdown: the connection ends here, quietly
+            pass
+        finally:
+            if up is not None:
+                up[1].close()
+            writer.close()
+            with contextlib.suppress(Exception):
+                await writer.wait_closed()
+            if task is not None:
+                self._tasks.discard(task)
+
+    async def close_all(self) -> None:
+        """End every open connection (at shutdown)."""
+        for task in list(self._tasks):
+            task.cancel()
+        for task in list(self._tasks):
+            with contextlib.suppress(BaseException):
+                await task
+
+    async def _connect(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter, h11.Connection]:
+        reader, writer = await asyncio.open_connection(
+            self.host, self.port, ssl=self.ssl, server_hostname=self.host if self.ssl else None, limit=WINDOW)
+        writer.transport.set_write_buffer_limits(high=WRITE_HIGH)
+        return reader, writer, h11.Connection(h11.CLIENT, max_incomplete_event_size=MAX_HEAD)
+
+    async def _unreachable(self, down: h11.Connection, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                           req: h11.Request, exc: OSError) -> None:
+        """The upstream cannot be reached: a 502 from the proxy itself (no server answer)."""
+        body = f"gs-proxy: upstream {self.host}:{self.port} unreachable: {exc}\n".encode()
+        writer.write(down.send(h11.Response(status_code=502, headers=[
+            ("content-type", "text/plain"), ("content-length", str(len(body))), ("connection", "close")])))
+        writer.write(down.send(h11.Data(data=body)) + down.send(h11.EndOfMessage()))
+        with contextlib.suppress(ConnectionError):
+            await writer.drain()
+        ex = _exchange_of(req, None)
+        ex.error = exc
+        self._finish(ex, None, {}, None, 0.0, f"upstream unreachable: {exc}")
+
+    async def _exchange(self, down: h11.Connection, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                        req: h11.Request, up: tuple[asyncio.StreamReader, asyncio.StreamWriter, h11.Connection]) -> bool:
+        """Relay one request and its answer; False when the connection cannot go on."""
+        up_reader, up_writer, up_conn = up
+        self.in_flight += 1
+        began = time.perf_counter()
+        ex = _exchange_of(req, None)
+        req_sink, resp_sink = self.sinks(ex.request_headers) if self.sinks is not None else (None, None)
+        chunked = ex.route is not None and ex.route.chunked
+        sent = Observed(REQUEST_KEEP if not chunked else 0, hash_it=not chunked, sink=req_sink)
+        got = Observed(ANSWER_KEEP, sink=resp_sink)
+        headers = [(k, self.authority if k.lower() == b"host" else v) for k, v in req.headers.raw_items()]
+        # A head goes out with the first piece of its body (one send, not two, per small call).
+        up_head = up_conn.send(h11.Request(method=req.method, target=req.target, headers=headers,
+                                           http_version=req.http_version))
+        sending = asyncio.ensure_future(self._send_body(down, reader, up_conn, up_writer, sent, up_head or b""))
+        error: str | None = None
+        response_headers: dict[str, str] = {}
+        answered = False
+        try:
+            resp = await _next(up_conn, up_reader)
+            while isinstance(resp, h11.InformationalResponse):
+                writer.write(down.send(resp))
+                resp = await _next(up_conn, up_reader)
+            if not isinstance(resp, h11.Response):
+                raise UpstreamGone("no answer")
+            ex.status = resp.status_code
+            ex.headers = _headers(resp.headers.raw_items())
+            response_headers = dict(ex.headers)
+            head = down.send(h11.Response(status_code=resp.status_code, headers=resp.headers.raw_items(),
+                                          reason=resp.reason, http_version=resp.http_version)) or b""
+            while True:
+                event = await _next(up_conn, up_reader)
+                if isinstance(event, h11.Data):
+                    got.feed(event.data)
+                    writer.writelines([head, *(down.send_with_data_passthrough(event) or ())])
+                    head = b""
+                    await writer.drain()
+                elif isinstance(event, h11.EndOfMessage):
+                    writer.write(head + (down.send(event) or b""))
+                    await writer.drain()
+                    answered = True
+                    break
+                else:
+                    raise UpstreamGone(f"unexpected {type(event).__name__}")
+            if not sending.done():
+                await sending
+        except (UpstreamGone, ConnectionError, h11.RemoteProtocolError, h11.LocalProtocolError, OSError) as exc:
+            error = f"{type(exc).__name__}: {exc}"
+        finally:
+            if not sending.done():
+                sending.cancel()
+            with contextlib.suppress(BaseException):
+                await sending
+            self.in_flight -= 1
+            self.last_activity = time.monotonic()
+        ex.request_body, ex.sent = bytes(sent.kept) or None, sent.size
+        ex.body_sha256 = sent.sha256
+        ex.body, ex.received, ex.body_whole = bytes(got.kept) if got.whole else b"", got.size, got.whole
+        if not answered:
+            ex.status = None
+            ex.error = UpstreamGone(error or "the answer did not end")
+        self._finish(ex, req_sink, response_headers, resp_sink, time.perf_counter() - began,
+                     error if not answered or error else None)
+        return answered and error is None
+
+    async def _send_body(self, down: h11.Connection, reader: asyncio.StreamReader, up_conn: h11.Connection,
+                         up_writer: asyncio.StreamWriter, sent: Observed, head: bytes) -> None:
+        while True:
+            event = await _next(down, reader)
+            if isinstance(event, h11.Data):
+                sent.feed(event.data)
+                up_writer.writelines([head, *(up_conn.send_with_data_passthrough(event) or ())])
+                head = b""
+                await up_writer.drain()
+            elif isinstance(event, h11.EndOfMessage):
+                up_writer.write(head + (up_conn.send(event) or b""))
+                await up_writer.drain()
+                return
+            else:
+                raise ConnectionError("the client closed mid-request")
+
+    def _finish(self, ex: Exchange, req_sink: BodySink | None, response_headers: dict[str, str],
+                resp_sink: BodySink | None, seconds: float, error: str | None) -> None:
+        ex.elapsed_ms = seconds * 1000.0
+        parts = urlsplit(ex.url)
+        query = [tuple(p.split("=", 1)) if "=" in p else (p, "") for p in parts.query.split("&") if p]
+        self.on_exchange(ex, Relayed(parts.path, [(str(k), str(v)) for k, v in query],
+                                     dict(ex.request_headers), response_headers, req_sink, resp_sink, seconds,
+                                     error))
+
+
+def _exchange_of(req: h11.Request, status: int | None) -> Exchange:
+    method, target = req.method.decode("latin-1"), req.target.decode("latin-1")
+    url = "http://proxy" + target
+    headers = _headers(req.headers.raw_items())
+    query = dict(p.split("=", 1) for p in urlsplit(url).query.split("&") if "=" in p)
+    return Exchange(route_of(method, url), method, url, time.time(), 0, key=headers.get(IDEMPOTENCY_KEY_HEADER),
+                    query=query, status=status, request_headers=headers)
+
+
+async def _next(conn: h11.Connection, reader: asyncio.StreamReader) -> Any:
+    """The next h11 event of ``conn``, reading from ``reader`` as needed (an end of stream
+    is h11's to judge: the end of a close-delimited body, or a cut)."""
+    while True:
+        event = conn.next_event()
+        if event is not h11.NEED_DATA:
+            return event
+        conn.receive_data(await reader.read(WINDOW))

@@ -1,0 +1,108 @@
+"""The passive judge on hand-made exchanges: each rule red on the side that broke it, green
+only when judged, and the relay's body observer keeping a chunk's header from any split."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from requests.structures import CaseInsensitiveDict
+
+from conformance.judge.exchange import Exchange
+from conformance.judge.passive import PassiveJudge
+from conformance.judge.report import run_results
+from conformance.judge.tape import restored
+from conformance.proxy.relay import Observed
+from contract.auth import auth_headers
+from contract.errors import REQUEST_ID_HEADER
+from contract.routes import prefix, route_of
+from contract.wire import dumps, encode_byte_chunks, read_chunk_head
+
+BASE = "http://proxy" + prefix("DB", "PUBLIC")
+JOB = "job-1"
+
+
+def ex(method: str, path: str, status: int | None, answer: Any = None, *, body: Any = None,
+       headers: dict[str, str] | None = None, answer_headers: dict[str, str] | None = None) -> Exchange:
+    url = BASE + path
+    raw = json.dumps(body).encode() if body is not None and not isinstance(body, bytes) else body
+    sent = CaseInsensitiveDict({**auth_headers("t"), **({"Content-Type": "application/json"} if raw else {}),
+                                **(headers or {})})
+    got = CaseInsensitiveDict({REQUEST_ID_HEADER: "r", **(answer_headers or {})})
+    return Exchange(route_of(method, url), method, url, 0.0, len(raw or b""), request_body=raw, status=status,
+                    headers=got, body=json.dumps(answer).encode() if answer is not None else b"",
+                    request_headers=sent, body_sha256="s" if raw else "")
+
+
+def verdicts(*exchanges: Exchange) -> dict[str, Any]:
+    judge = PassiveJudge()
+    for one in exchanges:
+        judge.observe(one)
+    return judge.verdicts()
+
+
+def test_nothing_seen_is_never_green() -> None:
+    found = verdicts()
+    assert {v.status for v in found.values()} == {"not seen"}
+    res = run_results(found, profile="current", target="t", url=True)
+    assert not res.by_status("green") and not res.by_status("red")
+
+
+def test_a_missing_token_type_header_is_the_clients() -> None:
+    bare = ex("GET", f"/{JOB}", 401, {"code": "unauthenticated", "message": "no"},
+              headers={"X-Snowflake-Authorization-Token-Type": ""})
+    found = verdicts(bare)
+    assert found["AUTH-HEADERS-1"].status == "red" and found["AUTH-HEADERS-1"].sides == ("client",)
+    assert found["ERR-ENVELOPE-1"].status == "green"
+
+
+def test_a_silent_resend_is_the_clients_and_a_keyed_one_is_not() -> None:
+    step = f"/{JOB}/step"
+    failed = ex("POST", step, 500, {"code": "internal", "message": "x"}, body={})
+    again = ex("POST", step, 200, {"request_id": "q1", "job_id": JOB}, body={})
+    assert verdicts(failed, again)["CLIENT-ONCE-1"].sides == ("client",)
+    keyed = [ex("POST", step, None, body={}, headers={"Idempotency-Key": "k"}),
+             ex("POST", step, 200, {"request_id": "q1", "job_id": JOB}, body={}, headers={"Idempotency-Key": "k"})]
+    assert verdicts(*keyed)["CLIENT-ONCE-1"].status == "green"
+
+
+def test_job_states_never_go_back_and_terminal_requests_never_change() -> None:
+    def job(status: str) -> Exchange:
+        return ex("GET", f"/{JOB}", 200, {"job_id": JOB, "status": status})
+
+    def poll(status: str) -> Exchange:
+        return ex("GET", f"/{JOB}/requests/q1", 200, {"request_id": "q1", "status": status, "created_at": "a",
+                                                      "updated_at": "b", "result": None, "error": None,
+                                                      "events": [], "next_cursor": None})
+
+    found = verdicts(job("running"), job("placing"), poll("done"), poll("running"))
+    assert found["JOB-STATE-1"].status == "red" and found["JOB-STATE-1"].sides == ("server",)
+    assert found["POLL-TERMINAL-1"].status == "red"
+
+
+def test_an_answer_without_the_request_id_header_is_the_servers() -> None:
+    found = verdicts(ex("GET", "/capacity", 200, {"has_reservation": False}, answer_headers={REQUEST_ID_HEADER: ""}))
+    assert found["ADDR-REQID-1"].status == "green"  # present (empty): the header is there
+    bare = ex("GET", "/capacity", 200, {"has_reservation": False})
+    bare.headers = CaseInsensitiveDict({})
+    assert verdicts(bare)["ADDR-REQID-1"].sides == ("server",)
+
+
+@pytest.mark.parametrize("piece", [1, 7, 4096, 1 << 20])
+def test_the_relay_keeps_a_chunks_header_from_any_split(piece: int) -> None:
+    import torch
+
+    frame = dumps({"x": torch.zeros(20_000)})
+    chunk = encode_byte_chunks(frame, "request", max_bytes=32_768, chunk_group_id="g")[0]
+    seen = Observed(0)
+    for at in range(0, len(chunk), piece):
+        seen.feed(chunk[at:at + piece])
+    head = read_chunk_head(bytes(seen.kept))
+    assert head is not None and head.desc["chunk_group_id"] == "g"
+    assert len(seen.kept) < 4096 and seen.size == len(chunk)
+
+
+def test_a_tapes_outlined_answer_is_restored_to_its_types() -> None:
+    outlined = {"events": [{"payload_b64": {"$b64": 9000}}], "ids": {"$list": 100, "head": [1, 2], "tail": [9]}}
+    assert restored(outlined) == {"events": [{"payload_b64": ""}], "ids": [1, 2, 9]}
