@@ -90,8 +90,15 @@ class Replay:
         return [r for r in self.results if r.diverged]
 
     @property
+    def compared(self) -> int:
+        """Exchanges replayed and compared (not skipped)."""
+        return sum(r.skipped is None for r in self.results)
+
+    @property
     def ok(self) -> bool:
-        return not self.divergent
+        """Nothing diverged, and something was compared: a replay that compared nothing is
+        no evidence of parity."""
+        return not self.divergent and self.compared > 0
 
     @property
     def ratio(self) -> float:
@@ -131,6 +138,8 @@ class Replayer:
                 self.loops.setdefault(settle[x["seq"]]["seq"], []).append(x)
         self.bodies = Bodies(lines)
         self.deps = Dependencies()
+        if isinstance(self.targets, EmbeddedTargets) and lines and lines[0].get("kind") == "meta":
+            self.targets.recorded_meta = dict(lines[0])
         skip_through: int | None = None
         for line in lines:
             if line["kind"] == "server":
@@ -248,8 +257,8 @@ class Replayer:
     def forms(self, server: str) -> frozenset[str] | None:
         """The answer forms (contract.forms) a replayed server may use: a URL any the spec
         allows (None); an embedded fake those of the dialect it is started in."""
-        if not isinstance(self.targets, EmbeddedTargets):
-            return None
+        if not isinstance(self.targets, EmbeddedTargets) or not (self.servers.get(server) or {}).get("embedded"):
+            return None  # a URL now, or a real service then: any form the spec allows
         recorded = (self.servers.get(server) or {}).get("settings") or {}
         return forms_of(self.targets.overrides.get("dialect") or recorded.get("dialect") or "kit")
 

@@ -26,7 +26,7 @@ def headline(rep: Replay) -> str:
     n = len(rep.results)
     skipped = sum(r.skipped is not None for r in rep.results)
     accepted = sum(1 for r in rep.results for d in r.divergences if d.accepted)
-    verdict = "PARITY" if rep.ok else "DIVERGES"
+    verdict = "PARITY" if rep.ok else "DIVERGES" if rep.divergent else "NOTHING COMPARED"
     rebuilt = f", {rep.rebuilt} request bodies rebuilt from their skeleton" if rep.rebuilt else ""
     return (f"{verdict}: {rep.tape} against {rep.target}: {n} exchanges, {len(rep.divergent)} divergent, "
             f"{accepted} accepted differences, {skipped} skipped{rebuilt}; replay {rep.replay_s:.1f}s = "
@@ -154,7 +154,7 @@ def html_report(reps: list[Replay]) -> str:
         body.append(_by_field(rep))
         body.append(f"<details><summary>Parity matrix (per operation)</summary>{matrix.html_table(rep)}</details>")
         shown = [r for r in rep.results if r.divergences]
-        if not shown:
+        if not shown and rep.compared:
             body.append('<p class="ok">Every replayed answer matches its recording.</p>')
         for r in shown:
             kind = "accepted" if not r.diverged else "divergent"

@@ -31,7 +31,7 @@ def tally(res: RunResults) -> str:
 def headline(res: RunResults) -> str:
     musts = [v for v in res.verdicts if v.must and v.status in ("green", "red")]
     must_green = sum(v.status == "green" for v in musts)
-    verdict = "CONFORMS" if res.ok else "DOES NOT CONFORM"
+    verdict = "CONFORMS" if res.ok else "NOTHING JUDGED" if res.judged_nothing else "DOES NOT CONFORM"
     line = (
         f"{verdict}: profile {res.profile}, {len(res.verdicts)} clauses: {tally(res)}; "
         f"MUST {must_green}/{len(musts)} judged green "

@@ -228,3 +228,16 @@ def test_a_property_that_crashes_is_reported_as_unable_to_judge():
     except ClauseViolation:
         violation = pytest.ExceptionInfo.from_current()
     assert _example(violation).startswith("lr 1 != 2")
+
+
+def test_a_run_that_judged_no_must_clause_is_not_green():
+    """Every MUST skipped (a URL without a token, a selection nothing checks): no verdict."""
+    res = book(TestOutcome("a", ("STEP-LR-1",), "skipped", skip_reason="no token given")).results(
+        "current", "http://x", url=True
+    )
+    assert res.failing() == [] and res.judged_nothing and not res.ok
+    assert report.headline(res).startswith("NOTHING JUDGED")
+    only_should = book(TestOutcome("s", ("STEP-MEM-1",), "passed")).results(
+        "current", "t", selected=("STEP-MEM-1",)
+    )
+    assert only_should.ok  # a run of SHOULD clauses only, one judged: a verdict on something
