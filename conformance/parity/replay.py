@@ -84,6 +84,8 @@ class Replay:
     servers: dict[str, dict[str, Any]] = field(default_factory=dict)
     #: Request bodies this replay rebuilt from their skeleton.
     rebuilt: int = 0
+    #: ``--only``: the exchanges reported (the rest replayed only to reach them).
+    only: tuple[int, ...] = ()
 
     @property
     def divergent(self) -> list[ExchangeResult]:
@@ -108,8 +110,10 @@ class Replay:
 class Replayer:
     def __init__(self, targets: Any, poll_timeout_s: float = 60.0, timeout_s: float = 120.0,
                  accept: Callable[[ExchangeResult, list[Divergence]], None] | None = None,
-                 stop_at_divergence: bool = False, floats: str = "sign") -> None:
+                 stop_at_divergence: bool = False, floats: str = "sign", stop_after: int | None = None) -> None:
         self.targets = targets
+        #: ``--only``: the last exchange to replay (the earlier ones create what it uses).
+        self.stop_after = stop_after
         self.floats = floats
         self.stop_at_divergence = stop_at_divergence
         self.accept = accept or (lambda ex, found: None)
@@ -150,7 +154,8 @@ class Replayer:
                     continue
                 results.append(self.replay_one(line, settle.get(line["seq"])))
                 skip_through = results[-1].settled_at
-                if self.stop_at_divergence and results[-1].diverged:
+                if (self.stop_at_divergence and results[-1].diverged) or (
+                        self.stop_after is not None and line["seq"] >= self.stop_after):
                     break
         try:
             notes = list(getattr(self.targets, "notes", []))

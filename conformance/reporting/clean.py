@@ -45,13 +45,14 @@ def one_line(text: str, limit: int = 200, secrets: Iterable[str | None] = ()) ->
 
 def md_text(text: str) -> str:
     """Plain text for a Markdown paragraph or table cell: specials escaped, one line."""
-    return _MD_SPECIAL.sub(r"\\\1", " ".join(printable(text).split())).replace("&", "&amp;")
+    flat = " ".join(printable(scrub_text(str(text))).split()).replace("&", "&amp;")
+    return _MD_SPECIAL.sub(r"\\\1", flat)
 
 
 def md_code(text: str) -> str:
     """An inline code span holding ``text`` verbatim (a fence longer than any backtick run
     inside it; ``|`` escaped so a table cell holds it)."""
-    flat = " ".join(printable(text).split())
+    flat = " ".join(printable(scrub_text(str(text))).split())
     longest = max((len(run) for run in re.findall(r"`+", flat)), default=0)
     fence = "`" * (longest + 1)
     pad = " " if flat.startswith("`") or flat.endswith("`") or not flat else ""
@@ -60,7 +61,7 @@ def md_code(text: str) -> str:
 
 def md_block(text: str) -> str:
     """A fenced code block holding ``text`` (a fence longer than any inside it)."""
-    body = printable(text)
+    body = printable(scrub_text(str(text)))
     longest = max((len(run) for run in re.findall(r"`{3,}|~{3,}", body)), default=2)
     fence = "`" * max(longest + 1, 3)
     return f"{fence}\n{body}\n{fence}"

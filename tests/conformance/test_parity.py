@@ -215,7 +215,7 @@ def test_reports_show_each_divergence(tmp_path: Path) -> None:
     assert "| exchange |" in (tmp_path / "r.md").read_text()
     suite = ET.parse(tmp_path / "r.xml").getroot().find("testsuite")
     assert suite is not None and int(suite.get("failures", "0")) >= 1
-    assert json.loads((tmp_path / "r.json").read_text())[0]["divergent"]
+    assert json.loads((tmp_path / "r.json").read_text())["tapes"][0]["divergent"]
 
 
 def test_rule_file_needs_reasons() -> None:
