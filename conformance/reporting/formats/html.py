@@ -14,15 +14,15 @@ RED, GREEN, AMBER, GREY = "#c62828", "#2e7d32", "#b26a00", "#777"
 
 #: What every page of the kit shares: nothing wider than the window, boxes that scroll.
 CSS = f"""
-html,body{{max-width:100%;overflow-x:hidden}}
-body{{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:20px;color:#222}}
+body{{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:20px;color:#222;
+overflow-wrap:anywhere}}
 code{{font:12px ui-monospace,monospace;overflow-wrap:anywhere}}
 pre{{font:12px ui-monospace,monospace;background:#f6f6f6;border:1px solid #e3e3e3;padding:8px;
 max-width:100%;max-height:420px;overflow:auto;white-space:pre-wrap;overflow-wrap:anywhere;margin:4px 0}}
 table{{border-collapse:collapse;max-width:100%}}
 td,th{{overflow-wrap:anywhere}}
 .banner{{color:#fff;font-weight:700;font-size:16px;padding:10px 14px;border-radius:6px;margin:8px 0}}
-.banner.ok{{background:{GREEN}}} .banner.bad{{background:{RED}}}
+.banner.verdict-ok{{background:{GREEN}}} .banner.verdict-bad{{background:{RED}}}
 .failures{{border:2px solid {RED};border-radius:6px;padding:8px 14px;margin:10px 0;background:#fff5f5}}
 .failures h2{{color:{RED};font-size:16px;margin:4px 0 8px}}
 .failures li{{margin:0 0 8px}}
@@ -40,7 +40,7 @@ def safe(text: str) -> str:
 
 
 def banner(v: Verdict) -> str:
-    return f"<div class='banner {'ok' if v.ok else 'bad'}' id='verdict'>{safe(v.headline)}</div>"
+    return f"<div class='banner {'verdict-ok' if v.ok else 'verdict-bad'}' id='verdict'>{safe(v.headline)}</div>"
 
 
 def _item(f: Failure) -> str:
@@ -48,11 +48,11 @@ def _item(f: Failure) -> str:
     link = f"<a href='#{esc(f.anchor)}'><code>{what}</code></a>" if f.anchor else f"<code>{what}</code>"
     parts = [f"<li>{link}: {safe(clip(f.reason, 300))}"]
     if f.exchange:
-        parts.append(f"<pre>{safe(clip(f.exchange, 1200))}</pre>")
+        parts.append(f"<pre>{safe(clip(f.exchange, 600))}</pre>")
     if f.rerun:
         parts.append(f"<div>rerun: <code>{safe(f.rerun)}</code></div>")
     if f.curl:
-        parts.append(f"<pre>{safe(clip(f.curl, 600))}</pre>")
+        parts.append(f"<pre>{safe(clip(f.curl, 400))}</pre>")
     return "".join(parts) + "</li>"
 
 
