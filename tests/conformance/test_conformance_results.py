@@ -241,3 +241,15 @@ def test_a_run_that_judged_no_must_clause_is_not_green():
         "current", "t", selected=("STEP-MEM-1",)
     )
     assert only_should.ok  # a run of SHOULD clauses only, one judged: a verdict on something
+
+
+def test_skip_notes_name_the_cli_spelling_when_run_from_the_cli():
+    from conformance.cli import cli_spelling
+
+    res = book(
+        TestOutcome("a", ("CAP-QUEUE-1",), "skipped", skip_reason="needs 2 jobs: raise --gs-max-jobs"),
+        TestOutcome("b", ("STEP-LR-1",), "passed"),
+    ).results("current", "http://x", url=True)
+    spelt = {v.id: v for v in cli_spelling(res).verdicts}
+    assert spelt["CAP-QUEUE-1"].reason == "needs 2 jobs: raise --max-jobs"
+    assert "plugin: --gs-max-jobs" in spelt["CAP-QUEUE-1"].enable  # the hint names both
