@@ -1,0 +1,40 @@
+"""The docs site: one page per URL (a collision fails the build), and the pages a newcomer
+needs (a glossary, the three loops on the home page)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+HOOK = ROOT / "docs" / "hooks" / "one_page_per_url.py"
+
+
+def test_two_pages_building_to_one_url_fail_the_build(tmp_path: Path) -> None:
+    """``parity.md`` beside ``parity/index.md``: mkdocs alone only warns (not even under
+    --strict); the kit's hook makes it an error naming both pages."""
+    docs = tmp_path / "docs"
+    (docs / "parity").mkdir(parents=True)
+    (docs / "index.md").write_text("# Home\n")
+    (docs / "parity.md").write_text("# Tapes\n")
+    (docs / "parity" / "index.md").write_text("# Record and replay\n")
+    (tmp_path / "mkdocs.yml").write_text(f"site_name: t\nhooks:\n  - {HOOK}\n")
+    build = [sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "-d", str(tmp_path / "site")]
+    proc = subprocess.run(build, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert proc.returncode != 0 and "parity/index.html <- " in proc.stdout + proc.stderr, proc.stderr
+    (docs / "parity.md").rename(docs / "parity" / "tapes.md")
+    proc = subprocess.run(build, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_the_site_uses_the_hook_and_has_a_glossary_and_the_loops() -> None:
+    config = (ROOT / "mkdocs.yml").read_text()
+    assert "docs/hooks/one_page_per_url.py" in config and "glossary.md" in config
+    glossary = (ROOT / "docs" / "glossary.md").read_text()
+    for word in ("**GS**", "**clause**", "**decided**", "**dialect**", "**mutant**", "**seed**", "**room**",
+                 "**tape**"):
+        assert word in glossary
+    assert "three loops" in (ROOT / "docs" / "index.md").read_text()
+    inside = config[config.index("Inside the kit"):]
+    assert "reference/rooms.md" in inside and "contract.md" in inside
