@@ -38,3 +38,18 @@ def test_the_site_uses_the_hook_and_has_a_glossary_and_the_loops() -> None:
     assert "three loops" in (ROOT / "docs" / "index.md").read_text()
     inside = config[config.index("Inside the kit"):]
     assert "reference/rooms.md" in inside and "contract.md" in inside
+
+
+def test_clause_ids_link_to_their_reference_entry() -> None:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("clause_links", ROOT / "docs" / "hooks" / "clause_links.py")
+    assert spec is not None and spec.loader is not None
+    hook = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hook)
+    page = "Judged by `AUTH-REQUIRED-1` and `NOT-A-CLAUSE-9`, [`CG-FINAL-1`](x.md).\n```\n`AUTH-REQUIRED-1`\n```"
+    out = hook.link_ids(page, "server-team/verdicts.md", {"AUTH-REQUIRED-1", "CG-FINAL-1"})
+    lines = out.split("\n")
+    assert lines[0].startswith("Judged by [`AUTH-REQUIRED-1`](../reference/clauses.md#AUTH-REQUIRED-1)")
+    assert "`NOT-A-CLAUSE-9`," in lines[0] and "[`CG-FINAL-1`](x.md)" in lines[0]
+    assert lines[2] == "`AUTH-REQUIRED-1`"  # code blocks stay as they are
