@@ -22,7 +22,7 @@ from contract.redact import scrub_text
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 #: What XML 1.0 cannot hold at all (surrogates and U+FFFE/U+FFFF too).
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
-_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]<>()#+!|~])")
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]<>|~])")
 
 
 def clip(text: str, limit: int, secrets: Iterable[str | None] = ()) -> str:
