@@ -53,3 +53,23 @@ def test_clause_ids_link_to_their_reference_entry() -> None:
     assert lines[0].startswith("Judged by [`AUTH-REQUIRED-1`](../reference/clauses.md#AUTH-REQUIRED-1)")
     assert "`NOT-A-CLAUSE-9`," in lines[0] and "[`CG-FINAL-1`](x.md)" in lines[0]
     assert lines[2] == "`AUTH-REQUIRED-1`"  # code blocks stay as they are
+
+
+def test_the_run_shown_on_the_verdicts_page_matches_the_clause_registry() -> None:
+    """The example URL run's figures (a real run, pasted) add up and count today's clauses:
+    a clause added or removed since makes this fail until the example is run again."""
+    import re
+
+    from contract.clauses import CLAUSES, for_profile
+
+    page = (ROOT / "docs" / "server-team" / "verdicts.md").read_text()
+    head = re.search(r"CONFORMS: profile (\w+), (\d+) clauses: (\d+) green, (\d+) red, (\d+) skipped, "
+                     r"(\d+) not-applicable; MUST (\d+)/(\d+) judged green", page)
+    judged = re.search(r"judged (\d+) of (\d+) MUST clauses on this target", page)
+    assert head and judged, "the verdicts page lost its example run"
+    profile, total, green, red, skipped, na, must_green, must_judged = head.groups()
+    assert int(total) == len(CLAUSES) == int(green) + int(red) + int(skipped) + int(na)
+    musts = sum(c.level == "MUST" for c in for_profile(profile))  # type: ignore[arg-type]
+    assert int(judged[1]) == int(must_judged) == int(must_green) and int(judged[2]) <= musts
+    hinted = sum(int(n) for n in re.findall(r"^ +(\d+) MUST  ", page, re.M))
+    assert int(judged[1]) + hinted == int(judged[2])
