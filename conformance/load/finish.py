@@ -154,6 +154,7 @@ class Host:
         duration = time.monotonic() - self.started if self.started is not None else 0.0
         tally = self._merged()
         after = self.fake.drained() if self.fake and self.before is not None else None
+        tally.listener = self.run.violation  # what the run concludes counts in Locust's tables too
         conclude(tally, self.pool.jobs, self.before, after)
         left = self.pool.cancel_all()
         jobs_end = self.pool.statuses()

@@ -211,7 +211,7 @@ def html_section(out: Outcome) -> str:
     """gs-load's part of the HTML report: verdict, picture, both tables, CPU and cost."""
     esc = html_form.safe
     return (
-        '<section id="gs-load" style="font-family:sans-serif;margin:2em">'
+        '<section id="gs-load" style="font-family:sans-serif;margin:2em;overflow-wrap:anywhere">'
         f"<h2>gs-load: {esc(out.verdict())}</h2>"
         "<h3>Contract violations under load</h3>"
         f"{html_form.table(VIOLATION_HEAD, [_violation_cells(r) for r in out.violations])}"
@@ -226,7 +226,7 @@ def html_section(out: Outcome) -> str:
 def banner(out: Outcome) -> str:
     """What goes above Locust's own tables: the verdict and the failures box."""
     v = verdict_of(out)
-    return (f"<div id='gs-load-verdict' style='margin:12px 20px'><style>{html_form.CSS}</style>"
+    return (f"<div id='gs-load-verdict' style='margin:12px 20px'><style>{html_form.BOX_CSS}</style>"
             f"{html_form.banner(v)}{html_form.failures_box(v)}"
             "<a href='#gs-load'>gs-load's tables: below Locust's</a></div>")
 
@@ -237,5 +237,10 @@ def inject(page: str, out: Outcome) -> str:
     section = html_section(out)
     at = page.rfind("</body>")
     page = page[:at] + section + page[at:] if at >= 0 else page + section
-    top = re.search(r"<body[^>]*>", page)
-    return page[:top.end()] + banner(out) + page[top.end():] if top else banner(out) + page
+    # The page's own <body> tag is the last one: Locust's inline script bundle, in the
+    # head, holds the string "<body" too.
+    tops = list(re.finditer(r"<body[^>]*>", page))
+    if not tops:
+        return banner(out) + page
+    top = tops[-1]
+    return page[:top.end()] + banner(out) + page[top.end():]

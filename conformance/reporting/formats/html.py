@@ -13,14 +13,18 @@ from contract.redact import scrub_text
 RED, GREEN, AMBER, GREY = "#c62828", "#2e7d32", "#b26a00", "#777"
 
 #: What every page of the kit shares: nothing wider than the window, boxes that scroll.
-CSS = f"""
-body{{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:20px;color:#222;
-overflow-wrap:anywhere}}
-code{{font:12px ui-monospace,monospace;overflow-wrap:anywhere}}
-pre{{font:12px ui-monospace,monospace;background:#f6f6f6;border:1px solid #e3e3e3;padding:8px;
-max-width:100%;max-height:420px;overflow:auto;white-space:pre-wrap;overflow-wrap:anywhere;margin:4px 0}}
-table{{border-collapse:collapse;max-width:100%}}
-td,th{{overflow-wrap:anywhere}}
+CSS = """
+body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:20px;color:#222;
+overflow-wrap:anywhere}
+code{font:12px ui-monospace,monospace;overflow-wrap:anywhere}
+pre{font:12px ui-monospace,monospace;background:#f6f6f6;border:1px solid #e3e3e3;padding:8px;
+max-width:100%;max-height:420px;overflow:auto;white-space:pre-wrap;overflow-wrap:anywhere;margin:4px 0}
+table{border-collapse:collapse;max-width:100%}
+td,th{overflow-wrap:anywhere}
+"""
+#: The verdict banner and the failures box alone (for a page the kit does not own, such as
+#: Locust's report, whose own body styles stay as they are).
+BOX_CSS = f"""
 .banner{{color:#fff;font-weight:700;font-size:16px;padding:10px 14px;border-radius:6px;margin:8px 0}}
 .banner.verdict-ok{{background:{GREEN}}} .banner.verdict-bad{{background:{RED}}}
 .failures{{border:2px solid {RED};border-radius:6px;padding:8px 14px;margin:10px 0;background:#fff5f5}}
@@ -29,6 +33,9 @@ td,th{{overflow-wrap:anywhere}}
 .failures pre{{max-height:120px;margin:2px 0}}
 .decided{{border:2px solid {AMBER};border-radius:6px;padding:8px 14px;margin:10px 0;background:#fffaf0}}
 .decided h2{{color:{AMBER};font-size:15px;margin:4px 0 8px}}
+.failures pre,.decided pre{{font:12px ui-monospace,monospace;background:#f6f6f6;padding:6px;max-width:100%;
+overflow:auto;white-space:pre-wrap;overflow-wrap:anywhere}}
+.failures,.decided,.banner{{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;overflow-wrap:anywhere}}
 """
 
 esc = html.escape
@@ -75,7 +82,7 @@ def page(title: str, v: Verdict, body: str, css: str = "") -> str:
     """A whole page: title, verdict banner, failures box, then the tool's own ``body``."""
     return ("<!doctype html><html><head><meta charset='utf-8'>"
             "<meta name='viewport' content='width=device-width,initial-scale=1'>"
-            f"<title>{esc(title)}</title><style>{CSS}{css}</style></head><body>"
+            f"<title>{esc(title)}</title><style>{CSS}{BOX_CSS}{css}</style></head><body>"
             f"<h1 style='font-size:20px;margin:0 0 4px'>{esc(title)}</h1>"
             f"{banner(v)}{failures_box(v)}{body}</body></html>")
 
