@@ -14,6 +14,7 @@ import os
 import re
 import shutil
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -113,7 +114,7 @@ def load_page(tmp: Path) -> Path:
 
 
 @pytest.mark.parametrize("build", [conformance_page, parity_page, load_page], ids=["conformance", "parity", "load"])
-def test_reports_fit_the_window_and_show_the_failure_first(build, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_reports_fit_the_window_and_show_the_failure_first(build: Callable[[Path], Path], tmp_path: Path) -> None:
     page = build(tmp_path)
     shots = os.environ.get("GS_LAYOUT_SHOTS")  # a directory to keep the screenshots in
     got = measure(page, Path(shots) / f"{page.stem}.png" if shots else None)
