@@ -2,7 +2,7 @@
 
 Three runs, three PNGs under ``docs/img/`` (and the GRPO curve's CSV beside it):
 
-- the conformance suite against the embedded fake with a mutant that breaks one clause,
+- the conformance suite against the embedded fake with a mutant that breaks one promise,
   its HTML report (``--report``), so the picture shows a failure as a reader meets it;
 - a parity replay of the committed GRPO tape against a deliberately wrong fake (a mutant),
   its HTML report (``--html``), so the picture shows divergences as a reader meets them;
@@ -38,7 +38,8 @@ SHOWN_WIDTH = 1000
 #: Relative to the checkout, so the report names the tape as a reader's clone would.
 PARITY_TAPE = "parity/rl-loop-grpo.gsrec.gz"
 PARITY_MUTANT = "steps-not-incremented"
-#: A mutant that breaks one clause (CAP-FIELDS-1: capacity figures as strings).
+#: A mutant that breaks one promise (capacity figures as strings); the clauses that read
+#: capacity go red with it, and the failures box lists each.
 CONFORMANCE_MUTANT = "capacity-text"
 
 
@@ -74,7 +75,7 @@ def screenshot(html: Path, png: Path) -> None:
 
 def conformance(scratch: Path) -> None:
     report = scratch / "conformance.html"
-    # Exit 1: the mutant turns one clause red, which is what the picture shows first.
+    # Exit 1: the mutant turns the capacity clauses red, which is what the picture shows first.
     run([sys.executable, "-m", "conformance.cli", "--report", str(report), "-n", "2", "--quiet",
          "--mutant", CONFORMANCE_MUTANT], ok=(1,))
     screenshot(report, IMG / "conformance-report.png")
