@@ -133,7 +133,31 @@ def _run(ns: argparse.Namespace) -> tuple[int, RunResults] | int:
             print(f"gs-conformance: the run produced no results (pytest exit {code})",
                   file=sys.stderr)
             return EXIT_ERROR if code != 3 else EXIT_NO_SERVER
-        return code, RunResults.from_json(json.loads(path.read_text()))
+        return code, cli_spelling(RunResults.from_json(json.loads(path.read_text())))
+
+
+def cli_spelling(results: RunResults) -> RunResults:
+    """The results with each skip note's plugin option (``--gs-max-jobs``) spelt as this
+    CLI spells it (``--max-jobs``): the notes are written by properties, for both."""
+    import dataclasses
+    import re
+
+    from conformance.options import OPTIONS
+
+    spelling = {o.pytest: cli for o in OPTIONS if o.pytest
+                for cli in [next((f for f in o.cli if f.startswith("--") and not f.startswith("--gs-")), "")]
+                if cli}
+    if not spelling:
+        return results
+    flags = re.compile(r"(?<![\w-])(" + "|".join(map(re.escape, sorted(spelling, key=len, reverse=True)))
+                       + r")(?![\w-])")
+
+    def spelt(text: str) -> str:
+        # "X (plugin: --gs-x)" hints name both already: leave those.
+        return text if "(plugin:" in text else flags.sub(lambda m: spelling[m[1]], text)
+
+    results.verdicts = [dataclasses.replace(v, reason=spelt(v.reason)) for v in results.verdicts]
+    return results
 
 
 def _write_and_print(ns: argparse.Namespace, results: RunResults) -> None:

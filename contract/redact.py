@@ -4,7 +4,8 @@ Tapes, reports, logs and reprs all go through :func:`scrub_text` (text) or :func
 (JSON values). Both know the run's own secrets when given them (its tokens) and recognise
 credentials by their look wherever they sit, inside JSON strings too:
 
-- an ``Authorization: Bearer`` value and JWT-looking text;
+- an ``Authorization: Bearer`` value (but the placeholder ``$GS_TOKEN`` of a report's curl
+  line) and JWT-looking text;
 - AWS access key ids (``AKIA...``/``ASIA...``);
 - the value of any key named like a credential (``token``, ``AWS_SECRET_KEY``,
   ``SessionToken``, ``X-Amz-Signature``, ``password``, ...) in JSON (escaped or not), in a
@@ -30,7 +31,7 @@ _SECRET_KEY = re.compile(
 #: Header names that look like credentials but are not (they name a credential's type).
 _NOT_SECRET = frozenset({"x-snowflake-authorization-token-type", "token_type", "token-type"})
 _BEARER_OR_JWT = re.compile(
-    r"(Bearer\s+)(?!<)[^\s\"',\\]+|eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*")
+    r"(Bearer\s+)(?!<|\$GS_TOKEN\b)[^\s\"',\\]+|eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*")
 _AWS_KEY_ID = re.compile(r"(?<![A-Z0-9])(?:AKIA|ASIA|AROA|AIDA|AGPA)[A-Z0-9]{16}(?![A-Z0-9])")
 #: ``"name": "value"`` with any quoting a nested JSON string or a repr gives it.
 _QUOTED_PAIR = re.compile(

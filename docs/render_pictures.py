@@ -2,7 +2,8 @@
 
 Three runs, three PNGs under ``docs/img/`` (and the GRPO curve's CSV beside it):
 
-- the conformance suite against the embedded fake, its HTML report (``--report``);
+- the conformance suite against the embedded fake with a mutant that breaks one promise,
+  its HTML report (``--report``), so the picture shows a failure as a reader meets it;
 - a parity replay of the committed GRPO tape against a deliberately wrong fake (a mutant),
   its HTML report (``--html``), so the picture shows divergences as a reader meets them;
 - the GRPO toy loop against the tiny engine, its learning curve (matplotlib, written by the
@@ -31,12 +32,15 @@ from PIL import Image
 ROOT = Path(__file__).resolve().parents[1]
 IMG = ROOT / "docs" / "img"
 #: The width a report is laid out at, and the height the screenshot keeps of it.
-WINDOW = (1280, 1100)
+WINDOW = (1400, 1100)
 #: The widest picture the pages show; a screenshot is scaled down to it.
 SHOWN_WIDTH = 1000
 #: Relative to the checkout, so the report names the tape as a reader's clone would.
 PARITY_TAPE = "parity/rl-loop-grpo.gsrec.gz"
 PARITY_MUTANT = "steps-not-incremented"
+#: A mutant that breaks one promise (capacity figures as strings); the clauses that read
+#: capacity go red with it, and the failures box lists each.
+CONFORMANCE_MUTANT = "capacity-text"
 
 
 def run(argv: list[str], ok: tuple[int, ...] = (0,)) -> None:
@@ -71,7 +75,9 @@ def screenshot(html: Path, png: Path) -> None:
 
 def conformance(scratch: Path) -> None:
     report = scratch / "conformance.html"
-    run([sys.executable, "-m", "conformance.cli", "--report", str(report), "-n", "2", "--quiet"])
+    # Exit 1: the mutant turns the capacity clauses red, which is what the picture shows first.
+    run([sys.executable, "-m", "conformance.cli", "--report", str(report), "-n", "2", "--quiet",
+         "--mutant", CONFORMANCE_MUTANT], ok=(1,))
     screenshot(report, IMG / "conformance-report.png")
 
 

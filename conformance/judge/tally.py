@@ -13,8 +13,11 @@ from __future__ import annotations
 
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
+
+from conformance.reporting.clean import clip
 
 #: Examples kept per clause (the report shows the first few; counts stay exact).
 EXAMPLES_KEPT = 3
@@ -77,6 +80,8 @@ class Tally:
     #: Per clause, its violations by the side that broke it (``client`` or ``server``).
     sides: dict[str, Counter[str]] = field(default_factory=dict)
     cpu_s: float = 0.0
+    #: Told of each violation as it is booked (the run feeds it to Locust's failures).
+    listener: Callable[[str, str, int], None] | None = field(default=None, repr=False, compare=False)
 
     def saw(self, clause_id: str) -> None:
         """One judgement of a clause (green unless a violation is booked too)."""
@@ -91,7 +96,9 @@ class Tally:
         self.sides.setdefault(clause_id, Counter())[side] += count
         kept = self.examples.setdefault(clause_id, [])
         if len(kept) < EXAMPLES_KEPT:
-            kept.append(example[:400])
+            kept.append(clip(example, 400))  # scrubbed, then cut
+        if self.listener is not None:
+            self.listener(clause_id, example, count)
 
     def call(self, op: str, figure: str, job_id: str | None = None) -> None:
         """Count one attempted or accepted call of a fake op (and, for a step, of its job)."""

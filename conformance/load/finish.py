@@ -8,6 +8,7 @@ Its steps are idempotent and run from Locust's events (:mod:`conformance.load.ru
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -30,8 +31,10 @@ from conformance.load.fakeproc import EmbeddedFake, FakeStartError
 from conformance.load.jobs import JobPool, Target, job_budget
 from conformance.load.profile import ProfileError, load_profile
 from conformance.load.run import RUN, SETUP
+from conformance.reporting import formats
 from conformance.target import ProbeError, probe, probe_service
 from contract.auth import auth_headers
+from contract.redact import scrub_text
 from contract.routes import prefix
 
 log = logging.getLogger("gs-load")
@@ -52,6 +55,8 @@ class Host:
         self._weigh_users()
         self.fake = self._start_fake()
         self.target = self._target()
+        if not environment.host:  # Locust's report header names the target ("Target Host")
+            environment.host = self.target.url
         if not self.target.embedded:
             self._probe()
         self.pool = JobPool(self.target, float(opts.value(self.options, "startup_timeout_s")))
@@ -149,6 +154,7 @@ class Host:
         duration = time.monotonic() - self.started if self.started is not None else 0.0
         tally = self._merged()
         after = self.fake.drained() if self.fake and self.before is not None else None
+        tally.listener = self.run.violation  # what the run concludes counts in Locust's tables too
         conclude(tally, self.pool.jobs, self.before, after)
         left = self.pool.cancel_all()
         jobs_end = self.pool.statuses()
@@ -189,7 +195,8 @@ class Host:
         for name, render in (("markdown", report.markdown), ("junit", report.junit)):
             path = opts.value(self.options, name)
             if path:
-                Path(path).write_text(render(out), encoding="utf-8")
+                formats.write(path, {formats.form_of(path): functools.partial(render, out)},
+                              [self.target.token])
         path = opts.value(self.options, "results_json")
         if path:
             Path(path).write_text(json.dumps(results(out), indent=1), encoding="utf-8")
@@ -207,7 +214,7 @@ class Host:
         if page and self.outcome is not None and os.path.exists(page) \
                 and os.path.getmtime(page) >= self.run_started:
             text = Path(page).read_text(encoding="utf-8")
-            Path(page).write_text(report.inject(text, report.html_section(self.outcome)),
+            Path(page).write_text(scrub_text(report.inject(text, self.outcome), [self.target.token]),
                                   encoding="utf-8")
 
     def print_report(self) -> None:

@@ -6,8 +6,7 @@ Everything here reads a finished :class:`Outcome`; nothing talks to a server.
 
 from __future__ import annotations
 
-import html
-import xml.etree.ElementTree as ET
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -16,7 +15,13 @@ from conformance.judge.answers import JUDGED
 from conformance.judge.tally import Tally, percentile
 from conformance.load.svg import latency_svg
 from conformance.reporting.cost import MiB, cost_line
+from conformance.reporting.formats import html as html_form
+from conformance.reporting.formats import junit as junit_form
+from conformance.reporting.formats import markdown as md
+from conformance.reporting.formats import text as text_form
+from conformance.reporting.model import Failure, Verdict
 from contract.clauses import CLAUSES
+from contract.redact import scrub_text
 
 
 @dataclass(frozen=True)
@@ -70,8 +75,10 @@ class Outcome:
     @property
     def violations(self) -> list[ViolationRow]:
         ids = list(dict.fromkeys((*JUDGED, *sorted(self.tally.violations))))
-        return [ViolationRow(cid, self.tally.violations[cid], self.counts(cid),
+        rows = [ViolationRow(cid, self.tally.violations[cid], self.counts(cid),
                              tuple(self.tally.examples.get(cid, ()))) for cid in ids]
+        # Violations first (counted ones, then decided ones), the most frequent first.
+        return sorted(rows, key=lambda r: (not (r.count and r.counts), not r.count, -r.count))
 
     @property
     def counted(self) -> int:
@@ -139,8 +146,24 @@ def _table(head: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[str]:
             *("  ".join(c[:90].ljust(w) for c, w in zip(r, widths, strict=True)) for r in rows)]
 
 
+def verdict_of(out: Outcome) -> Verdict:
+    """The run as the kit's one verdict model."""
+    def failure(row: ViolationRow) -> Failure:
+        first = row.examples[0] if row.examples else ""
+        return Failure(what=row.clause_id, reason=f"{row.count} violation(s) under load"
+                       + (f": {first}" if first else ""), binding=row.counts, anchor="gs-load")
+    judged = out.violations
+    return Verdict(tool="gs-load", target=out.target, ok=out.exit_code == 0, headline=out.verdict(),
+                   judged=sum(out.tally.exchanges.values()),
+                   failures=[failure(r) for r in judged if r.count and r.counts],
+                   decided=[failure(r) for r in judged if r.count and not r.counts],
+                   passes=sum(1 for r in judged if not r.count), cost=cost_line(out.cost))
+
+
 def text(out: Outcome) -> str:
-    """The terminal report: routes, violations (the clauses with none in one line), cost."""
+    """The terminal report: routes, violations (the clauses with none in one line), cost,
+    then the failures box and the verdict."""
+    safe = text_form.safe
     judged = out.violations
     bad = [r for r in judged if r.count]
     lines = ["", "gs-load: per route", *_table(ROUTE_HEAD, [_route_cells(r) for r in out.routes]),
@@ -151,69 +174,73 @@ def text(out: Outcome) -> str:
     if out.tally.loop_errors:
         errors = ", ".join(f"{k} x{v}" for k, v in out.tally.loop_errors.most_common(8))
         lines.append(f"calls that raised in the loops: {errors}")
-    lines += [out.cpu_line(), cost_line(out.cost), out.verdict()]
-    return "\n".join(line for line in lines if line is not None)
-
-
-def _md(cells: tuple[str, ...]) -> str:
-    return "| " + " | ".join(c.replace("|", "\\|").replace("\n", " ") for c in cells) + " |"
+    lines += [out.cpu_line(), cost_line(out.cost)]
+    lines = [safe(line) for line in lines]
+    lines += text_form.ending(verdict_of(out))
+    return scrub_text("\n".join(lines))
 
 
 def markdown(out: Outcome) -> str:
-    rows = [f"# gs-load against {out.target}", "", out.verdict(), "", "## Per route", "",
-            _md(ROUTE_HEAD), _md(("---",) * len(ROUTE_HEAD)),
-            *(_md(_route_cells(r)) for r in out.routes), "", "## Contract violations", "",
-            _md(VIOLATION_HEAD), _md(("---",) * len(VIOLATION_HEAD)),
-            *(_md(_violation_cells(r)) for r in out.violations), "",
-            out.cpu_line(), "", cost_line(out.cost), ""]
+    rows = [*md.head(f"gs-load against {out.target}", verdict_of(out)), "## Contract violations", "",
+            *md.table(VIOLATION_HEAD, [tuple(md.text(c) for c in _violation_cells(r)) for r in out.violations]),
+            "", "## Per route", "",
+            *md.table(ROUTE_HEAD, [tuple(md.text(c) for c in _route_cells(r)) for r in out.routes]),
+            "", md.text(out.cpu_line()), "", md.text(cost_line(out.cost)), ""]
     return "\n".join(rows)
 
 
 def junit(out: Outcome) -> str:
     """One testcase per clause judged under load: a failure when it has counted violations,
     its examples as the message; uncounted ones (decided, against a URL) pass with a note."""
-    suite = ET.Element("testsuite", name="gs-load", tests=str(len(out.violations)),
-                       failures=str(sum(1 for r in out.violations if r.count and r.counts)),
-                       time=f"{out.duration_s:.3f}")
-    props = ET.SubElement(suite, "properties")
-    for name, value in (("target", out.target), ("calls", str(sum(out.tally.exchanges.values()))),
-                        ("cost", cost_line(out.cost)), ("verdict", out.verdict())):
-        ET.SubElement(props, "property", name=name, value=value)
+    cases = []
     for row in out.violations:
-        case = ET.SubElement(suite, "testcase", classname=f"gs-load.{CLAUSES[row.clause_id].area}",
-                             name=row.clause_id)
+        classname = f"gs-load.{CLAUSES[row.clause_id].area}"
         if row.count and row.counts:
-            failure = ET.SubElement(case, "failure", message=f"{row.count} violation(s) under load")
-            failure.text = "\n".join(row.examples)
-        elif row.count:
-            ET.SubElement(case, "system-out").text = (
-                f"{row.count} violation(s) of a decided clause, reported only: "
-                + "\n".join(row.examples))
-    return ET.tostring(suite, encoding="unicode")
-
-
-def _html_table(head: tuple[str, ...], rows: list[tuple[str, ...]]) -> str:
-    cells = "".join(f"<th>{html.escape(h)}</th>" for h in head)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>" for r in rows)
-    return f"<table><thead><tr>{cells}</tr></thead><tbody>{body}</tbody></table>"
+            cases.append(junit_form.Case(row.clause_id, classname, "failed",
+                                         f"{row.count} violation(s) under load", "\n".join(row.examples)))
+        else:
+            note = (f"{row.count} violation(s) of a decided clause, reported only: " + "\n".join(row.examples)
+                    if row.count else "")
+            cases.append(junit_form.Case(row.clause_id, classname, out=note))
+    props = {"target": out.target, "calls": str(sum(out.tally.exchanges.values())),
+             "cost": cost_line(out.cost), "verdict": out.verdict()}
+    return junit_form.document([junit_form.Suite("gs-load", cases, out.duration_s, props)])
 
 
 def html_section(out: Outcome) -> str:
     """gs-load's part of the HTML report: verdict, picture, both tables, CPU and cost."""
+    esc = html_form.safe
     return (
-        '<section id="gs-load" style="font-family:sans-serif;margin:2em">'
-        f"<h2>gs-load: {html.escape(out.verdict())}</h2>"
-        "<h3>Latency over time per route (p95 of each second)</h3>"
-        f"{latency_svg(out.tally)}"
-        f"<h3>Per route</h3>{_html_table(ROUTE_HEAD, [_route_cells(r) for r in out.routes])}"
+        '<section id="gs-load" style="font-family:sans-serif;margin:2em;overflow-wrap:anywhere">'
+        f"<h2>gs-load: {esc(out.verdict())}</h2>"
         "<h3>Contract violations under load</h3>"
-        f"{_html_table(VIOLATION_HEAD, [_violation_cells(r) for r in out.violations])}"
-        f"<p>{html.escape(out.cpu_line())}</p><p>{html.escape(cost_line(out.cost))}</p>"
+        f"{html_form.table(VIOLATION_HEAD, [_violation_cells(r) for r in out.violations])}"
+        "<h3>Latency over time per route (p95 of each second)</h3>"
+        f"<div style='max-width:100%;overflow-x:auto'>{latency_svg(out.tally)}</div>"
+        f"<h3>Per route</h3>{html_form.table(ROUTE_HEAD, [_route_cells(r) for r in out.routes])}"
+        f"<p>{esc(out.cpu_line())}</p><p>{esc(cost_line(out.cost))}</p>"
         "</section>"
     )
 
 
-def inject(page: str, section: str) -> str:
-    """Locust's HTML report with ``section`` added at the end of its body."""
+def banner(out: Outcome) -> str:
+    """What goes above Locust's own tables: the verdict and the failures box."""
+    v = verdict_of(out)
+    return (f"<div id='gs-load-verdict' style='margin:12px 20px'><style>{html_form.BOX_CSS}</style>"
+            f"{html_form.banner(v)}{html_form.failures_box(v)}"
+            "<a href='#gs-load'>gs-load's tables: below Locust's</a></div>")
+
+
+def inject(page: str, out: Outcome) -> str:
+    """Locust's HTML report with the verdict banner at the top of its body and gs-load's
+    section at the end."""
+    section = html_section(out)
     at = page.rfind("</body>")
-    return page[:at] + section + page[at:] if at >= 0 else page + section
+    page = page[:at] + section + page[at:] if at >= 0 else page + section
+    # The page's own <body> tag is the last one: Locust's inline script bundle, in the
+    # head, holds the string "<body" too.
+    tops = list(re.finditer(r"<body[^>]*>", page))
+    if not tops:
+        return banner(out) + page
+    top = tops[-1]
+    return page[:top.end()] + banner(out) + page[top.end():]

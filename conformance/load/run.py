@@ -33,6 +33,7 @@ from conformance.load import options as opts
 from conformance.load.jobs import Target
 from conformance.load.kitclient import kit_client
 from conformance.load.profile import Profile, profile_from
+from conformance.reporting.clean import clip
 
 log = logging.getLogger("gs-load")
 SETUP, STOP, TALLY, HELLO = "gs_setup", "gs_stop", "gs_tally", "gs_hello"
@@ -44,12 +45,21 @@ class AnswerError(Exception):
     """What Locust's failure table shows for an error answer: its status and code."""
 
 
+class ContractViolation(Exception):
+    """What Locust's failure table shows for a contract violation: its first example."""
+
+
+#: At most this many failures a single booking feeds to Locust (a count of 10^6 would not).
+VIOLATIONS_FED = 1000
+
+
 class LoadRun:
     """This process's part of the run (one per process: :data:`RUN`)."""
 
     def __init__(self) -> None:
         self.environment: Environment | None = None
         self.tally = Tally()
+        self.tally.listener = self.violation
         self.judge = Judge(self.tally)
         self.ready = Event()
         self.failed = ""
@@ -104,6 +114,16 @@ class LoadRun:
             request_type=ex.method, name=ex.name, response_time=ex.elapsed_ms,
             response_length=len(ex.body), exception=failure, context={"bytes_sent": ex.sent},
             url=ex.url, start_time=ex.started)
+
+    def violation(self, clause_id: str, example: str, count: int) -> None:
+        """A contract violation, as a failure in Locust's own tables (request type
+        ``CONTRACT``, named by its clause), so "# Fails" never reads 0 on a red run."""
+        if self.environment is None:
+            return
+        for _ in range(min(count, VIOLATIONS_FED)):
+            self.environment.events.request.fire(
+                request_type="CONTRACT", name=clause_id, response_time=0, response_length=0,
+                exception=ContractViolation(clip(example, 200)), context={})
 
     def loop_error(self, kind: str, op: str, exc: BaseException) -> None:
         self.tally.loop_errors[f"{kind} {op}: {type(exc).__name__}"] += 1

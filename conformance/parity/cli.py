@@ -17,6 +17,8 @@ from conformance.parity import report as reports
 from conformance.parity.accepted_rules import Rule, RuleError, accepter, load_rules
 from conformance.parity.replay import Replay, Replayer
 from conformance.parity.targets import EmbeddedTargets, UrlTargets
+from conformance.reporting.formats.text import safe
+from contract.redact import scrub_text
 
 EXIT_OK, EXIT_DIVERGED, EXIT_ERROR, EXIT_NO_SERVER = 0, 1, 2, 3
 
@@ -51,6 +53,10 @@ def build_parser() -> argparse.ArgumentParser:
                    "by digest, for a tape replayed against the same fake (same engine and seed).")
     r.add_argument("--fail-fast", action="store_true",
                    help="Stop replaying a tape at its first divergence.")
+    r.add_argument("--only", metavar="N[,M...]", type=_seqs,
+                   help="Report only these exchanges (by #sequence number, as the report names "
+                   "them); the tape is replayed up to the last of them, since the earlier "
+                   "exchanges create the jobs and ids they use.")
     r.add_argument("--poll-timeout", type=float, default=60.0,
                    help="Seconds to poll a job or request towards its recorded state (default 60).")
     r.add_argument("--timeout", type=float, default=120.0, help="Read timeout per request (default 120).")
@@ -66,6 +72,16 @@ def build_parser() -> argparse.ArgumentParser:
     o.add_argument("--limit", type=int, default=50, help="Divergent exchanges printed per tape (default 50).")
     o.add_argument("-q", "--quiet", action="store_true", help="Print only the headline of each tape.")
     return p
+
+
+def _seqs(raw: str) -> frozenset[int]:
+    try:
+        seqs = frozenset(int(part) for part in raw.replace(" ", ",").split(",") if part)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--only takes exchange numbers (1,5,12), not {raw!r}") from None
+    if not seqs or min(seqs) < 1:
+        raise argparse.ArgumentTypeError("--only takes exchange numbers from 1")
+    return seqs
 
 
 def _prefix(ns: argparse.Namespace) -> str | None:
@@ -91,13 +107,18 @@ def replay_tape(path: str, ns: argparse.Namespace, rules: list[Rule] | None = No
 
     lines = read_tape(path)
     targets = targets_for(ns)
+    only: frozenset[int] | None = getattr(ns, "only", None)
     try:
         replayer = Replayer(targets, poll_timeout_s=ns.poll_timeout, timeout_s=ns.timeout,
                             accept=accepter(rules or []), stop_at_divergence=bool(getattr(ns, "fail_fast", False)),
-                            floats=getattr(ns, "floats", "sign"))
-        return replayer.run(path, lines)
+                            floats=getattr(ns, "floats", "sign"), stop_after=max(only) if only else None)
+        rep = replayer.run(path, lines)
     finally:
         targets.close()
+    if only:
+        rep.results = [r for r in rep.results if r.seq in only]
+        rep.only = tuple(sorted(only))
+    return rep
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -136,7 +157,7 @@ def main(argv: list[str] | None = None) -> int:
             return EXIT_ERROR
     colour = sys.stdout.isatty() and "NO_COLOR" not in os.environ
     if ns.quiet:
-        print("\n".join(reports.headline(rep) for rep in reps))
+        print(scrub_text(safe("\n".join(reports.headline(rep) for rep in reps))))
     else:
         print(reports.text(reps, colour=colour, limit=ns.limit))
     for out in (ns.report, ns.html and _suffix(ns.html, ".html"), ns.markdown and _suffix(ns.markdown, ".md"),

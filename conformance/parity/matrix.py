@@ -11,13 +11,14 @@ and puts it in the report itself.
 
 from __future__ import annotations
 
-import html
 import re
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from conformance.parity.replay import ExchangeResult, Replay
+from conformance.reporting.formats import markdown as md
+from conformance.reporting.formats.html import safe
 from contract.routes import ROUTES
 
 COLUMNS = ("recorded", "replayed", "equal", "accepted", "divergent", "skipped")
@@ -90,12 +91,12 @@ def markdown(reps: list[Replay]) -> str:
     out: list[str] = []
     for rep in reps:
         table = rows(rep)
-        out += [f"### Parity matrix: `{rep.tape}`", "", provenance(rep), "",
+        out += [f"### Parity matrix: {md.code(rep.tape)}", "", md.text(provenance(rep)), "",
                 "| operation | profile | " + " | ".join(COLUMNS) + " | skipped: why |",
                 "|---|---|" + "---:|" * len(COLUMNS) + "---|"]
         for row in table:
             cells = " | ".join(str(row.counts[c]) for c in COLUMNS)
-            out.append(f"| `{row.operation}` | {row.profile} | {cells} | {row.reasons} |")
+            out.append(f"| {md.code(row.operation)} | {md.text(row.profile)} | {cells} | {md.text(row.reasons)} |")
         total = totals(table)
         never = sum(1 for row in table if not row.counts["recorded"])
         out += [f"| **all** | | {' | '.join(str(total[c]) for c in COLUMNS)} | {never} operations {NEVER} |", ""]
@@ -113,7 +114,7 @@ table.matrix{border-collapse:collapse;margin:.4em 0 1.2em 0}
 
 def html_table(rep: Replay) -> str:
     """One tape's matrix as an HTML table (with its provenance above it)."""
-    esc = html.escape
+    esc = safe
     head = "".join(f"<th>{c}</th>" for c in ("operation", "profile", *COLUMNS, "skipped: why"))
     body = []
     for row in rows(rep):
@@ -127,7 +128,7 @@ def html_table(rep: Replay) -> str:
 
 
 def html_page(reps: list[Replay]) -> str:
-    parts = [f"<h2>{html.escape(rep.tape)}</h2>{html_table(rep)}" for rep in reps]
+    parts = [f"<h2>{safe(rep.tape)}</h2>{html_table(rep)}" for rep in reps]
     return ("<!doctype html><html><head><meta charset='utf-8'><title>gs-parity matrix</title>"
             f"<style>body{{font:14px/1.4 system-ui,sans-serif;margin:1.5em}}{MATRIX_CSS}</style></head>"
             f"<body><h1>Parity matrix</h1>{''.join(parts)}</body></html>")

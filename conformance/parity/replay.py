@@ -84,14 +84,23 @@ class Replay:
     servers: dict[str, dict[str, Any]] = field(default_factory=dict)
     #: Request bodies this replay rebuilt from their skeleton.
     rebuilt: int = 0
+    #: ``--only``: the exchanges reported (the rest replayed only to reach them).
+    only: tuple[int, ...] = ()
 
     @property
     def divergent(self) -> list[ExchangeResult]:
         return [r for r in self.results if r.diverged]
 
     @property
+    def compared(self) -> int:
+        """Exchanges replayed and compared (not skipped)."""
+        return sum(r.skipped is None for r in self.results)
+
+    @property
     def ok(self) -> bool:
-        return not self.divergent
+        """Nothing diverged, and something was compared: a replay that compared nothing is
+        no evidence of parity."""
+        return not self.divergent and self.compared > 0
 
     @property
     def ratio(self) -> float:
@@ -101,8 +110,10 @@ class Replay:
 class Replayer:
     def __init__(self, targets: Any, poll_timeout_s: float = 60.0, timeout_s: float = 120.0,
                  accept: Callable[[ExchangeResult, list[Divergence]], None] | None = None,
-                 stop_at_divergence: bool = False, floats: str = "sign") -> None:
+                 stop_at_divergence: bool = False, floats: str = "sign", stop_after: int | None = None) -> None:
         self.targets = targets
+        #: ``--only``: the last exchange to replay (the earlier ones create what it uses).
+        self.stop_after = stop_after
         self.floats = floats
         self.stop_at_divergence = stop_at_divergence
         self.accept = accept or (lambda ex, found: None)
@@ -131,6 +142,8 @@ class Replayer:
                 self.loops.setdefault(settle[x["seq"]]["seq"], []).append(x)
         self.bodies = Bodies(lines)
         self.deps = Dependencies()
+        if isinstance(self.targets, EmbeddedTargets) and lines and lines[0].get("kind") == "meta":
+            self.targets.recorded_meta = dict(lines[0])
         skip_through: int | None = None
         for line in lines:
             if line["kind"] == "server":
@@ -141,7 +154,8 @@ class Replayer:
                     continue
                 results.append(self.replay_one(line, settle.get(line["seq"])))
                 skip_through = results[-1].settled_at
-                if self.stop_at_divergence and results[-1].diverged:
+                if (self.stop_at_divergence and results[-1].diverged) or (
+                        self.stop_after is not None and line["seq"] >= self.stop_after):
                     break
         try:
             notes = list(getattr(self.targets, "notes", []))
@@ -248,8 +262,8 @@ class Replayer:
     def forms(self, server: str) -> frozenset[str] | None:
         """The answer forms (contract.forms) a replayed server may use: a URL any the spec
         allows (None); an embedded fake those of the dialect it is started in."""
-        if not isinstance(self.targets, EmbeddedTargets):
-            return None
+        if not isinstance(self.targets, EmbeddedTargets) or not (self.servers.get(server) or {}).get("embedded"):
+            return None  # a URL now, or a real service then: any form the spec allows
         recorded = (self.servers.get(server) or {}).get("settings") or {}
         return forms_of(self.targets.overrides.get("dialect") or recorded.get("dialect") or "kit")
 

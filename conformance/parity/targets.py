@@ -87,6 +87,8 @@ class EmbeddedTargets:
         self._stack = contextlib.ExitStack()
         self._started: dict[str, ReplayTarget] = {}
         self.notes: list[str] = []
+        #: The tape's meta line (its run's profile and dialect), set by the replayer.
+        self.recorded_meta: dict[str, Any] = {}
         self.describe = "embedded fake" + "".join(f" {k}={v}" for k, v in sorted(self.overrides.items()))
 
     def settings_for(self, name: str, info: dict[str, Any]) -> Any:
@@ -98,9 +100,10 @@ class EmbeddedTargets:
         if info.get("fault_proxy"):
             raise Skip(FAULT_PROXY)
         if not info.get("embedded", False):
-            raise Skip(f"server {name!r} was a real service; replay it with --url")
-        recorded = dict(info.get("settings") or {})
-        count = int(recorded.pop("token_count", 0) or 0)
+            recorded, count = self.in_place_of_service(name)
+        else:
+            recorded = dict(info.get("settings") or {})
+            count = int(recorded.pop("token_count", 0) or 0)
         known = {f.name for f in fields(FakeSettings)}
         unknown = sorted(set(recorded) - known)
         if unknown:
@@ -118,6 +121,21 @@ class EmbeddedTargets:
             except ValueError:
                 pass  # the mutant lives in another engine: this server runs without it
         return FakeSettings(**values)
+
+    def in_place_of_service(self, name: str) -> tuple[dict[str, Any], int]:
+        """The settings of a fake that stands in for a real service the tape was recorded
+        against (docs/parity: a server team's tape holds the fake to it): the run's recorded
+        profile and dialect, as many tokens as the run used. Only the main target has one."""
+        if name.rsplit("/", 1)[-1] != "target":
+            raise Skip(f"server {name!r} was a real service other than the run's target; "
+                       "replay it with --url")
+        meta = self.recorded_meta
+        settings = {k: meta[k] for k in ("profile", "dialect") if isinstance(meta.get(k), str)}
+        settings.setdefault("dialect", "kit")
+        self.notes.append(f"{name}: recorded against a real service ({meta.get('target', 'a URL')}); "
+                          "replayed against an embedded fake, "
+                          + ", ".join(f"{k} {v}" for k, v in sorted(settings.items())))
+        return settings, 2 if meta.get("second_token") else 1
 
     def get(self, name: str, info: dict[str, Any], path: str = "") -> ReplayTarget:
         if name not in self._started:

@@ -35,6 +35,9 @@ class Progress:
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         if not hasattr(session.config, "workerinput") and session.items:
             self.total = len(session.items)
+            # The first property's line can take a while (a fake, a job to start): say so.
+            self._line(f"collected {self.total} properties in {time.monotonic() - self.started:.1f}s; "
+                       "starting the target's first job (the first result can take a minute)")
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:

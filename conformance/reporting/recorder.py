@@ -24,6 +24,7 @@ import requests
 from contract.auth import AUTHORIZATION_HEADER, TOKEN_TYPE_HEADER
 from contract.errors import REQUEST_ID_HEADER
 from contract.limits import MAX_ANSWER_BYTES
+from contract.redact import scrub_text
 from contract.tape import Exchange as TapeExchange
 from contract.tape import TapeWriter, sink_of
 
@@ -77,6 +78,8 @@ def preview(body: bytes | str | None, content_type: str = "") -> str:
             text = json.dumps(json.loads(data), sort_keys=False)
         except ValueError:
             text = data.decode("utf-8", "replace")
+        # Scrubbed before it is cut: a credential cut in two no longer looks like one.
+        text = scrub_text(text)
         return (
             text
             if len(text) <= _BODY_PREVIEW

@@ -8,9 +8,18 @@ or not-applicable (outside the run's profile), with the clause's source.
 from __future__ import annotations
 
 import html
-import xml.etree.ElementTree as ET
+import re
+import shlex
 from pathlib import Path
 
+from conformance.reporting import formats
+from conformance.reporting.clean import printable
+from conformance.reporting.formats import html as html_form
+from conformance.reporting.formats import json as json_form
+from conformance.reporting.formats import junit as junit_form
+from conformance.reporting.formats import markdown as md
+from conformance.reporting.formats import text as text_form
+from conformance.reporting.model import Failure, Verdict, curl_line
 from conformance.reporting.summary import summary_lines
 from conformance.reporting.verdicts import ClauseVerdict, RunResults
 
@@ -31,7 +40,7 @@ def tally(res: RunResults) -> str:
 def headline(res: RunResults) -> str:
     musts = [v for v in res.verdicts if v.must and v.status in ("green", "red")]
     must_green = sum(v.status == "green" for v in musts)
-    verdict = "CONFORMS" if res.ok else "DOES NOT CONFORM"
+    verdict = "CONFORMS" if res.ok else "NOTHING JUDGED" if res.judged_nothing else "DOES NOT CONFORM"
     line = (
         f"{verdict}: profile {res.profile}, {len(res.verdicts)} clauses: {tally(res)}; "
         f"MUST {must_green}/{len(musts)} judged green "
@@ -43,6 +52,52 @@ def headline(res: RunResults) -> str:
             skipped
         )
     return line
+
+
+def rerun_command(res: RunResults, cid: str) -> str:
+    """The command that reruns just clause ``cid`` against the run's target."""
+    cmd = ["gs-conformance"]
+    if res.target.startswith(("http://", "https://")):
+        cmd += ["--url", res.target]
+    if res.profile != "current":
+        cmd += ["--profile", res.profile]
+    for key in ("mutant", "dialect", "engine"):
+        value = res.settings.get(key)
+        if value and (key != "dialect" or value != "kit") and (key != "engine" or value != "shape"):
+            cmd += [f"--{key}", str(value)]
+    return " ".join(shlex.quote(part) for part in [*cmd, "--clauses", cid])
+
+
+_EXCHANGE = re.compile(r"^> [A-Z]+ \S+$", re.M)
+
+
+def offending_exchange(example: str) -> str:
+    """The last HTTP exchange a failing example shows ('' when it shows none)."""
+    starts = [m.start() for m in _EXCHANGE.finditer(example)]
+    if not starts:
+        return ""
+    tail = example[starts[-1]:].strip()
+    return "\n".join(tail.splitlines()[:12])
+
+
+def failure_of(res: RunResults, v: ClauseVerdict) -> Failure:
+    example = v.examples[0]["text"] if v.examples else ""
+    exchange = offending_exchange(example)
+    return Failure(what=v.id, reason=v.reason or "failed", exchange=exchange,
+                   rerun=rerun_command(res, v.id), curl=curl_line(exchange), binding=v.binding,
+                   anchor=v.id)
+
+
+def verdict_of(res: RunResults) -> Verdict:
+    """The run as the kit's one verdict model (conformance.reporting.model)."""
+    red = res.by_status("red")
+    return Verdict(
+        tool="gs-conformance", target=res.target, ok=res.ok, headline=headline(res),
+        judged=sum(v.status in ("green", "red") for v in res.verdicts),
+        failures=[failure_of(res, v) for v in red if v.binding],
+        decided=[failure_of(res, v) for v in red if not v.binding],
+        passes=len(res.by_status("green")), skips=len(res.by_status("skipped")),
+    )
 
 
 def note(v: ClauseVerdict) -> str:
@@ -61,13 +116,13 @@ def text(res: RunResults, colour: bool = False, examples: bool = True) -> str:
     def paint(status: str, word: str) -> str:
         return f"{_ANSI[status]}{word}{_RESET}" if colour else word
 
-    lines = [f"== conformance: profile {res.profile} against {res.target} =="]
+    lines = [f"== conformance: profile {res.profile} against {printable(res.target)} =="]
     if res.selected:
         lines.append(f"(restricted to {len(res.selected)} selected clauses)")
     for area, title, items in res.by_area():
         lines.append(f"-- {area}: {title}")
         for v in items:
-            why = note(v)
+            why = printable(" ".join(note(v).split()))
             extra = f"  ({why[:240]})" if why else ""
             level = "MUST  " if v.must else "SHOULD"
             lines.append(
@@ -82,60 +137,44 @@ def text(res: RunResults, colour: bool = False, examples: bool = True) -> str:
             lines.append(f"-- {v.id}: {v.text}")
             for ex in v.examples[:2]:
                 lines.append(f"   test {ex['test']}")
-                lines.extend("   | " + line for line in ex["text"].strip().splitlines()[:60])
+                lines.extend("   | " + line for line in printable(ex["text"]).strip().splitlines()[:60])
     lines.append("")
     lines.extend(summary_lines(res))
-    lines.append(paint("green" if res.ok else "red", headline(res)))
+    lines.extend(text_form.ending(verdict_of(res), colour))
     return "\n".join(lines)
 
 
-def _md_cell(value: str) -> str:
-    return value.replace("|", "\\|").replace("\n", " ")
-
-
 def markdown(res: RunResults) -> str:
-    out = [
-        f"# Conformance report: profile `{res.profile}`",
-        "",
-        f"Target: `{res.target}`  ",
-        f"Result: **{'conforms' if res.ok else 'does not conform'}** "
-        f"({tally(res)}; {res.duration_s:.1f}s)",
-        "",
-    ]
+    """The Markdown report: verdict and failures box first, then the clause tables."""
+    out = [*md.head(f"Conformance report: profile {res.profile}", verdict_of(res)),
+           f"Result: {md.text(tally(res))}; {res.duration_s:.1f}s", ""]
     failing_skips = [v.id for v in res.failing() if v.status == "skipped"]
     if failing_skips:
         out += [
             "With `--require-all` these skipped MUST clauses fail the run: "
-            + ", ".join(f"`{cid}`" for cid in failing_skips),
+            + ", ".join(md.code(cid) for cid in failing_skips),
             "",
         ]
     if res.settings:
-        out.append("Settings: " + ", ".join(f"`{k}={v}`" for k, v in res.settings.items()))
+        out.append("Settings: " + ", ".join(md.code(f"{k}={v}") for k, v in res.settings.items()))
         out.append("")
-    out += [f"    {line}" for line in summary_lines(res)] + [""]
-    for area, title, items in res.by_area():
-        out += [
-            f"## {area}: {title}",
-            "",
-            "| status | level | clause | source | text | note |",
-            "|---|---|---|---|---|---|",
-        ]
-        for v in items:
-            out.append(
-                f"| {_ICON[v.status]} {v.status} | {v.level} | `{v.id}` | {v.source} | "
-                f"{_md_cell(v.text)} | {_md_cell(note(v))} |"
-            )
-        out.append("")
+    out += [f"    {printable(line)}" for line in summary_lines(res)] + [""]
     red = res.by_status("red")
     if red:
         out += ["## Failing examples", ""]
         for v in red:
-            out.append(f"### `{v.id}`")
-            out.append("")
-            out.append(v.text)
+            out += [f"### {md.code(v.id)}", "", md.text(v.text)]
             for ex in v.examples[:3]:
-                out += ["", f"test `{ex['test']}`", "", "```", ex["text"].strip(), "```"]
+                out += ["", f"test {md.code(ex['test'])}", "", md.block(ex["text"].strip())]
             out.append("")
+    for area, title, items in res.by_area():
+        out += [f"## {md.text(area)}: {md.text(title)}", ""]
+        out += md.table(
+            ("status", "level", "clause", "source", "text", "note"),
+            [(f"{_ICON[v.status]} {v.status}", v.level, md.code(v.id), md.text(v.source),
+              md.text(v.text), md.text(note(v))) for v in items],
+        )
+        out.append("")
     return "\n".join(out)
 
 
@@ -150,18 +189,18 @@ table.matrix td.area{font-weight:600;white-space:nowrap;padding-right:12px}
 .cell{display:inline-block;min-width:14px;height:18px;margin:1px;border-radius:3px;color:#fff;
 font-size:10px;line-height:18px;padding:0 4px;text-decoration:none;font-family:ui-monospace,monospace}
 .should{opacity:.75;border:1px dashed #fff}
-table.detail{border-collapse:collapse;width:100%;margin-bottom:18px;font-size:13px}
+table.detail{border-collapse:collapse;width:100%;margin-bottom:18px;font-size:13px;table-layout:fixed}
 table.detail th,table.detail td{border-bottom:1px solid #e3e3e3;padding:4px 6px;text-align:left;vertical-align:top}
+table.detail col.st{width:96px} table.detail col.lv{width:58px} table.detail col.id{width:190px}
+table.detail col.src{width:90px} table.detail col.promise{width:42%}
 .pill{display:inline-block;padding:1px 6px;border-radius:10px;color:#fff;font-size:11px;font-weight:600}
-code{font-family:ui-monospace,monospace;font-size:12px}
-pre{background:#f6f6f6;padding:8px;overflow:auto;font-size:12px;max-height:480px}
 details summary{cursor:pointer;color:#a22}
 """
 
 
 def _cell(v: ClauseVerdict) -> str:
     cls = "cell should" if not v.must else "cell"
-    tip = html.escape(
+    tip = html_form.safe(
         f"{v.id} [{v.level}, {v.source}] {v.status}: {v.text}"
         + (f" - {note(v)}" if note(v) else "")
     )
@@ -173,15 +212,10 @@ def _cell(v: ClauseVerdict) -> str:
 
 
 def html_page(res: RunResults) -> str:
-    """A self-contained page: colour matrix by area, then the clause tables."""
-    e = html.escape
-    parts = [
-        "<!doctype html><html><head><meta charset='utf-8'>",
-        f"<title>Conformance: {e(res.profile)}</title><style>{_CSS}</style></head><body>",
-        f"<h1>Cortex Training conformance: profile <code>{e(res.profile)}</code></h1>",
-        *_html_summary(res),
-        "<table class='matrix'>",
-    ]
+    """A self-contained page: verdict and failures box, colour matrix by area, then the
+    clause tables."""
+    e = html_form.safe
+    parts = [*_html_summary(res), "<table class='matrix'>"]
     for area, title, items in res.by_area():
         parts.append(
             f"<tr><td class='area' title='{e(title)}'>{e(area)}</td><td>"
@@ -192,19 +226,21 @@ def html_page(res: RunResults) -> str:
     for area, title, items in res.by_area():
         parts.append(f"<h2 style='font-size:16px'>{e(area)}: {e(title)}</h2>")
         parts.append(
-            "<table class='detail'><tr><th>status</th><th>level</th><th>clause</th>"
+            "<table class='detail'><colgroup><col class='st'><col class='lv'><col class='id'>"
+            "<col class='src'><col class='promise'><col></colgroup>"
+            "<tr><th>status</th><th>level</th><th>clause</th>"
             "<th>source</th><th>promise</th><th>note</th></tr>"
         )
         parts.extend(_html_row(v) for v in items)
         parts.append("</table>")
-    parts.append("</body></html>")
-    return "\n".join(parts)
+    return html_form.page(f"Cortex Training conformance: profile {res.profile}", verdict_of(res),
+                          "\n".join(parts), _CSS)
 
 
 def _html_summary(res: RunResults) -> list[str]:
     """The page's head lines: target, verdict and legend, failing skips, settings, tally."""
     c = res.counts()
-    e = html.escape
+    e = html_form.safe
     legend = "".join(
         f"<span style='background:{_COLOUR[status]}'></span>{c[status]} {status}"
         for status in _COLOUR
@@ -213,9 +249,7 @@ def _html_summary(res: RunResults) -> list[str]:
         f"<div class='sub'>target <code>{e(res.target)}</code> &middot; {res.duration_s:.1f}s"
         + (f" &middot; {len(res.selected)} selected clauses" if res.selected else "")
         + "</div>",
-        f"<div><span class='verdict' style='background:{_COLOUR['green' if res.ok else 'red']}'>"
-        f"{'CONFORMS' if res.ok else 'DOES NOT CONFORM'}</span>"
-        f"<span class='legend'>{legend}"
+        f"<div><span class='legend'>{legend}"
         "<span style='background:#999;border:1px dashed #fff'></span>dashed = SHOULD</span></div>",
     ]
     failing_skips = [v.id for v in res.failing() if v.status == "skipped"]
@@ -233,13 +267,13 @@ def _html_summary(res: RunResults) -> list[str]:
 
 def _html_row(v: ClauseVerdict) -> str:
     """One clause's row of its area's table (a red one with up to three failing examples)."""
-    e = html.escape
+    e = html_form.safe
     cell = f"<div>{e(note(v))}</div>" if note(v) else ""
     if v.status == "red":
         for ex in v.examples[:3]:
             cell += (
                 f"<details><summary>failing example ({e(ex['test'])})</summary>"
-                f"<pre>{e(ex['text'].strip())}</pre></details>"
+                f"<pre>{html_form.safe(ex['text'].strip())}</pre></details>"
             )
     return (
         f"<tr id='{e(v.id)}'><td><span class='pill' style='background:{_COLOUR[v.status]}'>"
@@ -251,50 +285,26 @@ def _html_row(v: ClauseVerdict) -> str:
 def junit(res: RunResults) -> str:
     """JUnit XML with one testcase per clause, for CI dashboards."""
     failing = {v.id for v in res.failing()}
-    suite = ET.Element(
-        "testsuite",
-        name=f"gs-conformance-{res.profile}",
-        tests=str(len(res.verdicts)),
-        failures=str(len(failing)),
-        skipped=str(sum(v.status != "green" and v.id not in failing for v in res.verdicts)),
-        errors="0",
-        time=f"{res.duration_s:.2f}",
-    )
-    props = ET.SubElement(suite, "properties")
-    ET.SubElement(props, "property", name="target", value=res.target)
-    ET.SubElement(props, "property", name="profile", value=res.profile)
-    for v in res.verdicts:
-        case = ET.SubElement(suite, "testcase", classname=f"gs.{v.area}", name=v.id, time="0")
-        ET.SubElement(case, "properties").extend(
-            [ET.Element("property", name=k, value=val)
-             for k, val in (("status", v.status), ("source", v.source), ("level", v.level))]
+    cases = [
+        junit_form.Case(
+            name=v.id, classname=f"gs.{v.area}",
+            status="failed" if v.id in failing else "passed" if v.status == "green" else "skipped",
+            message=f"[{v.level}, {v.status}] {note(v) or v.reason}",
+            text="\n\n".join(f"{ex['test']}\n{ex['text']}" for ex in v.examples[:3]),
+            properties={"status": v.status, "source": v.source, "level": v.level},
+            out=f"[{v.level}, {v.source}] {v.text}",
         )
-        message = f"[{v.level}, {v.status}] {note(v) or v.reason}"[:500]
-        if v.id in failing:
-            fail = ET.SubElement(case, "failure", message=message)
-            fail.text = "\n\n".join(f"{ex['test']}\n{ex['text']}" for ex in v.examples[:3])
-        elif v.status != "green":
-            ET.SubElement(case, "skipped", message=message)
-        ET.SubElement(case, "system-out").text = f"[{v.level}, {v.source}] {v.text}"
-    root = ET.Element("testsuites")
-    root.append(suite)
-    ET.indent(root)
-    return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+        for v in res.verdicts
+    ]
+    suite = junit_form.Suite(f"gs-conformance-{res.profile}", cases, res.duration_s,
+                             {"target": res.target, "profile": res.profile})
+    return junit_form.document([suite])
 
 
 def write(res: RunResults, path: str | Path) -> Path:
     """Write the report form the suffix asks for (.html/.htm, .md, .xml, .json, else text)."""
-    p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    suffix = p.suffix.lower()
-    if suffix in (".html", ".htm"):
-        p.write_text(html_page(res), encoding="utf-8")
-    elif suffix in (".md", ".markdown"):
-        p.write_text(markdown(res), encoding="utf-8")
-    elif suffix == ".xml":
-        p.write_text(junit(res), encoding="utf-8")
-    elif suffix == ".json":
-        res.write_json(p)
-    else:
-        p.write_text(text(res), encoding="utf-8")
-    return p
+    return formats.write(path, {
+        "html": lambda: html_page(res), "markdown": lambda: markdown(res),
+        "junit": lambda: junit(res), "text": lambda: text(res),
+        "json": lambda: json_form.document(verdict_of(res), res.to_json()),
+    })

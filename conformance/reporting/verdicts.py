@@ -173,10 +173,18 @@ class RunResults:
         ]
 
     @property
+    def judged_nothing(self) -> bool:
+        """The run judged no MUST clause it had (or, with none in the run, no clause at all):
+        a verdict on nothing is no verdict."""
+        musts = [v for v in self.verdicts if v.must and v.status != "not-applicable"]
+        pool = musts or [v for v in self.verdicts if v.status != "not-applicable"]
+        return not any(v.status in ("green", "red") for v in pool)
+
+    @property
     def ok(self) -> bool:
-        """Exit-status rule: nothing :meth:`failing`; a clause this target cannot be judged on
-        (skipped) does not fail the run unless ``require_all``."""
-        return not self.failing()
+        """Exit-status rule: nothing :meth:`failing` and something judged; a clause this
+        target cannot be judged on (skipped) does not fail the run unless ``require_all``."""
+        return not self.failing() and not self.judged_nothing
 
     def counts(self) -> dict[str, int]:
         out: dict[str, int] = dict.fromkeys(STATUSES, 0)

@@ -228,3 +228,28 @@ def test_a_property_that_crashes_is_reported_as_unable_to_judge():
     except ClauseViolation:
         violation = pytest.ExceptionInfo.from_current()
     assert _example(violation).startswith("lr 1 != 2")
+
+
+def test_a_run_that_judged_no_must_clause_is_not_green():
+    """Every MUST skipped (a URL without a token, a selection nothing checks): no verdict."""
+    res = book(TestOutcome("a", ("STEP-LR-1",), "skipped", skip_reason="no token given")).results(
+        "current", "http://x", url=True
+    )
+    assert res.failing() == [] and res.judged_nothing and not res.ok
+    assert report.headline(res).startswith("NOTHING JUDGED")
+    only_should = book(TestOutcome("s", ("STEP-MEM-1",), "passed")).results(
+        "current", "t", selected=("STEP-MEM-1",)
+    )
+    assert only_should.ok  # a run of SHOULD clauses only, one judged: a verdict on something
+
+
+def test_skip_notes_name_the_cli_spelling_when_run_from_the_cli():
+    from conformance.cli import cli_spelling
+
+    res = book(
+        TestOutcome("a", ("CAP-QUEUE-1",), "skipped", skip_reason="needs 2 jobs: raise --gs-max-jobs"),
+        TestOutcome("b", ("STEP-LR-1",), "passed"),
+    ).results("current", "http://x", url=True)
+    spelt = {v.id: v for v in cli_spelling(res).verdicts}
+    assert spelt["CAP-QUEUE-1"].reason == "needs 2 jobs: raise --max-jobs"
+    assert "plugin: --gs-max-jobs" in spelt["CAP-QUEUE-1"].enable  # the hint names both

@@ -182,13 +182,20 @@ def test_reports_carry_both_tables_the_cost_and_the_picture() -> None:
     for fragment in ("POST step", "p95 ms", "STEP-COUNT-1", "no (decided)", "cost: 1 job",
                      "DOES NOT CONFORM UNDER LOAD"):
         assert fragment in text
-    suite = ET.fromstring(report.junit(out))
-    assert suite.get("failures") == "1" and len(suite) - 1 == len(JUDGED)
-    assert "| POST step | 4 | 0 |" in report.markdown(out)
+    suite = ET.fromstring(report.junit(out)).find("testsuite")
+    assert suite is not None and suite.get("failures") == "1" and len(suite) - 1 == len(JUDGED)
+    md = report.markdown(out)
+    assert "| POST step | 4 | 0 |" in md
+    # The verdict and the failures box come first; violating clauses sort before clean ones.
+    assert md.index("DOES NOT CONFORM UNDER LOAD") < md.index("Failures (1)") < md.index("## Per route")
+    assert [r.count > 0 for r in out.violations] == sorted((r.count > 0 for r in out.violations), reverse=True)
+    assert text.index("== failures (1) ==") < text.rindex("DOES NOT CONFORM UNDER LOAD")
     section = report.html_section(out)
     svg = section[section.index("<svg"):section.index("</svg>") + 6]
     assert ET.fromstring(svg).findall("{http://www.w3.org/2000/svg}polyline")
-    assert report.inject("<html><body>x</body></html>", "<p>y</p>") == "<html><body>x<p>y</p></body></html>"
+    page = report.inject("<html><body class='l'>x</body></html>", out)
+    # The banner above Locust's own tables, gs-load's section after them.
+    assert page.index("gs-load-verdict") < page.index(">x<") < page.index("id=\"gs-load\"")
 
 
 def test_tallies_travel_as_plain_data_and_add_up() -> None:

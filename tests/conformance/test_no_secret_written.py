@@ -14,8 +14,10 @@ file they wrote is searched for each secret (kept, compressed request bodies inc
 from __future__ import annotations
 
 import base64
+import functools
 import json
 import logging
+import re
 import secrets
 import subprocess
 import sys
@@ -55,10 +57,20 @@ def assert_absent(paths: Iterable[Path], found_secrets: Iterable[str], also: str
                 body = (line.get("request") or {}).get("body") or {}
                 if "z64" in body:
                     text += zlib.decompress(base64.b64decode(body["z64"])).decode("utf-8", "replace")
-        for secret in wanted:
-            assert secret not in text, f"{secret[:6]}... reached {path.name}"
+        _assert_no_fragment(text, wanted, path.name)
+    _assert_no_fragment(also, wanted, "the terminal")
+
+
+#: A run of this many characters of a credential is a leak (a truncated token still is one).
+FRAGMENT = 8
+
+
+def _assert_no_fragment(text: str, wanted: Iterable[str], where: str) -> None:
+    """No secret, and no ``FRAGMENT``-character run of one, in ``text``."""
     for secret in wanted:
-        assert secret not in also, f"{secret[:6]}... reached the terminal"
+        runs = {secret[i:i + FRAGMENT] for i in range(max(len(secret) - FRAGMENT + 1, 1))}
+        hit = next((run for run in runs if run in text), None)
+        assert hit is None, f"{secret[:4]}... reached {where} (its run {hit[:4]}...)"
 
 
 def test_fake_recorder_and_access_log_hold_no_credential(tmp_path: Path) -> None:
@@ -126,9 +138,23 @@ def test_the_wrong_token_probe_shares_nothing_with_the_real_one() -> None:
         assert not any(probe[i:i + 4] in real for i in range(len(probe) - 3)), (real, probe)
 
 
-def echo_authorization(status: int, headers: dict[str, str], data: bytes) -> bytes:
+#: The log stage's credentials the proxy saw go to the suite (AWS key id, secret, session token).
+_STAGE_SECRET = re.compile(rb'AWS_(?:KEY_ID|SECRET_KEY|TOKEN)\\*"\s*:\s*\\*"([^"\\]+)')
+
+
+_SPOIL_SECRET = re.compile(rb'(AWS_SECRET_KEY\\*"\s*:\s*\\*")([^"\\]+)')
+
+
+def echo_authorization(status: int, headers: dict[str, str], data: bytes,
+                       seen: list[str] | None = None) -> bytes:
     """A careless server: every error body repeats the Authorization header it was sent
-    (and drops its code, so the clauses that judge it go red and their examples show it)."""
+    (and drops its code, so the clauses that judge it go red and their examples show it).
+    ``seen`` collects the stage credentials the answers carry."""
+    if seen is not None:
+        # The secret key is spoilt on the way (the listing then fails, so the statement's
+        # answer shows in JOB-LOGS-1's failing example); what the suite got is collected.
+        data = _SPOIL_SECRET.sub(lambda m: m[1] + b"spoilt" + m[2][6:], data)
+        seen.extend(m.decode() for m in _STAGE_SECRET.findall(data))
     if status < 400 or not data.startswith(b"{"):
         return data
     body = json.loads(data)
@@ -143,7 +169,9 @@ def test_conformance_tape_and_reports_hold_no_token(tmp_path: Path) -> None:
     pat, pat2 = _secret("pat"), _secret("pat2")
     out = {name: tmp_path / name for name in ("run.gsrec", "r.html", "r.md", "r.xml", "r.json")}
     settings = FakeSettings(port=0, tokens=(pat, pat2))
-    with serve_in_background(settings) as base, loopback_proxy(base, echo_authorization) as url:
+    stage: list[str] = []
+    echo = functools.partial(echo_authorization, seen=stage)
+    with serve_in_background(settings) as base, loopback_proxy(base, echo) as url:
         cmd = [sys.executable, "-m", "conformance.cli", "--url", url, "--database", "DB", "--schema", "PUBLIC",
                "--clauses", "AUTH-REQUIRED-2,AUTH-ISOLATION-1,ERR-ENVELOPE-1,JOB-LOGS-1",
                "--examples", "1", "--token", pat, "--token2", pat2, "--record", str(out["run.gsrec"]),
@@ -151,6 +179,8 @@ def test_conformance_tape_and_reports_hold_no_token(tmp_path: Path) -> None:
                "--junit", str(out["r.xml"]), "--json", str(out["r.json"])]
         proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 1, proc.stdout + proc.stderr  # the echoing server is red
+    assert "FAIL MUST   JOB-LOGS-1" in proc.stdout, proc.stdout
     assert "FAIL" in proc.stdout and "you sent Authorization: Bearer <redacted>" in proc.stdout
     assert all(p.exists() for p in out.values()), proc.stdout + proc.stderr
-    assert_absent(out.values(), (pat, pat2), also=proc.stdout + proc.stderr)
+    assert len(stage) >= 3, "the run never fetched the log stage's credentials"
+    assert_absent(out.values(), (pat, pat2, *stage), also=proc.stdout + proc.stderr)

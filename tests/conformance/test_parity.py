@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 import requests
-from parity_helpers import replay_ns
+from parity_helpers import replay, replay_ns
 
 from conformance.parity import report
 from conformance.parity.accepted_rules import RuleError, parse_rules
@@ -215,7 +215,7 @@ def test_reports_show_each_divergence(tmp_path: Path) -> None:
     assert "| exchange |" in (tmp_path / "r.md").read_text()
     suite = ET.parse(tmp_path / "r.xml").getroot().find("testsuite")
     assert suite is not None and int(suite.get("failures", "0")) >= 1
-    assert json.loads((tmp_path / "r.json").read_text())[0]["divergent"]
+    assert json.loads((tmp_path / "r.json").read_text())["tapes"][0]["divergent"]
 
 
 def test_rule_file_needs_reasons() -> None:
@@ -275,3 +275,14 @@ def test_worker_parts_merge_into_one_tape(tmp_path: Path) -> None:
     assert [x["seq"] for x in exchanges] == [1, 2, 3, 4]
     assert [x["server"] for x in exchanges] == ["gw0/target"] * 2 + ["gw1/target"] * 2
     assert exchanges[0]["request"]["route"] == "get_capacity"
+
+
+@pytest.mark.heavy
+def test_only_replays_up_to_the_exchange_and_reports_just_it() -> None:
+    """``gs-parity TAPE --only N``, the rerun line of a report's failures box: the earlier
+    exchanges are replayed (they create what #N uses), only #N is reported."""
+    tape = ROOT / "parity" / "rl-loop-grpo.gsrec.gz"
+    rep = replay(tape, only=frozenset({6}))
+    assert [r.seq for r in rep.results] == [6] and rep.only == (6,)
+    assert rep.ok and rep.compared == 1, report.text([rep])
+    assert "(only #6)" in report.headline(rep)

@@ -121,3 +121,38 @@ def test_full_conformance_run_self_parity(dialect: str, tmp_path: Path) -> None:
     end = read_tape(str(run))[-1]
     assert end["exchanges"] > 500 and end["bodies"]["stored"] >= 1, json.dumps(end)
     _replay_both(dialect, run, seen)
+
+
+@pytest.mark.heavy
+def test_a_tape_recorded_against_a_url_replays_against_the_embedded_fake(tmp_path: Path) -> None:
+    """A server team's tape (recorded against a URL: here the fake, by URL) replays without
+    ``--url`` against an embedded fake in the recorded profile: almost everything compared,
+    nothing divergent (docs/parity: CI holds the fake to it). Before, every exchange was skipped ("a real service; replay it with --url")."""
+    args = ["--profile", "current", "--clauses", SMALL, "--max-result-mib", "2", "--examples", "1"]
+    run, _ = _conformance_url_run("kit", tmp_path, args, 300)
+    rep = replay(run)
+    assert rep.ok, "\n".join(rep.notes)
+    assert rep.compared >= 0.95 * len(rep.results) and len(rep.results) > 10, (rep.compared, len(rep.results))
+    assert any("replayed against an embedded fake" in n and "profile current" in n for n in rep.notes), rep.notes
+
+
+def test_a_replay_that_compared_nothing_is_red(tmp_path: Path) -> None:
+    """Every exchange skipped (here: recorded against a server no replay can stand in for):
+    the headline says so in red and the exit status is 1, never PARITY."""
+    from conformance.parity.cli import main as parity_main
+
+    tape = tmp_path / "nothing.gsrec"
+    lines = [{"kind": "meta", "format": "gs-parity-tape", "version": 2, "source": "gs-conformance",
+              "profile": "current"},
+             {"kind": "server", "name": "elsewhere", "embedded": False, "url": "http://127.0.0.1:9"}]
+    lines += [{"kind": "exchange", "seq": n, "server": "elsewhere", "group": "g", "t": n, "ms": 1.0,
+               "request": {"method": "GET", "path": "/api/v2/x", "query": [], "headers": {}, "body": None},
+               "response": {"status": 200, "headers": {}, "body": None}} for n in (1, 2)]
+    tape.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    rep = replay(tape)
+    assert rep.compared == 0 and not rep.ok
+    code = parity_main([str(tape), "--junit", str(tmp_path / "r.xml")])
+    assert code == 1
+    from conformance.parity import report
+
+    assert report.headline(rep).startswith("NOTHING COMPARED")

@@ -15,6 +15,7 @@ import pytest
 
 from conformance.drivers.raw import RawDriver
 from conformance.jobs import SharedJob
+from conformance.reporting.clean import clip
 from conformance.reporting.violations import Soft
 from contract.clauses import checks
 from contract.errors import ErrorCode
@@ -67,7 +68,7 @@ def test_execution_log_download(gs_raw: RawDriver, gs_job: SharedJob) -> None:
     try:
         creds = parse_stage_credentials(rows[0][0])
     except ValueError as exc:
-        soft.expect("JOB-LOGS-1", False, f"stage credentials unusable: {exc}: {rows[0][0]!r}"[:400])
+        soft.expect("JOB-LOGS-1", False, clip(f"stage credentials unusable: {exc}: {rows[0][0]!r}", 400))
         soft.check()
         return
     try:
