@@ -20,8 +20,8 @@ from typing import Any
 
 import pytest
 
+from conformance.judge.tally import Tally
 from conformance.load import report as load_report
-from conformance.load.measure.tally import Tally
 from conformance.parity import report as parity_report
 from conformance.parity.compare import Divergence
 from conformance.parity.replay import ExchangeResult, Replay
