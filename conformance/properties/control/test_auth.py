@@ -72,7 +72,7 @@ def test_pat_headers_are_accepted(gs_target: Target, gs_raw: RawDriver, gs_job: 
         gs_raw.call("list_jobs"),
         gs_raw.get_job(gs_job.job_id),
     ):
-        soft.expect("AUTH-HEADERS-1", ans.status == 200, f"PAT call refused: {ans}")
+        soft.expect("AUTH-HEADERS-1", ans.ok, f"PAT call refused: {ans}")
     soft.check()
 
 
@@ -83,7 +83,7 @@ def test_other_accounts_jobs_are_invisible(gs_raw2: RawDriver, gs_job: SharedJob
     refused(gs_raw2.get_job(gs_job.job_id), soft, "AUTH-ISOLATION-1", statuses=[404])
     listed = gs_raw2.call("list_jobs")
     ids = [j.get("job_id") for j in listed.field("jobs", []) or [] if isinstance(j, dict)]
-    soft.expect("AUTH-ISOLATION-1", listed.status == 200, f"list with the second token: {listed}")
+    soft.expect("AUTH-ISOLATION-1", listed.ok, f"list with the second token: {listed}")
     soft.expect(
         "AUTH-ISOLATION-1",
         gs_job.job_id not in ids,
@@ -158,7 +158,7 @@ def test_another_accounts_job_id_is_no_conflict(
                     f"create with another account's job id: {taken}; with a free id of that shape: {free}")
     after = gs_raw.get_job(theirs)
     status = normalize_job_state(after.field("status"))
-    soft.expect("AUTH-ISOLATION-3", after.status == 200 and after.field("job_id") == theirs
+    soft.expect("AUTH-ISOLATION-3", after.ok and after.field("job_id") == theirs
                 and not is_job_terminal(status),
                 f"the first token's job after the second token's create: {after}")
     soft.check()

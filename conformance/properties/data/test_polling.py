@@ -245,16 +245,19 @@ def test_default_page_size(gs_source: Source, gs_large: LargeResult | None) -> N
 @checks("POLL-MAXEV-2", "POLL-MAXEV-4")
 def test_max_events_cap(gs_source: Source, gs_large: LargeResult | None) -> None:
     """max_events above 512 is capped at 512: a page of at most 512 events (the kit's:
-    min(512, total)), not a refusal (with fewer than 512 chunks the cap is taken, not seen
-    at work)."""
+    min(512, total)), not a refusal. Judged only with more than 512 events pending: with
+    fewer the cap cannot be seen at work, and the clause is skipped, not green."""
     driver, ops = chunked(gs_source, gs_large, forward_body(4, 9000))
     total = len(ops.last.chunk_events)
     page = driver.poll(ops.job_id, ops.last.request_id, max_events=100_000)
     n = len(page.body.get("events") or []) if isinstance(page.body, dict) else 0
     soft = Soft()
-    soft.expect("POLL-MAXEV-2", page.status == 200, f"max_events=100000 answered {page}")
+    soft.expect("POLL-MAXEV-2", page.ok, f"max_events=100000 answered {page}")
     _judge_page_size(n, MAX_EVENTS_CAP, total, soft, "POLL-MAXEV-2")
     soft.check()
+    if total <= MAX_EVENTS_CAP:
+        pytest.skip(f"only {total} result-chunk events pending: the {MAX_EVENTS_CAP} cap is not "
+                    "seen at work (needs a result in more chunks than that)")
 
 
 @checks("POLL-MAXEV-3")

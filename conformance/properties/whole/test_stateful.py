@@ -180,7 +180,7 @@ class JobMachine(RuleBasedStateMachine):
         if cid not in self.saved:
             return
         ans = self.driver.call("delete_checkpoint", job_id=self.job_id, checkpoint_id=cid)
-        expect("CKPT-DELETE-1", ans.status in (200, 204), f"delete {cid}: {ans}")
+        expect("CKPT-DELETE-1", ans.ok, f"delete {cid}: {ans}")
         del self.saved[cid]
         expect("CKPT-DELETE-1", cid not in self._listed(), f"deleted {cid} still listed")
 

@@ -96,6 +96,9 @@ def view(ctx: Ctx, job: JobRec, req: RequestRec, offset: int, max_events: int) -
     with ctx.store.lock:
         status = ctx.store.request_status(req)
         result, error, events, cursor = b"null", None, [], None
+        inflight_empty = ctx.settings.seams.bends(Bend.INFLIGHT_RESULT_EMPTY)
+        if inflight_empty and status == RequestState.DONE and req.polls <= 1 and not req.stream:
+            status = RequestState.RUNNING  # its first poll shows it in flight, whatever its pace
         if status == RequestState.STREAMING:
             events = _drain_stream(ctx, req, max_events)
             if not req.stream_events:
@@ -104,6 +107,8 @@ def view(ctx: Ctx, job: JobRec, req: RequestRec, offset: int, max_events: int) -
             status, result, events, cursor = _done(ctx, job, req, offset, max_events)
         elif status == RequestState.FAILED:
             error = ctx.settings.seams.rewrite(Rewrite.FAILED_REQUEST_ERROR, req.error)
+        elif inflight_empty or ctx.forms.use("inflight-result-empty"):
+            result = b"{}"  # spec §6.8's own empty form, on a page of a request still in flight
         if status in REQUEST_TERMINAL and req.final_status is None:
             req.final_status = status
             req.updated_at = max(req.updated_at, req.created_at)
