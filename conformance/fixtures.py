@@ -147,6 +147,22 @@ def gs_job(gs_raw: RawDriver, gs_opts: GsOptions, gs_ledger: JobLedger) -> Share
     return job
 
 
+#: The job id a property addresses when the session job could not be set up (a UUID no job has).
+NO_SUCH_JOB = "00000000-0000-4000-8000-00000000c0de"
+
+
+@pytest.fixture(scope="session")
+def gs_job_id(request: pytest.FixtureRequest) -> str:
+    """A job id to put in a path: the session job's, or, when it could not be set up, one no
+    job has. For clauses judged before any job is looked up (auth, routing), so a failed
+    set-up does not leave them unjudged; the set-up's failure is reported on its own."""
+    try:
+        job: SharedJob = request.getfixturevalue("gs_job")
+    except pytest.skip.Exception:
+        return NO_SUCH_JOB
+    return job.job_id
+
+
 @pytest.fixture(scope="session")
 def gs_new_job(
     gs_raw: RawDriver, gs_budget: JobBudget, gs_ledger: JobLedger, gs_opts: GsOptions

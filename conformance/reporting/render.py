@@ -14,26 +14,54 @@ from pathlib import Path
 from conformance.reporting.summary import summary_lines
 from conformance.reporting.verdicts import ClauseVerdict, RunResults
 
-_MARK = {"green": "PASS", "red": "FAIL", "skipped": "SKIP", "not-applicable": "N/A "}
-_ANSI = {"green": "\x1b[32m", "red": "\x1b[31m", "skipped": "\x1b[33m", "not-applicable": "\x1b[90m"}
+# Keyed by ClauseVerdict.shown: a decided clause's red against a URL is "advisory", in its
+# own word and colour, so a server team never reads it as a failure.
+_MARK = {"green": "PASS", "red": "FAIL", "advisory": "ADVI", "skipped": "SKIP", "not-applicable": "N/A "}
+_ANSI = {"green": "\x1b[32m", "red": "\x1b[31m", "advisory": "\x1b[36m", "skipped": "\x1b[33m",
+         "not-applicable": "\x1b[90m"}
 _RESET = "\x1b[0m"
-_COLOUR = {"green": "#2e9d4c", "red": "#d23b3b", "skipped": "#c9a227", "not-applicable": "#9a9a9a"}
-_ICON = {"green": "🟢", "red": "🔴", "skipped": "🟡", "not-applicable": "⚪"}
-#: Why a red clause does not fail the run.
-NOT_BINDING = "decided by the kit, not the spec: reported, never fails a run against a URL"
+_COLOUR = {"green": "#2e9d4c", "red": "#d23b3b", "advisory": "#3b7dd2", "skipped": "#c9a227",
+           "not-applicable": "#9a9a9a"}
+_ICON = {"green": "🟢", "red": "🔴", "advisory": "🔵", "skipped": "🟡", "not-applicable": "⚪"}
+#: Why an advisory clause does not fail the run.
+NOT_BINDING = "advisory: the kit's choice where the spec is silent; never fails a run against a URL"
+
+
+def _shown_counts(res: RunResults) -> dict[str, int]:
+    """Clauses by the word a report shows (advisory apart from red)."""
+    out = dict.fromkeys(_MARK, 0)
+    for v in res.verdicts:
+        out[v.shown] += 1
+    return out
+
+
+def _binding_reds(res: RunResults) -> list[ClauseVerdict]:
+    return [v for v in res.verdicts if v.status == "red" and v.binding]
+
+
+def _advisories(res: RunResults) -> list[ClauseVerdict]:
+    return [v for v in res.verdicts if v.advisory]
+
+
+def root_cause_lines(res: RunResults) -> list[str]:
+    """One line per failed shared set-up: the clause it breaks, what failed, what it skipped."""
+    return [f"root cause {c.clause}: {c.summary} ({len(c.skipped)} clauses skipped because of it)"
+            for c in res.root_causes]
 
 
 def tally(res: RunResults) -> str:
-    """``3 green, 0 red, 2 skipped, 1 not-applicable``."""
-    return ", ".join(f"{n} {status}" for status, n in res.counts().items())
+    """``3 green, 0 red, 1 advisory, 2 skipped, 1 not-applicable``."""
+    return ", ".join(f"{n} {status}" for status, n in _shown_counts(res).items())
 
 
 def headline(res: RunResults) -> str:
     musts = [v for v in res.verdicts if v.must and v.status in ("green", "red")]
     must_green = sum(v.status == "green" for v in musts)
     verdict = "CONFORMS" if res.ok else "DOES NOT CONFORM"
+    causes = f"{len(res.root_causes)} root cause(s) ({', '.join(c.clause for c in res.root_causes)}), " \
+        if res.root_causes else ""
     line = (
-        f"{verdict}: profile {res.profile}, {len(res.verdicts)} clauses: {tally(res)}; "
+        f"{verdict}: profile {res.profile}, {causes}{len(res.verdicts)} clauses: {tally(res)}; "
         f"MUST {must_green}/{len(musts)} judged green "
         f"({res.duration_s:.1f}s, target {res.target})"
     )
@@ -55,6 +83,13 @@ def note(v: ClauseVerdict) -> str:
     return ""
 
 
+def _examples(v: ClauseVerdict, lines: list[str]) -> None:
+    lines.append(f"-- {v.id}: {v.text}")
+    for ex in v.examples[:2]:
+        lines.append(f"   test {ex['test']}")
+        lines.extend("   | " + line for line in ex["text"].strip().splitlines()[:60])
+
+
 def text(res: RunResults, colour: bool = False, examples: bool = True) -> str:
     """The terminal table, one line per clause, failing examples after it."""
 
@@ -62,6 +97,7 @@ def text(res: RunResults, colour: bool = False, examples: bool = True) -> str:
         return f"{_ANSI[status]}{word}{_RESET}" if colour else word
 
     lines = [f"== conformance: profile {res.profile} against {res.target} =="]
+    lines.extend(paint("red", line) for line in root_cause_lines(res))
     if res.selected:
         lines.append(f"(restricted to {len(res.selected)} selected clauses)")
     for area, title, items in res.by_area():
@@ -71,18 +107,20 @@ def text(res: RunResults, colour: bool = False, examples: bool = True) -> str:
             extra = f"  ({why[:240]})" if why else ""
             level = "MUST  " if v.must else "SHOULD"
             lines.append(
-                f"  {paint(v.status, _MARK[v.status])} {level} {v.id:<20} {v.source:<10} "
+                f"  {paint(v.shown, _MARK[v.shown])} {level} {v.id:<20} {v.source:<10} "
                 f"{v.text[:80]}{extra}"
             )
-    red = res.by_status("red")
+    red, advisory = _binding_reds(res), _advisories(res)
     if examples and red:
         lines.append("")
         lines.append("== failing examples ==")
         for v in red:
-            lines.append(f"-- {v.id}: {v.text}")
-            for ex in v.examples[:2]:
-                lines.append(f"   test {ex['test']}")
-                lines.extend("   | " + line for line in ex["text"].strip().splitlines()[:60])
+            _examples(v, lines)
+    if examples and advisory:
+        lines.append("")
+        lines.append(f"== advisory ({NOT_BINDING}) ==")
+        for v in advisory:
+            _examples(v, lines)
     lines.append("")
     lines.extend(summary_lines(res))
     lines.append(paint("green" if res.ok else "red", headline(res)))
@@ -101,6 +139,7 @@ def markdown(res: RunResults) -> str:
         f"Result: **{'conforms' if res.ok else 'does not conform'}** "
         f"({tally(res)}; {res.duration_s:.1f}s)",
         "",
+        *(f"**{_md_cell(line)}**  " for line in root_cause_lines(res)),
     ]
     failing_skips = [v.id for v in res.failing() if v.status == "skipped"]
     if failing_skips:
@@ -122,14 +161,16 @@ def markdown(res: RunResults) -> str:
         ]
         for v in items:
             out.append(
-                f"| {_ICON[v.status]} {v.status} | {v.level} | `{v.id}` | {v.source} | "
+                f"| {_ICON[v.shown]} {v.shown} | {v.level} | `{v.id}` | {v.source} | "
                 f"{_md_cell(v.text)} | {_md_cell(note(v))} |"
             )
         out.append("")
-    red = res.by_status("red")
-    if red:
-        out += ["## Failing examples", ""]
-        for v in red:
+    for title, shown in (("Failing examples", _binding_reds(res)),
+                         (f"Advisory ({NOT_BINDING})", _advisories(res))):
+        if not shown:
+            continue
+        out += [f"## {title}", ""]
+        for v in shown:
             out.append(f"### `{v.id}`")
             out.append("")
             out.append(v.text)
@@ -162,13 +203,13 @@ details summary{cursor:pointer;color:#a22}
 def _cell(v: ClauseVerdict) -> str:
     cls = "cell should" if not v.must else "cell"
     tip = html.escape(
-        f"{v.id} [{v.level}, {v.source}] {v.status}: {v.text}"
+        f"{v.id} [{v.level}, {v.source}] {v.shown}: {v.text}"
         + (f" - {note(v)}" if note(v) else "")
     )
     short = html.escape(v.id.split("-", 1)[1])
     return (
         f'<a class="{cls}" href="#{html.escape(v.id)}" title="{tip}" '
-        f'style="background:{_COLOUR[v.status]}">{short}</a>'
+        f'style="background:{_COLOUR[v.shown]}">{short}</a>'
     )
 
 
@@ -203,7 +244,7 @@ def html_page(res: RunResults) -> str:
 
 def _html_summary(res: RunResults) -> list[str]:
     """The page's head lines: target, verdict and legend, failing skips, settings, tally."""
-    c = res.counts()
+    c = _shown_counts(res)
     e = html.escape
     legend = "".join(
         f"<span style='background:{_COLOUR[status]}'></span>{c[status]} {status}"
@@ -218,6 +259,8 @@ def _html_summary(res: RunResults) -> list[str]:
         f"<span class='legend'>{legend}"
         "<span style='background:#999;border:1px dashed #fff'></span>dashed = SHOULD</span></div>",
     ]
+    parts.extend(f"<div class='sub' style='color:{_COLOUR['red']}'>{e(line)}</div>"
+                 for line in root_cause_lines(res))
     failing_skips = [v.id for v in res.failing() if v.status == "skipped"]
     if failing_skips:
         parts.append(
@@ -242,8 +285,8 @@ def _html_row(v: ClauseVerdict) -> str:
                 f"<pre>{e(ex['text'].strip())}</pre></details>"
             )
     return (
-        f"<tr id='{e(v.id)}'><td><span class='pill' style='background:{_COLOUR[v.status]}'>"
-        f"{v.status}</span></td><td>{v.level}</td><td><code>{e(v.id)}</code></td>"
+        f"<tr id='{e(v.id)}'><td><span class='pill' style='background:{_COLOUR[v.shown]}'>"
+        f"{v.shown}</span></td><td>{v.level}</td><td><code>{e(v.id)}</code></td>"
         f"<td>{e(v.source)}</td><td>{e(v.text)}</td><td>{cell}</td></tr>"
     )
 
@@ -267,7 +310,7 @@ def junit(res: RunResults) -> str:
         case = ET.SubElement(suite, "testcase", classname=f"gs.{v.area}", name=v.id, time="0")
         ET.SubElement(case, "properties").extend(
             [ET.Element("property", name=k, value=val)
-             for k, val in (("status", v.status), ("source", v.source), ("level", v.level))]
+             for k, val in (("status", v.shown), ("source", v.source), ("level", v.level))]
         )
         message = f"[{v.level}, {v.status}] {note(v) or v.reason}"[:500]
         if v.id in failing:

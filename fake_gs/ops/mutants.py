@@ -60,6 +60,7 @@ job-ids-global | AUTH-ISOLATION-3 | waive:job-ids-per-account | job ids are one 
 admin-open | AUTH-ADMIN-1 | waive:admin-token | the admin API answers without a token although tokens are set
 service-token-admin | AUTH-ADMIN-2 | bend:service-token-admin | any service token opens the admin API
 # Jobs: create-time rules
+create-no-job-id | JOB-CREATE-1 | bend:create-no-job-id | a valid create answers 200 {{}} (the job is made, its job_id never told): the session job cannot be set up, one root cause
 job-id-ignored | JOB-ID-1 | waive:caller-job-id | a create body's job_id is replaced by a random one
 debug-gate-open | JOB-DEBUG-2 | waive:debug-gate | a create body's top-level debug block is ignored
 sp-size-unchecked | JOBV-SP-1 | waive:sp-size | an sp_size that does not divide n_gpus is accepted

@@ -100,6 +100,7 @@ class Bend(StrEnum):
     CANCELLING_LINGERS = "cancelling-lingers"  # a cancelled job lingers in cancelling, cancel answers 409
     INITIALIZING_AS_PLACING = "initializing-as-placing"  # a warming-up job is shown placing
     CREATE_201 = "create-201"  # a create answers 201 Created (a form the spec allows)
+    CREATE_NO_JOB_ID = "create-no-job-id"  # a create answers {} (the job is made, its id not told)
     INIT_ANY_JOB = "init-any-job"  # an initialisation finds its checkpoint in any of the caller's jobs
     # checkpoints, operations, logs
     EXPORT_NAME_FROM_ID = "export-name-from-id"  # export file names are built from the checkpoint id

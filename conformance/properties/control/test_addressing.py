@@ -191,10 +191,10 @@ def test_frame_routes_refuse_other_content_types(
     ),
 )
 def test_unknown_paths_answer_404(
-    gs_raw: RawDriver, gs_job: SharedJob, method: str, tail: list[str]
+    gs_raw: RawDriver, gs_job_id: str, method: str, tail: list[str]
 ) -> None:
     """Paths no route matches answer 404 with the error envelope."""
-    path = f"/{gs_job.job_id}/zz-{'/'.join(tail)}"
+    path = f"/{gs_job_id}/zz-{'/'.join(tail)}"
     ans = gs_raw.under_prefix(
         method,
         path,

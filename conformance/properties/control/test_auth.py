@@ -39,19 +39,19 @@ def _all_unauthenticated(driver: RawDriver, job_id: str, cid: str) -> None:
 
 
 @checks("AUTH-REQUIRED-1")
-def test_missing_token_is_refused(gs_target: Target, gs_anon: RawDriver, gs_job: SharedJob) -> None:
+def test_missing_token_is_refused(gs_target: Target, gs_anon: RawDriver, gs_job_id: str) -> None:
     """No Authorization header: 401 unauthenticated, on control and data plane."""
     _needs_auth(gs_target)
-    _all_unauthenticated(gs_anon, gs_job.job_id, "AUTH-REQUIRED-1")
+    _all_unauthenticated(gs_anon, gs_job_id, "AUTH-REQUIRED-1")
 
 
 @checks("AUTH-REQUIRED-2")
-def test_wrong_token_is_refused(gs_target: Target, gs_job: SharedJob) -> None:
+def test_wrong_token_is_refused(gs_target: Target, gs_job_id: str) -> None:
     """A token the service does not know: 401 unauthenticated."""
     _needs_auth(gs_target)
     wrong = RawDriver(gs_target, token=unrelated_token(gs_target.token or ""))
     try:
-        _all_unauthenticated(wrong, gs_job.job_id, "AUTH-REQUIRED-2")
+        _all_unauthenticated(wrong, gs_job_id, "AUTH-REQUIRED-2")
     finally:
         wrong.close()
 
