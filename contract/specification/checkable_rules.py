@@ -65,7 +65,7 @@ _TABLE = """
 5.9 | deleting a missing checkpoint is an error (e.g. 404) | CKPT-DELETE-2 ERR-STATUS-1 | yes | error-forms
 6.1 | forward-backward takes a DSSST1 frame, in chunks above 60 MiB | CHUNK-ANY-1 LIMIT-BODY-2 | yes | -
 6.1 | only the last chunk's answer may carry request_id | CG-NONFINAL-1 CG-FINAL-1 CLIENT-CHUNK-3 | yes | -
-6.1 | its result carries job_id, avg_loss, metrics, post_process_outputs | FB-RESULT-1 | yes | unknown-fields result-delivery
+6.1 | its result carries job_id, avg_loss, metrics, post_process_outputs | FB-RESULT-1 FB-RESULT-3 | yes | unknown-fields result-delivery
 6.2 | step takes an optional learning_rate ({} allowed) | STEP-RESULT-1 STEP-BAD-1 | yes | -
 6.2 | its result carries global_steps and last_lr, a number or a list | STEP-RESULT-1 STEP-COUNT-1 STEP-LR-1 | yes | last-lr-list last-lr-scheduled
 6.2 | peak_memory {gpu_peak, cpu_peak} byte counts appear only with step_peak_memory_log | STEP-MEM-1 | yes | -
