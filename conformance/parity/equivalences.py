@@ -199,11 +199,21 @@ def _other_success(d: Divergence, p: Pair) -> bool:
     return d.kind == "status" and all(isinstance(s, int) and 200 <= s < 300 for s in statuses)
 
 
-def _inflight_result(d: Divergence, p: Pair) -> bool:
-    """A page of a request still in flight with result ``{}`` on one side, null on the other."""
-    state = normalize_request_state(p.at("new", "body.status"))
-    return (_leaf(d) == "result" and state not in REQUEST_TERMINAL
-            and {json.dumps(p.at(s, d.field)) for s in ("recorded", "new")} <= {"null", "{}"})
+def _empty_result(terminal: bool) -> Matcher:
+    """A page (of a request ended, or still in flight) with result ``{}`` on one side and
+    null on the other."""
+    def match(d: Divergence, p: Pair) -> bool:
+        state = normalize_request_state(p.at("new", "body.status"))
+        return (_leaf(d) == "result" and (state in REQUEST_TERMINAL) == terminal
+                and {json.dumps(p.at(s, d.field)) for s in ("recorded", "new")} <= {"null", "{}"})
+    return match
+
+
+def _precondition(d: Divergence, p: Pair) -> bool:
+    """A refusal of a call on a job not running: 409 job_not_running on one side, 412 with a
+    {message, code} body on the other."""
+    statuses = {p.status("recorded"), p.status("new")}
+    return statuses == {409, 412} and (d.kind in ("status", "form", "type", "value") or _leaf(d) == "code")
 
 
 def _abstracted(d: Divergence, p: Pair) -> bool:
@@ -241,7 +251,9 @@ EQUIVALENCES: dict[str, Matcher] = {
     "timestamp-form": _abstracted,
     "result-delivery": _delivery,
     "success-status": _other_success,
-    "inflight-result-empty": _inflight_result,
+    "inflight-result-empty": _empty_result(terminal=False),
+    "done-result-null": _empty_result(terminal=True),
+    "precondition-status": _precondition,
 }
 
 

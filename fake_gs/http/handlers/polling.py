@@ -70,6 +70,8 @@ def _done(ctx: Ctx, job: JobRec, req: RequestRec, offset: int, max_events: int
     if req.stream:
         return RequestState.DONE, b"null", _drain_stream(ctx, req, max_events), None
     raw = req.result_raw if req.result_raw is not None else b"{}"
+    if raw == b"{}" and ctx.forms.use("done-result-null", req.request_id):
+        raw = b"null"  # spec §6.8: a successful request with no result (the client reads {})
     result_retention.read_to_end(ctx.settings, job, req, ctx.store.clock.monotonic())
     return RequestState.DONE, raw, [], None
 
