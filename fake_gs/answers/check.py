@@ -171,9 +171,9 @@ def _models_for(route: Route | None, status: int, expected: Expected) -> list[ty
         return [m.ErrorEnvelope]
     if route is None:
         return []
-    if status == 202 and route.chunked:
-        return [m.ChunkAccepted]
     model = expected.model or answer_model(route)
+    if status == 202 and route.chunked:  # a non-final chunk, or (row success-status) the final one
+        return [m.ChunkAccepted, *([model] if model is not None else [])]
     if model is not None:
         return [model]
     return list(dict.fromkeys(m.OPERATION_ANSWERS.values())) if route.name == "operation" else []
