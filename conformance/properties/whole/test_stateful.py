@@ -203,7 +203,8 @@ class JobMachine(RuleBasedStateMachine):
     @rule(rid=requests)
     def poll_again(self, rid: str) -> None:
         ans = self.driver.poll(self.job_id, rid)
-        if ans.status == 410 and ans.code == ErrorCode.RESULT_EXPIRED:
+        # result_expired, or its status alone where the body takes spec §3.6's {message, code}
+        if ans.status == 410 and ans.any_code in (ErrorCode.RESULT_EXPIRED, "410"):
             return  # read to the end and freed since: allowed (POLL-EXPIRE-1 judges the form)
         body = ans.body or {}
         status, result = self.terminal[rid]
