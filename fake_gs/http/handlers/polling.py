@@ -15,7 +15,7 @@ from starlette.responses import Response
 
 from contract.errors import ErrorCode
 from contract.models import RequestStatus
-from contract.states import REQUEST_TERMINAL, RequestState
+from contract.states import REQUEST_IN_FLIGHT, REQUEST_TERMINAL, RequestState
 from fake_gs.answers import check as answers
 from fake_gs.answers import forms as dialect
 from fake_gs.answers import forms_any
@@ -109,7 +109,7 @@ def view(ctx: Ctx, job: JobRec, req: RequestRec, offset: int, max_events: int) -
             status, result, events, cursor = _done(ctx, job, req, offset, max_events)
         elif status == RequestState.FAILED:
             error = ctx.settings.seams.rewrite(Rewrite.FAILED_REQUEST_ERROR, req.error)
-        elif inflight_empty or ctx.forms.use("inflight-result-empty"):
+        elif status in REQUEST_IN_FLIGHT and (inflight_empty or ctx.forms.use("inflight-result-empty")):
             result = b"{}"  # spec §6.8's own empty form, on a page of a request still in flight
         if status in REQUEST_TERMINAL and req.final_status is None:
             req.final_status = status
