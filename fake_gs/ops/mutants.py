@@ -112,7 +112,7 @@ tail-logs-no-eof | OP-LOGS-1 | rewrite:tail-logs-page | tail-logs pages carry no
 nonfinal-chunk-request-id | CG-NONFINAL-1 | chunk:ack-leaks-request-id | a non-final chunk's answer carries a request_id
 chunk-sha-unchecked | CHUNK-VERIFY-1 | chunk:sha-unverified | reassembled frames are not checked against frame_sha256
 replay-double-exec | CG-IDEM-1 CG-IDEM-3 | chunk:replay-executes | a replayed final chunk executes forward-backward again
-replay-reruns-quietly | CG-IDEM-1 | chunk:replay-reruns-quietly | a repeated final chunk runs forward-backward again but answers the original request: only the next step's micro-batch count shows it
+final-chunk-reruns-quietly | CG-IDEM-1 | chunk:replay-reruns-quietly | a repeated final chunk runs forward-backward again but answers the original request: only the next step's micro-batch count shows it
 restart-not-required | CG-RESTART-1 | chunk:restart | a first-seen group not starting at chunk 0 is accepted
 missing-chunks-accepted | CG-MISSING-1 | chunk:missing | a final chunk with chunks missing executes
 groups-uncapped | LIMIT-GROUPS-1 | chunk:caps | open chunk groups and buffered bytes are not capped
@@ -154,7 +154,7 @@ tiny-fwd-ignores-temperature | SEM-PPOKL-1 | engine:forward-ignores-temperature 
 tiny-sampler-fresh | CKPT-INIT-3 | engine:sampler-init-fresh | a sampler created from a checkpoint keeps fresh weights | tiny
 # Allowed forms: the spec allows them, so the run stays green (the clauses listed among them)
 create-201 | JOB-CREATE-1 JOB-OBJECT-1 AUTH-REQUIRED-1 ADDR-ROUTE-1 ERR-ENVELOPE-1 STEP-RESULT-1 | bend:create-201 | a create answers 201 Created with its {{job_id}} | allowed
-inflight-result-empty | POLL-FIELDS-1 STEP-RESULT-1 STEP-COUNT-1 SAVE-RESULT-1 SAVE-LOAD-1 REQ-ORDER-1 | bend:inflight-result-empty | a page of a request still in flight carries result {{}} (spec §6.8's empty form) | allowed
+running-pages-empty-result | POLL-FIELDS-1 STEP-RESULT-1 STEP-COUNT-1 SAVE-RESULT-1 SAVE-LOAD-1 REQ-ORDER-1 | bend:inflight-result-empty | a page of a request still in flight carries result {{}} (spec §6.8's empty form) | allowed
 # Parity: no clause breaks, only a replay against the unmutated fake's recording sees it
 avg-loss-flipped-large |  | bend:large-batch-loss-flipped | forward-backward batches of more than 1 MiB of tensors answer their avg_loss with the sign flipped | parity
 """

@@ -111,9 +111,9 @@ def replay_reruns_quietly(api: Api) -> None:
 VERDICT_CHECKS: dict[str, tuple[Callable[[Api], None], dict[str, Any]]] = {
     "create-no-job-id": (create_no_job_id, {}),
     "create-201": (create_201, {}),
-    "inflight-result-empty": (inflight_result_empty, {}),
+    "running-pages-empty-result": (inflight_result_empty, {}),
     "initializing-collapsed": (initializing_collapsed, {"startup": "polls:8"}),
-    "replay-reruns-quietly": (replay_reruns_quietly, {}),
+    "final-chunk-reruns-quietly": (replay_reruns_quietly, {}),
     "job-not-found-miscoded": (job_not_found_miscoded, {}),
     "validation-unnamed": (validation_unnamed, {}),
     "last-lr-text": (last_lr_text, {}),
