@@ -199,6 +199,7 @@ def test_every_corrected_clause_has_a_mutant():
     assert set(CORRECTED) <= declared, set(CORRECTED) - declared
 
 
+@pytest.mark.slow  # beside the kill shards: the tests tier keeps its 3 minutes
 @pytest.mark.heavy
 def test_allowed_forms_stay_green(tmp_path, subtests):
     """A mutant answering in a form the spec allows (a create answered 201, ``{}`` on the
