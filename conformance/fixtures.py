@@ -125,16 +125,42 @@ def gs_ledger() -> Iterator[JobLedger]:
 
 @pytest.fixture(scope="session")
 def gs_job(gs_raw: RawDriver, gs_opts: GsOptions, gs_ledger: JobLedger) -> SharedJob:
-    """The shared session job (created once, or ``--gs-job-id``), running."""
-    from conformance.jobs import start_shared_job
+    """The shared session job (created once, or ``--gs-job-id``), running.
+
+    When it cannot be created or started, that failure is the run's root cause: every test
+    that needs the job is skipped naming it (pytest keeps the session fixture's skip, so the
+    job is tried once), and the report shows it once, red on the clause it breaks, with the
+    exchange that shows it; tests needing no job are judged as usual."""
+    from conformance.jobs import SetupFailed, start_shared_job
+    from conformance.reporting.recorder import render_last
+    from conformance.reporting.verdicts import root_cause_skip
+    from conformance.runtime import RUNTIME
+    from contract.redact import scrub_text
 
     try:
         job = start_shared_job(gs_raw, gs_opts.model, gs_opts.job_id, gs_opts.startup_timeout_s)
-    except RuntimeError as exc:
-        pytest.fail(str(exc), pytrace=False)
+    except SetupFailed as exc:
+        evidence = render_last() or str(exc.answer or "")
+        pytest.skip(root_cause_skip(exc.clause, exc.summary, scrub_text(evidence, RUNTIME.secrets)))
     if job.created:
         gs_ledger.add(gs_raw, job.job_id)
     return job
+
+
+#: The job id a property addresses when the session job could not be set up (a UUID no job has).
+NO_SUCH_JOB = "00000000-0000-4000-8000-00000000c0de"
+
+
+@pytest.fixture(scope="session")
+def gs_job_id(request: pytest.FixtureRequest) -> str:
+    """A job id to put in a path: the session job's, or, when it could not be set up, one no
+    job has. For clauses judged before any job is looked up (auth, routing), so a failed
+    set-up does not leave them unjudged; the set-up's failure is reported on its own."""
+    try:
+        job: SharedJob = request.getfixturevalue("gs_job")
+    except pytest.skip.Exception:
+        return NO_SUCH_JOB
+    return job.job_id
 
 
 @pytest.fixture(scope="session")
@@ -161,7 +187,7 @@ def gs_new_job(
             gs_budget.take(1, why)
         ans = drv.create_job(body or small_job(gs_opts.model))
         job_id = ans.field("job_id")
-        if ans.status != 200 or not isinstance(job_id, str):
+        if not ans.ok or not isinstance(job_id, str):
             if cid:
                 raise ClauseViolation([cid], f"could not create a job: {ans}")
             raise AssertionError(f"could not create a job: {ans}")

@@ -21,6 +21,15 @@ from conformance.inputs.valid_bodies import shared_job
 from contract.states import JOB_ACTIVE, JobState, normalize_job_state
 
 
+class SetupFailed(RuntimeError):
+    """Shared set-up failed: ``clause`` is the rule the failure breaks, ``answer`` the
+    exchange that shows it (the run reports it once, as a root cause)."""
+
+    def __init__(self, clause: str, summary: str, answer: Answer | None = None) -> None:
+        super().__init__(f"{summary}: {answer}" if answer is not None else summary)
+        self.clause, self.summary, self.answer = clause, summary, answer
+
+
 @dataclass
 class SharedJob:
     """The session job and the evidence its start-up produced."""
@@ -103,7 +112,7 @@ class JobLedger:
         for driver, job_id in items:
             try:
                 ans = driver.cancel(job_id)
-                if ans.status not in (200, 204, 404, 409):
+                if not ans.ok and ans.status not in (404, 409):
                     problems.append(f"cancel {job_id}: {ans.status}")
             except Exception as exc:  # cleanup must not mask the run's result
                 problems.append(f"cancel {job_id}: {exc}")
@@ -125,8 +134,9 @@ def start_shared_job(
         body = shared_job(model)
         create_answer = driver.create_job(body)
         job_id = create_answer.field("job_id")
-        if create_answer.status != 200 or not isinstance(job_id, str):
-            raise RuntimeError(f"cannot create the session job: {create_answer}")
+        if not create_answer.ok or not isinstance(job_id, str):
+            raise SetupFailed("JOB-CREATE-1", "the session job could not be created "
+                              "(a valid create answered no 2xx {job_id})", create_answer)
     shared = SharedJob(
         job_id=job_id,
         created=not reuse_job_id,
@@ -153,7 +163,8 @@ def start_shared_job(
 
     ans, seen = driver.wait_job(job_id, timeout_s=timeout_s, on_status=on_status)
     shared.startup_statuses = seen
-    if ans.status != 200 or normalize_job_state(ans.field("status")) != JobState.RUNNING:
-        raise RuntimeError(f"session job {job_id} did not reach running: {ans}")
+    if not ans.ok or normalize_job_state(ans.field("status")) != JobState.RUNNING:
+        raise SetupFailed("JOB-STATE-1", f"the session job {job_id} did not reach running "
+                          f"(statuses seen: {', '.join(seen) or 'none'})", ans)
     shared.job = dict(ans.body)
     return shared

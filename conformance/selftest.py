@@ -33,16 +33,10 @@ def mutant_args(name: str) -> list[str]:
         return []
     semantic = all(CLAUSES[c].profile == "semantic" for c in mutant.clauses)
     engine = getattr(mutant, "engine", None) or "shape"
-    return [
-        "--mutant",
-        name,
-        "--clauses",
-        ",".join(mutant.clauses),
-        "--engine",
-        engine,
-        "--profile",
-        "semantic" if semantic else "proposed",
-    ]
+    # An allowed form is judged as the server team's command would: the current profile.
+    profile = "semantic" if semantic else "current" if mutant.allowed else "proposed"
+    return ["--mutant", name, "--clauses", ",".join(mutant.clauses), "--engine", engine,
+            "--profile", profile]
 
 
 def run(name: str, argv: list[str], out: Path) -> dict[str, Any]:

@@ -80,6 +80,10 @@ log-cursor | 7.8 | spec | - | opaque tail-logs cursors, and empty non-EOF pages 
 cancelling-visible | 5.5 | spec | - | a cancelled job seen as cancelling before it is cancelled
 timestamp-form | 5.2 | - | - | timestamps with fractional seconds or a +00:00 offset (RFC 3339 still)
 result-delivery | 9.4 | - | - | a tensor result inline or in result chunks (spec §9.5) whatever its size
+success-status | 3.6 | - | - | a create answered 201 and a submission 202 (any 2xx is a success; the spec shows only the bodies)
+done-result-null | 6.8 | - | - | a done request with an empty result ({}) carrying result null (the client reads either as {})
+precondition-status | 3.6 | - | JOB-RUNNING-1 | a call on a job that is not running refused 412 Precondition Failed with a {message, code} body
+inflight-result-empty | 6.8 | - | - | a page of a request still in flight carrying result {} (the spec's empty form) instead of null
 """
 
 

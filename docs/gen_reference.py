@@ -339,13 +339,15 @@ the status each is answered with. Spec §3.6 also allows `{message, code: <statu
 def mutants_page() -> str:
     rows = []
     for m in MUTANTS.values():
-        where = "client" if m.client else "parity only" if m.parity else (m.engine or "fake")
+        where = ("client" if m.client else "parity only" if m.parity
+                 else "allowed form: stays green" if m.allowed else (m.engine or "fake"))
         rows.append([code(m.name), " ".join(f"[{c}](clauses.md#{c})" for c in m.clauses), where, cell(m.description)])
     intro = f"""
-The {len(MUTANTS)} deliberate contract violations of `fake_gs.ops.mutants`: `fake-gs --mutant NAME`,
-`gs-conformance --mutant NAME`, `gs-parity --mutant NAME`. Each must turn its clauses red
-(the suite's self-test) or, marked *parity only*, diverge in a replay. *where*: the fake
-itself, the engine it lives in, or the kit's client."""
+The {len(MUTANTS)} deliberate variations of `fake_gs.ops.mutants`: `fake-gs --mutant NAME`,
+`gs-conformance --mutant NAME`, `gs-parity --mutant NAME`. Each contract violation must turn
+its clauses red (the suite's self-test) or, marked *parity only*, diverge in a replay; one
+marked *allowed form* answers in a form the spec allows and must leave the clauses it lists
+green (the run exits 0). *where*: the fake itself, the engine it lives in, or the kit's client."""
     return page("Mutants", intro, table(("mutant", "breaks", "where", "what it does"), rows))
 
 

@@ -14,7 +14,7 @@ from requests.structures import CaseInsensitiveDict
 
 from contract.errors import REQUEST_ID_HEADER, error_code_of, find_error_code
 from contract.routes import JSON
-from contract.states import normalize_request_state
+from contract.states import REQUEST_TERMINAL, normalize_request_state
 
 ResultForm = Literal["json", "inline", "chunks", "none"]
 
@@ -97,8 +97,15 @@ class Settled:
 
     @property
     def result(self) -> Any:
+        """The result a terminal page carries (None when none does): a page of a request
+        still in flight may hold any empty form (``{}``, ``null``, absent; spec §6.8), so
+        no page before the request ended is read as its result."""
         for page in self.pages:
-            if isinstance(page.body, Mapping) and page.body.get("result") is not None:
+            if not isinstance(page.body, Mapping):
+                continue
+            if normalize_request_state(page.body.get("status")) not in REQUEST_TERMINAL:
+                continue
+            if page.body.get("result") is not None:
                 return page.body["result"]
         return None
 

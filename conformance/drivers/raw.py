@@ -150,7 +150,7 @@ class RawDriver:
         delay = 0.01 if self.fast else 0.2
         while True:
             ans = self.get_job(job_id)
-            if ans.status != 200:
+            if not ans.ok:
                 return ans, seen
             raw = str(ans.field("status"))
             if not seen or seen[-1] != raw:
@@ -200,7 +200,7 @@ class RawDriver:
         while True:
             ans = self.poll(job_id, request_id, cursor=cursor, max_events=max_events)
             out.pages.append(ans)
-            if ans.status != 200 or not isinstance(ans.body, Mapping):
+            if not ans.ok or not isinstance(ans.body, Mapping):
                 return out
             out.events.extend(e for e in ans.body.get("events") or [] if isinstance(e, dict))
             status = str(ans.body.get("status"))

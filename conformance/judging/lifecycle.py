@@ -110,7 +110,7 @@ def judge(eol: EndOfLife, soft: Soft) -> None:
 def _judge_after(eol: EndOfLife, soft: Soft) -> None:
     """What the cancelled job still answers: a finished request as it ended, no data plane."""
     after, before = eol.polled_after, eol.ended_before
-    if after is not None and before is not None and after.status == 200:
+    if after is not None and before is not None and after.ok:
         # Whether requests stay readable after their job ended is left open (spec §3.3);
         # when one is, it still reads as it ended.
         body = after.body if isinstance(after.body, dict) else {}

@@ -9,6 +9,7 @@ explain (a URL: every row; the kit's fake: its dialect's).
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -16,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from contract.errors import REQUEST_ID_HEADER, is_error_envelope
 from contract.forms import EXTRA_FIELDS, FORMS
-from contract.states import JobState, normalize_job_state, normalize_request_state
+from contract.states import REQUEST_TERMINAL, JobState, normalize_job_state, normalize_request_state
 
 if TYPE_CHECKING:
     from conformance.parity.compare import Divergence
@@ -192,6 +193,29 @@ def _server_named(d: Divergence, p: Pair) -> bool:
             or (_leaf(d) == "size_bytes" and d.kind == "value" and renamed))
 
 
+def _other_success(d: Divergence, p: Pair) -> bool:
+    """Two successes with the same body but another 2xx status (201, 202 for 200)."""
+    statuses = (p.status("recorded"), p.status("new"))
+    return d.kind == "status" and all(isinstance(s, int) and 200 <= s < 300 for s in statuses)
+
+
+def _empty_result(terminal: bool) -> Matcher:
+    """A page (of a request ended, or still in flight) with result ``{}`` on one side and
+    null on the other."""
+    def match(d: Divergence, p: Pair) -> bool:
+        state = normalize_request_state(p.at("new", "body.status"))
+        return (_leaf(d) == "result" and (state in REQUEST_TERMINAL) == terminal
+                and {json.dumps(p.at(s, d.field)) for s in ("recorded", "new")} <= {"null", "{}"})
+    return match
+
+
+def _precondition(d: Divergence, p: Pair) -> bool:
+    """A refusal of a call on a job not running: 409 job_not_running on one side, 412 with a
+    {message, code} body on the other."""
+    statuses = {p.status("recorded"), p.status("new")}
+    return statuses == {409, 412} and (d.kind in ("status", "form", "type", "value") or _leaf(d) == "code")
+
+
 def _abstracted(d: Divergence, p: Pair) -> bool:
     """Nothing to accept: ids and timestamps are compared abstractly already."""
     return False
@@ -226,6 +250,10 @@ EQUIVALENCES: dict[str, Matcher] = {
     "cancelling-visible": _cancelling,
     "timestamp-form": _abstracted,
     "result-delivery": _delivery,
+    "success-status": _other_success,
+    "inflight-result-empty": _empty_result(terminal=False),
+    "done-result-null": _empty_result(terminal=True),
+    "precondition-status": _precondition,
 }
 
 

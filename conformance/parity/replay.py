@@ -329,7 +329,7 @@ class Replayer:
                    recorded: dict[str, Any], new: dict[str, Any], result: ExchangeResult) -> dict[str, Any]:
         """Poll again while the new answer is behind the recorded state (not yet terminal)."""
         route = req.get("route")
-        if route not in _POLLED or recorded["status"] != 200 or new["status"] != 200 or "error" in new:
+        if route not in _POLLED or not (_success(recorded) and _success(new)) or "error" in new:
             return new
         normal, terminal = _POLLED[route]
         want = _state(recorded, normal)
@@ -344,10 +344,16 @@ class Replayer:
             earlier = new
             new = self.send(target, req, body)
             result.polls += 1
-            if new["status"] != 200:
+            if not _success(new):
                 break
             new = _carry_events(earlier, new)
         return new
+
+
+def _success(answer: dict[str, Any]) -> bool:
+    """Any 2xx: the spec names no success status for a poll (spec §3.6: non-2xx is an error)."""
+    status = answer.get("status")
+    return isinstance(status, int) and 200 <= status < 300
 
 
 def _carry_events(earlier: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:

@@ -23,26 +23,54 @@ from conformance.reporting.model import Failure, Verdict, curl_line
 from conformance.reporting.summary import summary_lines
 from conformance.reporting.verdicts import ClauseVerdict, RunResults
 
-_MARK = {"green": "PASS", "red": "FAIL", "skipped": "SKIP", "not-applicable": "N/A "}
-_ANSI = {"green": "\x1b[32m", "red": "\x1b[31m", "skipped": "\x1b[33m", "not-applicable": "\x1b[90m"}
+# Keyed by ClauseVerdict.shown: a decided clause's red against a URL is "advisory", in its
+# own word and colour, so a server team never reads it as a failure.
+_MARK = {"green": "PASS", "red": "FAIL", "advisory": "ADVI", "skipped": "SKIP", "not-applicable": "N/A "}
+_ANSI = {"green": "\x1b[32m", "red": "\x1b[31m", "advisory": "\x1b[36m", "skipped": "\x1b[33m",
+         "not-applicable": "\x1b[90m"}
 _RESET = "\x1b[0m"
-_COLOUR = {"green": "#2e9d4c", "red": "#d23b3b", "skipped": "#c9a227", "not-applicable": "#9a9a9a"}
-_ICON = {"green": "🟢", "red": "🔴", "skipped": "🟡", "not-applicable": "⚪"}
-#: Why a red clause does not fail the run.
-NOT_BINDING = "decided by the kit, not the spec: reported, never fails a run against a URL"
+_COLOUR = {"green": "#2e9d4c", "red": "#d23b3b", "advisory": "#3b7dd2", "skipped": "#c9a227",
+           "not-applicable": "#9a9a9a"}
+_ICON = {"green": "🟢", "red": "🔴", "advisory": "🔵", "skipped": "🟡", "not-applicable": "⚪"}
+#: Why an advisory clause does not fail the run.
+NOT_BINDING = "advisory: the kit's choice where the spec is silent; never fails a run against a URL"
+
+
+def _shown_counts(res: RunResults) -> dict[str, int]:
+    """Clauses by the word a report shows (advisory apart from red)."""
+    out = dict.fromkeys(_MARK, 0)
+    for v in res.verdicts:
+        out[v.shown] += 1
+    return out
+
+
+def _binding_reds(res: RunResults) -> list[ClauseVerdict]:
+    return [v for v in res.verdicts if v.status == "red" and v.binding]
+
+
+def _advisories(res: RunResults) -> list[ClauseVerdict]:
+    return [v for v in res.verdicts if v.advisory]
+
+
+def root_cause_lines(res: RunResults) -> list[str]:
+    """One line per failed shared set-up: the clause it breaks, what failed, what it skipped."""
+    return [f"root cause {c.clause}: {c.summary} ({len(c.skipped)} clauses skipped because of it)"
+            for c in res.root_causes]
 
 
 def tally(res: RunResults) -> str:
-    """``3 green, 0 red, 2 skipped, 1 not-applicable``."""
-    return ", ".join(f"{n} {status}" for status, n in res.counts().items())
+    """``3 green, 0 red, 1 advisory, 2 skipped, 1 not-applicable``."""
+    return ", ".join(f"{n} {status}" for status, n in _shown_counts(res).items())
 
 
 def headline(res: RunResults) -> str:
     musts = [v for v in res.verdicts if v.must and v.status in ("green", "red")]
     must_green = sum(v.status == "green" for v in musts)
     verdict = "CONFORMS" if res.ok else "NOTHING JUDGED" if res.judged_nothing else "DOES NOT CONFORM"
+    causes = f"{len(res.root_causes)} root cause(s) ({', '.join(c.clause for c in res.root_causes)}), " \
+        if res.root_causes else ""
     line = (
-        f"{verdict}: profile {res.profile}, {len(res.verdicts)} clauses: {tally(res)}; "
+        f"{verdict}: profile {res.profile}, {causes}{len(res.verdicts)} clauses: {tally(res)}; "
         f"MUST {must_green}/{len(musts)} judged green "
         f"({res.duration_s:.1f}s, target {res.target})"
     )
@@ -91,9 +119,16 @@ def failure_of(res: RunResults, v: ClauseVerdict) -> Failure:
 def verdict_of(res: RunResults) -> Verdict:
     """The run as the kit's one verdict model (conformance.reporting.model)."""
     red = res.by_status("red")
+    causes = []
+    for cause in res.root_causes:
+        exchange = offending_exchange(cause.evidence)
+        causes.append(Failure(
+            what=cause.clause, anchor=cause.clause, exchange=exchange, curl=curl_line(exchange),
+            reason=f"{cause.summary} ({len(cause.skipped)} clauses skipped because of it)",
+            rerun=rerun_command(res, cause.clause)))
     return Verdict(
         tool="gs-conformance", target=res.target, ok=res.ok, headline=headline(res),
-        judged=sum(v.status in ("green", "red") for v in res.verdicts),
+        judged=sum(v.status in ("green", "red") for v in res.verdicts), root_causes=causes,
         failures=[failure_of(res, v) for v in red if v.binding],
         decided=[failure_of(res, v) for v in red if not v.binding],
         passes=len(res.by_status("green")), skips=len(res.by_status("skipped")),
@@ -110,6 +145,13 @@ def note(v: ClauseVerdict) -> str:
     return ""
 
 
+def _examples(v: ClauseVerdict, lines: list[str]) -> None:
+    lines.append(f"-- {v.id}: {v.text}")
+    for ex in v.examples[:2]:
+        lines.append(f"   test {ex['test']}")
+        lines.extend("   | " + line for line in printable(ex["text"]).strip().splitlines()[:60])
+
+
 def text(res: RunResults, colour: bool = False, examples: bool = True) -> str:
     """The terminal table, one line per clause, failing examples after it."""
 
@@ -117,6 +159,7 @@ def text(res: RunResults, colour: bool = False, examples: bool = True) -> str:
         return f"{_ANSI[status]}{word}{_RESET}" if colour else word
 
     lines = [f"== conformance: profile {res.profile} against {printable(res.target)} =="]
+    lines.extend(paint("red", printable(line)) for line in root_cause_lines(res))
     if res.selected:
         lines.append(f"(restricted to {len(res.selected)} selected clauses)")
     for area, title, items in res.by_area():
@@ -126,18 +169,20 @@ def text(res: RunResults, colour: bool = False, examples: bool = True) -> str:
             extra = f"  ({why[:240]})" if why else ""
             level = "MUST  " if v.must else "SHOULD"
             lines.append(
-                f"  {paint(v.status, _MARK[v.status])} {level} {v.id:<20} {v.source:<10} "
+                f"  {paint(v.shown, _MARK[v.shown])} {level} {v.id:<20} {v.source:<10} "
                 f"{v.text[:80]}{extra}"
             )
-    red = res.by_status("red")
+    red, advisory = _binding_reds(res), _advisories(res)
     if examples and red:
         lines.append("")
         lines.append("== failing examples ==")
         for v in red:
-            lines.append(f"-- {v.id}: {v.text}")
-            for ex in v.examples[:2]:
-                lines.append(f"   test {ex['test']}")
-                lines.extend("   | " + line for line in printable(ex["text"]).strip().splitlines()[:60])
+            _examples(v, lines)
+    if examples and advisory:
+        lines.append("")
+        lines.append(f"== advisory ({NOT_BINDING}) ==")
+        for v in advisory:
+            _examples(v, lines)
     lines.append("")
     lines.extend(summary_lines(res))
     lines.extend(text_form.ending(verdict_of(res), colour))
@@ -147,7 +192,8 @@ def text(res: RunResults, colour: bool = False, examples: bool = True) -> str:
 def markdown(res: RunResults) -> str:
     """The Markdown report: verdict and failures box first, then the clause tables."""
     out = [*md.head(f"Conformance report: profile {res.profile}", verdict_of(res)),
-           f"Result: {md.text(tally(res))}; {res.duration_s:.1f}s", ""]
+           f"Result: {md.text(tally(res))}; {res.duration_s:.1f}s", "",
+           *(f"**{md.text(line)}**  " for line in root_cause_lines(res))]
     failing_skips = [v.id for v in res.failing() if v.status == "skipped"]
     if failing_skips:
         out += [
@@ -159,10 +205,12 @@ def markdown(res: RunResults) -> str:
         out.append("Settings: " + ", ".join(md.code(f"{k}={v}") for k, v in res.settings.items()))
         out.append("")
     out += [f"    {printable(line)}" for line in summary_lines(res)] + [""]
-    red = res.by_status("red")
-    if red:
-        out += ["## Failing examples", ""]
-        for v in red:
+    for title, shown in (("Failing examples", _binding_reds(res)),
+                         (f"Advisory ({NOT_BINDING})", _advisories(res))):
+        if not shown:
+            continue
+        out += [f"## {md.text(title)}", ""]
+        for v in shown:
             out += [f"### {md.code(v.id)}", "", md.text(v.text)]
             for ex in v.examples[:3]:
                 out += ["", f"test {md.code(ex['test'])}", "", md.block(ex["text"].strip())]
@@ -171,7 +219,7 @@ def markdown(res: RunResults) -> str:
         out += [f"## {md.text(area)}: {md.text(title)}", ""]
         out += md.table(
             ("status", "level", "clause", "source", "text", "note"),
-            [(f"{_ICON[v.status]} {v.status}", v.level, md.code(v.id), md.text(v.source),
+            [(f"{_ICON[v.shown]} {v.shown}", v.level, md.code(v.id), md.text(v.source),
               md.text(v.text), md.text(note(v))) for v in items],
         )
         out.append("")
@@ -201,13 +249,13 @@ details summary{cursor:pointer;color:#a22}
 def _cell(v: ClauseVerdict) -> str:
     cls = "cell should" if not v.must else "cell"
     tip = html_form.safe(
-        f"{v.id} [{v.level}, {v.source}] {v.status}: {v.text}"
+        f"{v.id} [{v.level}, {v.source}] {v.shown}: {v.text}"
         + (f" - {note(v)}" if note(v) else "")
     )
     short = html.escape(v.id.split("-", 1)[1])
     return (
         f'<a class="{cls}" href="#{html.escape(v.id)}" title="{tip}" '
-        f'style="background:{_COLOUR[v.status]}">{short}</a>'
+        f'style="background:{_COLOUR[v.shown]}">{short}</a>'
     )
 
 
@@ -239,7 +287,7 @@ def html_page(res: RunResults) -> str:
 
 def _html_summary(res: RunResults) -> list[str]:
     """The page's head lines: target, verdict and legend, failing skips, settings, tally."""
-    c = res.counts()
+    c = _shown_counts(res)
     e = html_form.safe
     legend = "".join(
         f"<span style='background:{_COLOUR[status]}'></span>{c[status]} {status}"
@@ -252,6 +300,8 @@ def _html_summary(res: RunResults) -> list[str]:
         f"<div><span class='legend'>{legend}"
         "<span style='background:#999;border:1px dashed #fff'></span>dashed = SHOULD</span></div>",
     ]
+    parts.extend(f"<div class='sub' style='color:{_COLOUR['red']}'>{e(line)}</div>"
+                 for line in root_cause_lines(res))
     failing_skips = [v.id for v in res.failing() if v.status == "skipped"]
     if failing_skips:
         parts.append(
@@ -276,8 +326,8 @@ def _html_row(v: ClauseVerdict) -> str:
                 f"<pre>{html_form.safe(ex['text'].strip())}</pre></details>"
             )
     return (
-        f"<tr id='{e(v.id)}'><td><span class='pill' style='background:{_COLOUR[v.status]}'>"
-        f"{v.status}</span></td><td>{v.level}</td><td><code>{e(v.id)}</code></td>"
+        f"<tr id='{e(v.id)}'><td><span class='pill' style='background:{_COLOUR[v.shown]}'>"
+        f"{v.shown}</span></td><td>{v.level}</td><td><code>{e(v.id)}</code></td>"
         f"<td>{e(v.source)}</td><td>{e(v.text)}</td><td>{cell}</td></tr>"
     )
 
@@ -289,9 +339,9 @@ def junit(res: RunResults) -> str:
         junit_form.Case(
             name=v.id, classname=f"gs.{v.area}",
             status="failed" if v.id in failing else "passed" if v.status == "green" else "skipped",
-            message=f"[{v.level}, {v.status}] {note(v) or v.reason}",
+            message=f"[{v.level}, {v.shown}] {note(v) or v.reason}",
             text="\n\n".join(f"{ex['test']}\n{ex['text']}" for ex in v.examples[:3]),
-            properties={"status": v.status, "source": v.source, "level": v.level},
+            properties={"status": v.shown, "source": v.source, "level": v.level},
             out=f"[{v.level}, {v.source}] {v.text}",
         )
         for v in res.verdicts

@@ -19,9 +19,9 @@ def more_options(res: RunResults) -> list[tuple[str, list[str]]]:
     groups: dict[str, list[str]] = {}
     for v in res.verdicts:
         if v.must and v.status == "skipped":
-            groups.setdefault(v.enable or "(no option known: see the clause's reason)", []).append(
-                v.id
-            )
+            hint = (f"fix the root cause {v.root_cause}" if v.root_cause
+                    else v.enable or "(no option known: see the clause's reason)")
+            groups.setdefault(hint, []).append(v.id)
     return sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0]))
 
 

@@ -28,6 +28,38 @@ Outcome = Literal["passed", "failed", "skipped"]
 Status = Literal["green", "red", "skipped", "not-applicable"]
 STATUSES: tuple[Status, ...] = ("green", "red", "skipped", "not-applicable")
 
+#: How a test skipped because shared set-up failed words its skip: the marker, the clause the
+#: failure breaks, a colon, one line saying what failed, then the exchange that shows it.
+ROOT_CAUSE_MARK = "because of root cause "
+
+
+def root_cause_skip(cid: str, summary: str, evidence: str = "") -> str:
+    """The skip reason of a test that needs set-up which failed on clause ``cid``."""
+    line = " ".join(summary.split())
+    return f"{ROOT_CAUSE_MARK}{cid}: {line}" + (f"\n\n{evidence.strip()}" if evidence.strip() else "")
+
+
+def root_cause_of(reason: str) -> tuple[str, str, str] | None:
+    """(clause, summary, evidence) of a :func:`root_cause_skip` reason, else None."""
+    if not reason.startswith(ROOT_CAUSE_MARK):
+        return None
+    head, _, evidence = reason.partition("\n\n")
+    cid, _, summary = head.removeprefix(ROOT_CAUSE_MARK).partition(": ")
+    return cid, summary, evidence
+
+
+@dataclass(frozen=True)
+class RootCause:
+    """A failure of shared set-up (the session job not created or not started), reported
+    once: the clause it breaks, what failed, the exchange that shows it, and the clauses
+    skipped because of it (never red on its account)."""
+
+    clause: str
+    summary: str
+    evidence: str = ""
+    skipped: tuple[str, ...] = ()
+
+
 #: user_properties keys the plugin sets on each test report.
 PROP_CLAUSES = "gs_clauses"
 PROP_FAILED = "gs_failed_clauses"
@@ -69,6 +101,20 @@ class ClauseVerdict(Clause):
     binding: bool = True
     #: For a skipped clause: the option or target that would let the run judge it.
     enable: str = ""
+    #: The clause whose failed set-up this verdict comes from: a clause skipped because of
+    #: it, or the red clause that is the root cause itself ("" when neither).
+    root_cause: str = ""
+
+    @property
+    def advisory(self) -> bool:
+        """A red that fails nothing: a ``decided`` clause (the kit's choice where the spec is
+        silent) against a URL, shown apart from the reds so no one reads it as a failure."""
+        return self.status == "red" and not self.binding
+
+    @property
+    def shown(self) -> str:
+        """The word a report shows: the status, or ``advisory`` for an :attr:`advisory` red."""
+        return "advisory" if self.advisory else self.status
 
     @property
     def must(self) -> bool:
@@ -106,11 +152,15 @@ def _verdict(
     why_absent: str,
     not_applicable: str | None = None,
     url: bool = False,
+    causes: dict[str, RootCause] | None = None,
 ) -> ClauseVerdict:
     mine = [o for o in outcomes if clause.id in o.clauses]
 
     def verdict(
-        status: Status, reason: str = "", examples: list[dict[str, str]] | None = None
+        status: Status,
+        reason: str = "",
+        examples: list[dict[str, str]] | None = None,
+        root_cause: str = "",
     ) -> ClauseVerdict:
         return ClauseVerdict(
             **asdict(clause),
@@ -119,11 +169,17 @@ def _verdict(
             tests=sorted({o.nodeid for o in mine}),
             examples=examples or [],
             binding=clause.can_fail_a_url or not url,
-            enable=enabler(reason) if status == "skipped" else "",
+            enable=enabler(reason) if status == "skipped" and not root_cause else "",
+            root_cause=root_cause,
         )
 
     if not_applicable is not None:
         return verdict("not-applicable", not_applicable)
+    cause = (causes or {}).get(clause.id)
+    if cause is not None:
+        text = f"{cause.summary}\n\n{cause.evidence}".strip()
+        return verdict("red", f"root cause: {cause.summary}",
+                       [{"test": "(shared set-up)", "text": text}], clause.id)
 
     failed = [o for o in mine if o.failed_on(clause.id)]
     if failed:
@@ -139,6 +195,10 @@ def _verdict(
             "skipped", f"not reached: the test stopped at a failure of {', '.join(others)}"
         )
     reasons = sorted({o.skip_reason for o in mine if o.skip_reason})
+    found = [c for c in map(root_cause_of, reasons) if c is not None]
+    if found and not any(o.outcome == "passed" for o in mine):
+        cid, summary, _ = found[0]
+        return verdict("skipped", f"skipped because of root cause {cid}: {summary}", root_cause=cid)
     if mine:
         return verdict("skipped", "; ".join(reasons) or "skipped")
     return verdict("skipped", why_absent)
@@ -158,6 +218,8 @@ class RunResults:
     require_all: bool = False
     #: What a URL run cost the target (conformance.reporting.cost.RunCost.summary); empty on the fake.
     cost: dict[str, Any] = field(default_factory=dict)
+    #: Failures of shared set-up, each once (the headline counts these, not their skips).
+    root_causes: list[RootCause] = field(default_factory=list)
 
     def by_status(self, status: Status) -> list[ClauseVerdict]:
         return [v for v in self.verdicts if v.status == status]
@@ -182,9 +244,10 @@ class RunResults:
 
     @property
     def ok(self) -> bool:
-        """Exit-status rule: nothing :meth:`failing` and something judged; a clause this
-        target cannot be judged on (skipped) does not fail the run unless ``require_all``."""
-        return not self.failing() and not self.judged_nothing
+        """Exit-status rule: nothing :meth:`failing`, no root cause, and something judged; a
+        clause this target cannot be judged on (skipped) does not fail the run unless
+        ``require_all``."""
+        return not self.failing() and not self.root_causes and not self.judged_nothing
 
     def counts(self) -> dict[str, int]:
         out: dict[str, int] = dict.fromkeys(STATUSES, 0)
@@ -212,6 +275,7 @@ class RunResults:
             "require_all": self.require_all,
             "counts": self.counts(),
             "cost": self.cost,
+            "root_causes": [asdict(c) for c in self.root_causes],
             "verdicts": [asdict(v) for v in self.verdicts],
         }
 
@@ -230,6 +294,8 @@ class RunResults:
             tests=data.get("tests", {}),
             require_all=data.get("require_all", False),
             cost=data.get("cost", {}),
+            root_causes=[RootCause(**{**c, "skipped": tuple(c.get("skipped", ()))})
+                         for c in data.get("root_causes", [])],
         )
 
 
@@ -282,7 +348,11 @@ class ClauseBook:
                 return f"outside profile {profile}"
             return None if kit_form_judged(c.id, allowed) else why_not_judged(c.id, allowed)
 
-        verdicts = [_verdict(c, outcomes, why, outside(c), url) for c in clauses]
+        causes = _root_causes(outcomes)
+        verdicts = [_verdict(c, outcomes, why, outside(c), url, causes) for c in clauses]
+        for cid, cause in causes.items():
+            skipped = tuple(v.id for v in verdicts if v.status == "skipped" and v.root_cause == cid)
+            causes[cid] = RootCause(cause.clause, cause.summary, cause.evidence, skipped)
         tally = {"passed": 0, "failed": 0, "skipped": 0}
         for o in outcomes:
             tally[o.outcome] += 1
@@ -295,7 +365,19 @@ class ClauseBook:
             settings=settings or {},
             tests=tally,
             require_all=require_all,
+            root_causes=list(causes.values()),
         )
+
+
+def _root_causes(outcomes: Iterable[TestOutcome]) -> dict[str, RootCause]:
+    """Each failed set-up the skips name, once, by the clause it breaks (the first
+    evidence kept)."""
+    out: dict[str, RootCause] = {}
+    for o in outcomes:
+        found = root_cause_of(o.skip_reason) if o.outcome == "skipped" else None
+        if found is not None and found[0] in CLAUSES and found[0] not in out:
+            out[found[0]] = RootCause(*found)
+    return out
 
 
 def clause_ids(raw: str | None) -> tuple[str, ...]:

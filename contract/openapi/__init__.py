@@ -186,6 +186,28 @@ def _error_statuses(route: Route) -> dict[str, str]:
     return out
 
 
+#: Routes whose success status the spec never names (a create, the submissions, the
+#: operation envelope, a poll): spec §3.6 treats only a non-2xx answer as an error, so in the
+#: current profile 201 and 202 are successes with the same body as the kit's 200.
+ANY_SUCCESS = frozenset({"create_job", "forward_backward", "step", "save", "load", "generate",
+                         "generate_stream", "operation", "get_request"})
+OTHER_SUCCESSES = ("201", "202")
+
+
+def _any_success(out: dict[str, Any], ok: dict[str, Any]) -> None:
+    """Add 201 and 202 answers carrying the 200's body (beside a 202 already there: either)."""
+    body = ok.get("content", {}).get("application/json", {}).get("schema")
+    for status in OTHER_SUCCESSES:
+        seen = out.get(status)
+        if seen is None:
+            out[status] = {**ok, "description": "Success (any 2xx is one: spec §3.6)"}
+            continue
+        other = seen.get("content", {}).get("application/json", {}).get("schema")
+        if body is not None and other is not None:
+            seen["content"] = {"application/json": {"schema": {"anyOf": [other, body]}}}
+            seen["description"] += "; or the final chunk's success (any 2xx is one: spec §3.6)"
+
+
 def _responses(route: Route, components: dict[str, Any], error: dict[str, Any],
                profile: Profile) -> dict[str, Any]:
     request_id = {"schema": {"type": "string"}, "description": "Request id for support."}
@@ -212,6 +234,8 @@ def _responses(route: Route, components: dict[str, Any], error: dict[str, Any],
             "headers": headers,
             "content": {"application/json": {"schema": schema_ref(m.ChunkAccepted, components)}},
         }
+    if profile == "current" and route.name in ANY_SUCCESS:
+        _any_success(out, ok)
     content = {"application/json": {"schema": error}}
     retry_after = {"schema": {"type": "string"}, "description": "Seconds to wait before retrying."}
     for status, text in _error_statuses(route).items():

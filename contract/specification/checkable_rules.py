@@ -33,7 +33,7 @@ _TABLE = """
 2.2 | calls authenticate with a bearer PAT and the PROGRAMMATIC_ACCESS_TOKEN type header | AUTH-HEADERS-1 AUTH-REQUIRED-1 AUTH-REQUIRED-2 ERR-STATUS-1 | partial: only with --token (tokens off by default) | error-forms
 2.3 | control-plane, step, save, load and operation bodies are JSON; frames are octet; generate-stream JSON under octet | ADDR-CT-4 ADDR-CT-1 ADDR-CT-2 ADDR-CT-3 GENS-SUBMIT-1 | yes | -
 2.4 | answers may carry x-snowflake-request-id | ADDR-REQID-1 CLIENT-ERR-1 | yes | request-id-header
-3.1 | a scheduling call answers {request_id, job_id}, then is polled | REQ-SUBMIT-1 REQ-SUBMIT-2 | yes | id-shape unknown-fields
+3.1 | a scheduling call answers {request_id, job_id}, then is polled | REQ-SUBMIT-1 REQ-SUBMIT-2 | yes | id-shape unknown-fields success-status
 3.2 | job states pending, placing, initializing, running, cancelled, terminated, failed; initializing is visible | JOB-STATE-1 JOB-STATE-2 | yes (start-up is instant by default: placing and initializing are seen with --startup) | job-state-spelling
 3.2 | a failed job explains itself in reason | JOB-STATE-3 | yes | -
 3.2 | clients fold legacy done/unknown and JOB_STATE_ names | CLIENT-STATE-1 | n/a | job-state-spelling
@@ -42,11 +42,11 @@ _TABLE = """
 3.5 | clients retry connection failures and 404/409/429/5xx ten times with jitter | CLIENT-RETRY-1 CLIENT-ONCE-1 CLIENT-ONCE-2 | n/a | -
 3.5 | create-job is retried only when the connection was never established | CLIENT-RETRY-2 | n/a | -
 3.6 | error bodies are {message, code} or a detail list of {loc, msg, type} | ERR-ENVELOPE-1 ERR-ENVELOPE-2 ERR-CODE-1 ERR-STATUS-1 | yes | error-forms validation-422
-3.6 | data-plane calls and polls need a running job | JOB-RUNNING-1 JOB-RUNNING-2 | yes | -
+3.6 | data-plane calls and polls need a running job | JOB-RUNNING-1 JOB-RUNNING-2 | yes | precondition-status
 3.6 | tail-logs is the exception allowed while placing | OP-LOGS-2 | yes | log-cursor
 4 | the seventeen routes and methods exist | ADDR-ROUTE-1 ERR-SCHEMA-1 | yes | -
 5.1 | sub_job_configs is a non-empty list | JOBV-EMPTY-1 | yes | error-forms validation-422
-5.1 | create answers {job_id} | JOB-CREATE-1 JOB-CREATE-2 | yes | id-shape
+5.1 | create answers {job_id} | JOB-CREATE-1 JOB-CREATE-2 | yes | id-shape success-status
 5.1 | a top-level debug block is gated by the server | JOB-DEBUG-1 JOB-DEBUG-2 | yes | -
 5.2 | the job object's fields, flat sub-jobs carrying sub_job_id, job_type, status, model_name and config | JOB-OBJECT-1 JOB-OBJECT-2 JOB-SUBJOB-2 JOB-SUBJOB-3 | yes | unknown-fields timestamp-form
 5.2 | image_tag may be empty before placement; submitted_by and owner_role may be absent | JOB-OBJECT-1 | yes | job-optional-fields
@@ -65,7 +65,7 @@ _TABLE = """
 5.9 | deleting a missing checkpoint is an error (e.g. 404) | CKPT-DELETE-2 ERR-STATUS-1 | yes | error-forms
 6.1 | forward-backward takes a DSSST1 frame, in chunks above 60 MiB | CHUNK-ANY-1 LIMIT-BODY-2 | yes | -
 6.1 | only the last chunk's answer may carry request_id | CG-NONFINAL-1 CG-FINAL-1 CLIENT-CHUNK-3 | yes | -
-6.1 | its result carries job_id, avg_loss, metrics, post_process_outputs | FB-RESULT-1 | yes | unknown-fields result-delivery
+6.1 | its result carries job_id, avg_loss, metrics, post_process_outputs | FB-RESULT-1 FB-RESULT-3 | yes | unknown-fields result-delivery
 6.2 | step takes an optional learning_rate ({} allowed) | STEP-RESULT-1 STEP-BAD-1 | yes | -
 6.2 | its result carries global_steps and last_lr, a number or a list | STEP-RESULT-1 STEP-COUNT-1 STEP-LR-1 | yes | last-lr-list last-lr-scheduled
 6.2 | peak_memory {gpu_peak, cpu_peak} byte counts appear only with step_peak_memory_log | STEP-MEM-1 | yes | -
@@ -91,7 +91,7 @@ _TABLE = """
 6.8 | max_events defaults to 16 and is capped at 512 | POLL-MAXEV-1 POLL-MAXEV-2 POLL-MAXEV-3 POLL-MAXEV-4 | yes | short-pages
 6.8 | cursor is a retry cursor for result chunks | POLL-CURSOR-1 | yes | short-pages
 6.8 | a poll carries request_id, status, created_at, updated_at, result, error, events, next_cursor | POLL-FIELDS-1 POLL-FAILED-1 | yes | poll-empty-fields unknown-fields timestamp-form
-6.8 | a successful terminal request without a result reads as {} | POLL-EMPTY-1 | yes | -
+6.8 | a successful terminal request without a result reads as {} | POLL-EMPTY-1 | yes | done-result-null inflight-result-empty
 7 | operation_type is required | OP-TYPE-1 OP-UNKNOWN-1 | yes | error-forms validation-422
 7 | sub_job_id and sub_job_type must resolve to the same target | OP-ROUTE-1 OP-ROUTE-2 OP-ROUTE-3 | yes | -
 7 | an answer with a request_id is polled, any other is inline | OP-WSYNC-1 OP-ROUTER-1 OP-ROUTER-2 OP-RESET-1 OP-CANCEL-1 | yes | bootstrap-polled

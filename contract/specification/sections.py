@@ -251,4 +251,25 @@ def coverage_markdown() -> str:
             why = "" if ids and not s.unjudged else s.unjudged
         lines.append(f"| §{s.number} | {_cell(s.title)} | {ids or '-'} | {_cell(why) or '-'} |")
     lines.append("")
-    return "\n".join(lines + _rule_lines())
+    return "\n".join(lines + _rule_lines() + _reread_lines())
+
+
+def _reread_lines() -> list[str]:
+    """The clauses moved or rephrased on re-reading their sections, before and after."""
+    from contract.clauses import CLAUSES
+    from contract.specification.rereads import REREADS
+
+    lines = [
+        "## Clauses moved or rephrased",
+        "",
+        "Each binding clause re-read against its section: a demand the section does not state",
+        "moved to a `decided` clause (advisory against a URL) or was rephrased, and test inputs",
+        "kept inside what the section shows (`contract/specification/rereads.py`).",
+        "",
+        "| clause | source now | before | after | why |",
+        "|---|---|---|---|---|",
+    ]
+    for r in REREADS:
+        source = CLAUSES[r.clause].source if r.clause in CLAUSES else "(missing)"
+        lines.append(f"| `{r.clause}` | {source} | {_cell(r.before)} | {_cell(r.after)} | {_cell(r.why)} |")
+    return lines + [""]

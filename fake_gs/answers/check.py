@@ -38,6 +38,7 @@ from contract.errors import ErrorCode
 from contract.forms import EXTRA_FIELDS
 from contract.models import unknown_fields
 from contract.routes import ROUTES_BY_NAME, Route, answer_model, result_model
+from contract.states import REQUEST_TERMINAL, normalize_request_state
 
 log = logging.getLogger("fake_gs.answers.check")
 _ABSENT = object()
@@ -171,9 +172,9 @@ def _models_for(route: Route | None, status: int, expected: Expected) -> list[ty
         return [m.ErrorEnvelope]
     if route is None:
         return []
-    if status == 202 and route.chunked:
-        return [m.ChunkAccepted]
     model = expected.model or answer_model(route)
+    if status == 202 and route.chunked:  # a non-final chunk, or (row success-status) the final one
+        return [m.ChunkAccepted, *([model] if model is not None else [])]
     if model is not None:
         return [model]
     return list(dict.fromkeys(m.OPERATION_ANSWERS.values())) if route.name == "operation" else []
@@ -196,7 +197,9 @@ def problem(route: Route | None, response: Response, scope: MutableMapping[str, 
     data = json.loads(body)
     problems = [_problems(model, data) for model in models]
     found = None if None in problems else "; ".join(str(p) for p in problems)
-    if found is None and isinstance(data, dict) and route is not None and route.name == "get_request":
+    if found is None and isinstance(data, dict) and route is not None and route.name == "get_request" \
+            and normalize_request_state(data.get("status")) in REQUEST_TERMINAL:
+        # A page of a request still in flight may carry any empty form (spec §6.8: {}).
         found = _result_problem(expected, data.get("result"))
     return found
 

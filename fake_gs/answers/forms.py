@@ -82,6 +82,8 @@ def forms_for(dialect: str, seed: int) -> Forms:
 # --- error bodies (spec §3.6) -------------------------------------------------------------
 
 ErrorBody = ErrorEnvelope | MessageCodeError | DetailListError
+#: The status row precondition-status answers a call on a job that is not running with.
+PRECONDITION_FAILED = 412
 
 
 def error(envelope: ErrorEnvelope, status: int, forms: Forms | None = None) -> tuple[ErrorBody, int]:
@@ -93,6 +95,8 @@ def error(envelope: ErrorEnvelope, status: int, forms: Forms | None = None) -> t
     message = envelope.message or "error"
     if envelope.code == ErrorCode.CHUNK_GROUP_RESTART_REQUIRED:
         return MessageCodeError(message=message, code=str(envelope.code)), status
+    if forms is not None and envelope.code == ErrorCode.JOB_NOT_RUNNING and forms.use("precondition-status"):
+        return MessageCodeError(message=message, code=PRECONDITION_FAILED), PRECONDITION_FAILED
     validation = bool(envelope.detail) and status in (400, 422)
     if forms is not None and not forms.use("error-forms"):
         return envelope, status

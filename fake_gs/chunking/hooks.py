@@ -45,6 +45,9 @@ TRANSFORMS: Mapping[str, Transform] = {
     "frame-limits-skipped": _setting(cm.Execute, lambda run: replace(run, frame_limits=False)),
     "replay-executes": _both(_setting(cm.Execute, lambda run: replace(run, keep_decoded=True)),
                              _setting(cm.Replay, lambda again: replace(again, execute_again=True))),
+    "replay-reruns-quietly": _both(
+        _setting(cm.Execute, lambda run: replace(run, keep_decoded=True)),
+        _setting(cm.Replay, lambda again: replace(again, execute_again=True, quietly=True))),
 }
 
 #: Every point the chunk seam knows.

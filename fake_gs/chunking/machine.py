@@ -153,6 +153,9 @@ class Replay:
 
     #: Mutant only: run the frame again instead (CG-IDEM-1).
     execute_again: bool = False
+    #: Mutant only, with ``execute_again``: answer the original request all the same, so
+    #: only the re-run's effect (the next step's micro-batch count) shows it.
+    quietly: bool = False
 
 
 Decision = Ack | Execute | Replay | Refuse | Reclaim

@@ -53,6 +53,8 @@ class _Job:
     calls: int = 0
     weight_version: int = 0
     pending_grad_norm: float | None = None
+    #: Forward-backward runs since the last step.
+    micro_batches: int = 0
     #: The sampler's max_seq_len: prompt + generated tokens stay within it (spec §6.6).
     max_seq_len: int = 0
     #: Mixed into seeded sampling once a sampler starts from a checkpoint's weights.
@@ -153,6 +155,7 @@ class ShapeEngine:
         loss = 2.5 * math.exp(-0.05 * job.steps) + 0.1 * rng.random()
         metrics = self._metrics(job, rng, loss)
         job.pending_grad_norm = metrics["grad_norm"]
+        job.micro_batches += 1
         post: dict[str, Any] = {}
         names = _post_names(request)
         g = self._gen(job) if names else None
@@ -177,6 +180,9 @@ class ShapeEngine:
         job.pending_grad_norm = None
         job.steps += 1
         metrics["lr"] = job.lr
+        # The forward-backward runs this step applied (results are open, spec §11): what
+        # shows through the API that a repeated final chunk ran nothing again (CG-IDEM-1).
+        metrics["micro_batches"], job.micro_batches = job.micro_batches, 0
         return {"last_lr": job.lr, "metrics": metrics}
 
     # --- inference ----------------------------------------------------------------------

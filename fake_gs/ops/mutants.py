@@ -32,12 +32,17 @@ class Mutant:
     #: A mutant no clause can see (its answer stays within what the spec allows) and only
     #: a parity replay catches, against the recording of the unmutated fake.
     parity: bool = False
+    #: Not a violation: a form the spec allows that the kit's fake does not use; its clauses
+    #: are those that must stay green with it (the self-test holds the run to exit 0).
+    allowed: bool = False
 
 
 #: The mutants, one a line: ``name | clause ids it breaks | seam points | description``, and
 #: for a mutant that does not live in the fake itself a fifth column: the engine it lives in
 #: (``tiny``, ``shape``) or ``client`` (a mutant of the kit's client); ``parity`` marks one
-#: that breaks no clause (only a parity replay sees it). ``#`` lines head an area.
+#: that breaks no clause (only a parity replay sees it); ``allowed`` one that breaks nothing
+#: (a form the spec allows) and lists the clauses that must stay green with it. ``#`` lines
+#: head an area.
 _TABLE = f"""
 # Addressing, content types and the error envelope
 no-request-id-header | ADDR-REQID-1 | waive:request-id-header | responses lack x-snowflake-request-id
@@ -55,6 +60,7 @@ job-ids-global | AUTH-ISOLATION-3 | waive:job-ids-per-account | job ids are one 
 admin-open | AUTH-ADMIN-1 | waive:admin-token | the admin API answers without a token although tokens are set
 service-token-admin | AUTH-ADMIN-2 | bend:service-token-admin | any service token opens the admin API
 # Jobs: create-time rules
+create-no-job-id | JOB-CREATE-1 | bend:create-no-job-id | a valid create answers 200 {{}} (the job is made, its job_id never told): the session job cannot be set up, one root cause
 job-id-ignored | JOB-ID-1 | waive:caller-job-id | a create body's job_id is replaced by a random one
 debug-gate-open | JOB-DEBUG-2 | waive:debug-gate | a create body's top-level debug block is ignored
 sp-size-unchecked | JOBV-SP-1 | waive:sp-size | an sp_size that does not divide n_gpus is accepted
@@ -73,6 +79,7 @@ terminated-accepts | JOB-RUNNING-2 | waive:ended-job-refuses waive:late-body-ref
 late-body-accepted | LIMIT-LATE-1 | waive:late-body-refused | a call whose job ended while its body arrived is still submitted
 cancel-twice-409 | CANCEL-IDEM-1 | bend:cancelled-cancel-409 | cancelling a cancelled job answers 409
 cancel-cancelling-409 | CANCEL-IDEM-1 | bend:cancelling-lingers | a cancelled job lingers in cancelling for a second, and a cancel then answers 409
+initializing-collapsed | JOB-STATE-1 | bend:initializing-as-placing | a warming-up job is shown placing, never initializing (spec §3.2: not collapsed by the server)
 # Capacity
 capacity-ignored | CAP-QUEUE-1 | waive:capacity-admission | jobs beyond capacity are admitted and run
 capacity-global | CAP-ACCOUNT-1 | waive:capacity-per-account | capacity and admission count every account's jobs together
@@ -106,6 +113,7 @@ tail-logs-no-eof | OP-LOGS-1 | rewrite:tail-logs-page | tail-logs pages carry no
 nonfinal-chunk-request-id | CG-NONFINAL-1 | chunk:ack-leaks-request-id | a non-final chunk's answer carries a request_id
 chunk-sha-unchecked | CHUNK-VERIFY-1 | chunk:sha-unverified | reassembled frames are not checked against frame_sha256
 replay-double-exec | CG-IDEM-1 CG-IDEM-3 | chunk:replay-executes | a replayed final chunk executes forward-backward again
+final-chunk-reruns-quietly | CG-IDEM-1 | chunk:replay-reruns-quietly | a repeated final chunk runs forward-backward again but answers the original request: only the next step's micro-batch count shows it
 restart-not-required | CG-RESTART-1 | chunk:restart | a first-seen group not starting at chunk 0 is accepted
 missing-chunks-accepted | CG-MISSING-1 | chunk:missing | a final chunk with chunks missing executes
 groups-uncapped | LIMIT-GROUPS-1 | chunk:caps | open chunk groups and buffered bytes are not capped
@@ -145,6 +153,9 @@ tiny-step-ascends | SEM-LEARN-1 SEM-SIGN-1 | engine:step-ascends | step moves th
 tiny-load-partial | SEM-RESTORE-1 | engine:load-partial | load restores the weights but starts a fresh optimizer | tiny
 tiny-fwd-ignores-temperature | SEM-PPOKL-1 | engine:forward-ignores-temperature | forward(-no-grad) ignores meta.temperature while forward-backward applies it | tiny
 tiny-sampler-fresh | CKPT-INIT-3 | engine:sampler-init-fresh | a sampler created from a checkpoint keeps fresh weights | tiny
+# Allowed forms: the spec allows them, so the run stays green (the clauses listed among them)
+create-201 | JOB-CREATE-1 JOB-OBJECT-1 AUTH-REQUIRED-1 ADDR-ROUTE-1 ERR-ENVELOPE-1 STEP-RESULT-1 | bend:create-201 | a create answers 201 Created with its {{job_id}} | allowed
+running-pages-empty-result | POLL-FIELDS-1 STEP-RESULT-1 STEP-COUNT-1 SAVE-RESULT-1 SAVE-LOAD-1 REQ-ORDER-1 | bend:inflight-result-empty | a page of a request still in flight carries result {{}} (spec §6.8's empty form) | allowed
 # Parity: no clause breaks, only a replay against the unmutated fake's recording sees it
 avg-loss-flipped-large |  | bend:large-batch-loss-flipped | forward-backward batches of more than 1 MiB of tensors answer their avg_loss with the sign flipped | parity
 """
@@ -158,8 +169,9 @@ def _parse(table: str) -> tuple[Mutant, ...]:
         name, clauses, seams, description, *where = (cell.strip() for cell in row.split(" | "))
         lives = where[0] if where else None
         mutants.append(Mutant(name, tuple(clauses.split()), description, tuple(seams.split()),
-                              engine=None if lives in (None, "client", "parity") else lives,
-                              client=lives == "client", parity=lives == "parity"))
+                              engine=None if lives in (None, "client", "parity", "allowed") else lives,
+                              client=lives == "client", parity=lives == "parity",
+                              allowed=lives == "allowed"))
     return tuple(mutants)
 
 

@@ -99,6 +99,9 @@ class Bend(StrEnum):
     # jobs
     CANCELLED_CANCEL_409 = "cancelled-cancel-409"  # cancelling a cancelled job answers 409
     CANCELLING_LINGERS = "cancelling-lingers"  # a cancelled job lingers in cancelling, cancel answers 409
+    INITIALIZING_AS_PLACING = "initializing-as-placing"  # a warming-up job is shown placing
+    CREATE_201 = "create-201"  # a create answers 201 Created (a form the spec allows)
+    CREATE_NO_JOB_ID = "create-no-job-id"  # a create answers {} (the job is made, its id not told)
     INIT_ANY_JOB = "init-any-job"  # an initialisation finds its checkpoint in any of the caller's jobs
     # checkpoints, operations, logs
     EXPORT_NAME_FROM_ID = "export-name-from-id"  # export file names are built from the checkpoint id
@@ -112,6 +115,7 @@ class Bend(StrEnum):
     CURSOR_SHIFTS = "cursor-shifts"  # re-reading a cursor shifts its page
     CURSOR_PAGE_CONSUMED = "cursor-page-consumed"  # a page once read is gone
     STREAM_EVENTS_REPEATED = "stream-events-repeated"  # stream events come back on a later poll
+    INFLIGHT_RESULT_EMPTY = "inflight-result-empty"  # in-flight pages carry result {} (allowed)
     # at most once
     KEY_CROSSED_ANSWER = "key-crossed-answer"  # a repeated key answers the account's latest answer
     # load: only while another request is in flight

@@ -22,7 +22,7 @@ MODEL = TRAINING_MODELS[0]
 
 def capacity(driver: RawDriver) -> dict:
     ans = driver.call("get_capacity")
-    expect("CAP-FIELDS-1", ans.status == 200 and isinstance(ans.body, dict), f"capacity: {ans}")
+    expect("CAP-FIELDS-1", ans.ok and isinstance(ans.body, dict), f"capacity: {ans}")
     body = dict(ans.body)
     return {
         "has_reservation": body.get("has_reservation", False),

@@ -62,7 +62,7 @@ def test_execution_log_download(gs_raw: RawDriver, gs_job: SharedJob) -> None:
         pytest.skip("the embedded fake runs without its logs extra (moto[server], boto3)")
     soft = Soft()
     rows = statement_rows(ans.body)
-    if not soft.expect("JOB-LOGS-1", ans.status == 200 and rows and rows[0],
+    if not soft.expect("JOB-LOGS-1", ans.ok and rows and rows[0],
                        f"stage-credentials statement: {ans}"):
         soft.check()
     try:

@@ -180,7 +180,8 @@ def test_router_replay_ops_inline(gs_raw: RawDriver, gs_job: SharedJob) -> None:
     request id that then completes (spec §7; the kit's: inline)."""
     replay = {"source_sub_job_id": gs_job.sampling, "target_sub_job_id": gs_job.training}
     soft = Soft()
-    inline(op(gs_raw, gs_job.job_id, "router-replay-discard", {"sample_ids": ["s1", 2]},
+    # String sample ids, as spec §7.5 shows them (an integer id is an input it never shows).
+    inline(op(gs_raw, gs_job.job_id, "router-replay-discard", {"sample_ids": ["s1", "s2"]},
               sub_job_id=gs_job.sampling), soft, "OP-ROUTER-1")
     ans = op(gs_raw, gs_job.job_id, "bootstrap-router-replay", replay, sub_job_id=gs_job.training)
     soft.expect("OP-ROUTER-1", ans.ok, f"bootstrap-router-replay: {ans}")

@@ -236,28 +236,39 @@ def test_default_page_size(gs_source: Source, gs_large: LargeResult | None) -> N
 @checks("POLL-MAXEV-2", "POLL-MAXEV-4")
 def test_max_events_cap(gs_source: Source, gs_large: LargeResult | None) -> None:
     """max_events above 512 is capped at 512: a page of at most 512 events (the kit's:
-    min(512, total)), not a refusal (with fewer than 512 chunks the cap is taken, not seen
-    at work)."""
+    min(512, total)), not a refusal. Judged only with more than 512 events pending: with
+    fewer the cap cannot be seen at work, and the clause is skipped, not green."""
     driver, ops = chunked(gs_source, gs_large, forward_body(4, 9000))
     total = len(ops.last.chunk_events)
     page = driver.poll(ops.job_id, ops.last.request_id, max_events=100_000)
     n = len(page.body.get("events") or []) if isinstance(page.body, dict) else 0
     soft = Soft()
-    soft.expect("POLL-MAXEV-2", page.status == 200, f"max_events=100000 answered {page}")
+    soft.expect("POLL-MAXEV-2", page.ok, f"max_events=100000 answered {page}")
     _judge_page_size(n, MAX_EVENTS_CAP, total, soft, "POLL-MAXEV-2")
     soft.check()
+    if total <= MAX_EVENTS_CAP:
+        pytest.skip(f"only {total} result-chunk events pending: the {MAX_EVENTS_CAP} cap is not "
+                    "seen at work (needs a result in more chunks than that)")
 
 
 @checks("POLL-MAXEV-3")
 @prop(scale=0.3)
 @given(value=st.sampled_from(["0", "-1", "abc", "1.5", "1e3", " ", "16x", "-512"]))
 def test_bad_max_events(gs_raw: RawDriver, gs_job: SharedJob, value: str) -> None:
-    """max_events that is not a positive integer answers 400."""
+    """max_events that is not a positive integer is refused with a 400 (the kit's), or taken
+    as the default: a page the 16-event default bounds (spec §6.8 says nothing of invalid
+    values, so a server reading ``0`` as "unset" follows it too). Never a 5xx."""
     jid = gs_job.job_id
     rid = gs_raw.call("step", json_body={}, job_id=jid).field("request_id")
     gs_raw.settle(jid, rid)
     soft = Soft()
-    refused(gs_raw.poll(jid, rid, max_events=value), soft, "POLL-MAXEV-3", statuses=[400])
+    page = gs_raw.poll(jid, rid, max_events=value)
+    if page.ok:
+        events = page.field("events") or []
+        soft.expect("POLL-MAXEV-3", isinstance(events, list) and len(events) <= DEFAULT_MAX_EVENTS,
+                    f"max_events={value!r} taken, but not as the default: {page}")
+    else:
+        refused(page, soft, "POLL-MAXEV-3", statuses=[400])
     soft.check()
 
 

@@ -161,7 +161,7 @@ def _settle_submission(response: Response, gs_raw: RawDriver) -> None:
     its end (a load right after a save is otherwise a race between the save's worker and
     the load's existence check); a job a case created is cancelled (left running or
     pending, its GPUs would hold every later job of the account in the queue)."""
-    if response.status_code != 200:
+    if not 200 <= response.status_code < 300:  # any success: the spec names no status
         return
     try:
         body = response.json()

@@ -180,8 +180,8 @@ class TinyEngine:
             for key in dict.fromkeys(k for m in job.pending for k in m):
                 values = [m[key] for m in job.pending if key in m]
                 metrics[key] = sum(values) / len(values)
+            metrics.update(grad_norm=grad_norm, lr=job.lr, micro_batches=len(job.pending))
             job.pending.clear()
-            metrics.update(grad_norm=grad_norm, lr=job.lr)
             return {"last_lr": job.lr, "metrics": metrics}
 
     # --- inference ----------------------------------------------------------------------

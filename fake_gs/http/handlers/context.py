@@ -18,7 +18,7 @@ from starlette.responses import Response
 from contract.errors import ErrorCode, detail_entry
 from contract.models import GenerateStreamSubmitResponse, SubmitResponse, unknown_fields
 from contract.routes import OCTET, Route
-from contract.states import JOB_TERMINAL
+from contract.states import JOB_TERMINAL, JobState
 from fake_gs.answers import check as answers
 from fake_gs.answers import forms_any
 from fake_gs.answers.check import dumps
@@ -160,6 +160,8 @@ class Ctx:
         return job
 
     def job_status_text(self, status: str) -> str:
+        if status == JobState.INITIALIZING and self.settings.seams.bends(Bend.INITIALIZING_AS_PLACING):
+            status = JobState.PLACING
         enum = self.settings.status_style == "enum" or self.settings.seams.bends(Bend.STATUS_ENUM_NAMES)
         return forms_any.job_state(self.forms, status, enum)
 
@@ -170,7 +172,8 @@ class Ctx:
         """The submission answer; generate-stream's carries the prompt ``count``."""
         answer = SubmitResponse(request_id=req.request_id, job_id=job.public_id) if count is None else \
             GenerateStreamSubmitResponse(request_id=req.request_id, job_id=job.public_id, count=count)
-        return json_response(self.settings.seams.rewrite(Rewrite.SUBMIT_ANSWER, answers.render(answer)))
+        status = 202 if self.forms.use("success-status") else 200
+        return json_response(self.settings.seams.rewrite(Rewrite.SUBMIT_ANSWER, answers.render(answer)), status)
 
 
 def integral_floats_as_ints(data: Any) -> Any:

@@ -340,6 +340,8 @@ async def replay_final(ctx: Ctx, job: JobRec, group: ChunkGroup, builder: Builde
     if group.failure is not None:
         raise group.failure
     if replay.execute_again and group.decoded is not None:
-        return ctx.submitted(job, builder(ctx, job, group.decoded, group))
+        again = builder(ctx, job, group.decoded, None if replay.quietly else group)
+        if not replay.quietly:
+            return ctx.submitted(job, again)
     assert group.request_id is not None
     return ctx.submitted(job, ctx.store.request_for(job, group.request_id))

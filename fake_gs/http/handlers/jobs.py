@@ -209,7 +209,10 @@ async def create_job(ctx: Ctx) -> Response:
             raise ApiError(ErrorCode.INVALID_ARGUMENT, f"cannot create the job: {exc}") from None
         raise
     ctx.store.register_job(job)
-    return json_response(m.CreateJobResponse(job_id=job.public_id))
+    if ctx.settings.seams.bends(Bend.CREATE_NO_JOB_ID):
+        return json_response({})
+    created = ctx.settings.seams.bends(Bend.CREATE_201) or ctx.forms.use("success-status")
+    return json_response(m.CreateJobResponse(job_id=job.public_id), 201 if created else 200)
 
 
 async def list_jobs(ctx: Ctx) -> Response:

@@ -15,7 +15,7 @@ from starlette.responses import Response
 
 from contract.errors import ErrorCode
 from contract.models import RequestStatus
-from contract.states import REQUEST_TERMINAL, RequestState
+from contract.states import REQUEST_IN_FLIGHT, REQUEST_TERMINAL, RequestState
 from fake_gs.answers import check as answers
 from fake_gs.answers import forms as dialect
 from fake_gs.answers import forms_any
@@ -70,6 +70,8 @@ def _done(ctx: Ctx, job: JobRec, req: RequestRec, offset: int, max_events: int
     if req.stream:
         return RequestState.DONE, b"null", _drain_stream(ctx, req, max_events), None
     raw = req.result_raw if req.result_raw is not None else b"{}"
+    if raw == b"{}" and ctx.forms.use("done-result-null", req.request_id):
+        raw = b"null"  # spec §6.8: a successful request with no result (the client reads {})
     result_retention.read_to_end(ctx.settings, job, req, ctx.store.clock.monotonic())
     return RequestState.DONE, raw, [], None
 
@@ -96,6 +98,9 @@ def view(ctx: Ctx, job: JobRec, req: RequestRec, offset: int, max_events: int) -
     with ctx.store.lock:
         status = ctx.store.request_status(req)
         result, error, events, cursor = b"null", None, [], None
+        inflight_empty = ctx.settings.seams.bends(Bend.INFLIGHT_RESULT_EMPTY)
+        if inflight_empty and status == RequestState.DONE and req.polls <= 1 and not req.stream:
+            status = RequestState.RUNNING  # its first poll shows it in flight, whatever its pace
         if status == RequestState.STREAMING:
             events = _drain_stream(ctx, req, max_events)
             if not req.stream_events:
@@ -104,6 +109,8 @@ def view(ctx: Ctx, job: JobRec, req: RequestRec, offset: int, max_events: int) -
             status, result, events, cursor = _done(ctx, job, req, offset, max_events)
         elif status == RequestState.FAILED:
             error = ctx.settings.seams.rewrite(Rewrite.FAILED_REQUEST_ERROR, req.error)
+        elif status in REQUEST_IN_FLIGHT and (inflight_empty or ctx.forms.use("inflight-result-empty")):
+            result = b"{}"  # spec §6.8's own empty form, on a page of a request still in flight
         if status in REQUEST_TERMINAL and req.final_status is None:
             req.final_status = status
             req.updated_at = max(req.updated_at, req.created_at)
