@@ -78,7 +78,7 @@ def test_a_skeleton_rebuilds_the_header_exactly_and_values_in_range() -> None:
         scan.feed(frame[i:i + 7])
     skeleton = scan.skeleton()
     assert skeleton is not None and len(json.dumps(skeleton)) < 2000
-    rebuilt = rebuild_frame(skeleton, "seed")
+    rebuilt = rebuild_frame(skeleton, "seed", len(frame))
     header = skeleton_tensors(skeleton)[0]
     assert len(rebuilt) == len(frame) and rebuilt[:len(header)] == frame[:len(header)]
     back = wire.loads(rebuilt)["kwargs"]
@@ -88,7 +88,7 @@ def test_a_skeleton_rebuilds_the_header_exactly_and_values_in_range() -> None:
     odd = [float(x) for x in back["odd"]]
     assert {str(x) for x in odd if not math.isfinite(x)} == {"nan", "-inf"} and 1.0 <= max(filter(math.isfinite, odd)) <= 2.0
     assert float(back["scalar"]) == 3.5 and tuple(back["empty"].shape) == (0, 3)
-    assert rebuild_frame(skeleton, "seed") == rebuilt  # seeded: every replay sends the same
+    assert rebuild_frame(skeleton, "seed", len(frame)) == rebuilt  # seeded: every replay sends the same
 
 
 def test_a_hand_built_frame_of_many_tensors_is_a_small_skeleton() -> None:
@@ -101,7 +101,7 @@ def test_a_hand_built_frame_of_many_tensors_is_a_small_skeleton() -> None:
     scan.feed(frame)
     skeleton = scan.skeleton()
     assert skeleton is not None and skeleton.get("order") == "tree" and len(json.dumps(skeleton)) < 300
-    assert rebuild_frame(skeleton, "x") == frame
+    assert rebuild_frame(skeleton, "x", len(frame)) == frame
 
 
 def test_an_exchange_that_cannot_be_sent_skips_what_depends_on_it(tmp_path: Path) -> None:
