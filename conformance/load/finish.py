@@ -151,7 +151,7 @@ class Host:
             return
         nonce = self.gate.challenge(worker)
         if nonce is not None:
-            runner.send_message(CHALLENGE, nonce, client_id=worker)
+            runner.send_message(CHALLENGE, {"nonce": nonce}, client_id=worker)
         else:
             self._send_setup(worker)
 

@@ -56,18 +56,19 @@ def _init(environment: Environment, runner: Any, web_ui: Any = None, **_: Any) -
     RUN.host = Host(environment)
 
 
-def _answer_challenge(runner: Any, nonce: Any) -> None:
+def _answer_challenge(runner: Any, data: Any) -> None:
     """The master's nonce: answer with the proof of the secret (none: nothing to prove)."""
+    nonce = data.get("nonce") if isinstance(data, dict) else None
     if RUN.secret and isinstance(nonce, str):
         RUN.nonce = nonce
-        runner.send_message(PROOF, surface.proof(RUN.secret, nonce, runner.client_id))
+        runner.send_message(PROOF, {"proof": surface.proof(RUN.secret, nonce, runner.client_id)})
     else:
         log.error("gs-load: the master asks for the run's secret; give this worker --load-secret")
 
 
 def _proof(environment: Environment, msg: Any, **_: Any) -> None:
     if RUN.host is not None:
-        RUN.host.proof(str(msg.node_id), msg.data)
+        RUN.host.proof(str(msg.node_id), msg.data.get("proof") if isinstance(msg.data, dict) else None)
 
 
 def _worker_stop(environment: Environment, msg: Any, **_: Any) -> None:

@@ -38,7 +38,7 @@ def main(port: int, out: str, seconds: float) -> None:
             got += raw + b"\n"
             kind = msgpack.loads(raw, raw=False, strict_map_key=False)[0]
             if kind == "gs_challenge":
-                send("gs_proof", "0" * 64)
+                send("gs_proof", {"proof": "0" * 64})
             if kind == "quit":
                 break
     with open(out, "wb") as f:

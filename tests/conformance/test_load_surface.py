@@ -120,27 +120,47 @@ def _stop(proc: subprocess.Popen[bytes], log: Path) -> str:
 
 
 @pytest.mark.slow
-def test_a_rogue_worker_never_gets_the_token_or_the_setup(tmp_path: Path) -> None:
-    """A master with a secret and the token; a worker with no secret joins, says hello and
-    guesses a proof: it gets a challenge and Locust's own spawn messages, never the set-up,
-    the token or the secret (before: the token in the set-up and in every spawn message)."""
+def test_a_rogue_worker_never_gets_the_token_while_a_worker_with_the_secret_runs(tmp_path: Path) -> None:
+    """A master with a secret and the token (the fake takes only that token); a worker with
+    the secret and a rogue with none join. The rogue says hello and guesses a proof: it gets
+    a challenge and Locust's own spawn messages, never the set-up, the token or the secret
+    (before: the token in the set-up and in every spawn message). The worker unseals the token
+    and its calls succeed."""
+    from fake_gs import serve_in_background
+
     port = _free_port()
-    log, seen = tmp_path / "master.log", tmp_path / "rogue.bin"
-    master = _gs_load("--master", "--headless", "--master-bind-port", str(port), "--expect-workers", "1",
-                      "--users", "1", "--spawn-rate", "1", "--run-time", "6s", "--token", PAT,
-                      "--load-secret", SECRET, log=log)
-    try:
-        assert _listening(port) in ("0100007F", "00000000000000000000000001000000")  # loopback
-        _wait_for(log, "embedded fake at")  # the master's gs-load hooks are listening
-        rogue = subprocess.run([sys.executable, str(HERE / "rogue_worker.py"), str(port), str(seen), "25"],
-                               timeout=90, capture_output=True)
-        assert rogue.returncode == 0, rogue.stderr
-    finally:
-        tail = _stop(master, log)
+    log, seen, results = tmp_path / "master.log", tmp_path / "rogue.bin", tmp_path / "results.json"
+    with serve_in_background(tokens=(PAT,), max_total_gpus=1000) as url:
+        _rogue_and_worker(url, port, log, seen, results, tmp_path)
+    tail = log.read_text(errors="replace")[-3000:]
     got = seen.read_bytes()
     assert b"gs_challenge" in got and b"spawn" in got, (got[:500], tail)
     assert b"gs_setup" not in got and PAT.encode() not in got and SECRET.encode() not in got, tail
     assert "did not prove the run's secret" in log.read_text(errors="replace"), tail
+    ran = json.loads(results.read_text())
+    calls = {node: n for node, n in ran["nodes"].items() if n}
+    assert len(calls) == 1 and ran["routes"] and not ran["error"], tail  # the worker with the secret ran
+    assert not ran["loop_errors"] and all(not r["failures"] for r in ran["routes"]), ran  # its token worked
+
+
+def _rogue_and_worker(url: str, port: int, log: Path, seen: Path, results: Path, tmp_path: Path) -> None:
+    master = _gs_load("--master", "--headless", "--master-bind-port", str(port), "--expect-workers", "2",
+                      "--users", "2", "--spawn-rate", "2", "--run-time", "8s", "--url", url, "--token", PAT,
+                      "--max-jobs", "1", "--load-secret", SECRET, "--results-json", str(results), log=log)
+    worker = None
+    try:
+        assert _listening(port) in ("0100007F", "00000000000000000000000001000000")  # loopback
+        _wait_for(log, "Waiting for workers")  # the master's gs-load hooks are listening
+        worker = _gs_load("--worker", "--master-host", "127.0.0.1", "--master-port", str(port),
+                          log=tmp_path / "worker.log", env={"GS_LOAD_SECRET": SECRET})
+        rogue = subprocess.run([sys.executable, str(HERE / "rogue_worker.py"), str(port), str(seen), "30"],
+                               timeout=120, capture_output=True)
+        assert rogue.returncode == 0, rogue.stderr
+        master.wait(timeout=120)
+    finally:
+        _stop(master, log)
+        if worker is not None:
+            _stop(worker, tmp_path / "worker.log")
 
 
 @pytest.mark.slow

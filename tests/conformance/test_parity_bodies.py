@@ -137,13 +137,17 @@ def test_the_matrix_counts_every_operation_and_lists_the_unrecorded(tmp_path: Pa
     assert sum(row.counts["recorded"] for row in table) == len(rep.results)
 
 
+#: A path of the service (a replay refuses a tape whose paths are not: contract.tape.bounds).
+SERVICE_PATH = "/api/v2/databases/DB/schemas/PUBLIC/ep/x"
+
+
 def test_worker_parts_keep_each_blob_once(tmp_path: Path) -> None:
     chunk = big_chunk(0.5, "group-parts")
     parts = []
     for worker in ("gw0", "gw1"):
         part = str(tmp_path / f"run.gsrec.{worker}.part")
         writer = TapeWriter(part, "gs-conformance", tokens=(TOKEN,))
-        writer.record(Exchange("POST", "/x", [], {"content-type": "application/octet-stream"},
+        writer.record(Exchange("POST", SERVICE_PATH, [], {"content-type": "application/octet-stream"},
                                writer.request_sink(chunk), 200, {}, sink_of(b"{}"), 0.0, 0.001))
         writer.close()
         parts.append(part)
@@ -160,7 +164,7 @@ def test_a_big_body_holding_a_token_is_withheld_not_stored(tmp_path: Path) -> No
     data = torch.randint(0, 255, (1 << 20,), dtype=torch.uint8, generator=torch.Generator().manual_seed(2))
     data[5000:5000 + len(TOKEN)] = torch.tensor(list(TOKEN.encode()), dtype=torch.uint8)
     writer = TapeWriter(str(tape), "test", tokens=(TOKEN,))
-    writer.record(Exchange("POST", "/x", [], {}, writer.request_sink(wire.dumps({"blob": data})), 200, {},
+    writer.record(Exchange("POST", SERVICE_PATH, [], {}, writer.request_sink(wire.dumps({"blob": data})), 200, {},
                            sink_of(b"{}"), 0.0, 0.001))
     writer.close()
     assert TOKEN not in tape.read_text() and "blob" not in _kinds(tape)
