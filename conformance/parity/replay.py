@@ -112,6 +112,8 @@ class Replayer:
         self.ids: dict[str, str] = {}
         #: The tape being replayed (named in refusals).
         self.path = ""
+        #: The largest recorded answer of each route, bytes (what a replayed answer may cost).
+        self.largest: dict[str | None, int] = {}
         self.servers: dict[str, dict[str, Any]] = {}
         self._last: dict[str, tuple[float, float]] = {}
         #: The last exchange of each recorded loop -> the loop's earlier exchanges.
@@ -135,6 +137,10 @@ class Replayer:
                 self.loops.setdefault(settle[x["seq"]]["seq"], []).append(x)
         self.bodies = Bodies(lines)
         self.deps = Dependencies()
+        self.largest = {}
+        for x in exchanges:
+            route = x["request"].get("route")
+            self.largest[route] = max(self.largest.get(route, 0), bounds.answer_bytes(x["response"]))
         skip_through: int | None = None
         for line in lines:
             if line["kind"] == "server":
@@ -272,8 +278,10 @@ class Replayer:
         """The new answer, outlined. ``streamed``: the recording client streamed this answer
         and the tape does not know whether its body arrived, so a body cut after the
         headers is no transport failure here either (the status and headers still count).
-        At most :func:`contract.tape.bounds.answer_cap` bytes of it are read (by the size of
-        ``recorded``, the recorded answer); a longer one is a transport failure."""
+        At most :func:`contract.tape.bounds.answer_cap` bytes of it are read, by the size of
+        ``recorded`` (the recorded answer) or of the largest recorded answer of its route,
+        whichever is larger (a poll may bring the results sooner); a longer one is a
+        transport failure."""
         url = _on_target(target.base_url, target.base_url + rewrite_path(req, target.prefix, self.ids))
         query = [(k, self.ids.get(v, v)) for k, v in req.get("query", [])]
         headers = request_headers(req.get("headers", {}), target.tokens, target.admin_token)
@@ -287,7 +295,7 @@ class Replayer:
         except requests.RequestException as exc:
             return {"status": 0, "headers": {}, "body": None, "error": f"{type(exc).__name__}: {exc}"[:300]}
         picked = {k.lower(): v for k, v in resp.headers.items() if k.lower() in tape.RESPONSE_HEADERS}
-        cap = bounds.answer_cap(recorded or {})
+        cap = bounds.answer_cap(max(bounds.answer_bytes(recorded or {}), self.largest.get(req.get("route"), 0)))
         try:
             content = _read_capped(resp, cap)
         except _OverCap:

@@ -75,12 +75,16 @@ def where(path: str, line: Mapping[str, Any] | int | None) -> str:
 LINE_KEY = "_line"
 
 
-def answer_cap(recorded: Mapping[str, Any]) -> int:
-    """Bytes a replay reads of the answer to a call whose recorded answer was ``recorded``."""
+def answer_bytes(recorded: Mapping[str, Any]) -> int:
+    """The size of a recorded answer's body (0 when the tape gives none)."""
     body = recorded.get("body")
     size = body.get("bytes", 0) if isinstance(body, Mapping) else 0
-    size = size if isinstance(size, int) and not isinstance(size, bool) and size > 0 else 0
-    return min(MAX_ANSWER_BYTES, 2 * size + ANSWER_MARGIN_BYTES)
+    return size if isinstance(size, int) and not isinstance(size, bool) and size > 0 else 0
+
+
+def answer_cap(recorded_bytes: int) -> int:
+    """Bytes a replay reads of an answer whose recorded size was ``recorded_bytes``."""
+    return min(MAX_ANSWER_BYTES, 2 * max(recorded_bytes, 0) + ANSWER_MARGIN_BYTES)
 
 
 def count_values(text: str) -> int:

@@ -282,7 +282,7 @@ def test_an_endless_answer_costs_what_the_recorded_answer_allows(tmp_path: Path)
         peak = _peak(lambda: got.update(replayer.send(target, {"method": "GET", "path": f"{PREFIX}/jobs",
                                                                   "headers": {}}, None, recorded=recorded)))
         (end,) = srv.settled()
-    cap = bounds.answer_cap(recorded)
+    cap = bounds.answer_cap(bounds.answer_bytes(recorded))
     assert cap == 200 + bounds.ANSWER_MARGIN_BYTES
     assert got["status"] == 0 and "AnswerTooBig" in got["error"], got
     assert end.cut and end.bytes < cap + 8 * MiB, end.bytes / MiB  # the cap + socket buffers
