@@ -140,6 +140,10 @@ class Host:
         if isinstance(runner, MasterRunner):
             for worker in sorted(self.gate.proven):
                 self._send_setup(worker)
+            # A worker whose hello came before the master listened for it: greeted now.
+            for worker in sorted(str(client.id) for client in runner.clients.all):
+                if worker not in self.gate.proven and worker not in self.gate.nonces:
+                    self.hello(worker)
         self.run.apply(setup)
         self.started = time.monotonic()
 
