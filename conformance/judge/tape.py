@@ -26,7 +26,8 @@ from contract.tape import raw_body, read_tape
 TAPE_HOST = "http://tape.invalid"
 
 
-def _request_body(body: Mapping[str, Any] | None, blobs: Mapping[str, str]) -> tuple[bytes | None, dict[str, Any] | None, int]:
+def _request_body(body: Mapping[str, Any] | None,
+                  blobs: Mapping[str, Mapping[str, Any]]) -> tuple[bytes | None, dict[str, Any] | None, int]:
     """The request's bytes as far as the tape kept them, its chunk descriptor and payload size."""
     if not body:
         return None, None, 0
@@ -55,7 +56,7 @@ def restored(value: Any) -> Any:
     return value
 
 
-def exchange_of(line: Mapping[str, Any], blobs: Mapping[str, str] | None = None) -> Exchange:
+def exchange_of(line: Mapping[str, Any], blobs: Mapping[str, Mapping[str, Any]] | None = None) -> Exchange:
     """One ``exchange`` line as an :class:`Exchange`."""
     req, resp = line.get("request") or {}, line.get("response") or {}
     method, path = str(req.get("method", "GET")), str(req.get("path", "/"))
@@ -83,7 +84,7 @@ def exchange_of(line: Mapping[str, Any], blobs: Mapping[str, str] | None = None)
 def tape_exchanges(path: str) -> Iterator[Exchange]:
     """Every exchange of the tape at ``path``, in sequence order."""
     lines = read_tape(path)
-    blobs = {str(x.get("sha256")): str(x.get("z64")) for x in lines if x.get("kind") == "blob"}
+    blobs = {str(x.get("sha256")): x for x in lines if x.get("kind") == "blob"}
     for line in lines:
         if line.get("kind") == "exchange":
             yield exchange_of(line, blobs)

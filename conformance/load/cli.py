@@ -22,9 +22,14 @@ STOP_TIMEOUT_S = "10"
 
 
 def locust_argv(argv: list[str]) -> list[str]:
-    """Locust's argv for gs-load's: the locustfile first, the stop timeout unless given."""
+    """Locust's argv for gs-load's: the locustfile first, the stop timeout unless given, and
+    the web UI and master on loopback unless told otherwise (Locust's defaults listen on
+    every interface; beyond loopback needs --load-secret, :mod:`conformance.load.surface`)."""
+    from conformance.load.surface import default_binds
+
     given = any(a == "--stop-timeout" or a.startswith("--stop-timeout=") for a in argv)
-    return ["-f", str(LOCUSTFILE), *([] if given else ["--stop-timeout", STOP_TIMEOUT_S]), *argv]
+    return ["-f", str(LOCUSTFILE), *([] if given else ["--stop-timeout", STOP_TIMEOUT_S]),
+            *default_binds(argv), *argv]
 
 
 def own_help() -> str:

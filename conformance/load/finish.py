@@ -31,6 +31,7 @@ from conformance.load.fakeproc import EmbeddedFake, FakeStartError
 from conformance.load.jobs import JobPool, Target, job_budget
 from conformance.load.profile import ProfileError, load_profile
 from conformance.load.run import RUN, SETUP
+from conformance.load.surface import CHALLENGE, Gate, frozen_options, scrub_options
 from conformance.reporting import formats
 from conformance.target import ProbeError, probe, probe_service
 from contract.auth import auth_headers
@@ -46,7 +47,13 @@ class Host:
 
     def __init__(self, environment: Environment) -> None:
         self.environment, self.run = environment, RUN
-        self.options = environment.parsed_options
+        #: gs-load's options as given at start: Locust's web form cannot change them.
+        self.options = frozen_options(environment.parsed_options)
+        #: Locust's own options (its users and --html), live.
+        self.locust = environment.parsed_options
+        scrub_options(environment.parsed_options)
+        #: Which workers proved the run's secret (all local ones without a secret).
+        self.gate = Gate(opts.value(self.options, "load_secret"))
         try:
             self.profile = load_profile(opts.value(self.options, "load_profile"))
         except ProfileError as exc:
@@ -119,7 +126,7 @@ class Host:
             return
         runner = self.environment.runner
         assert runner is not None, "test_start fires on a running Locust runner"
-        asked = getattr(self.options, "num_users", 0)
+        asked = getattr(self.locust, "num_users", 0)
         users = int(getattr(runner, "target_user_count", 0) or asked or 1)
         try:
             budget = job_budget(opts.value(self.options, "max_jobs"), users, self.target.embedded)
@@ -136,15 +143,39 @@ class Host:
                  "profile": self.profile.model_dump(mode="json"), "failed": self.error}
         self.setup = setup
         if isinstance(runner, MasterRunner):
-            runner.send_message(SETUP, setup)
+            for worker in sorted(self.gate.proven):
+                self._send_setup(worker)
+            # A worker whose hello came before the master listened for it: greeted now.
+            for worker in sorted(str(client.id) for client in runner.clients.all):
+                if worker not in self.gate.proven and worker not in self.gate.nonces:
+                    self.hello(worker)
         self.run.apply(setup)
         self.started = time.monotonic()
 
     def hello(self, worker: str) -> None:
-        """A worker started listening: send it the set-up if the run has one already."""
+        """A worker started listening: challenge it to prove the run's secret (without one,
+        it is let in and sent the set-up if the run has one already)."""
         runner = self.environment.runner
-        if self.setup is not None and isinstance(runner, MasterRunner):
-            runner.send_message(SETUP, self.setup, client_id=worker)
+        if not isinstance(runner, MasterRunner):
+            return
+        nonce = self.gate.challenge(worker)
+        if nonce is not None:
+            runner.send_message(CHALLENGE, {"nonce": nonce}, client_id=worker)
+        else:
+            self._send_setup(worker)
+
+    def proof(self, worker: str, answer: Any) -> None:
+        """A worker's answer to its challenge: the set-up if it proves the secret."""
+        if self.gate.verify(worker, answer):
+            self._send_setup(worker)
+        else:
+            log.error("gs-load: worker %s did not prove the run's secret; it gets no set-up", worker)
+
+    def _send_setup(self, worker: str) -> None:
+        runner = self.environment.runner
+        setup = self.gate.setup_for(worker, self.setup) if self.setup is not None else None
+        if setup is not None and isinstance(runner, MasterRunner):
+            runner.send_message(SETUP, setup, client_id=worker)
 
     # --- after the last ------------------------------------------------------------------
     def finish(self) -> None:
@@ -210,7 +241,7 @@ class Host:
                 and self.started is not None:
             runner.stop()  # test_stop finishes the run
         self.finish()
-        page = getattr(self.options, "html_file", None)
+        page = getattr(self.locust, "html_file", None)
         if page and self.outcome is not None and os.path.exists(page) \
                 and os.path.getmtime(page) >= self.run_started:
             text = Path(page).read_text(encoding="utf-8")

@@ -8,6 +8,7 @@ registers the hooks (the locustfile does).
 
 from __future__ import annotations
 
+import sys
 import time
 from typing import Any
 
@@ -18,8 +19,10 @@ from locust.runners import MasterRunner, WorkerRunner
 
 from conformance.judge.tally import Tally
 from conformance.load import options as opts
-from conformance.load.finish import Host
+from conformance.load import surface
+from conformance.load.finish import EXIT_SETUP, Host
 from conformance.load.run import HELLO, RUN, SETUP, STOP, TALLY, TALLY_GRACE_S, log
+from conformance.load.surface import CHALLENGE, PROOF
 
 
 @events.init_command_line_parser.add_listener
@@ -28,19 +31,44 @@ def _arguments(parser: Any) -> None:
 
 
 @events.init.add_listener
-def _init(environment: Environment, runner: Any, **_: Any) -> None:
+def _init(environment: Environment, runner: Any, web_ui: Any = None, **_: Any) -> None:
     RUN.environment = environment
+    secret = opts.value(environment.parsed_options, "load_secret")
     if isinstance(runner, WorkerRunner):
         RUN.tally.node = f"worker-{runner.client_id}"
+        RUN.secret = secret
+        runner.register_message(CHALLENGE, lambda msg, **_: _answer_challenge(runner, msg.data))
         runner.register_message(SETUP, lambda msg, **_: RUN.apply(msg.data))
         runner.register_message(STOP, _worker_stop, concurrent=True)
         runner.send_message(HELLO, None)  # a set-up sent before this worker listened is resent
         return
+    refusal = surface.bind_refusal(environment.parsed_options, isinstance(runner, MasterRunner), web_ui is not None)
+    if refusal:
+        log.error("gs-load: %s", refusal)
+        sys.exit(EXIT_SETUP)
+    if web_ui is not None:
+        surface.guard_web_ui(web_ui, secret)
     RUN.tally.node = "master" if isinstance(runner, MasterRunner) else "local"
     if isinstance(runner, MasterRunner):  # before the host: starting the fake lets workers in
         runner.register_message(TALLY, _tally_in)
         runner.register_message(HELLO, _hello)
+        runner.register_message(PROOF, _proof)
     RUN.host = Host(environment)
+
+
+def _answer_challenge(runner: Any, data: Any) -> None:
+    """The master's nonce: answer with the proof of the secret (none: nothing to prove)."""
+    nonce = data.get("nonce") if isinstance(data, dict) else None
+    if RUN.secret and isinstance(nonce, str):
+        RUN.nonce = nonce
+        runner.send_message(PROOF, {"proof": surface.proof(RUN.secret, nonce, runner.client_id)})
+    else:
+        log.error("gs-load: the master asks for the run's secret; give this worker --load-secret")
+
+
+def _proof(environment: Environment, msg: Any, **_: Any) -> None:
+    if RUN.host is not None:
+        RUN.host.proof(str(msg.node_id), msg.data.get("proof") if isinstance(msg.data, dict) else None)
 
 
 def _worker_stop(environment: Environment, msg: Any, **_: Any) -> None:

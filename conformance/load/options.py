@@ -44,6 +44,10 @@ OPTIONS: tuple[Option, ...] = (
     _suite("model", _T),
     _suite("job_id", _T),
     _suite("startup_timeout_s", _T),
+    _own("load_secret", "Shared secret of a run's processes: needed to bind the master or the web UI "
+         "beyond loopback; workers prove it before they get any set-up (the token travels sealed "
+         "under it), and the web UI asks for it as its password.", _T, env="GS_LOAD_SECRET",
+         metavar="SECRET"),
     _own("load_profile", "Load profile (TOML): user weights, think times, batch sizes "
          "(default: the shipped conformance/load/default-profile.toml).", _L, metavar="FILE"),
     _own("max_jobs", "Jobs the run may create; users share them round-robin (default: 1 "

@@ -69,13 +69,25 @@ class LoadRun:
         self.slot, self.slots, self._users = 0, 1, 0
         self.tallies: dict[str, Tally] = {}
         self.host: Any = None  # the master's part (conformance.load.finish.Host)
+        #: A worker's copy of the run's secret and the nonce it proved it for (its set-up's
+        #: token is sealed under both: ``conformance.load.surface``).
+        self.secret: str | None = None
+        self.nonce = ""
         #: The Locust user classes by kind; ``conformance.load.users`` enters them.
         self.user_classes: dict[str, type[User]] = {}
 
     # --- the workers' part (also the local process's) -------------------------------------
     def apply(self, setup: dict[str, Any]) -> None:
-        """Take the master's set-up: where to call, with which jobs and profile."""
-        self.target = Target(**setup["target"])
+        """Take the master's set-up: where to call, with which jobs and profile (its token
+        unsealed with the run's secret when the master sealed it)."""
+        target = dict(setup["target"])
+        if setup.get("sealed"):
+            from conformance.load.surface import unseal
+
+            runner = self.environment.runner if self.environment else None
+            target["token"] = unseal(self.secret or "", self.nonce, str(getattr(runner, "client_id", "")),
+                                     target.get("token"))
+        self.target = Target(**target)
         self.jobs = list(setup["jobs"])
         self.profile = profile_from(setup["profile"])
         self.slots = max(1, int(setup.get("slots", 1)))

@@ -155,6 +155,11 @@ def main(argv: list[str] | None = None) -> int:
         except (ValueError, OSError) as exc:
             print(f"gs-parity: {exc}", file=sys.stderr)
             return EXIT_ERROR
+        except (KeyError, TypeError, AttributeError, IndexError) as exc:
+            # A tape is untrusted input: a line missing what the format promises is a bad
+            # tape, reported as one, never a traceback.
+            print(f"gs-parity: {path}: a malformed tape ({type(exc).__name__}: {str(exc)[:200]})", file=sys.stderr)
+            return EXIT_ERROR
     colour = sys.stdout.isatty() and "NO_COLOR" not in os.environ
     if ns.quiet:
         print(scrub_text(safe("\n".join(reports.headline(rep) for rep in reps))))

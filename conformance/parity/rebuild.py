@@ -12,16 +12,15 @@ named the recorded frame) and its slice of the rebuilt frame.
 
 from __future__ import annotations
 
-import base64
 import functools
 import hashlib
-import zlib
 from collections import OrderedDict
 from collections.abc import Iterable
 from typing import Any
 
 from conformance.parity.targets import Skip
 from contract import tape
+from contract.tape import bounds
 from contract.tape.skeleton import Tensor, skeleton_tensors
 from contract.wire import DTYPE_ITEMSIZE
 
@@ -60,12 +59,12 @@ def _nonfinite(t: Tensor, out: Any, n: int) -> None:
     """Put the recorded NaN and infinities at the first places (all of them if nothing was finite)."""
     import numpy as np
 
-    kinds = [_SPECIAL[k] for k in t.stats.get("nf", [])]
+    kinds = [_SPECIAL[k] for k in t.stats.get("nf", [])][:3]
     if not kinds:
         return
-    if "v" not in t.stats:
-        kinds = [kinds[i % len(kinds)] for i in range(n)]
     values = np.array(kinds[:n], dtype=np.float32 if t.code == "BF16" else _FLOATS[t.code])
+    if "v" not in t.stats:
+        values = np.resize(values, n)
     if t.code == "BF16":
         values = (values.view(np.uint32) >> 16).astype(np.uint16)
     out[: len(values)] = values
@@ -99,12 +98,18 @@ def tensor_bytes(t: Tensor, rng: Any) -> bytes:
     return out.tobytes()
 
 
-def rebuild_frame(skeleton: dict[str, Any], seed: str) -> bytes:
-    """The frame a skeleton describes, with values seeded by ``seed``."""
+def rebuild_frame(skeleton: dict[str, Any], seed: str, declared: int) -> bytes:
+    """The frame a skeleton describes, with values seeded by ``seed``; TapeRefused unless it
+    has the ``declared`` size (checked before a tensor byte is made: its size was bounded when
+    the tape was read, ``contract.tape.bounds``)."""
     import numpy as np
 
-    rng = np.random.default_rng(_seed(seed))
+    bounds.skeleton_size(skeleton, declared)
     prefix, tensors = skeleton_tensors(skeleton)
+    size = len(prefix) + sum(t.nbytes for t in tensors)
+    if size != declared:
+        raise bounds.TapeRefused(f"the frame its skeleton describes has {size} bytes, the recorded one {declared}")
+    rng = np.random.default_rng(_seed(seed))
     return b"".join([prefix, *(tensor_bytes(t, rng) for t in tensors)])
 
 
@@ -112,11 +117,11 @@ class Bodies:
     """Every request body of one tape, for sending: kept bytes, blobs, rebuilt frames."""
 
     def __init__(self, lines: Iterable[dict[str, Any]]) -> None:
-        self.blobs: dict[str, str] = {}
+        self.blobs: dict[str, dict[str, Any]] = {}
         self.frames: dict[tuple[str, str], dict[str, Any]] = {}
         for line in lines:
             if line["kind"] == "blob":
-                self.blobs[line["sha256"]] = line["z64"]
+                self.blobs[line["sha256"]] = line
             elif line["kind"] == "frame":
                 self.frames[(line["group"], line["frame_sha256"])] = line
         self._inner: OrderedDict[tuple[str, str], bytes] = OrderedDict()
@@ -138,28 +143,32 @@ class Bodies:
     def rebuild(self, body: dict[str, Any]) -> bytes:
         """The body rebuilt from its skeleton; Skip when the tape holds too little for it."""
         how = body["rebuild"]
-        data = self._chunk(how["chunk"]) if "chunk" in how else rebuild_frame(how["frame"], body["sha256"])
+        data = (self._chunk(how["chunk"], body["bytes"]) if "chunk" in how
+                else rebuild_frame(how["frame"], body["sha256"], body["bytes"]))
         if len(data) != body["bytes"]:
             raise Skip(f"the rebuilt request body has {len(data)} bytes, the recorded one {body['bytes']}",
                        kind="bytes")
         self.rebuilt += 1
         return data
 
-    def _chunk(self, how: dict[str, Any]) -> bytes:
+    def _chunk(self, how: dict[str, Any], declared: int) -> bytes:
         key = (how["group"], how["frame_sha256"])
         frame = self.frames.get(key)
         if frame is None or frame.get("skeleton") is None:
             raise Skip("a request chunk kept as its place in a frame the tape could not describe "
                        "(its group's chunks were not all seen in order)", kind="bytes")
+        if frame["bytes"] > bounds.MAX_REBUILT_FRAME_BYTES:
+            raise Skip(f"a request chunk of a {frame['bytes']}-byte frame (line {frame.get(bounds.LINE_KEY)}), "
+                       f"more than a replay rebuilds ({bounds.MAX_REBUILT_FRAME_BYTES} bytes)", kind="bytes")
         inner = self._inner_frame(key, frame)
-        head = zlib.decompress(base64.b64decode(how["head"]))
+        head = bounds.inflate(how["head"], declared, "a request chunk's header")
         if frame.get("verified"):
             head = head.replace(key[1].encode(), hashlib.sha256(inner).hexdigest().encode())
         return head + inner[how["offset"]:how["offset"] + how["payload"]]
 
     def _inner_frame(self, key: tuple[str, str], frame: dict[str, Any]) -> bytes:
         if key not in self._inner:
-            self._inner[key] = rebuild_frame(frame["skeleton"], key[1])
+            self._inner[key] = rebuild_frame(frame["skeleton"], key[1], frame["bytes"])
             while len(self._inner) > 2:
                 self._inner.popitem(last=False)
         return self._inner[key]

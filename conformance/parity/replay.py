@@ -33,6 +33,7 @@ from contract.states import (
     normalize_job_state,
     normalize_request_state,
 )
+from contract.tape import bounds
 
 _POLLED = {"get_job": (normalize_job_state, is_job_terminal),
            "get_request": (normalize_request_state, is_request_terminal)}
@@ -120,6 +121,10 @@ class Replayer:
         self.poll_timeout_s = poll_timeout_s
         self.timeout_s = timeout_s
         self.ids: dict[str, str] = {}
+        #: The tape being replayed (named in refusals).
+        self.path = ""
+        #: The largest recorded answer of each route, bytes (what a replayed answer may cost).
+        self.largest: dict[str | None, int] = {}
         self.servers: dict[str, dict[str, Any]] = {}
         self._last: dict[str, tuple[float, float]] = {}
         #: The last exchange of each recorded loop -> the loop's earlier exchanges.
@@ -132,6 +137,7 @@ class Replayer:
 
     def run(self, path: str, lines: list[dict[str, Any]]) -> Replay:
         started = time.monotonic()
+        self.path = path
         results: list[ExchangeResult] = []
         exchanges = [x for x in lines if x["kind"] == "exchange"]
         ends = [x for x in lines if x["kind"] == "end"]
@@ -144,6 +150,10 @@ class Replayer:
         self.deps = Dependencies()
         if isinstance(self.targets, EmbeddedTargets) and lines and lines[0].get("kind") == "meta":
             self.targets.recorded_meta = dict(lines[0])
+        self.largest = {}
+        for x in exchanges:
+            route = x["request"].get("route")
+            self.largest[route] = max(self.largest.get(route, 0), bounds.answer_bytes(x["response"]))
         skip_through: int | None = None
         for line in lines:
             if line["kind"] == "server":
@@ -203,10 +213,14 @@ class Replayer:
         except Skip as exc:
             result.skipped, result.skip_kind = str(exc), exc.kind
             return result
+        except (ValueError, TypeError, KeyError, IndexError, OverflowError) as exc:
+            # A tape is untrusted: what its body parts cannot be is a refusal naming the line.
+            raise bounds.TapeRefused(f"{bounds.where(self.path, ex)}: exchange #{ex.get('seq')}: "
+                                     f"its request body cannot be sent: {exc}") from None
         self.pace(result.server, ex)
         started = time.monotonic()
         new = self.send(target, req, body, _read_timeout(ex["response"], ex.get("ms", 0)),
-                        streamed=bool(ex["response"].get("streamed")))
+                        streamed=bool(ex["response"].get("streamed")), recorded=ex["response"])
         new = self.poll_until(target, req, body, ex["response"], new, result)
         result.new = new
         result.ms = (time.monotonic() - started) * 1000
@@ -253,7 +267,7 @@ class Replayer:
         while result.diverged and time.monotonic() < deadline:
             time.sleep(delay)
             delay = min(delay * 1.5, 0.25)
-            new = self.send(target, req, body)
+            new = self.send(target, req, body, recorded=recorded)
             result.polls += 1
             result.new = new
             result.divergences = self.judge(result, recorded, new)
@@ -273,11 +287,16 @@ class Replayer:
         return found
 
     def send(self, target: ReplayTarget, req: dict[str, Any], body: bytes | None,
-             read_timeout_s: float | None = None, streamed: bool = False) -> dict[str, Any]:
+             read_timeout_s: float | None = None, streamed: bool = False,
+             recorded: dict[str, Any] | None = None) -> dict[str, Any]:
         """The new answer, outlined. ``streamed``: the recording client streamed this answer
         and the tape does not know whether its body arrived, so a body cut after the
-        headers is no transport failure here either (the status and headers still count)."""
-        url = target.base_url + rewrite_path(req, target.prefix, self.ids)
+        headers is no transport failure here either (the status and headers still count).
+        At most :func:`contract.tape.bounds.answer_cap` bytes of it are read, by the size of
+        ``recorded`` (the recorded answer) or of the largest recorded answer of its route,
+        whichever is larger (a poll may bring the results sooner); a longer one is a
+        transport failure."""
+        url = _on_target(target.base_url, target.base_url + rewrite_path(req, target.prefix, self.ids))
         query = [(k, self.ids.get(v, v)) for k, v in req.get("query", [])]
         headers = request_headers(req.get("headers", {}), target.tokens, target.admin_token)
         prepared = self.session.prepare_request(
@@ -290,8 +309,13 @@ class Replayer:
         except requests.RequestException as exc:
             return {"status": 0, "headers": {}, "body": None, "error": f"{type(exc).__name__}: {exc}"[:300]}
         picked = {k.lower(): v for k, v in resp.headers.items() if k.lower() in tape.RESPONSE_HEADERS}
+        cap = bounds.answer_cap(max(bounds.answer_bytes(recorded or {}), self.largest.get(req.get("route"), 0)))
         try:
-            content = resp.content
+            content = _read_capped(resp, cap)
+        except _OverCap:
+            return {"status": 0, "headers": {}, "body": None,
+                    "error": f"AnswerTooBig: the answer ran past {cap} bytes (twice the recorded answer's size "
+                             f"plus {bounds.ANSWER_MARGIN_BYTES // (1024 * 1024)} MiB); not read further"}
         except requests.RequestException as exc:
             if streamed:
                 return {"status": resp.status_code, "headers": picked, "body": None, "streamed": True}
@@ -342,7 +366,7 @@ class Replayer:
             time.sleep(delay)
             delay = min(delay * 1.5, 0.25)
             earlier = new
-            new = self.send(target, req, body)
+            new = self.send(target, req, body, recorded=recorded)
             result.polls += 1
             if not _success(new):
                 break
@@ -354,6 +378,34 @@ def _success(answer: dict[str, Any]) -> bool:
     """Any 2xx: the spec names no success status for a poll (spec §3.6: non-2xx is an error)."""
     status = answer.get("status")
     return isinstance(status, int) and 200 <= status < 300
+
+
+class _OverCap(Exception):
+    """The answer ran past what the replay reads of it."""
+
+
+def _read_capped(resp: requests.Response, cap: int) -> bytes:
+    """The answer's body, read piece by piece and given up past ``cap`` bytes."""
+    parts: list[bytes] = []
+    got = 0
+    for piece in resp.iter_content(64 * 1024):
+        got += len(piece)
+        if got > cap:
+            raise _OverCap()
+        parts.append(piece)
+    return b"".join(parts)
+
+
+def _on_target(base_url: str, url: str) -> str:
+    """``url``, when it addresses the host, port and scheme of ``base_url`` (every recorded
+    path was checked when the tape was read; this is the last guard before the PAT goes)."""
+    from urllib3.util import parse_url
+
+    want, got = parse_url(base_url), parse_url(url)
+    if (got.scheme, got.host, got.port, got.auth) != (want.scheme, want.host, want.port, want.auth):
+        raise bounds.TapeRefused(f"a replayed request would go to {got.scheme}://{got.host}:{got.port}, not "
+                                 f"the target {want.scheme}://{want.host}:{want.port}; refused, not sent")
+    return url
 
 
 def _carry_events(earlier: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:

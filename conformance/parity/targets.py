@@ -16,13 +16,30 @@ from typing import Any
 #: Where the fake serves checkpoint export downloads (its export URLs): a recording
 #: against a fake by URL downloads from there, and so does its replay.
 EXPORTS_PATH = "/_fake/exports/"
-#: Tokens an embedded replay fake is configured with (the tape only says how many).
-REPLAY_TOKENS = ("gs-parity-token-1", "gs-parity-token-2", "gs-parity-token-3")
+#: Most service tokens an embedded replay fake is configured with (the tape only says how
+#: many; each replay makes fresh random ones, and an admin token, never constants).
+REPLAY_TOKEN_COUNT = 3
 #: What a replay sends where the recording held a credential it did not know.
 UNKNOWN_TOKEN = "gs-parity-unknown-token"
-#: The admin credential of an embedded replay fake with tokens (the admin API takes no
-#: service token), sent where the recording called the admin API.
-REPLAY_ADMIN_TOKEN = "gs-parity-admin-token"
+#: Recorded fake settings a replay never takes from a tape: where it listens (loopback, a
+#: port the OS picks), its credentials (fresh random ones), any file it would read or write
+#: (a faults file, a tape, TLS material), and how many threads and connections it runs.
+#: A tape is untrusted input: it chooses no interface and names no file a replay opens.
+NOT_FROM_A_TAPE = {
+    "host": "the replay fake listens on 127.0.0.1 only",
+    "port": "the OS picks the replay fake's port",
+    "tokens": "the replay fake gets fresh random tokens",
+    "admin_token": "the replay fake gets a fresh random admin token",
+    "faults": "a replay reads no file a tape names",
+    "record": "a replay writes no file a tape names",
+    "record_bodies": "a replay writes no tape",
+    "record_budget_mib": "a replay writes no tape",
+    "tls": "a replay makes no TLS files",
+    "log_level": "the replay fake logs critical messages only",
+    "worker_threads": "the replay fake runs the default threads",
+    "max_connections": "the replay fake keeps the default connection cap",
+    "validate_answers": "the answer check belongs to where the replay runs",
+}
 
 
 @dataclass(frozen=True)
@@ -78,11 +95,27 @@ class UrlTargets:
         return None
 
 
+#: Settings every replay sets itself, whatever was recorded (not worth a note).
+_REPLACED = frozenset({"port", "log_level", "validate_answers", "tokens", "admin_token", "record"})
+
+
+def _defaults() -> dict[str, Any]:
+    from fake_gs import FakeSettings
+
+    return {f.name: getattr(FakeSettings(), f.name) for f in fields(FakeSettings)}
+
+
 class EmbeddedTargets:
     """One embedded fake per recorded server, started on first use."""
 
     def __init__(self, overrides: dict[str, Any], prefix: str | None = None) -> None:
+        import secrets
+
         self.overrides = {k: v for k, v in overrides.items() if v is not None}
+        #: This replay's credentials for its fakes: random, so a tape (or anyone who read the
+        #: kit's source) cannot know them.
+        self.tokens = tuple(f"gs-parity-{secrets.token_urlsafe(24)}" for _ in range(REPLAY_TOKEN_COUNT))
+        self.admin_token = f"gs-parity-admin-{secrets.token_urlsafe(24)}"
         self.prefix = prefix
         self._stack = contextlib.ExitStack()
         self._started: dict[str, ReplayTarget] = {}
@@ -102,17 +135,23 @@ class EmbeddedTargets:
         if not info.get("embedded", False):
             recorded, count = self.in_place_of_service(name)
         else:
-            recorded = dict(info.get("settings") or {})
-            count = int(recorded.pop("token_count", 0) or 0)
+            settings = info.get("settings") or {}
+            recorded = dict(settings) if isinstance(settings, dict) else {}
+            count = recorded.pop("token_count", 0) or 0
+        count = min(count, REPLAY_TOKEN_COUNT) if isinstance(count, int) and count > 0 else 0
         known = {f.name for f in fields(FakeSettings)}
         unknown = sorted(set(recorded) - known)
         if unknown:
             self.notes.append(f"{name}: recorded settings this fake does not know: {', '.join(unknown)}")
-        # The answer check belongs to where the replay runs (on in tests), not to the
-        # recorded server, so it takes this environment's default.
-        values = {k: v for k, v in recorded.items() if k in known and k != "validate_answers"}
-        values.update(port=0, log_level="critical", tokens=REPLAY_TOKENS[:count], record=None,
-                      admin_token=REPLAY_ADMIN_TOKEN if count else None)
+        defaults = _defaults()
+        ignored = sorted(k for k in recorded if k in NOT_FROM_A_TAPE and k not in _REPLACED
+                         and recorded[k] != defaults.get(k))
+        if ignored:
+            self.notes.append(f"{name}: recorded settings not taken from a tape: "
+                              + "; ".join(f"{k} ({NOT_FROM_A_TAPE[k]})" for k in ignored))
+        values = {k: v for k, v in recorded.items() if k in known and k not in NOT_FROM_A_TAPE}
+        values.update(host="127.0.0.1", port=0, log_level="critical", tokens=self.tokens[:count], record=None,
+                      admin_token=self.admin_token if count else None)
         mutant = self.overrides.get("mutant")
         values.update({k: v for k, v in self.overrides.items() if k != "mutant"})
         if mutant and not values.get("mutant"):
@@ -141,7 +180,10 @@ class EmbeddedTargets:
         if name not in self._started:
             from fake_gs import serve_in_background
 
-            settings = self.settings_for(name, info)
+            try:
+                settings = self.settings_for(name, info)
+            except (TypeError, ValueError) as exc:
+                raise Skip(f"server {name!r}: its recorded settings start no fake ({str(exc)[:200]})") from None
             url = self._stack.enter_context(serve_in_background(settings))
             self._started[name] = ReplayTarget(str(url), tuple(settings.tokens), self.prefix,
                                                settings.admin_token)

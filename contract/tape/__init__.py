@@ -16,13 +16,11 @@ known secret is scrubbed from each line as a last guard.
 
 from __future__ import annotations
 
-import base64
 import gzip
 import json
 import re
 import threading
 import time
-import zlib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TextIO, cast
@@ -30,6 +28,7 @@ from typing import Any, TextIO, cast
 from contract.auth import bearer_token
 from contract.errors import REQUEST_ID_HEADER
 from contract.routes import PREFIX_TEMPLATE, ROUTES, Route
+from contract.tape import bounds
 from contract.tape.body_store import (  # noqa: F401  (re-exported: the recorders' options)
     BODY_MODES,
     BUDGET_MIB,
@@ -109,6 +108,13 @@ def split_path(path: str) -> tuple[str, str] | None:
     if m is None:
         return None
     return path[: m.end()], path[m.end() :] or "/"
+
+
+def on_service(path: str) -> bool:
+    """A path of the service: under its prefix, or the SQL API's statements (spec §2.1)."""
+    from contract.logs import STATEMENTS_PATH
+
+    return split_path(path) is not None or path == STATEMENTS_PATH or path.startswith(STATEMENTS_PATH + "/")
 
 
 def admin_route(path: str) -> str | None:
@@ -315,33 +321,68 @@ def open_text(path: str, mode: str = "r") -> TextIO:
     return cast(TextIO, open(path, mode, encoding="utf-8"))  # noqa: SIM115
 
 
-def raw_body(body: Mapping[str, Any], blobs: Mapping[str, str] | None = None) -> bytes | None:
-    """The request bytes a tape kept, inline or as a blob (None when it kept neither)."""
+def raw_body(body: Mapping[str, Any], blobs: Mapping[str, Mapping[str, Any]] | None = None) -> bytes | None:
+    """The request bytes a tape kept, inline or as a blob (None when it kept neither), never
+    more than the body's declared size (:func:`contract.tape.bounds.inflate`)."""
+    declared = int(body.get("bytes", 0))
     if "z64" in body:
-        return zlib.decompress(base64.b64decode(body["z64"]))
+        return bounds.inflate(body["z64"], declared, "the request body")
     if body.get("blob") and blobs is not None and body.get("sha256") in blobs:
-        return zlib.decompress(base64.b64decode(blobs[body["sha256"]]))
+        blob = blobs[body["sha256"]]
+        return bounds.inflate(blob["z64"], min(declared, int(blob["bytes"])),
+                              f"the blob at line {blob.get(bounds.LINE_KEY)}")
     return None
 
 
 def blob_bytes(line: Mapping[str, Any]) -> bytes:
     """The body a ``blob`` line holds."""
-    return zlib.decompress(base64.b64decode(line["z64"]))
+    return bounds.inflate(line["z64"], int(line["bytes"]), "a blob")
 
 
-def read_tape(path: str) -> list[dict[str, Any]]:
-    """Every line of a tape; ValueError names the first line that is not a tape line."""
+def read_tape(path: str, check_paths: bool = True) -> list[dict[str, Any]]:
+    """Every line of a tape; ValueError (:class:`~contract.tape.bounds.TapeRefused` for what a
+    recording cannot hold) names the first line that is not a tape line. A tape is untrusted:
+    each line is read, counted and checked under ``contract.tape.bounds`` before it is parsed
+    or used, and carries its number under :data:`~contract.tape.bounds.LINE_KEY`. ``check_paths``
+    False: a recorder's own parts being merged (a path off the service is refused on replay)."""
+    import os
+
     lines: list[dict[str, Any]] = []
+    budget = None
+    if path.endswith(".gz"):
+        budget = max(bounds.INFLATION_FREE_CHARS, int(bounds.MAX_TAPE_INFLATION * os.path.getsize(path)))
+    read = 0
     with open_text(path) as f:
-        for n, text in enumerate(f, 1):
+        n = 0
+        while True:
+            text = f.readline(bounds.MAX_LINE_CHARS + 1)
+            if not text:
+                break
+            n += 1
+            read += len(text)
+            if len(text) > bounds.MAX_LINE_CHARS:
+                raise bounds.TapeRefused(f"{path}:{n}: a line longer than {bounds.MAX_LINE_CHARS} characters; "
+                                         "no recording holds one")
+            if budget is not None and read > budget:
+                raise bounds.TapeRefused(f"{path}:{n}: the compressed tape expands past {bounds.MAX_TAPE_INFLATION:g} "
+                                         "times its size; refused as a decompression bomb")
             if not text.strip():
                 continue
+            if bounds.count_values(text) > bounds.MAX_LINE_VALUES:
+                raise bounds.TapeRefused(f"{path}:{n}: a line of more than {bounds.MAX_LINE_VALUES} JSON values")
             try:
                 obj = json.loads(text)
+            except RecursionError:
+                raise bounds.TapeRefused(f"{path}:{n}: JSON nested too deep") from None
             except ValueError as exc:
                 raise ValueError(f"{path}:{n}: not JSON ({exc})") from None
             if not isinstance(obj, dict) or obj.get("kind") not in LINE_KINDS:
                 raise ValueError(f"{path}:{n}: not a tape line")
+            try:
+                bounds.check_line(obj, on_service if check_paths else lambda _: True)
+            except bounds.TapeRefused as exc:
+                raise bounds.TapeRefused(f"{path}:{n}: {exc}") from None
+            obj[bounds.LINE_KEY] = n
             lines.append(obj)
     if not lines or lines[0].get("format") != TAPE_FORMAT:
         raise ValueError(f"{path}: not a {TAPE_FORMAT} file (no meta line)")
@@ -371,7 +412,7 @@ def merge_parts(path: str, parts: list[str]) -> None:
     bodies: dict[str, Any] = {}
     with open_text(path, "w") as out:
         for n, part in enumerate(parts):
-            for line in read_tape(part):
+            for line in read_tape(part, check_paths=False):
                 if line["kind"] == "end":
                     seconds = max(seconds, float(line.get("seconds", 0)))
                     _add_counts(bodies, line.get("bodies") or {})
@@ -383,6 +424,7 @@ def merge_parts(path: str, parts: list[str]) -> None:
                 if line["kind"] == "exchange":
                     seq += 1
                     line["seq"] = seq
+                line.pop(bounds.LINE_KEY, None)
                 out.write(json.dumps(line, separators=(",", ":")) + "\n")
         bodies["blobs"] = len(blobs)
         out.write(json.dumps({"kind": "end", "seconds": seconds, "exchanges": seq, "bodies": bodies}) + "\n")

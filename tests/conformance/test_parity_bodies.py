@@ -78,7 +78,7 @@ def test_a_skeleton_rebuilds_the_header_exactly_and_values_in_range() -> None:
         scan.feed(frame[i:i + 7])
     skeleton = scan.skeleton()
     assert skeleton is not None and len(json.dumps(skeleton)) < 2000
-    rebuilt = rebuild_frame(skeleton, "seed")
+    rebuilt = rebuild_frame(skeleton, "seed", len(frame))
     header = skeleton_tensors(skeleton)[0]
     assert len(rebuilt) == len(frame) and rebuilt[:len(header)] == frame[:len(header)]
     back = wire.loads(rebuilt)["kwargs"]
@@ -88,7 +88,7 @@ def test_a_skeleton_rebuilds_the_header_exactly_and_values_in_range() -> None:
     odd = [float(x) for x in back["odd"]]
     assert {str(x) for x in odd if not math.isfinite(x)} == {"nan", "-inf"} and 1.0 <= max(filter(math.isfinite, odd)) <= 2.0
     assert float(back["scalar"]) == 3.5 and tuple(back["empty"].shape) == (0, 3)
-    assert rebuild_frame(skeleton, "seed") == rebuilt  # seeded: every replay sends the same
+    assert rebuild_frame(skeleton, "seed", len(frame)) == rebuilt  # seeded: every replay sends the same
 
 
 def test_a_hand_built_frame_of_many_tensors_is_a_small_skeleton() -> None:
@@ -101,7 +101,7 @@ def test_a_hand_built_frame_of_many_tensors_is_a_small_skeleton() -> None:
     scan.feed(frame)
     skeleton = scan.skeleton()
     assert skeleton is not None and skeleton.get("order") == "tree" and len(json.dumps(skeleton)) < 300
-    assert rebuild_frame(skeleton, "x") == frame
+    assert rebuild_frame(skeleton, "x", len(frame)) == frame
 
 
 def test_an_exchange_that_cannot_be_sent_skips_what_depends_on_it(tmp_path: Path) -> None:
@@ -137,13 +137,17 @@ def test_the_matrix_counts_every_operation_and_lists_the_unrecorded(tmp_path: Pa
     assert sum(row.counts["recorded"] for row in table) == len(rep.results)
 
 
+#: A path of the service (a replay refuses a tape whose paths are not: contract.tape.bounds).
+SERVICE_PATH = "/api/v2/databases/DB/schemas/PUBLIC/ep/x"
+
+
 def test_worker_parts_keep_each_blob_once(tmp_path: Path) -> None:
     chunk = big_chunk(0.5, "group-parts")
     parts = []
     for worker in ("gw0", "gw1"):
         part = str(tmp_path / f"run.gsrec.{worker}.part")
         writer = TapeWriter(part, "gs-conformance", tokens=(TOKEN,))
-        writer.record(Exchange("POST", "/x", [], {"content-type": "application/octet-stream"},
+        writer.record(Exchange("POST", SERVICE_PATH, [], {"content-type": "application/octet-stream"},
                                writer.request_sink(chunk), 200, {}, sink_of(b"{}"), 0.0, 0.001))
         writer.close()
         parts.append(part)
@@ -160,7 +164,7 @@ def test_a_big_body_holding_a_token_is_withheld_not_stored(tmp_path: Path) -> No
     data = torch.randint(0, 255, (1 << 20,), dtype=torch.uint8, generator=torch.Generator().manual_seed(2))
     data[5000:5000 + len(TOKEN)] = torch.tensor(list(TOKEN.encode()), dtype=torch.uint8)
     writer = TapeWriter(str(tape), "test", tokens=(TOKEN,))
-    writer.record(Exchange("POST", "/x", [], {}, writer.request_sink(wire.dumps({"blob": data})), 200, {},
+    writer.record(Exchange("POST", SERVICE_PATH, [], {}, writer.request_sink(wire.dumps({"blob": data})), 200, {},
                            sink_of(b"{}"), 0.0, 0.001))
     writer.close()
     assert TOKEN not in tape.read_text() and "blob" not in _kinds(tape)
