@@ -111,10 +111,12 @@ def split_path(path: str) -> tuple[str, str] | None:
 
 
 def on_service(path: str) -> bool:
-    """A path of the service: under its prefix, or the SQL API's statements (spec §2.1)."""
+    """A path of the service: under its prefix, the SQL API's statements (spec §2.1), or its
+    root (where the suite's reachability probe calls)."""
     from contract.logs import STATEMENTS_PATH
 
-    return split_path(path) is not None or path == STATEMENTS_PATH or path.startswith(STATEMENTS_PATH + "/")
+    return (split_path(path) is not None or path in ("/", STATEMENTS_PATH)
+            or path.startswith(STATEMENTS_PATH + "/"))
 
 
 def admin_route(path: str) -> str | None:
