@@ -10,6 +10,7 @@ import is still a dependency) but not those under ``if TYPE_CHECKING:`` (never r
 from __future__ import annotations
 
 import ast
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,8 +19,10 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("contract", "client", "fake_gs", "conformance")
 MAX_MODULES_PER_FOLDER = 15
-MAX_MODULE_LINES = 450
-MAX_FUNCTION_LINES = 50
+#: Past these a module or function is a prompt to look (a warning), not a reason to split a
+#: concept; past the hard ceilings it fails.
+LOOK_MODULE_LINES, MAX_MODULE_LINES = 450, 600
+LOOK_FUNCTION_LINES, MAX_FUNCTION_LINES = 50, 80
 
 
 def _modules(package: str) -> dict[str, Path]:
@@ -154,15 +157,21 @@ def test_every_subpackage_says_what_lives_there(package: str) -> None:
 
 @pytest.mark.parametrize("package", PACKAGES)
 def test_rooms_and_functions_stay_small(package: str) -> None:
-    too_long = []
+    """Modules and functions past the look figures are named in a warning (a prompt to
+    read them again); past the ceilings the test fails."""
+    too_long, to_look_at = [], []
     for path in _modules(package).values():
         text = path.read_text(encoding="utf-8")
         where = str(path.relative_to(ROOT))
-        if text.count("\n") > MAX_MODULE_LINES:
-            too_long.append(f"{where}: {text.count(chr(10))} lines")
+        lines = text.count("\n")
+        if lines > LOOK_MODULE_LINES:
+            (too_long if lines > MAX_MODULE_LINES else to_look_at).append(f"{where}: {lines} lines")
         for node in ast.walk(ast.parse(text)):
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
                 length = (node.end_lineno or node.lineno) - node.lineno + 1
-                if length > MAX_FUNCTION_LINES:
-                    too_long.append(f"{where}:{node.lineno} {node.name}: {length} lines")
+                if length > LOOK_FUNCTION_LINES:
+                    (too_long if length > MAX_FUNCTION_LINES else to_look_at).append(
+                        f"{where}:{node.lineno} {node.name}: {length} lines")
+    if to_look_at:
+        warnings.warn("worth a look (long, not too long): " + "; ".join(to_look_at), stacklevel=1)
     assert too_long == []

@@ -196,7 +196,7 @@ def junit(out: Outcome) -> str:
     for row in out.violations:
         classname = f"gs-load.{CLAUSES[row.clause_id].area}"
         if row.count and row.counts:
-            cases.append(junit_form.Case(row.clause_id, classname, "failed",
+            cases.append(junit_form.Case(row.clause_id, classname, junit_form.FAILED,
                                          f"{row.count} violation(s) under load", "\n".join(row.examples)))
         else:
             note = (f"{row.count} violation(s) of a decided clause, reported only: " + "\n".join(row.examples)

@@ -27,6 +27,7 @@ import secrets
 from typing import Any
 
 from conformance.load import options as opts
+from contract.auth import AUTHORIZATION_HEADER
 
 #: Fields of Locust's ``POST /swarm`` form a gs-load run takes (its web UI's start form).
 SWARM_FIELDS = frozenset({"user_count", "spawn_rate", "run_time", "user_classes", "shape_class", "host"})
@@ -95,7 +96,7 @@ def guard_web_ui(web_ui: Any, secret: str | None) -> None:
 
     @web_ui.app.before_request
     def _guard() -> Response | None:
-        if secret is not None and not _authorised(request.headers.get("Authorization", ""), secret):
+        if secret is not None and not _authorised(request.headers.get(AUTHORIZATION_HEADER, ""), secret):
             return Response("gs-load: this web UI needs the run's --load-secret (any user name)", 401,
                             {"WWW-Authenticate": 'Basic realm="gs-load"'})
         if request.method == "POST" and request.path.rstrip("/").endswith("/swarm"):

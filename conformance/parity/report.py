@@ -263,13 +263,13 @@ def junit(reps: list[Replay]) -> str:
                 msg = "; ".join(d.describe() for r in bad for d in r.divergences if d.accepted is None)
                 text = "\n".join(f"{_where(r)} {r.path}\n" + "\n".join(
                     f"  - {d.describe()}" for d in r.divergences if d.accepted is None) for r in bad)
-                cases.append(junit_form.Case(name, rep.tape, "failed", msg, text))
+                cases.append(junit_form.Case(name, rep.tape, junit_form.FAILED, msg, text))
             elif all(r.skipped for r in rs):
-                cases.append(junit_form.Case(name, rep.tape, "skipped", rs[0].skipped or ""))
+                cases.append(junit_form.Case(name, rep.tape, junit_form.SKIPPED, rs[0].skipped or ""))
             else:
                 cases.append(junit_form.Case(name, rep.tape))
         if not rep.compared:  # nothing compared is no evidence: a failure CI shows
-            cases.append(junit_form.Case("nothing compared", rep.tape, "failed", headline(rep)))
+            cases.append(junit_form.Case("nothing compared", rep.tape, junit_form.FAILED, headline(rep)))
         suites.append(junit_form.Suite(f"parity {rep.tape}", cases, rep.replay_s))
     return junit_form.document(suites)
 

@@ -48,7 +48,7 @@ class Verdict:
     headline: str
     #: How many things the run judged (clauses, compared exchanges, calls): 0 is never green.
     judged: int
-    #: The failures a fix should start from (one per root cause; issue 38 fills it, else the
+    #: The failures a fix should start from (one per root cause, when the run knows them; else the
     #: failures themselves are the causes).
     root_causes: list[Failure] = field(default_factory=list)
     failures: list[Failure] = field(default_factory=list)

@@ -111,7 +111,7 @@ def offending_exchange(example: str) -> str:
 def failure_of(res: RunResults, v: ClauseVerdict) -> Failure:
     example = v.examples[0]["text"] if v.examples else ""
     exchange = offending_exchange(example)
-    return Failure(what=v.id, reason=v.reason or "failed", exchange=exchange,
+    return Failure(what=v.id, reason=v.reason or "red", exchange=exchange,
                    rerun=rerun_command(res, v.id), curl=curl_line(exchange), binding=v.binding,
                    anchor=v.id)
 
@@ -338,7 +338,8 @@ def junit(res: RunResults) -> str:
     cases = [
         junit_form.Case(
             name=v.id, classname=f"gs.{v.area}",
-            status="failed" if v.id in failing else "passed" if v.status == "green" else "skipped",
+            status=(junit_form.FAILED if v.id in failing else junit_form.PASSED if v.status == "green"
+                    else junit_form.SKIPPED),
             message=f"[{v.level}, {v.shown}] {note(v) or v.reason}",
             text="\n\n".join(f"{ex['test']}\n{ex['text']}" for ex in v.examples[:3]),
             properties={"status": v.shown, "source": v.source, "level": v.level},

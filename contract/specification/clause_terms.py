@@ -87,7 +87,6 @@ CG-IDEM-1 chunk_group_id frame_sha256
 CG-IDEM-2 chunk_group_id frame_sha256
 CG-IDEM-3 chunk_group_id frame_sha256
 FB-RESULT-1 job_id avg_loss metrics post_process_outputs
-FB-RESULT-3 job_id avg_loss metrics post_process_outputs
 FB-SHAPE-1 args kwargs input_ids attention_mask position_ids labels
 STEP-RESULT-1 global_steps last_lr
 STEP-MEM-1 peak_memory gpu_peak cpu_peak

@@ -1,4 +1,4 @@
-"""gs-load's network surface (issue 36, item 2): the web UI and the master listen on
+"""gs-load's network surface: the web UI and the master listen on
 loopback unless told otherwise, beyond loopback only with --load-secret; a worker proves the
 secret before it gets any set-up and the token reaches it only sealed; Locust's web form
 cannot change the run's job, outputs or job budget. The rogue worker and the web-form attack

@@ -146,7 +146,7 @@ def test_a_replay_that_compared_nothing_is_red(tmp_path: Path) -> None:
               "profile": "current"},
              {"kind": "server", "name": "elsewhere", "embedded": False, "url": "http://127.0.0.1:9"}]
     lines += [{"kind": "exchange", "seq": n, "server": "elsewhere", "group": "g", "t": n, "ms": 1.0,
-               "request": {"method": "GET", "path": "/api/v2/x", "query": [], "headers": {}, "body": None},
+               "request": {"method": "GET", "path": "/api/v2/databases/D/schemas/S/cortex-training/", "query": [], "headers": {}, "body": None},
                "response": {"status": 200, "headers": {}, "body": None}} for n in (1, 2)]
     tape.write_text("".join(json.dumps(x) + "\n" for x in lines))
     rep = replay(tape)

@@ -1,4 +1,4 @@
-"""gs-proxy and ``gs-parity --judge``: the passive judge over real traffic (issue 40).
+"""gs-proxy and ``gs-parity --judge``: the passive judge over real traffic.
 
 The kit's client runs its RL loop through the proxy in front of the fake with no red; a
 fake mutant a passive observer can see turns its clause red on the server side; a client

@@ -63,12 +63,12 @@ def test_the_run_shown_on_the_verdicts_page_matches_the_clause_registry() -> Non
     from contract.clauses import CLAUSES, for_profile
 
     page = (ROOT / "docs" / "server-team" / "verdicts.md").read_text()
-    head = re.search(r"CONFORMS: profile (\w+), (\d+) clauses: (\d+) green, (\d+) red, (\d+) skipped, "
-                     r"(\d+) not-applicable; MUST (\d+)/(\d+) judged green", page)
+    head = re.search(r"CONFORMS: profile (\w+), (\d+) clauses: (\d+) green, (\d+) red, (\d+) advisory, "
+                     r"(\d+) skipped, (\d+) not-applicable; MUST (\d+)/(\d+) judged green", page)
     judged = re.search(r"judged (\d+) of (\d+) MUST clauses on this target", page)
     assert head and judged, "the verdicts page lost its example run"
-    profile, total, green, red, skipped, na, must_green, must_judged = head.groups()
-    assert int(total) == len(CLAUSES) == int(green) + int(red) + int(skipped) + int(na)
+    profile, total, green, red, advisory, skipped, na, must_green, must_judged = head.groups()
+    assert int(total) == len(CLAUSES) == int(green) + int(red) + int(advisory) + int(skipped) + int(na)
     musts = sum(c.level == "MUST" for c in for_profile(profile))  # type: ignore[arg-type]
     assert int(judged[1]) == int(must_judged) == int(must_green) and int(judged[2]) <= musts
     hinted = sum(int(n) for n in re.findall(r"^ +(\d+) MUST  ", page, re.M))

@@ -1,4 +1,4 @@
-"""A tape is untrusted input (issue 36, item 1): gs-parity sends a replayed request only to
+"""A tape is untrusted input: gs-parity sends a replayed request only to
 ``--url``'s host and port, starts its replay fake on loopback with fresh random tokens and
 reads no file a tape names, and refuses, naming the line, every tape whose decoding would
 cost more than a recording can hold (each bomb here is a few KB that would expand to

@@ -8,13 +8,16 @@ from dataclasses import dataclass, field
 
 from conformance.reporting.clean import clip, xml_text
 
+#: A JUnit case's outcomes (JUnit's words, not a job's or a request's state).
+PASSED, FAILED, SKIPPED = "passed", "failed", "skipped"
+
 
 @dataclass
 class Case:
     name: str
     classname: str
-    #: ``passed``, ``failed`` or ``skipped``.
-    status: str = "passed"
+    #: :data:`PASSED`, :data:`FAILED` or :data:`SKIPPED`.
+    status: str = PASSED
     message: str = ""
     text: str = ""
     properties: dict[str, str] = field(default_factory=dict)
@@ -32,8 +35,8 @@ class Suite:
 def document(suites: list[Suite]) -> str:
     root = ET.Element("testsuites")
     for s in suites:
-        failures = sum(c.status == "failed" for c in s.cases)
-        skipped = sum(c.status == "skipped" for c in s.cases)
+        failures = sum(c.status == FAILED for c in s.cases)
+        skipped = sum(c.status == SKIPPED for c in s.cases)
         suite = ET.SubElement(root, "testsuite", name=xml_text(s.name), tests=str(len(s.cases)),
                               failures=str(failures), skipped=str(skipped), errors="0",
                               time=f"{s.time_s:.3f}")
@@ -48,10 +51,10 @@ def document(suites: list[Suite]) -> str:
                 ET.SubElement(case, "properties").extend(
                     [ET.Element("property", name=xml_text(k), value=xml_text(val))
                      for k, val in c.properties.items()])
-            if c.status == "failed":
+            if c.status == FAILED:
                 fail = ET.SubElement(case, "failure", message=xml_text(clip(c.message, 500)))
                 fail.text = xml_text(c.text)
-            elif c.status == "skipped":
+            elif c.status == SKIPPED:
                 ET.SubElement(case, "skipped", message=xml_text(clip(c.message, 500)))
             if c.out:
                 ET.SubElement(case, "system-out").text = xml_text(c.out)
