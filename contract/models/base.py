@@ -13,6 +13,7 @@ import functools
 import math
 import types
 import typing
+from collections.abc import Iterator
 from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -60,22 +61,28 @@ def bad_number(value: Any) -> str | None:
 
 def _bad_numbers(data: Any, skip: frozenset[str]) -> list[tuple[Loc, str]]:
     """Every number of ``data`` no request body field can take, by location; the keys in
-    ``skip`` hold nested request models, which check their own input. Iterative: a body
-    may nest deeper than the recursion limit."""
+    ``skip`` hold nested request models, which check their own input. Iterative (a body may
+    nest deeper than the recursion limit) and lazy: it holds one iterator per level, never a
+    copy of a long array's items."""
     found: list[tuple[Loc, str]] = []
-    top = [(k, v) for k, v in data.items() if k not in skip]
-    stack: list[tuple[Loc, Any]] = [((k,), v) for k, v in reversed(top)]
+    top: Iterator[tuple[str | int, Any]] = ((k, v) for k, v in data.items() if k not in skip)
+    stack: list[tuple[Loc, Iterator[tuple[str | int, Any]]]] = [((), top)]
     while stack and len(found) < _MAX_NUMBER_ERRORS:
-        loc, value = stack.pop()
+        loc, items = stack[-1]
+        step = next(items, None)
+        if step is None:
+            stack.pop()
+            continue
+        key, value = step
         kind = type(value)
         if kind is dict:
-            stack.extend((loc + (str(k),), v) for k, v in reversed(value.items()))
+            stack.append((loc + (key,), ((str(k), v) for k, v in value.items())))
         elif kind is list or kind is tuple:
-            stack.extend((loc + (i,), v) for i, v in reversed(list(enumerate(value))))
+            stack.append((loc + (key,), enumerate(value)))
         else:
             why = bad_number(value)
             if why is not None:
-                found.append((loc, why))
+                found.append((loc + (key,), why))
     return found
 
 
