@@ -171,7 +171,7 @@ def test_plain_fake_is_green(run, tmp_path):
 
 def test_semantic_clauses_skip_on_the_shape_engine(tmp_path):
     """The shape engine's values are synthetic: every semantic clause is skipped with that
-    reason (not red) and the run exits 0."""
+    reason (not red), and a run that judged no MUST clause says NOTHING JUDGED and exits 1."""
     records = selftest(tmp_path, "--plain", "semantic")
     record = next(iter(records.values()))
     verdicts = [
@@ -181,7 +181,7 @@ def test_semantic_clauses_skip_on_the_shape_engine(tmp_path):
     assert all(v["status"] == "skipped" and "shape engine" in v["reason"] for v in verdicts), [
         (v["id"], v["status"], v["reason"][:80]) for v in verdicts
     ]
-    assert record["exit"] == 0
+    assert record["exit"] == 1 and "NOTHING JUDGED" in record["console_tail"], record["console_tail"]
 
 
 #: Clauses corrected to accept every form the spec allows: the any-dialect plain
