@@ -51,6 +51,12 @@ def pytest_args(ns: argparse.Namespace, json_path: str) -> list[str]:
     return args
 
 
+#: A ``--clauses`` selection this small runs in one process by default: two xdist workers
+#: each import the suite, torch and the fake again (about 7 s of CPU), more than a dozen
+#: clauses take to judge, so a rerun of one failed clause takes a third of the time.
+ONE_PROCESS_CLAUSES = 24
+
+
 def _workers(ns: argparse.Namespace) -> str | None:
     if ns.url:
         if ns.workers not in (None, "0", "1"):
@@ -60,7 +66,8 @@ def _workers(ns: argparse.Namespace) -> str | None:
                 file=sys.stderr,
             )
         return None
-    value = ns.workers or ("0" if getattr(ns, "record", None) else "auto")
+    small = 0 < len(ns.clauses or ()) <= ONE_PROCESS_CLAUSES
+    value = ns.workers or ("0" if getattr(ns, "record", None) or small else "auto")
     return None if value in ("0", "1") else value
 
 

@@ -149,8 +149,9 @@ OPTIONS: tuple[Option, ...] = (
          "a URL).", _R, kind="int"),
     _opt("clauses", "Only properties checking these clauses: ID,ID or prefixes like CG-*.", _R,
          default=(), parse=clause_ids, annotation=tuple[str, ...]),
-    _opt("workers", "pytest-xdist workers for the embedded fake: auto or N (default: auto; a "
-         "URL always runs in one process).", _R, flags=("-n", "--workers"), plugin=False,
+    _opt("workers", "pytest-xdist workers for the embedded fake: auto or N (default: auto, "
+         "one process for a --clauses selection of 24 or fewer; a URL always runs in one "
+         "process).", _R, flags=("-n", "--workers"), plugin=False,
          is_field=False),
     _opt("require_all", "Fail on every skipped MUST clause too (the embedded fake's gate); "
          "default: only red clauses fail, a skipped clause being one this target cannot be "

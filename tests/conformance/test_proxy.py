@@ -151,6 +151,7 @@ def test_client_faults_are_red_on_the_client(tmp_path: Path) -> None:
     assert run.rc == 1
 
 
+@pytest.mark.slow
 def test_tls_on_both_sides(tmp_path: Path) -> None:
     fake = start_in_background(FakeSettings(tokens=(TOKEN,), tls=True))
     try:

@@ -159,8 +159,9 @@ def test_a_slow_start_is_probed_before_running(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     "mutant,clause", [("cancel-cancelling-409", "CANCEL-IDEM-1"),
-                      # the large result, polled again as the default run shrinks: ``slow``
-                      pytest.param("cursor-page-consumed", "POLL-CURSOR-1", marks=pytest.mark.slow)]
+                      # the large result, polled again as the default run shrinks (minutes):
+                      # ``long``; the kill shards catch this mutant in every CI run
+                      pytest.param("cursor-page-consumed", "POLL-CURSOR-1", marks=pytest.mark.long)]
 )
 @pytest.mark.heavy
 def test_a_default_url_run_catches_the_mutant(mutant: str, clause: str, tmp_path: Path) -> None:
