@@ -19,12 +19,24 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, get_args
 
 #: The fake's answer dialects: its own forms, the spec's other forms always, or any form
-#: the spec allows chosen per answer (seeded by ``--seed``).
+#: the spec allows chosen per answer (seeded by ``--seed``). Every tool's ``--dialect``
+#: offers these and defaults to the first.
 Dialect = Literal["kit", "spec", "any"]
-DIALECTS: tuple[Dialect, ...] = ("kit", "spec", "any")
+DIALECTS: tuple[Dialect, ...] = get_args(Dialect)
+DEFAULT_DIALECT: Dialect = DIALECTS[0]
+#: How the fake spells states (``--status-style``): ``running``/``done``, or the enum names
+#: ``JOB_STATE_RUNNING``/``REQUEST_STATE_DONE`` (spec §3.2, §3.3 show both).
+StatusStyle = Literal["short", "enum"]
+STATUS_STYLES: tuple[StatusStyle, ...] = get_args(StatusStyle)
+DEFAULT_STATUS_STYLE: StatusStyle = STATUS_STYLES[0]
+#: How the fake delivers a tensor result (``--result-delivery``; spec §9.4): inline base64
+#: frames, result-chunk poll events, or by size.
+Delivery = Literal["auto", "inline", "chunks"]
+DELIVERIES: tuple[Delivery, ...] = get_args(Delivery)
+DEFAULT_DELIVERY: Delivery = DELIVERIES[0]
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cache
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 from urllib.parse import quote, urlsplit
 
 from pydantic import BaseModel
@@ -263,7 +263,10 @@ ROUTES: tuple[Route, ...] = (
 )
 
 ROUTES_BY_NAME: dict[str, Route] = {r.name: r for r in ROUTES}
-PROFILES: tuple[Profile, ...] = ("current", "proposed")
+#: The route profiles (``--profile`` of the fake and of ``python -m contract openapi``): today's
+#: surface, or today's plus the seed's additions (the default: everything).
+PROFILES: tuple[Profile, ...] = get_args(Profile)
+DEFAULT_PROFILE: Profile = "proposed"
 
 
 def answer_model(route: Route, operation_type: str | None = None) -> type[BaseModel] | None:

@@ -82,7 +82,7 @@ def add_locust_arguments(parser: Any) -> None:
         if opt.group not in groups:
             groups[opt.group] = parser.add_argument_group(opt.group)
         kwargs = opt.parser_kwargs()
-        if opt.kind != "flag" and not opt.choices:
+        if opt.kind != "flag" and opt.choices is None:
             kwargs["metavar"] = metavar(opt)
         groups[opt.group].add_argument(*opt.cli, dest=opt.name, **kwargs)
 

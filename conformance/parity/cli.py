@@ -12,6 +12,7 @@ import argparse
 import os
 import sys
 
+from conformance.options import OPTION, add_fake_arguments
 from conformance.parity import matrix
 from conformance.parity import report as reports
 from conformance.parity.accepted_rules import Rule, RuleError, accepter, load_rules
@@ -38,10 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--schema", default=None, help="Replay under this schema (default: as recorded).")
     t.add_argument("--endpoint", default=None, help="Service endpoint name (default: as recorded).")
     f = p.add_argument_group("embedded fake (laid over each recorded server's settings)")
-    f.add_argument("--mutant", help="Run the fakes with this deliberate contract violation.")
-    f.add_argument("--engine", choices=("shape", "tiny"))
-    f.add_argument("--status-style", choices=("short", "enum"))
-    f.add_argument("--delivery", choices=("auto", "inline", "chunks"))
+    add_fake_arguments(f, ("mutant", "engine", "status_style", "delivery"), "default: as recorded")
     p.add_argument("--judge", action="store_true",
                    help="Judge each tape's exchanges against today's contract without replaying "
                    "them (the passive judge gs-proxy runs live); exit 1 on a red MUST clause of the spec.")
@@ -87,9 +85,9 @@ def _seqs(raw: str) -> frozenset[int]:
 def _prefix(ns: argparse.Namespace) -> str | None:
     if not (ns.database or ns.schema or ns.endpoint):
         return None
-    from contract.routes import DEFAULT_ENDPOINT, prefix
+    from contract.routes import prefix
 
-    return prefix(ns.database or "GS_CONFORMANCE_DB", ns.schema or "PUBLIC", ns.endpoint or DEFAULT_ENDPOINT)
+    return prefix(*(getattr(ns, name) or OPTION[name].default for name in ("database", "schema", "endpoint")))
 
 
 def targets_for(ns: argparse.Namespace) -> UrlTargets | EmbeddedTargets:

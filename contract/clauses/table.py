@@ -3,10 +3,12 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, get_args
 
 Level = Literal["MUST", "SHOULD"]
+#: The route profiles plus ``semantic`` (numeric behaviour: the tiny engine or a real model).
 ClauseProfile = Literal["current", "proposed", "semantic"]
+CLAUSE_PROFILES: tuple[ClauseProfile, ...] = get_args(ClauseProfile)
 Subject = Literal["server", "client"]
 
 _M: Level = "MUST"
