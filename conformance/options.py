@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, make_dataclass
 from typing import Any, Literal, Protocol, overload
@@ -34,7 +35,7 @@ from contract.routes import DEFAULT_ENDPOINT, DEFAULT_PROFILE
 from contract.tape.body_store import BODY_MODES, BUDGET_MIB, DEFAULT_BODY_MODE
 
 __all__ = ["OPTION", "OPTIONS", "SECRET_OPTIONS", "GsOptions", "Option", "SuiteProfile",
-           "add_cli_arguments", "add_fake_arguments", "add_pytest_options", "gs_options", "pytest_argv", "with_env"]
+           "add_cli_arguments", "add_fake_arguments", "add_pytest_options", "cli_spelling", "gs_options", "pytest_argv", "with_env"]
 
 
 class FakeEngines(Sequence[str]):
@@ -342,6 +343,20 @@ def add_pytest_options(parser: Any) -> None:
     for opt in OPTIONS:
         if opt.pytest:
             group.addoption(opt.pytest, **opt.parser_kwargs())
+
+
+def cli_spelling(text: str) -> str:
+    """``text`` (a skip note, a hint, a plan line: written once, for the plugin) with each
+    plugin option (``--gs-max-jobs``) spelled as gs-conformance spells it (``--max-jobs``)."""
+    return _PLUGIN_FLAG.sub(lambda m: _CLI_SPELLING[m[1]], text)
+
+
+#: The plugin's flags -> gs-conformance's (options both offer).
+_CLI_SPELLING = {o.pytest: cli for o in OPTIONS if o.pytest
+                 for cli in [next((f for f in o.cli if f.startswith("--") and not f.startswith("--gs-")), "")]
+                 if cli}
+_PLUGIN_FLAG = re.compile(r"(?<![\w-])(" + "|".join(map(re.escape, sorted(_CLI_SPELLING, key=len, reverse=True)))
+                          + r")(?![\w-])")
 
 
 def add_fake_arguments(group: Any, names: Sequence[str], about: str) -> None:

@@ -371,6 +371,7 @@ def test_poll_defaults(gs_variant: Variant, gs_opts: GsOptions) -> None:
 
 
 @checks("CLIENT-NOBODY-1")
+@pytest.mark.gs_fake_optional
 def test_cancel_and_export_send_no_body(
     gs_target: Target, gs_variant: Variant, gs_client: ClientDriver, gs_opts: GsOptions
 ) -> None:
@@ -402,6 +403,7 @@ DIALECTS = [
 
 @checks("CLIENT-SHAPE-1")
 @pytest.mark.parametrize("style,delivery", DIALECTS)
+@pytest.mark.gs_fake_optional
 def test_client_agrees_with_shape_rules(
     gs_target: Target,
     gs_variant: Variant,
