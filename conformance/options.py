@@ -20,8 +20,8 @@ from typing import Any, Literal, Protocol, overload
 import pytest
 
 from conformance.reporting.verdicts import clause_ids
-from contract.clauses.table import CLAUSE_PROFILES
-from contract.clauses.table import ClauseProfile as SuiteProfile
+from contract.clauses import CLAUSE_PROFILES
+from contract.clauses import ClauseProfile as SuiteProfile
 from contract.forms import (
     DEFAULT_DELIVERY,
     DEFAULT_DIALECT,

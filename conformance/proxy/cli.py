@@ -29,8 +29,7 @@ from conformance.judge.passive import PassiveJudge, Red
 from conformance.judge.report import conclude
 from conformance.proxy.relay import Relay, Relayed
 from contract.auth import AUTHORIZATION_HEADER, bearer_token
-from contract.clauses import CLAUSES
-from contract.clauses.table import CLAUSE_PROFILES
+from contract.clauses import CLAUSE_PROFILES, CLAUSES
 from contract.forms import DIALECTS
 from contract.tape import BodySink, TapeWriter, answer_sink
 from contract.tape import Exchange as TapeExchange
