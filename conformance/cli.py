@@ -149,14 +149,21 @@ def cli_spelling(results: RunResults) -> RunResults:
 
 
 def _write_and_print(ns: argparse.Namespace, results: RunResults) -> None:
-    """Write the CLI's report files (with the whole run's duration), print the report."""
-    for out in (ns.markdown, ns.report):
+    """Write the CLI's report files (with the whole run's duration and the CLI's spelling of
+    options: the plugin wrote its JUnit and JSON with its own), print the report."""
+    suffixed = (ns.junit and _suffixed(ns.junit, ".xml"), ns.json and _suffixed(ns.json, ".json"))
+    for out in (ns.markdown, ns.report, *suffixed):
         if out:
             reports.write(results, out)
     print(reports.text(results, colour=sys.stdout.isatty() and "NO_COLOR" not in os.environ))
     for label in ("report", "markdown", "junit", "json"):
         if getattr(ns, label):
             print(f"{label}: {getattr(ns, label)}")
+
+
+def _suffixed(path: str, suffix: str) -> str:
+    """The path the plugin wrote for ``--junit``/``--json`` (it adds the suffix when missing)."""
+    return path if path.lower().endswith(suffix) else path + suffix
 
 
 def plan_only(ns: argparse.Namespace) -> int:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ET
 from dataclasses import asdict, fields
+from pathlib import Path
 
 import pytest
 
@@ -255,3 +256,19 @@ def test_skip_notes_name_the_cli_spelling_when_run_from_the_cli() -> None:
     spelt = {v.id: v for v in cli_spelling(res).verdicts}
     assert spelt["CAP-QUEUE-1"].reason == "needs 2 jobs: raise --max-jobs"
     assert spelt["CAP-QUEUE-1"].enable == "allow more jobs: --max-jobs N"  # the CLI's spelling only
+
+
+def test_the_cli_rewrites_the_plugins_json_and_junit_in_its_own_spelling(tmp_path: Path) -> None:
+    import argparse
+
+    from conformance.cli import _write_and_print, cli_spelling
+
+    res = book(
+        TestOutcome("a", ("CAP-QUEUE-1",), "skipped", skip_reason="needs 2 jobs: raise --gs-max-jobs"),
+        TestOutcome("b", ("STEP-LR-1",), "passed"),
+    ).results("current", "http://x", url=True)
+    ns = argparse.Namespace(markdown=None, report=None, junit=str(tmp_path / "j"), json=str(tmp_path / "r.json"))
+    _write_and_print(ns, cli_spelling(res))
+    for path in (tmp_path / "j.xml", tmp_path / "r.json"):
+        written = path.read_text()
+        assert "--max-jobs" in written and "--gs-max-jobs" not in written, path
