@@ -41,7 +41,8 @@ class Target:
     token: str | None = field(default=None, repr=False)
     token2: str | None = field(default=None, repr=False)
     embedded: bool = False
-    engine: str = "shape"
+    #: The embedded fake's engine (its settings'), ``remote`` for a server at a URL.
+    engine: str = "remote"
     fake_settings: Any = None
     name: str = "target"
     overrides: dict[str, Any] = field(default_factory=dict)
