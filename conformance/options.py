@@ -40,8 +40,9 @@ __all__ = ["OPTION", "OPTIONS", "SECRET_OPTIONS", "GsOptions", "Option", "SuiteP
 
 class FakeEngines(Sequence[str]):
     """The fake's engine names (``fake_gs.engines.ENGINES``, their one registry), read when
-    first asked for (a ``--help``, a value to check): importing the fake costs half a second
-    that a pytest session which never starts it should not pay."""
+    first asked for (a ``--help``, a value to check): importing the fake costs seconds that
+    processes which never start it (gs-load's Locust workers, which read these rows, and
+    ``gs-conformance`` before it hands over to pytest) should not pay."""
 
     def _names(self) -> tuple[str, ...]:
         from fake_gs.engines import ENGINES
