@@ -191,7 +191,8 @@ OPTIONS: tuple[Option, ...] = (
     _opt("randomize", "Randomise hypothesis (default: reproducible).", _R, kind="flag"),
     _opt("no_shrink", "Skip hypothesis shrinking: faster, but failing examples are not "
          "minimal.", _R, kind="flag"),
-    _opt("mutant", "Run the fake with this deliberate contract violation.", _F),
+    _opt("mutant", "Run the embedded fake with this deliberate contract violation (a mutant: "
+         "fake-gs --mutant).", _F, metavar="NAME"),
     _opt("engine", "Engine of the embedded fake.", _F, choices=FakeEngines()),
     _opt("status_style", "Status spelling of the embedded fake.", _F,
          default=DEFAULT_STATUS_STYLE, choices=STATUS_STYLES),
@@ -366,7 +367,7 @@ def add_fake_arguments(group: Any, names: Sequence[str], about: str) -> None:
     for name in names:
         opt = OPTION[name]
         group.add_argument(opt.cli[0], dest=name, default=None, choices=opt.choices,
-                           metavar=None if opt.choices is not None else opt.cli[0][2:].upper(),
+                           metavar=None if opt.choices is not None else opt.metavar or opt.cli[0][2:].upper(),
                            help=f"{opt.help.rstrip('.')} ({about}).")
 
 

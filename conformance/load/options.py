@@ -57,8 +57,7 @@ OPTIONS: tuple[Option, ...] = (
     _own("all_clauses", "Against a URL, count violations of the kit's decided clauses too "
          "(default: reported only, as gs-conformance does; on the fake they always count).",
          _L, kind="flag"),
-    _own("mutant", "Run the embedded fake with this deliberate contract violation "
-         "(fake_gs/ops/mutants.py).", _F, metavar="NAME"),
+    _suite("mutant", _F),
     _own("fake_host", "Interface the embedded fake listens on and the address workers are "
          "given for it (default 127.0.0.1; a LAN address when workers run elsewhere).", _F,
          default="127.0.0.1", metavar="HOST"),
