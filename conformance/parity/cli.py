@@ -12,7 +12,7 @@ import argparse
 import os
 import sys
 
-from conformance.options import OPTION, add_fake_arguments
+from conformance.options import OPTION, add_fake_arguments, with_env
 from conformance.parity import matrix
 from conformance.parity import report as reports
 from conformance.parity.accepted_rules import Rule, RuleError, accepter, load_rules
@@ -33,8 +33,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("tapes", nargs="+", metavar="TAPE", help="Tape files (.gsrec, or .gsrec.gz).")
     t = p.add_argument_group("target")
     t.add_argument("--url", help="Service base URL (absent: embedded fakes, from the recorded settings).")
-    t.add_argument("--token", help="Token for what the tape calls token 1 (default: $GS_TOKEN).")
-    t.add_argument("--token2", help="Token for token 2 (default: $GS_TOKEN2).")
+    t.add_argument("--token", help=f"Token for what the tape calls token 1 (default: ${OPTION['token'].env}).")
+    t.add_argument("--token2", help=f"Token for token 2 (default: ${OPTION['token2'].env}).")
     t.add_argument("--database", help="Replay under this database (default: as recorded).")
     t.add_argument("--schema", default=None, help="Replay under this schema (default: as recorded).")
     t.add_argument("--endpoint", default=None, help="Service endpoint name (default: as recorded).")
@@ -92,7 +92,7 @@ def _prefix(ns: argparse.Namespace) -> str | None:
 
 def targets_for(ns: argparse.Namespace) -> UrlTargets | EmbeddedTargets:
     if ns.url:
-        tokens = (ns.token or os.environ.get("GS_TOKEN"), ns.token2 or os.environ.get("GS_TOKEN2"))
+        tokens = (with_env("token", ns.token), with_env("token2", ns.token2))
         return UrlTargets(ns.url, tokens, _prefix(ns))
     overrides = {"mutant": ns.mutant, "engine": ns.engine, "status_style": ns.status_style,
                  "result_delivery": ns.delivery}
