@@ -32,6 +32,7 @@ from contract.tape import bounds
 from contract.tape.body_store import (  # noqa: F401  (re-exported: the recorders' options)
     BODY_MODES,
     BUDGET_MIB,
+    DEFAULT_BODY_MODE,
     KEEP_BYTES,
     BodyStore,
     text_withheld,
@@ -138,7 +139,7 @@ class TapeWriter:
     """Appends exchanges to a tape file, thread-safely, with credentials scrubbed."""
 
     def __init__(self, path: str, source: str, tokens: Iterable[str] = (), keep_bytes: int = KEEP_BYTES,
-                 meta: Mapping[str, Any] | None = None, append: bool = False, bodies: str = "bytes",
+                 meta: Mapping[str, Any] | None = None, append: bool = False, bodies: str = DEFAULT_BODY_MODE,
                  budget_mib: float = BUDGET_MIB, warn: Callable[[str], None] | None = None) -> None:
         self.path = path
         self.tokens = tuple(t for t in tokens if t)
