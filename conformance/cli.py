@@ -144,32 +144,22 @@ def _run(ns: argparse.Namespace) -> tuple[int, RunResults] | int:
 
 
 def cli_spelling(results: RunResults) -> RunResults:
-    """The results with each skip note's plugin option (``--gs-max-jobs``) spelt as this
-    CLI spells it (``--max-jobs``): the notes are written by properties, for both."""
+    """The results with each skip note and hint spelled for this CLI (``--max-jobs``, not the
+    plugin's ``--gs-max-jobs``): properties and hints are written once, for the plugin."""
     import dataclasses
-    import re
 
-    from conformance.options import OPTIONS
+    from conformance.options import cli_spelling as spelt
 
-    spelling = {o.pytest: cli for o in OPTIONS if o.pytest
-                for cli in [next((f for f in o.cli if f.startswith("--") and not f.startswith("--gs-")), "")]
-                if cli}
-    if not spelling:
-        return results
-    flags = re.compile(r"(?<![\w-])(" + "|".join(map(re.escape, sorted(spelling, key=len, reverse=True)))
-                       + r")(?![\w-])")
-
-    def spelt(text: str) -> str:
-        # "X (plugin: --gs-x)" hints name both already: leave those.
-        return text if "(plugin:" in text else flags.sub(lambda m: spelling[m[1]], text)
-
-    results.verdicts = [dataclasses.replace(v, reason=spelt(v.reason)) for v in results.verdicts]
+    results.verdicts = [dataclasses.replace(v, reason=spelt(v.reason), enable=spelt(v.enable))
+                        for v in results.verdicts]
     return results
 
 
 def _write_and_print(ns: argparse.Namespace, results: RunResults) -> None:
-    """Write the CLI's report files (with the whole run's duration), print the report."""
-    for out in (ns.markdown, ns.report):
+    """Write the CLI's report files (with the whole run's duration and the CLI's spelling of
+    options: the plugin wrote its JUnit and JSON with its own), print the report."""
+    suffixed = (ns.junit and _suffixed(ns.junit, ".xml"), ns.json and _suffixed(ns.json, ".json"))
+    for out in (ns.markdown, ns.report, *suffixed):
         if out:
             reports.write(results, out)
     print(reports.text(results, colour=sys.stdout.isatty() and "NO_COLOR" not in os.environ))
@@ -178,12 +168,18 @@ def _write_and_print(ns: argparse.Namespace, results: RunResults) -> None:
             print(f"{label}: {getattr(ns, label)}")
 
 
+def _suffixed(path: str, suffix: str) -> str:
+    """The path the plugin wrote for ``--junit``/``--json`` (it adds the suffix when missing)."""
+    return path if path.lower().endswith(suffix) else path + suffix
+
+
 def plan_only(ns: argparse.Namespace) -> int:
     """``--plan``: collect the properties in this process, print the plan, run nothing."""
     import json
 
     import pytest
 
+    from conformance.options import cli_spelling as cli_spelling_of
     from conformance.planner import render_plan
 
     with tempfile.TemporaryDirectory(prefix="gs-conformance-plan-") as tmp:
@@ -197,7 +193,7 @@ def plan_only(ns: argparse.Namespace) -> int:
         if not path.exists():
             print("gs-conformance: could not collect the properties to plan", file=sys.stderr)
             return EXIT_ERROR
-        print(render_plan(json.loads(path.read_text())))
+        print(cli_spelling_of(render_plan(json.loads(path.read_text()))))
     return EXIT_OK
 
 

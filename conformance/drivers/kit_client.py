@@ -109,7 +109,7 @@ class ClientDriver:
         return self.ids.job_id
 
     def call(self, op: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
-        from client.transport import Request
+        from client.transports.base import Request
 
         return self.transport.call(Request(op, self.job_id, dict(body or {})))
 

@@ -17,7 +17,7 @@ from typing import Any, Literal
 import requests
 
 from client.calls.bounded_read import mount_bounds
-from conformance.drivers.exchanges import Answer, Settled, answer_of
+from conformance.drivers.raw_answers import Answer, Settled, answer_of
 from conformance.reporting.cost import COST, gpus_of
 from conformance.reporting.recorder import RECORDER, Recorder
 from conformance.target import Target

@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
+from conformance.parity.divergence import Divergence
+from conformance.parity.equivalences import EQUIVALENCES, accept_allowed_forms
 from contract.errors import REQUEST_ID_HEADER
 
 #: Strings compared by value: they name a state, a kind or an error, not data.
@@ -38,25 +39,6 @@ FLOAT_REL = 1e-3
 PRESENCE_HEADERS = (REQUEST_ID_HEADER.lower(), "retry-after")
 #: The header of a 405 naming the path's methods (RFC 9110): compared as a set of methods.
 ALLOW_HEADER = "allow"
-
-
-@dataclass
-class Divergence:
-    """One difference between the recorded and the new answer of one exchange."""
-
-    field: str
-    kind: str
-    recorded: Any
-    new: Any
-    accepted: str | None = None
-
-    def describe(self) -> str:
-        return f"{self.field}: {self.kind} differs (recorded {_short(self.recorded)}, new {_short(self.new)})"
-
-
-def _short(value: Any, limit: int = 80) -> str:
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def is_id_key(key: str) -> bool:
@@ -254,8 +236,5 @@ def compare(recorded: Mapping[str, Any], new: Mapping[str, Any], ids: Mapping[st
     accept_allowed_forms(recorded, new, c.out, forms)
     return c.out
 
-
-
-from conformance.parity.equivalences import EQUIVALENCES, accept_allowed_forms  # noqa: E402
 
 __all__ = ["EQUIVALENCES", "Comparer", "Divergence", "accept_allowed_forms", "compare", "is_id_key"]

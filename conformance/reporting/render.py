@@ -22,6 +22,7 @@ from conformance.reporting.formats import text as text_form
 from conformance.reporting.model import Failure, Verdict, curl_line
 from conformance.reporting.summary import summary_lines
 from conformance.reporting.verdicts import ClauseVerdict, RunResults
+from contract.forms import DEFAULT_DIALECT
 
 # Keyed by ClauseVerdict.shown: a decided clause's red against a URL is "advisory", in its
 # own word and colour, so a server team never reads it as a failure.
@@ -91,7 +92,7 @@ def rerun_command(res: RunResults, cid: str) -> str:
         cmd += ["--profile", res.profile]
     for key in ("mutant", "dialect", "engine"):
         value = res.settings.get(key)
-        if value and (key != "dialect" or value != "kit") and (key != "engine" or value != "shape"):
+        if value and (key != "dialect" or value != DEFAULT_DIALECT):
             cmd += [f"--{key}", str(value)]
     return " ".join(shlex.quote(part) for part in [*cmd, "--clauses", cid])
 

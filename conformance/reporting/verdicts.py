@@ -121,20 +121,22 @@ class ClauseVerdict(Clause):
         return self.level == "MUST"
 
 
-#: Skip reasons (as the properties and fixtures word them) -> what would enable the clause.
+#: Skip reasons (as the properties and fixtures word them) -> what would enable the clause,
+#: with the options spelled as the plugin spells them (gs-conformance respells them as its
+#: own: ``conformance.options.cli_spelling``).
 ENABLERS: tuple[tuple[str, str], ...] = (
-    (r"second token|--gs-token2", "a second account's PAT: --token2 (plugin: --gs-token2)"),
-    (r"no token given", "a token: --token or $GS_TOKEN (plugin: --gs-token)"),
-    (r"--gs-max-jobs", "allow more jobs: --max-jobs N (plugin: --gs-max-jobs)"),
+    (r"second token|--gs-token2", "a second account's PAT: --gs-token2"),
+    (r"no token given", "a token: --gs-token or $GS_TOKEN"),
+    (r"--gs-max-jobs", "allow more jobs: --gs-max-jobs N"),
     (r"admin API|embedded fake with|embedded fake only",
-     "the embedded fake (run without --url): it needs the fake's admin API or one of its settings"),
+     "the embedded fake (run without --gs-url): it needs the fake's admin API or one of its settings"),
     (r"delivered this result inline|chunks delivery",
      "a server that delivers this result in chunks (the embedded fake's variants force it)"),
     (r"never seen placing|running when first seen",
-     "a job the run creates itself and sees before it is running (no --job-id)"),
-    (r"shape engine", "a real model: --engine tiny on the fake, or a real server"),
+     "a job the run creates itself and sees before it is running (no --gs-job-id)"),
+    (r"shape engine", "a real model: --gs-engine tiny on the fake, or a real server"),
     (r"not reached", "fix the red clause the property stopped at"),
-    (r"no property in this run", "run without --clauses (or name a property that checks it)"),
+    (r"no property in this run", "run without --gs-clauses (or name a property that checks it)"),
     (r"refused every candidate", "a server that accepts a request which then fails"),
     (r"working forward operation", "a server whose forward operation works, or the embedded fake"),
 )

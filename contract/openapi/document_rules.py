@@ -25,7 +25,7 @@ from pydantic import BaseModel
 from contract.example_resources import SAMPLE_JOB
 from contract.idempotency import IDEMPOTENCY_KEY_HEADER
 from contract.logs import STATEMENTS_ROUTE, stage_credentials_statement
-from contract.routes import ROUTES, ROUTES_BY_NAME, Route
+from contract.routes import DEFAULT_PROFILE, ROUTES, ROUTES_BY_NAME, Route
 
 #: Calls per stateful scenario: a job's life is create, save, poll, then load/export/delete.
 STATEFUL_MAX_STEPS = 60
@@ -101,7 +101,7 @@ def _from_create(target: str) -> dict[str, Any]:
     return link
 
 
-def links(route: Route, profile: str = "proposed") -> dict[str, Any]:
+def links(route: Route, profile: str = DEFAULT_PROFILE) -> dict[str, Any]:
     """The links of ``route``'s success answer (empty when it yields no id); the current
     profile has no Idempotency-Key, so its links name none."""
     out = _links(route)

@@ -109,7 +109,7 @@ def _schemathesis(r: Route) -> None:
 STEPS: dict[str, Callable[[Route], None]] = {
     "contract/routes.py": _row,
     "contract/models/__init__.py": _models,
-    "contract/clauses/table.py": _clauses,
+    "contract/clauses.py": _clauses,
     "fake_gs/http/handlers/__init__.py": _handler,
     "client/rest.py": _rest_method,
     "fake_gs/http/example_data.py": _example_data,

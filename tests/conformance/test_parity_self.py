@@ -4,7 +4,7 @@ against a fresh fake finds nothing: 0 divergent, 0 skipped (never for lack of by
 Recorders: ``gs-conformance --record`` (against a fake by URL, the docs' parity workflow),
 the pytest plugin (``--gs-record``, against the embedded fake) and ``fake-gs --record``
 (in-process, for client traffic and for a conformance run's traffic as the fake sees it).
-Dialects: every one the suite offers (``conformance.options.DIALECTS``), so a new dialect
+Dialects: every one the suite offers (``contract.forms.DIALECTS``), so a new dialect
 is a new parameter here without a line changed. CI runs a small conformance selection
 (big bodies, chunk groups, result-chunk pages, a call to a closed port); ``slow`` runs the
 whole conformance run, the parity page's three commands, in each dialect.
@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from parity_helpers import TOKEN, assert_self_parity, chunked_training, replay
 
-from conformance.options import DIALECTS
+from contract.forms import DIALECTS
 from contract.tape import read_tape
 from fake_gs import FakeSettings, serve_in_background
 

@@ -241,7 +241,8 @@ def test_planner_names_what_a_url_lacks(monkeypatch: pytest.MonkeyPatch) -> None
     whys = [n.why for n in unmet(["gs_admin", "gs_raw2", "gs_new_job"], url)]
     assert len(whys) == 3
     assert unmet(["gs_new_job"], GsOptions(url="http://x", max_jobs=2)) == []
-    assert unmet(["gs_variant"], url, "if gs_target.embedded:") == []
+    assert unmet(["gs_variant"], url, {"gs_fake_optional"}) == []
+    assert [n.why for n in unmet([], url, {"gs_needs_token"})] == ["a token (auth clauses)"]
     assert unmet(["gs_admin", "gs_raw2"], GsOptions()) == []
 
 

@@ -30,6 +30,7 @@ def _cancel_ok(driver: RawDriver, job_id: str, soft: Soft, cid: str, when: str) 
 
 
 @checks("CANCEL-ACTIVE-1", "CANCEL-ACTIVE-2", "CANCEL-BODY-1", "CANCEL-ANSWER-1")
+@pytest.mark.gs_fake_optional
 def test_cancel_active_jobs(
     gs_target: Target, gs_raw: RawDriver, gs_new_job: NewJob, gs_variant: Variant
 ) -> None:
