@@ -157,7 +157,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         _results_sent()
         return
     finish_run_tape(config)
-    booking.finish(config, gs_options(config))
+    booking.finish(config, gs_options(config),
+                   interrupted=exitstatus == pytest.ExitCode.INTERRUPTED)
 
 
 def _results_sent() -> None:

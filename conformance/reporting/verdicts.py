@@ -220,6 +220,8 @@ class RunResults:
     cost: dict[str, Any] = field(default_factory=dict)
     #: Failures of shared set-up, each once (the headline counts these, not their skips).
     root_causes: list[RootCause] = field(default_factory=list)
+    #: The run was stopped (Ctrl-C) before every property ran: what it judged is a part.
+    interrupted: bool = False
 
     def by_status(self, status: Status) -> list[ClauseVerdict]:
         return [v for v in self.verdicts if v.status == status]
@@ -246,8 +248,9 @@ class RunResults:
     def ok(self) -> bool:
         """Exit-status rule: nothing :meth:`failing`, no root cause, and something judged; a
         clause this target cannot be judged on (skipped) does not fail the run unless
-        ``require_all``."""
-        return not self.failing() and not self.root_causes and not self.judged_nothing
+        ``require_all``. An interrupted run is never ok."""
+        return (not self.failing() and not self.root_causes and not self.judged_nothing
+                and not self.interrupted)
 
     def counts(self) -> dict[str, int]:
         out: dict[str, int] = dict.fromkeys(STATUSES, 0)
@@ -276,6 +279,7 @@ class RunResults:
             "counts": self.counts(),
             "cost": self.cost,
             "root_causes": [asdict(c) for c in self.root_causes],
+            "interrupted": self.interrupted,
             "verdicts": [asdict(v) for v in self.verdicts],
         }
 
@@ -296,6 +300,7 @@ class RunResults:
             cost=data.get("cost", {}),
             root_causes=[RootCause(**{**c, "skipped": tuple(c.get("skipped", ()))})
                          for c in data.get("root_causes", [])],
+            interrupted=data.get("interrupted", False),
         )
 
 
