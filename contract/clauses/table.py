@@ -100,7 +100,7 @@ _TABLE: tuple[_Row, ...] = (
     ("CANCEL-ACTIVE-2", _M, "current", "server", "decided", "An initializing job can be cancelled too: 2xx, and it enters cancellation."),
     ("CANCEL-ANSWER-1", _M, "current", "server", "decided", "The kit answers a cancel 200 with {}."),
     ("CANCEL-BODY-1", _M, "current", "server", "spec §5.5", "A cancel sent with no body and no content type is taken."),
-    ("CANCEL-BODY-2", _M, "current", "server", "decided", "The fake refuses a cancel or an export that carries a body (spec §5.5 and §5.8: no body)."),
+    ("CANCEL-BODY-2", _M, "current", "server", "decided", "The fake refuses a cancel or an export that carries a body (spec §5.5 and §5.8: no body); a server may take the call as if it carried none, answering as that call does."),
     # Checkpoints
     ("CKPT-LIST-1", _M, "current", "server", "spec §5.7", "A checkpoint list entry carries checkpoint_id, global_steps, avg_loss, created_at and checkpoint_type (resumable | weights-only)."),
     ("CKPT-LIST-2", _M, "current", "server", "spec §5.7", "A saved checkpoint appears in the list until it is deleted."),
@@ -235,7 +235,7 @@ _TABLE: tuple[_Row, ...] = (
     ("OP-PAYLOAD-1", _M, "current", "server", "decided", "An operation payload missing a required field is refused naming it."),
     ("OP-FORWARD-2", _M, "proposed", "server", "proposed", "The forward operation takes a base64 DSSST1 frame, answers a request_id and resolves to model_outputs.logprobs [B, S] (a log-prob API the spec does not promise today)."),
     ("OP-LORA-1", _M, "current", "server", "spec §7.3", "weight-sync with weight_format lora is refused (4xx at submit or a failed request) unless the source and every target sub-job were created with a peft_config agreeing on r, lora_alpha and target_modules."),
-    ("OP-HINT-1", _M, "current", "server", "decided", "weight-sync, bootstrap-router-replay and router-replay-discard naming no receiver (no sub_job_id or sub_job_type) on a job with several sub-jobs are refused, not routed silently (spec §7.4 tells clients to name it)."),
+    ("OP-HINT-1", _M, "current", "server", "decided", "The fake refuses weight-sync, bootstrap-router-replay and router-replay-discard naming no receiver (no sub_job_id or sub_job_type) on a job with several sub-jobs (spec §7.4 tells clients to name it); a server may route them to a default receiver instead (spec §7: the hints are optional)."),
     ("OP-BOOTSTRAP-1", _M, "current", "server", "spec §7.4", "bootstrap-router-replay goes from a sampling source to a training target; any other direction is refused."),
     ("OP-RESET-2", _M, "current", "server", "decided", "reset-prefix-cache routed to a sub-job that is not a sampling one is refused: a 4xx, or 501 Not Implemented, with a spec §3.6 body."),
     ("OP-CANCEL-2", _M, "current", "server", "decided", "cancel-request of a request that has not started answers cancelled true and the request never runs (its poll says cancelled); of one running or done it answers cancelled false and the request completes."),

@@ -33,6 +33,8 @@ ERR-SCHEMA-1 | a create, submission, operation or poll answered 200 only | 200, 
 JOB-CREATE-1 | the session job's create answered exactly 200 | any 2xx {job_id}; a failure is one root cause, not a red on every clause | spec §5.1 shows the body only, spec §3.6 treats only non-2xx as an error
 JOB-STATE-1 | start-up states never go backwards | also: initializing shown as a state of its own where the server shows the start-up (the slow-start fake) | spec §3.2: initializing is customer-visible and not collapsed by the server
 CG-IDEM-1 | judged by request ids and the repeat's loss | also by an effect the API shows: the next step's micro-batch count | spec §9.3: a repeated final chunk does not run forward-backward again
+CANCEL-BODY-2 | a cancel or an export with a body refused, on any target | refused by the fake in its kit dialect; elsewhere refused, or taken as the call without a body (then answered as that call: an export names its checkpoint and files) | spec §5.5 and §5.8 say only that neither call has a body, not how a server treats one
+OP-HINT-1 | an operation naming no receiver on a job of several sub-jobs refused, on any target | refused by the fake in its kit dialect; elsewhere refused, or routed to a default receiver (a JSON answer) | spec §7 calls sub_job_id and sub_job_type optional routing hints; spec §7.4 only tells clients to name the receiver
 POLL-MAXEV-2 | judged whatever the number of events pending | judged only with more than 512 events pending (skipped otherwise) | spec §6.8: the 512 cap is seen at work only past 512 events
 """
 
