@@ -246,11 +246,17 @@ class RunResults:
 
     @property
     def ok(self) -> bool:
-        """Exit-status rule: nothing :meth:`failing`, no root cause, and something judged; a
+        """Exit-status rule: nothing :meth:`failing`, no binding root cause, and something judged; a
         clause this target cannot be judged on (skipped) does not fail the run unless
         ``require_all``. An interrupted run is never ok."""
-        return (not self.failing() and not self.root_causes and not self.judged_nothing
+        return (not self.failing() and not self.binding_causes() and not self.judged_nothing
                 and not self.interrupted)
+
+    def binding_causes(self) -> list[RootCause]:
+        """The root causes that fail the run: all but those on a clause that cannot fail
+        this target (a ``decided`` clause against a URL, shown advisory)."""
+        by_id = {v.id: v for v in self.verdicts}
+        return [c for c in self.root_causes if c.clause not in by_id or by_id[c.clause].binding]
 
     def counts(self) -> dict[str, int]:
         out: dict[str, int] = dict.fromkeys(STATUSES, 0)
