@@ -72,11 +72,11 @@ def test_a_failed_upload_of_the_large_forward_is_one_root_cause() -> None:
         raise ConnectionResetError("connection reset by peer")
 
     large._ask = reset  # type: ignore[method-assign]  # the upload's connection dropped
-    reasons = []
+    reasons: list[str] = []
     for _ in range(2):  # the first property and the next: the same cause, no exception
         with pytest.raises(pytest.skip.Exception) as skipped:
             large.view()
-        reasons.append(skipped.value.msg)
+        reasons.append(str(skipped.value.msg))
     assert reasons[0] == reasons[1] and "ConnectionResetError" in reasons[0]
     book = ClauseBook()
     book.book(TestOutcome("t::chunks", ("POLL-CHUNKS-1",), "skipped", skip_reason=reasons[0]))
