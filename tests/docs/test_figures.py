@@ -92,3 +92,15 @@ def test_the_large_results_size_and_cap_are_the_suites() -> None:
     assert size and cap
     assert int(size[1]) == LARGE_RESULT_BYTES // MiB
     assert int(cap[1]) == OPTION["max_result_mib"].default
+
+
+def test_the_exit_statuses_the_verdicts_page_states_are_the_clis() -> None:
+    from conformance import cli
+
+    text = " ".join(page("server-team/verdicts.md").split())
+    said = re.search(r"Exit status: (\d+) when nothing fails the run \(below\), (\d+) otherwise, (\d+) for a run "
+                     r"that produced no results, (\d+) when the URL does not answer, (\d+) when it was interrupted",
+                     text)
+    assert said, "the verdicts page lost its exit statuses"
+    assert tuple(map(int, said.groups())) == (cli.EXIT_OK, cli.EXIT_RED, cli.EXIT_ERROR, cli.EXIT_NO_SERVER,
+                                              cli.EXIT_INTERRUPTED)
