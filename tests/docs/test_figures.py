@@ -104,3 +104,21 @@ def test_the_exit_statuses_the_verdicts_page_states_are_the_clis() -> None:
     assert said, "the verdicts page lost its exit statuses"
     assert tuple(map(int, said.groups())) == (cli.EXIT_OK, cli.EXIT_RED, cli.EXIT_ERROR, cli.EXIT_NO_SERVER,
                                               cli.EXIT_INTERRUPTED)
+
+
+def test_the_limits_pages_defaults_are_the_fakes() -> None:
+    """Every ``(`--option`) | default`` row of the client teams' limits table states the
+    default fake-gs's parser has (a MiB figure of a ``-bytes`` option in bytes)."""
+    from contract.limits import MiB
+    from fake_gs.cli import build_parser
+
+    defaults = {a.option_strings[0]: a.default for a in build_parser()._actions if a.option_strings}
+    rows = re.findall(r"^\|[^|]*\(`(--[a-z0-9-]+)`\)[^|]*\| ([^|]+) \|", page("client-teams/limits.md"), re.M)
+    assert len(rows) >= 25, rows
+    for option, stated in rows:
+        number = re.match(r"([0-9][0-9,.]*)\s*(MiB|s|bytes)?", stated.strip())
+        assert number, (option, stated)
+        value = float(number[1].replace(",", ""))
+        if number[2] == "MiB" and option.endswith("-bytes"):
+            value *= MiB
+        assert value == float(defaults[option]), (option, stated, defaults[option])
