@@ -122,3 +122,11 @@ def test_the_limits_pages_defaults_are_the_fakes() -> None:
         if number[2] == "MiB" and option.endswith("-bytes"):
             value *= MiB
         assert value == float(defaults[option]), (option, stated, defaults[option])
+
+
+def test_the_answer_bound_the_conformance_page_states_is_the_contracts() -> None:
+    from contract.limits import MAX_ANSWER_BYTES, MiB
+
+    said = re.search(r"at most (\d+) GiB of body, counted\s+after decompression", page("server-team/conformance.md"))
+    assert said, "conformance.md lost the answer bound"
+    assert int(said[1]) * 1024 * MiB == MAX_ANSWER_BYTES
