@@ -1,7 +1,8 @@
 """``gs-conformance``: run the conformance suite against a URL (or the embedded fake) and
 report per clause. Exit status 0 when no clause is red (against a URL, a red ``decided``
 clause is reported but does not count) and every MUST this target can be judged on is green;
-``--require-all`` also fails the run on every skipped MUST.
+``--require-all`` also fails the run on every skipped MUST. An interrupted run (Ctrl-C) exits
+130 with the headline INTERRUPTED, however green its part was.
 
 It wraps the pytest plugin with ``pytest.main``: a server that is not there is reported in
 seconds (the URL is probed first), a real URL runs in one process so the run creates at
@@ -25,6 +26,8 @@ from conformance.target import ProbeError, probe, probe_service
 from contract.routes import prefix
 
 EXIT_OK, EXIT_RED, EXIT_ERROR, EXIT_NO_SERVER = 0, 1, 2, 3
+#: Ctrl-C: the shell's status for a run ended by SIGINT.
+EXIT_INTERRUPTED = 130
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -87,7 +90,11 @@ def main(argv: list[str] | None = None) -> int:
         return refused
     if ns.plan:
         return plan_only(ns)
-    ran = _run(ns)
+    try:
+        ran = _run(ns)
+    except KeyboardInterrupt:  # before pytest's own handling starts (imports, set-up)
+        print("gs-conformance: interrupted before any clause was judged", file=sys.stderr)
+        return EXIT_INTERRUPTED
     if isinstance(ran, int):
         return ran
     code, results = ran
@@ -95,6 +102,8 @@ def main(argv: list[str] | None = None) -> int:
     _write_and_print(ns, results)
     if code in (2, 3, 4) and not results.verdicts:
         return EXIT_ERROR
+    if results.interrupted:
+        return EXIT_INTERRUPTED
     return EXIT_OK if results.ok else EXIT_RED
 
 
@@ -139,7 +148,7 @@ def _run(ns: argparse.Namespace) -> tuple[int, RunResults] | int:
         if not path.exists():
             print(f"gs-conformance: the run produced no results (pytest exit {code})",
                   file=sys.stderr)
-            return EXIT_ERROR if code != 3 else EXIT_NO_SERVER
+            return {2: EXIT_INTERRUPTED, 3: EXIT_NO_SERVER}.get(code, EXIT_ERROR)
         return code, cli_spelling(RunResults.from_json(json.loads(path.read_text())))
 
 

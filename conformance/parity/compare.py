@@ -5,7 +5,8 @@ one outlined the same way. What is compared: the exact status, the content type,
 the request-id and Retry-After headers are present, and the body's skeleton (keys, value
 types, list lengths, tensor dtypes and shapes). Values are compared only where they are a
 protocol fact: enum-like strings (states, error codes, types), booleans, integers that are
-counters rather than clocks, and for floats only finiteness and sign. Ids are abstracted
+counters rather than clocks or measurements (``MEASURED_KEYS``: a GPU's peak memory), and
+for floats only finiteness and sign. Ids are abstracted
 but must stay consistent with the ids learned so far; timestamps are ignored. A difference
 one of the forms the spec allows explains (``contract.forms``: a request state spelled
 ``completed``, a 422 detail list, an extra field, ...) is an equivalence: it is kept,
@@ -31,6 +32,13 @@ VALUE_KEYS = frozenset({
 _CLOCK_SUFFIXES = ("_at", "_ms", "_s", "_seconds", "_time", "_ns", "_ts")
 _CLOCK_KEYS = frozenset({"elapsed", "ttl", "expires_in", "retry_after", "eta", "duration", "timestamp",
                          "createdon"})  # the SQL API's createdOn (epoch ms)
+#: Integers a server measures on its hardware, by key, with the section that says so: they
+#: differ from step to step and from run to run on any real GPU, so they are compared as
+#: measurements (zero or positive), never by value.
+MEASURED_KEYS: dict[str, str] = {
+    "gpu_peak": "spec §6.2: the job-wide maximum GPU high-water mark across ranks, in bytes",
+    "cpu_peak": "spec §6.2: rank 0's current process RSS, in bytes",
+}
 #: Floats this close to zero count as zero when signs are compared.
 FLOAT_ZERO = 1e-6
 #: With ``floats="close"`` (a tape replayed against the same fake): relative tolerance.
@@ -159,6 +167,10 @@ class Comparer:
 
     def number(self, rec: float, new: float, path: str, key: str) -> None:
         if is_clock_key(key):
+            return
+        if key.lower() in MEASURED_KEYS:  # a measurement: its class, not its value
+            if _float_class(float(rec)) != _float_class(float(new)):
+                self.add(path, "sign", _float_class(float(rec)), _float_class(float(new)))
             return
         if isinstance(rec, int) and isinstance(new, int):
             if rec != new:

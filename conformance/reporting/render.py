@@ -67,7 +67,8 @@ def tally(res: RunResults) -> str:
 def headline(res: RunResults) -> str:
     musts = [v for v in res.verdicts if v.must and v.status in ("green", "red")]
     must_green = sum(v.status == "green" for v in musts)
-    verdict = "CONFORMS" if res.ok else "NOTHING JUDGED" if res.judged_nothing else "DOES NOT CONFORM"
+    verdict = ("CONFORMS" if res.ok else "INTERRUPTED" if res.interrupted
+               else "NOTHING JUDGED" if res.judged_nothing else "DOES NOT CONFORM")
     causes = f"{len(res.root_causes)} root cause(s) ({', '.join(c.clause for c in res.root_causes)}), " \
         if res.root_causes else ""
     line = (

@@ -222,6 +222,8 @@ class RunResults:
     cost: dict[str, Any] = field(default_factory=dict)
     #: Failures of shared set-up, each once (the headline counts these, not their skips).
     root_causes: list[RootCause] = field(default_factory=list)
+    #: The run was stopped (Ctrl-C) before every property ran: what it judged is a part.
+    interrupted: bool = False
 
     def by_status(self, status: Status) -> list[ClauseVerdict]:
         return [v for v in self.verdicts if v.status == status]
@@ -246,10 +248,17 @@ class RunResults:
 
     @property
     def ok(self) -> bool:
-        """Exit-status rule: nothing :meth:`failing`, no root cause, and something judged; a
+        """Exit-status rule: nothing :meth:`failing`, no binding root cause, and something judged; a
         clause this target cannot be judged on (skipped) does not fail the run unless
-        ``require_all``."""
-        return not self.failing() and not self.root_causes and not self.judged_nothing
+        ``require_all``. An interrupted run is never ok."""
+        return (not self.failing() and not self.binding_causes() and not self.judged_nothing
+                and not self.interrupted)
+
+    def binding_causes(self) -> list[RootCause]:
+        """The root causes that fail the run: all but those on a clause that cannot fail
+        this target (a ``decided`` clause against a URL, shown advisory)."""
+        by_id = {v.id: v for v in self.verdicts}
+        return [c for c in self.root_causes if c.clause not in by_id or by_id[c.clause].binding]
 
     def counts(self) -> dict[str, int]:
         out: dict[str, int] = dict.fromkeys(STATUSES, 0)
@@ -278,6 +287,7 @@ class RunResults:
             "counts": self.counts(),
             "cost": self.cost,
             "root_causes": [asdict(c) for c in self.root_causes],
+            "interrupted": self.interrupted,
             "verdicts": [asdict(v) for v in self.verdicts],
         }
 
@@ -298,6 +308,7 @@ class RunResults:
             cost=data.get("cost", {}),
             root_causes=[RootCause(**{**c, "skipped": tuple(c.get("skipped", ()))})
                          for c in data.get("root_causes", [])],
+            interrupted=data.get("interrupted", False),
         )
 
 

@@ -244,6 +244,16 @@ def test_a_run_that_judged_no_must_clause_is_not_green():
     assert only_should.ok  # a run of SHOULD clauses only, one judged: a verdict on something
 
 
+def test_an_interrupted_run_is_not_green_however_green_its_part():
+    """Ctrl-C after some properties: what ran was green, the run still does not conform."""
+    res = book(TestOutcome("a", ("JOB-CREATE-1",), "passed")).results("current", "t")
+    assert res.ok
+    res.interrupted = True
+    assert not res.ok
+    assert report.headline(res).startswith("INTERRUPTED")
+    assert RunResults.from_json(res.to_json()).interrupted
+
+
 def test_skip_notes_name_the_cli_spelling_when_run_from_the_cli() -> None:
     from conformance.cli import cli_spelling
 
