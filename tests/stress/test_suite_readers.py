@@ -126,3 +126,24 @@ def test_cursors_without_end_stop_at_the_result_budget(monkeypatch: pytest.Monke
             driver.settle("j1", "r1", timeout_s=60)
         driver.close()
     assert pages["n"] == 21
+
+
+def test_gs_loads_meter_reads_under_the_same_bounds(traced: Callable[[], int]) -> None:
+    """gs-load's users call through the load meter's session, which the client takes instead
+    of its own: it had no byte, inflation or whole-exchange bound of its own (only the
+    client's per-route cap on what it reads). Now it is the same RouteBounds session."""
+    from conformance.judge.answers import Judge
+    from conformance.judge.tally import Tally
+    from conformance.load.measure.meter import MeteredSession
+    from contract.routes import prefix, route
+
+    reported: list[object] = []
+    session = MeteredSession(Judge(Tally()), reported.append)
+    with hostile(_always(_endless)) as srv:
+        url = srv.url + prefix("DB", "SC", "e") + route("get_capacity").render()
+        with pytest.raises(AnswerBeyondRoute, match="get_capacity answered more than 16777216 bytes"):
+            session.get(url, timeout=(2.0, 20.0))
+        (end,) = srv.settled()
+    assert end.cut and end.bytes < SMALL_ANSWER_BYTES + SLACK, end
+    assert traced() < 3 * SMALL_ANSWER_BYTES, traced() / MiB
+    assert len(reported) == 1  # the meter still reports the failed exchange
