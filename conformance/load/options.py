@@ -59,8 +59,12 @@ OPTIONS: tuple[Option, ...] = (
          _L, kind="flag"),
     _suite("mutant", _F),
     _own("fake_host", "Interface the embedded fake listens on and the address workers are "
-         "given for it (default 127.0.0.1; a LAN address when workers run elsewhere).", _F,
-         default="127.0.0.1", metavar="HOST"),
+         "given for it (default 127.0.0.1). An interface beyond loopback (a LAN address, for "
+         "workers elsewhere) also needs --expose-fake.", _F, default="127.0.0.1", metavar="HOST"),
+    _own("expose_fake", "Let --fake-host name an interface beyond loopback: anyone on that "
+         "network reaches the fake, so it then takes only fresh random service and admin tokens "
+         "(the workers get the service token with the set-up, sealed under --load-secret when "
+         "the run has one).", _F, kind="flag"),
     _own("fake_args", "More fake-gs flags for the embedded fake, one string (added to the "
          "profile's [fake] args).", _F, default="", metavar="ARGS"),
     _own("markdown", "Markdown report path (the per-route and violation tables, the cost).",
