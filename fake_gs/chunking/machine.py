@@ -5,11 +5,11 @@ and the server's limits, :func:`decide` answers what happens to the chunk: ``Ack
 progress answered), ``Execute`` (the final chunk: reassemble and run once), ``Replay``
 (the final chunk of a group that already ran: its original execution) or ``Refuse`` (a
 contract error). Nothing here touches HTTP, asyncio, the store or a clock, so every rule
-is tested on plain values; the handler (``fake_gs/http/handlers/frame_requests.py``) gathers the facts
+is tested on plain values; the intake (``fake_gs/chunking/intake.py``) gathers the facts
 under the store lock and carries the decision out.
 
 ``Reclaim`` (the server's budgets hold a new group once room is taken back from accounts
-over their fair share) asks the handler to free that room and decide again.
+over their fair share) asks the intake to free that room and decide again.
 
 A rule a mutant may waive has a name (:data:`RESTART`, :data:`CAPS`, ...); the mutants
 name the rules they waive and the decisions they transform in ``fake_gs/chunking/hooks.py``.

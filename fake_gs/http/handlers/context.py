@@ -24,6 +24,7 @@ from fake_gs.answers import forms_any
 from fake_gs.answers.check import dumps
 from fake_gs.answers.forms import Forms
 from fake_gs.answers.refusals import ApiError, validation_error
+from fake_gs.chunking.intake import json_containers
 from fake_gs.http.app_state import AppState
 from fake_gs.http.body import BodyReader
 from fake_gs.ops.seams import Bend, Rewrite, Rule
@@ -212,13 +213,6 @@ def _finite_float(text: str) -> float:
     if not math.isfinite(value):
         raise ValueError(f"number {text[:40]} is out of range")
     return value
-
-
-def json_containers(data: bytes | bytearray, start: int = 0, end: int | None = None) -> int:
-    """An upper bound of the arrays and objects a JSON text holds (brackets in strings
-    count too), found without parsing it."""
-    end = len(data) if end is None else end
-    return data.count(b"[", start, end) + data.count(b"{", start, end)
 
 
 def json_values(data: bytes | bytearray) -> int:

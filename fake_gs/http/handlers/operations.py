@@ -32,8 +32,8 @@ from contract.states import JobState
 from fake_gs.answers import check as answers
 from fake_gs.answers import forms
 from fake_gs.answers.refusals import ApiError
+from fake_gs.chunking.intake import decode_frame, refuse_legacy
 from fake_gs.http.handlers.context import Ctx, json_response
-from fake_gs.http.handlers.frame_requests import decode_frame, refuse_legacy
 from fake_gs.http.handlers.training import forward_object, forward_work
 from fake_gs.ops.seams import Bend, Rewrite, Rule
 from fake_gs.state.records import JobRec, SubJobRec
@@ -127,7 +127,7 @@ async def op_forward(ctx: Ctx, job: JobRec, target: SubJobRec, payload: Any) -> 
     if not data:
         raise ApiError(ErrorCode.MALFORMED_FRAME, "payload.payload_b64 is empty")
     refuse_legacy(data)
-    request = forward_object(await decode_frame(ctx, data))
+    request = forward_object(await decode_frame(ctx.settings, ctx.settings.seams, data))
     work = forward_work(ctx, job, request, reference=bool(request.get("reference_model")))
     return ctx.submitted(job, ctx.store.submit(job, "op:forward", work, force_frame=True))
 
