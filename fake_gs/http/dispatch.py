@@ -22,7 +22,6 @@ from contract.models import ErrorEnvelope
 from contract.routes import Route
 from fake_gs.answers import check as answers
 from fake_gs.answers import forms as dialect
-from fake_gs.answers import forms_any
 from fake_gs.answers.refusals import ApiError, envelope
 from fake_gs.http.app_state import AppState
 from fake_gs.http.auth import authenticate
@@ -157,7 +156,7 @@ def make_endpoint(state: AppState, route: Route, handler: Handler) -> Callable[[
     async def endpoint(request: Request) -> Response:
         response = await serve(state, route, handler, request)
         if state.settings.dialect == "any" and route.name != "get_request":
-            response = forms_any.decorate(state.settings.forms, response)
+            response = dialect.decorate(state.settings.forms, response)
         return guarded(state, route, response, request.scope)
 
     endpoint.__name__ = route.name

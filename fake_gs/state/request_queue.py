@@ -16,7 +16,7 @@ from typing import Any
 
 from contract.errors import ErrorCode, error_body
 from contract.states import JOB_TERMINAL, RequestState
-from fake_gs.answers import delivery, forms_any
+from fake_gs.answers import delivery
 from fake_gs.answers.refusals import ApiError
 from fake_gs.clock import Clock
 from fake_gs.ops.seams import Bend, Rule
@@ -24,6 +24,7 @@ from fake_gs.settings import FakeSettings
 from fake_gs.state import result_retention
 from fake_gs.state.executor import Executors
 from fake_gs.state.job_table import JOB_ENDED_OR_ENDING
+from fake_gs.state.outward import KIT_OUTWARD, Outward
 from fake_gs.state.records import JobRec, RequestRec
 
 log = logging.getLogger("fake_gs.state.store")
@@ -38,8 +39,9 @@ class RequestQueue:
     """Requests by id, under the store's lock; ``jobs`` is the job table's dict."""
 
     def __init__(self, settings: FakeSettings, clock: Clock, lock: threading.RLock,
-                 executors: Executors, jobs: dict[str, JobRec]) -> None:
+                 executors: Executors, jobs: dict[str, JobRec], outward: Outward = KIT_OUTWARD) -> None:
         self.settings = settings
+        self.outward = outward
         self.clock = clock
         self.lock = lock
         self.executors = executors
@@ -61,7 +63,7 @@ class RequestQueue:
                stream: bool = False, group_id: str | None = None, request_id: str | None = None) -> RequestRec:
         """Queue ``work`` on the job's serial executor and return its request record (a
         ``request_id`` chosen by the caller: the document's example request, fake_gs.http.example_data)."""
-        rid = request_id or forms_any.new_request_id(self.settings.forms)
+        rid = request_id or self.outward.request_id()
         req = RequestRec(request_id=rid, job_id=job.job_id, op=op, created_at=self.clock.time(),
                          work=work, force_frame=force_frame, stream=stream, group_id=group_id)
         with self.lock:
@@ -125,14 +127,12 @@ class RequestQueue:
         """Call ``work`` outside the lock; an error becomes the request's error body."""
         try:
             result = work()
-            forms, key = self.settings.forms, req.request_id
+            outward, key = self.outward, req.request_id
             if req.stream:
-                return None, None, [forms_any.result(forms, f"{key}/{i}", e) for i, e in enumerate(result)]
+                return None, None, [outward.result(f"{key}/{i}", e) for i, e in enumerate(result)]
             s = self.settings
-            mode = s.result_delivery
-            if mode == "auto":
-                mode = forms.pick("result-delivery", ("auto", "inline", "chunks"), key)
-            return None, delivery.prepare(forms_any.result(forms, key, result), force_frame=req.force_frame,
+            mode = outward.delivery(s.result_delivery, key)
+            return None, delivery.prepare(outward.result(key, result), force_frame=req.force_frame,
                                           mode=mode, chunk_bytes=s.result_chunk_bytes), []
         except ApiError as exc:
             return exc.body(), None, []

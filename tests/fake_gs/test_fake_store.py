@@ -12,6 +12,7 @@ from fake_gs_api import batch, sampling_config, training_config
 from contract.models import CreateJobRequest
 from contract.states import JobState, RequestState
 from fake_gs import FakeSettings, ManualClock
+from fake_gs.answers.forms import FormsOutward
 from fake_gs.state.records import JobRec
 from fake_gs.state.store import Store
 
@@ -27,7 +28,8 @@ def clock() -> ManualClock:
 
 @contextlib.contextmanager
 def _store(clock: ManualClock, **overrides: Any) -> Iterator[Store]:
-    store = Store(FakeSettings().with_overrides(**overrides), _no_engine, clock=clock)
+    settings = FakeSettings().with_overrides(**overrides)
+    store = Store(settings, _no_engine, clock=clock, outward=FormsOutward(settings.forms))
     try:
         yield store
     finally:

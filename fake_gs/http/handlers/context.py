@@ -20,7 +20,7 @@ from contract.models import GenerateStreamSubmitResponse, SubmitResponse, unknow
 from contract.routes import OCTET, Route
 from contract.states import JOB_TERMINAL, JobState
 from fake_gs.answers import check as answers
-from fake_gs.answers import forms_any
+from fake_gs.answers import forms as dialect
 from fake_gs.answers.check import dumps
 from fake_gs.answers.forms import Forms
 from fake_gs.answers.refusals import ApiError, validation_error
@@ -164,10 +164,10 @@ class Ctx:
         if status == JobState.INITIALIZING and self.settings.seams.bends(Bend.INITIALIZING_AS_PLACING):
             status = JobState.PLACING
         enum = self.settings.status_style == "enum" or self.settings.seams.bends(Bend.STATUS_ENUM_NAMES)
-        return forms_any.job_state(self.forms, status, enum)
+        return dialect.job_state(self.forms, status, enum)
 
     def request_status_text(self, status: str) -> str:
-        return forms_any.request_state(self.forms, status, self.settings.status_style == "enum")
+        return dialect.request_state(self.forms, status, self.settings.status_style == "enum")
 
     def submitted(self, job: JobRec, req: RequestRec, count: int | None = None) -> Response:
         """The submission answer; generate-stream's carries the prompt ``count``."""

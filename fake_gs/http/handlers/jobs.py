@@ -17,7 +17,6 @@ from contract.models.catalog import ALL_MODELS, TRAINING_MODELS, is_known_model,
 from contract.states import JobState
 from fake_gs.answers import check as answers
 from fake_gs.answers import forms as dialect
-from fake_gs.answers import forms_any
 from fake_gs.answers.refusals import ApiError
 from fake_gs.http.handlers.context import OFF_LOOP_JSON_BYTES, Ctx, json_response
 from fake_gs.ops.seams import Bend, Rewrite, Rule
@@ -59,15 +58,15 @@ def job_view(ctx: Ctx, job: JobRec, *, count_poll: bool = False) -> m.Job:
         job_id=job.public_id,
         status=shown,
         reason=reason,
-        created_at=forms_any.timestamp(forms, job.created_at, rfc3339(job.created_at)),
-        updated_at=forms_any.timestamp(forms, job.updated_at, rfc3339(job.updated_at)),
+        created_at=dialect.timestamp(forms, job.created_at, rfc3339(job.created_at)),
+        updated_at=dialect.timestamp(forms, job.updated_at, rfc3339(job.updated_at)),
         image_tag="" if status == JobState.PENDING else f"fake-gs/{ctx.settings.engine}:0.1.0",
         submitted_by=f"user_{tokens.index(job.owner)}" if job.owner in tokens else "anonymous",
         owner_role=OWNER_ROLE,
         experiment_name=job.experiment_name,
         sub_jobs=[sub_job_view(sub, shown) for sub in job.sub_jobs],
     )
-    return m.Job(**forms_any.job_object(forms, fields))
+    return m.Job(**dialect.job_object(forms, fields))
 
 
 def check_models(ctx: Ctx, body: CreateJobRequest) -> None:
@@ -222,7 +221,7 @@ async def list_jobs(ctx: Ctx) -> Response:
     jobs = ctx.store.list_jobs(ctx.owner, ctx.request.query_params.get("status"))
 
     def render() -> Response:
-        entries = [forms_any.list_entry(ctx.forms, answers.render(job_view(ctx, j))) for j in jobs]
+        entries = [dialect.list_entry(ctx.forms, answers.render(job_view(ctx, j))) for j in jobs]
         return json_response(m.JobList(jobs=entries))
 
     return await run_in_threadpool(render)
@@ -252,7 +251,7 @@ async def cancel_job(ctx: Ctx) -> Response:
     await no_body(ctx)
     ctx.store.cancel(job)
     shown = ctx.job_status_text(ctx.store.status(job))
-    return forms_any.cancel_answer(ctx.forms, job.public_id, shown)
+    return dialect.cancel_answer(ctx.forms, job.public_id, shown)
 
 
 async def get_experiment_run(ctx: Ctx) -> Response:

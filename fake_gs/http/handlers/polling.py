@@ -18,7 +18,6 @@ from contract.models import RequestStatus
 from contract.states import REQUEST_IN_FLIGHT, REQUEST_TERMINAL, RequestState
 from fake_gs.answers import check as answers
 from fake_gs.answers import forms as dialect
-from fake_gs.answers import forms_any
 from fake_gs.answers.delivery import decode_cursor, encode_cursor, parse_max_events
 from fake_gs.answers.refusals import ApiError
 from fake_gs.http.handlers.context import Ctx, dumps
@@ -37,7 +36,7 @@ def _page(ctx: Ctx, req: RequestRec, offset: int, max_events: int) -> tuple[list
         reads = req.cursor_reads[offset] = req.cursor_reads.get(offset, 0) + 1
         if reads > 1:
             return [], None
-    size = forms_any.page_size(ctx.forms, req.request_id, offset, max_events, len(events) - offset)
+    size = dialect.page_size(ctx.forms, req.request_id, offset, max_events, len(events) - offset)
     page = events[offset : offset + size]
     end = offset + len(page)
     return page, encode_cursor(req.request_id, end) if end < len(events) else None
@@ -116,8 +115,8 @@ def view(ctx: Ctx, job: JobRec, req: RequestRec, offset: int, max_events: int) -
             req.updated_at = max(req.updated_at, req.created_at)
         forms = ctx.forms
         head = {"request_id": req.request_id, "status": ctx.request_status_text(status),
-                "created_at": forms_any.timestamp(forms, req.created_at, rfc3339(req.created_at)),
-                "updated_at": forms_any.timestamp(forms, req.updated_at, rfc3339(req.updated_at))}
+                "created_at": dialect.timestamp(forms, req.created_at, rfc3339(req.created_at)),
+                "updated_at": dialect.timestamp(forms, req.updated_at, rfc3339(req.updated_at))}
     return render(RequestStatus(**head, **_tail(ctx, error, cursor)), result, events)
 
 

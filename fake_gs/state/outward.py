@@ -1,0 +1,54 @@
+"""How what the state makes looks from outside: the ids it mints, the form a result is kept
+in, how it is delivered, whether a cancelled job is seen ``cancelling`` for a moment.
+
+The state asks an :class:`Outward` and never decides these itself; the answer side hands
+the store its own (``fake_gs.answers``: the shapes the spec allows). Without one, the
+state keeps the kit's own: UUIDs, results as the route built them, the delivery
+the settings name, a cancelled job at once ``cancelled``.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any, Protocol
+
+
+class Outward(Protocol):
+    """What the state asks about the outside form of what it makes."""
+
+    def job_id(self) -> str:
+        """A new job id of the server's own."""
+
+    def request_id(self) -> str:
+        """A new request id."""
+
+    def result(self, key: str, value: Any) -> Any:
+        """A result as it is kept for every poll of request ``key``."""
+
+    def delivery(self, mode: str, key: str) -> str:
+        """How request ``key``'s result is delivered, given the settings' ``mode``."""
+
+    def shows_cancelling(self, job_id: str) -> bool:
+        """Whether job ``job_id``, just cancelled, is seen ``cancelling`` for a moment."""
+
+
+class KitOutward:
+    """The kit's own outward form."""
+
+    def job_id(self) -> str:
+        return str(uuid.uuid4())
+
+    def request_id(self) -> str:
+        return str(uuid.uuid4())
+
+    def result(self, key: str, value: Any) -> Any:
+        return value
+
+    def delivery(self, mode: str, key: str) -> str:
+        return mode
+
+    def shows_cancelling(self, job_id: str) -> bool:
+        return False
+
+
+KIT_OUTWARD = KitOutward()
