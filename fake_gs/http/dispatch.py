@@ -112,7 +112,7 @@ async def peek_chunk_index(state: AppState, body: BodyReader) -> tuple[int, int]
 def path_job_key(state: AppState, request: Request, owner: str) -> str | None:
     """The key of the caller's job the path names (job ids are per account), or None."""
     job_id = request.path_params.get("job_id")
-    return state.store.key_for(owner, job_id) if isinstance(job_id, str) else None
+    return state.store.table.key_for(owner, job_id) if isinstance(job_id, str) else None
 
 
 async def apply_fault(state: AppState, action: FaultAction, body: BodyReader, job_key: str | None) -> Response | None:
@@ -120,7 +120,7 @@ async def apply_fault(state: AppState, action: FaultAction, body: BodyReader, jo
     if action.delay_s > 0:
         await asyncio.sleep(action.delay_s)
     if action.lose_group and job_key is not None:
-        lost = state.store.lose_groups(job_key)
+        lost = state.store.chunk_groups.lose(job_key)
         log.info("fault: forgot %d open chunk group(s) of job %s", lost, job_key)
     if action.drop:
         await body.drain()

@@ -10,14 +10,11 @@ all three, so it lives here.
 
 from __future__ import annotations
 
-import asyncio
 import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from contract.models import CreateJobRequest
 from fake_gs.chunking.groups import DONE, ChunkGroup
-from fake_gs.chunking.machine import Usage
 from fake_gs.chunking.registry import GroupRegistry
 from fake_gs.clock import SYSTEM_CLOCK, Clock
 from fake_gs.heap import trim_heap
@@ -26,7 +23,7 @@ from fake_gs.state.executor import Executors
 from fake_gs.state.idempotency_keys import KeyStore
 from fake_gs.state.job_table import JobTable
 from fake_gs.state.outward import KIT_OUTWARD, Outward
-from fake_gs.state.records import CheckpointRec, ExportRec, JobRec, RequestRec
+from fake_gs.state.records import ExportRec, JobRec, RequestRec
 from fake_gs.state.request_queue import RequestQueue
 
 if TYPE_CHECKING:
@@ -115,41 +112,7 @@ class Store:
     def internal_errors(self, count: int) -> None:
         self.queue.internal_errors = count
 
-    # --- jobs (the job table) -------------------------------------------------------------
-
-    def new_job(self, owner: str, body: CreateJobRequest, job_id: str | None = None) -> JobRec:
-        return self.table.new_job(owner, body, job_id)
-
-    def release(self, job: JobRec) -> None:
-        self.table.release(job)
-
-    def register_job(self, job: JobRec) -> None:
-        self.table.register_job(job)
-
-    def held_jobs(self) -> list[JobRec]:
-        """Every job registered or being created (the account caps count both)."""
-        return self.table.held()
-
-    def job_for(self, owner: str, job_id: str) -> JobRec:
-        return self.table.job_for(owner, job_id)
-
-    def key_for(self, owner: str, job_id: str) -> str | None:
-        return self.table.key_for(owner, job_id)
-
-    def status(self, job: JobRec, *, count_poll: bool = False) -> str:
-        return self.table.status(job, count_poll=count_poll)
-
-    def list_jobs(self, owner: str, status: str | None) -> list[JobRec]:
-        return self.table.list_jobs(owner, status)
-
-    def capacity(self, owner: str) -> dict[str, Any]:
-        return self.table.capacity(owner)
-
-    def cancel(self, job: JobRec) -> None:
-        self.table.cancel(job)
-
-    def force_state(self, job: JobRec, status: str, reason: str) -> None:
-        self.table.force_state(job, status, reason)
+    # --- what spans the parts ----------------------------------------------------------------
 
     def end_job(self, job: JobRec, status: str, reason: str) -> None:
         """Move a job to a terminal state: free GPUs, drop engine state, cancel queued work,
@@ -165,60 +128,6 @@ class Store:
         if engine is not None:
             engine.drop_job(job.job_id)
         trim_heap()
-
-    def checkpoint(self, job: JobRec, checkpoint_id: str) -> CheckpointRec:
-        return self.table.checkpoint(job, checkpoint_id)
-
-    def add_checkpoint(self, job: JobRec, ckpt: CheckpointRec) -> None:
-        self.table.add_checkpoint(job, ckpt)
-
-    def delete_checkpoint(self, job: JobRec, checkpoint_id: str) -> None:
-        self.table.delete_checkpoint(job, checkpoint_id)
-
-    def add_export(self, data: bytes, filename: str, owner: str = "") -> tuple[str, ExportRec]:
-        return self.table.add_export(data, filename, owner)
-
-    def export(self, token: str) -> ExportRec | None:
-        return self.table.export(token)
-
-    # --- requests (the request queue) -----------------------------------------------------
-
-    def submit(self, job: JobRec, op: str, work: Callable[[], Any], *, force_frame: bool = False,
-               stream: bool = False, group_id: str | None = None, request_id: str | None = None) -> RequestRec:
-        return self.queue.submit(job, op, work, force_frame=force_frame, stream=stream, group_id=group_id,
-                                 request_id=request_id)
-
-    def request_for(self, job: JobRec, request_id: str) -> RequestRec:
-        return self.queue.request_for(job, request_id)
-
-    def gate_passed(self, req: RequestRec) -> bool:
-        return self.queue.gate_passed(req)
-
-    def request_status(self, req: RequestRec) -> str:
-        return self.queue.status(req)
-
-    def waiter(self, req: RequestRec) -> asyncio.Future[None] | None:
-        return self.queue.waiter(req)
-
-    def cancel_request(self, req: RequestRec) -> tuple[bool, str]:
-        return self.queue.cancel_request(req)
-
-    # --- chunk groups (the registry) ------------------------------------------------------
-
-    def job_groups(self, job_id: str) -> dict[str, ChunkGroup]:
-        return self.chunk_groups.job_groups(job_id)
-
-    def expire_groups(self, job_id: str | None = None) -> int:
-        return self.chunk_groups.expire(job_id)
-
-    def lose_groups(self, job_id: str) -> int:
-        return self.chunk_groups.lose(job_id)
-
-    def buffered_bytes(self) -> int:
-        return self.chunk_groups.buffered_bytes()
-
-    def group_usage(self, owner: str, job_id: str) -> Usage:
-        return self.chunk_groups.usage(owner, job_id)
 
     def note_execution(self, job: JobRec, group: ChunkGroup | None, *, forward_backward: bool) -> None:
         with self.lock:
@@ -250,7 +159,7 @@ def _job(store: Store, job: JobRec, owner: str) -> dict[str, Any]:
     named = {"job_id": job.public_id} if job.public_id != job.job_id else {}
     return {
         **named,
-        "status": store.status(job),
+        "status": store.table.status(job),
         "reason": job.reason,
         "owner": owner,
         "gpus": job.gpus,

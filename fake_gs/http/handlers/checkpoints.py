@@ -44,13 +44,13 @@ def _safetensors_bytes(ctx: Ctx, ckpt: CheckpointRec) -> bytes:
 async def export_checkpoint(ctx: Ctx) -> Response:
     job = ctx.job()
     await no_body(ctx)
-    ckpt = ctx.store.checkpoint(job, ctx.param("checkpoint_id"))
+    ckpt = ctx.store.table.checkpoint(job, ctx.param("checkpoint_id"))
     data = await run_in_threadpool(_safetensors_bytes, ctx, ckpt)
     # The file name is fixed: a checkpoint id never becomes part of a name or a path
     # (CKPT-PATH-1); the traversal-accepted mutant derives it from the id instead.
     filename = f"{ckpt.checkpoint_id}.safetensors" if ctx.settings.seams.bends(Bend.EXPORT_NAME_FROM_ID) \
         else EXPORT_FILENAME
-    token, rec = ctx.store.add_export(data, filename, job.owner)
+    token, rec = ctx.store.table.add_export(data, filename, job.owner)
     base = str(ctx.request.base_url).rstrip("/")
     files = [m.ExportFile(filename=rec.filename, url=f"{base}/_fake/exports/{token}", size_bytes=len(data))]
     expires = dialect.timestamp(ctx.forms, rec.expires_at, rfc3339(rec.expires_at))
@@ -60,7 +60,7 @@ async def export_checkpoint(ctx: Ctx) -> Response:
 async def delete_checkpoint(ctx: Ctx) -> Response:
     job = ctx.job()
     await ctx.body.drain()
-    ctx.store.delete_checkpoint(job, ctx.param("checkpoint_id"))
+    ctx.store.table.delete_checkpoint(job, ctx.param("checkpoint_id"))
     if ctx.settings.dialect == "spec":
         return Response(status_code=204)
     return dialect.delete_answer(ctx.forms)

@@ -152,10 +152,10 @@ class Ctx:
 
     def job(self, allowed: frozenset[str] | set[str] | None = None) -> JobRec:
         """The caller's job from the path, checked against the states the route needs."""
-        job = self.store.job_for(self.owner, self.param("job_id"))
+        job = self.store.table.job_for(self.owner, self.param("job_id"))
         wanted = self.route.needs_states if allowed is None else allowed
         if wanted:
-            status = self.store.status(job)
+            status = self.store.table.status(job)
             if status not in wanted and not (status in JOB_TERMINAL and not self.settings.seams.enforces(Rule.ENDED_JOB_REFUSES)):
                 raise ApiError(ErrorCode.JOB_NOT_RUNNING, f"job {job.public_id} is {status}, not running")
         return job

@@ -33,7 +33,7 @@ def unread_submit(ctx: Ctx, job: JobRec, op: str, group: ChunkGroup | None = Non
         return answers.render(ForwardBackwardResult(job_id=job.public_id, avg_loss=0.0, metrics={},
                                                     post_process_outputs={}))
 
-    return ctx.store.submit(job, op, work)
+    return ctx.store.queue.submit(job, op, work)
 
 
 async def submit_frame(ctx: Ctx, job: JobRec, builder: Builder) -> Response:
@@ -45,7 +45,7 @@ async def submit_frame(ctx: Ctx, job: JobRec, builder: Builder) -> Response:
         check_media_type=lambda: ctx.require_media_type(OCTET),
         build=lambda obj, group: builder(ctx, job, obj, group),
         build_unread=lambda group: unread_submit(ctx, job, route, group),
-        original=lambda request_id: store.request_for(job, request_id)))
+        original=lambda request_id: store.queue.request_for(job, request_id)))
     if isinstance(taken, intake.Acknowledged):
         return json_response(taken.answer, status=202)
     return ctx.submitted(job, taken)

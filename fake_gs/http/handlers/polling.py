@@ -95,7 +95,7 @@ def _tail(ctx: Ctx, error: Any, cursor: str | None) -> dict[str, Any]:
 
 def view(ctx: Ctx, job: JobRec, req: RequestRec, offset: int, max_events: int) -> bytes:
     with ctx.store.lock:
-        status = ctx.store.request_status(req)
+        status = ctx.store.queue.status(req)
         result, error, events, cursor = b"null", None, [], None
         inflight_empty = ctx.settings.seams.bends(Bend.INFLIGHT_RESULT_EMPTY)
         if inflight_empty and status == RequestState.DONE and req.polls <= 1 and not req.stream:
@@ -123,16 +123,16 @@ def view(ctx: Ctx, job: JobRec, req: RequestRec, offset: int, max_events: int) -
 async def get_request(ctx: Ctx) -> Response:
     job = ctx.job()
     store = ctx.store
-    req = store.request_for(job, ctx.param("request_id"))
+    req = store.queue.request_for(job, ctx.param("request_id"))
     query = ctx.request.query_params
     max_events = parse_max_events(query.get("max_events"), uncapped=not ctx.settings.seams.enforces(Rule.MAX_EVENTS_CAP),
                                   cap=ctx.settings.max_events_cap)
     offset = decode_cursor(req.request_id, query.get("cursor"))
     with store.lock:
         req.polls += 1
-        due = req.final_status is None and not req.executed and store.gate_passed(req)
+        due = req.final_status is None and not req.executed and store.queue.gate_passed(req)
     if due:
-        fut = store.waiter(req)
+        fut = store.queue.waiter(req)
         if fut is not None:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(fut, ctx.settings.poll_wait_s)

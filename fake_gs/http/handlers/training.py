@@ -112,7 +112,7 @@ def build_forward_backward(ctx: Ctx, job: JobRec, obj: Any, group: ChunkGroup | 
             job_id=job.public_id, avg_loss=loss, metrics=full_metrics(out.get("metrics")) if proposed else {},
             post_process_outputs=out.get("post_process_outputs") or {}))
 
-    return store.submit(job, "forward_backward", work, group_id=group.group_id if group else None)
+    return store.queue.submit(job, "forward_backward", work, group_id=group.group_id if group else None)
 
 
 async def forward_backward(ctx: Ctx) -> Response:
@@ -142,7 +142,7 @@ def forward_work(ctx: Ctx, job: JobRec, request: dict[str, Any], *, reference: b
 def build_forward_no_grad(ctx: Ctx, job: JobRec, obj: Any, group: ChunkGroup | None) -> RequestRec:
     request = forward_object(obj)
     work = forward_work(ctx, job, request, reference=bool(request.get("reference_model")))
-    return ctx.store.submit(job, "forward_no_grad", work, force_frame=True,
+    return ctx.store.queue.submit(job, "forward_no_grad", work, force_frame=True,
                             group_id=group.group_id if group else None)
 
 
@@ -180,7 +180,7 @@ async def step(ctx: Ctx) -> Response:
         result = dialect.scheduled(result, forms)
         return dialect.step_result(result) if forms.use("last-lr-list") else result
 
-    return ctx.submitted(job, store.submit(job, "step", work))
+    return ctx.submitted(job, store.queue.submit(job, "step", work))
 
 
 def save_result(job_id: str, checkpoint_id: str, checkpoint_type: str, global_steps: int,
@@ -219,13 +219,13 @@ async def save(ctx: Ctx) -> Response:
                 ckpt_id = dialect.save_id(wanted_id, job.global_steps, job.checkpoints)
             else:
                 ckpt_id = wanted_id or f"global_step{job.global_steps}"
-            store.add_checkpoint(job, CheckpointRec(ckpt_id, job.global_steps, job.last_loss, time.time(),
+            store.table.add_checkpoint(job, CheckpointRec(ckpt_id, job.global_steps, job.last_loss, time.time(),
                                                     ckpt_type, snapshot, n_gpus))
             steps = job.global_steps
         ckpt_id = ctx.settings.seams.rewrite(Rewrite.SAVED_CHECKPOINT_ID, ckpt_id)
         return save_result(job.public_id, ckpt_id, ckpt_type, steps, bare)
 
-    return ctx.submitted(job, store.submit(job, "save", work))
+    return ctx.submitted(job, store.queue.submit(job, "save", work))
 
 
 async def load(ctx: Ctx) -> Response:
@@ -257,8 +257,8 @@ async def load(ctx: Ctx) -> Response:
         # §6.4): an unknown source job or checkpoint fails the request, readable on the
         # poll, so no client retries a 404. Looked up here, a save queued before the load
         # has run (REQ-ORDER-1).
-        source = store.job_for(owner, body.source_job_id) if body.source_job_id else job
-        ckpt = store.checkpoint(source, body.checkpoint_id)
+        source = store.table.job_for(owner, body.source_job_id) if body.source_job_id else job
+        ckpt = store.table.checkpoint(source, body.checkpoint_id)
         if dp_rule and not dp_compatible(ckpt, target.config):
             # The worker refuses it (spec §6.4): a failed request, the job keeps running.
             raise ApiError(ErrorCode.DP_SIZE_MISMATCH,
@@ -277,4 +277,4 @@ async def load(ctx: Ctx) -> Response:
             answer.source_job_id = source.public_id
         return answers.render(answer)
 
-    return ctx.submitted(job, store.submit(job, "load", work))
+    return ctx.submitted(job, store.queue.submit(job, "load", work))
