@@ -337,3 +337,12 @@ class FormsOutward:
 
     def shows_cancelling(self, job_id: str) -> bool:
         return self.forms.use("cancelling-visible", job_id)
+
+    def page_size(self, request_id: str, offset: int, max_events: int, left: int) -> int:
+        return page_size(self.forms, request_id, offset, max_events, left)
+
+    def null_for_empty(self, request_id: str) -> bool:
+        return self.forms.use("done-result-null", request_id)  # spec §6.8 (the client reads {})
+
+    def empty_while_in_flight(self) -> bool:
+        return self.forms.use("inflight-result-empty")  # spec §6.8's own empty form

@@ -31,6 +31,15 @@ class Outward(Protocol):
     def shows_cancelling(self, job_id: str) -> bool:
         """Whether job ``job_id``, just cancelled, is seen ``cancelling`` for a moment."""
 
+    def page_size(self, request_id: str, offset: int, max_events: int, left: int) -> int:
+        """Events of the page a cursor names (``left`` of them are there to send)."""
+
+    def null_for_empty(self, request_id: str) -> bool:
+        """Whether a done request with no result shows ``null`` rather than ``{}``."""
+
+    def empty_while_in_flight(self) -> bool:
+        """Whether a page of a request still in flight carries the empty result ``{}``."""
+
 
 class KitOutward:
     """The kit's own outward form."""
@@ -48,6 +57,15 @@ class KitOutward:
         return mode
 
     def shows_cancelling(self, job_id: str) -> bool:
+        return False
+
+    def page_size(self, request_id: str, offset: int, max_events: int, left: int) -> int:
+        return min(max_events, left)
+
+    def null_for_empty(self, request_id: str) -> bool:
+        return False
+
+    def empty_while_in_flight(self) -> bool:
         return False
 
 
