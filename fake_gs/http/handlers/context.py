@@ -55,19 +55,15 @@ class Ctx:
     owner: str
     body: BodyReader
     extras: dict[str, Any] = field(default_factory=dict)
+    #: The running fake's store and settings, and which answer form each answer takes
+    #: (``--dialect``; fake_gs.answers.forms).
+    store: Store = field(init=False)
+    settings: FakeSettings = field(init=False)
+    forms: Forms = field(init=False)
 
-    @property
-    def store(self) -> Store:
-        return self.state.store
-
-    @property
-    def settings(self) -> FakeSettings:
-        return self.state.settings
-
-    @property
-    def forms(self) -> Forms:
-        """Which answer form each answer takes (``--dialect``; fake_gs.answers.forms)."""
-        return self.state.settings.forms
+    def __post_init__(self) -> None:
+        self.store, self.settings = self.state.store, self.state.settings
+        self.forms = self.settings.forms
 
     def param(self, name: str) -> str:
         return str(self.request.path_params[name]).replace(ENCODED_SLASH, "/")

@@ -20,25 +20,45 @@ from contract.models import RequestStatus
 from fake_gs.answers import check as answers
 from fake_gs.answers import delivery
 from fake_gs.answers import forms as dialect
+from fake_gs.answers.refusals import ApiError
 from fake_gs.http.handlers.context import Ctx
 from fake_gs.ops.seams import Rewrite, Rule
-from fake_gs.ops.traffic import result_form
+from fake_gs.ops.traffic import note, result_form
 from fake_gs.state.records import rfc3339
-from fake_gs.state.request_queue import Page
 
 
 def render(status: RequestStatus, result: bytes, events: Sequence[bytes]) -> bytes:
-    """A poll answer from its model, result and events (what :func:`render_page` does;
-    ``benchmarks/bench_hardening.py`` measures it)."""
+    """A poll answer from its model, result and events: its fields in the model's order,
+    the stored result and events (encoded once when the request finished) spliced in at
+    theirs, copied once (:func:`fake_gs.answers.check.encode`; what :func:`get_request`
+    does, which ``benchmarks/bench_hardening.py`` measures)."""
     return answers.encode(status, {"result": [result], "events": answers.array(events)})
 
 
-def render_page(ctx: Ctx, page: Page) -> bytes:
-    """The poll answer as bytes, built from the contract's ``RequestStatus`` in the fake's
-    answer forms: its fields in the model's order, the stored result and events (encoded
-    once when the request finished) spliced in at theirs, copied once
-    (:func:`fake_gs.answers.check.encode`)."""
-    settings, forms, seams = ctx.settings, ctx.forms, ctx.settings.seams
+async def get_request(ctx: Ctx) -> Response:
+    """Find the job and the request, read the query (its refusal comes after the lookups:
+    an unknown request is 404 whatever the query), wait briefly for a due request, take
+    the page the request queue decides, and render it in the answer forms (rewrites
+    first, then the forms)."""
+    job = ctx.job()
+    settings, forms, seams, request_id = ctx.settings, ctx.forms, ctx.settings.seams, ctx.param("request_id")
+    query = ctx.request.query_params
+    refusal: ApiError | None = None
+    try:
+        max_events = delivery.parse_max_events(query.get("max_events"), uncapped=Rule.MAX_EVENTS_CAP in seams.waived,
+                                               cap=settings.max_events_cap)
+        offset = delivery.decode_cursor(request_id, query.get("cursor"))
+    except ApiError as exc:
+        refusal = exc
+    queue = ctx.store.queue
+    req = queue.request_for(job, request_id)
+    if refusal is not None:
+        raise refusal
+    waiting = queue.begin_poll(req)
+    if waiting is not None:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(waiting, settings.poll_wait_s)
+    page = queue.poll(job, req, offset, max_events)
     error = seams.rewrite(Rewrite.FAILED_REQUEST_ERROR, page.error) if page.error is not None else None
     tail: dict[str, Any] = seams.rewrite(Rewrite.POLL_TAIL, {"error": error, "next_cursor": page.cursor})
     status = dialect.request_state(forms, page.status, settings.status_style == "enum")
@@ -49,23 +69,8 @@ def render_page(ctx: Ctx, page: Page) -> bytes:
     elif settings.dialect == "any":
         tail = {**dialect.poll(tail, forms), **forms.extras()}
     answer = RequestStatus(request_id=page.request_id, status=status, created_at=created, updated_at=updated, **tail)
-    return answers.encode(answer, {"result": [page.result], "events": answers.array(page.events)})
-
-
-async def get_request(ctx: Ctx) -> Response:
-    job = ctx.job()
-    queue = ctx.store.queue
-    req = queue.request_for(job, ctx.param("request_id"))
-    query = ctx.request.query_params
-    max_events = delivery.parse_max_events(query.get("max_events"),
-                                           uncapped=Rule.MAX_EVENTS_CAP in ctx.settings.seams.waived,
-                                           cap=ctx.settings.max_events_cap)
-    offset = delivery.decode_cursor(req.request_id, query.get("cursor"))
-    waiting = queue.begin_poll(req)
-    if waiting is not None:
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(waiting, ctx.settings.poll_wait_s)
-    answer = render_page(ctx, queue.poll(job, req, offset, max_events))
-    ctx.expect(**answers.polled_result(req.op, req.result_form))
-    ctx.note("delivery", result_form(req))
-    return Response(answer, media_type="application/json")
+    body = answers.encode(answer, {"result": [page.result], "events": answers.array(page.events)})
+    answers.expect(ctx.request.scope, **answers.polled_result(req.op, req.result_form))
+    if ctx.state.traffic.enabled:
+        note(ctx.request.scope, "delivery", result_form(req))
+    return Response(body, media_type="application/json")
