@@ -284,6 +284,27 @@ class JobTable:
                 "available_gpus": max(0, total - in_use),
             }
 
+    # --- what training does to a job -------------------------------------------------------
+
+    def trained(self, job: JobRec, loss: float) -> None:
+        """A forward-backward ran: the job's last loss (a save keeps it with the checkpoint)."""
+        with self.lock:
+            job.last_loss = loss
+
+    def stepped(self, job: JobRec) -> int:
+        """What a step does to a job: one more global step (STEP-COUNT-1); its count."""
+        with self.lock:
+            if Rule.STEP_COUNTS not in self.settings.seams.waived:
+                job.global_steps += 1
+            return job.global_steps
+
+    def restored(self, job: JobRec, ckpt: CheckpointRec) -> int:
+        """A load ran: the job is back at the checkpoint's global step (SAVE-LOAD-1); its count."""
+        with self.lock:
+            if Rule.LOAD_RESTORES_STEPS not in self.settings.seams.waived:
+                job.global_steps = ckpt.global_steps
+            return job.global_steps
+
     # --- ending ---------------------------------------------------------------------------
 
     def cancel(self, job: JobRec) -> None:

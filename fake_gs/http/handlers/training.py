@@ -106,8 +106,7 @@ def build_forward_backward(ctx: Ctx, job: JobRec, obj: Any, group: ChunkGroup | 
         out = store.engine.forward_backward(job.job_id, request)
         store.note_execution(job, group, forward_backward=True)
         loss = -float(out["avg_loss"]) if flip else float(out["avg_loss"])
-        with store.lock:
-            job.last_loss = loss
+        store.table.trained(job, loss)
         return answers.render(m.ForwardBackwardResult(
             job_id=job.public_id, avg_loss=loss, metrics=full_metrics(out.get("metrics")) if proposed else {},
             post_process_outputs=out.get("post_process_outputs") or {}))
@@ -167,10 +166,7 @@ async def step(ctx: Ctx) -> Response:
 
     def work() -> dict[str, Any]:
         out = store.engine.step(job.job_id, body.learning_rate)
-        with store.lock:
-            if ctx.settings.seams.enforces(Rule.STEP_COUNTS):
-                job.global_steps += 1
-            steps = job.global_steps
+        steps = store.table.stepped(job)
         answer = m.StepResult(global_steps=steps, last_lr=float(out["last_lr"]))
         if _peak_memory_wanted(sub):  # byte counts (spec §6.2)
             answer.peak_memory = m.PeakMemory(gpu_peak=(1 << 30) + (1 << 20) * steps, cpu_peak=1 << 29)
@@ -267,10 +263,7 @@ async def load(ctx: Ctx) -> Response:
                            "data-parallel size needs load_optimizer_states false at create")
         store.engine.load(job.job_id, ckpt.snapshot, sub_job_id=target.sub_job_id,
                           optimizer=restores_optimizer(ckpt, target.config))
-        with store.lock:
-            if ctx.settings.seams.enforces(Rule.LOAD_RESTORES_STEPS):
-                job.global_steps = ckpt.global_steps
-            steps = job.global_steps
+        steps = store.table.restored(job, ckpt)
         answer = m.LoadResult(checkpoint_id=ckpt.checkpoint_id, global_steps=steps,
                               checkpoint_type=ckpt.checkpoint_type)
         if source is not job:
