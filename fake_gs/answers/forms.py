@@ -20,7 +20,7 @@ import hashlib
 import itertools
 import json
 import uuid
-from collections.abc import Container, Sequence
+from collections.abc import Callable, Container, Sequence
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
@@ -346,3 +346,17 @@ class FormsOutward:
 
     def empty_while_in_flight(self) -> bool:
         return self.forms.use("inflight-result-empty")  # spec §6.8's own empty form
+
+    def step_result(self, result: dict[str, Any]) -> dict[str, Any]:
+        result = scheduled(result, self.forms)
+        return step_result(result) if self.forms.use("last-lr-list") else result
+
+    def save_naming(self, wanted_id: str | None) -> Callable[[int, Container[str]], str] | None:
+        # Without an id of the caller's, the kit's own step name is the server's naming
+        # already (the spec dialect names every save itself).
+        if self.forms.use("save-id-server") and (wanted_id is not None or self.forms.dialect == "spec"):
+            return functools.partial(save_id, wanted_id)
+        return None
+
+    def bare_save_result(self) -> bool:
+        return self.forms.use("save-result-fields")

@@ -22,6 +22,7 @@ from contract.example_resources import (
 from contract.models import CreateJobRequest
 from fake_gs.http.auth import ANONYMOUS
 from fake_gs.state.records import CheckpointRec, JobRec
+from fake_gs.state.training import save_result
 
 if TYPE_CHECKING:
     from fake_gs.state.store import Store
@@ -64,9 +65,6 @@ def _register(store: Store, owner: str, job_id: str) -> JobRec:
 
 def _save(store: Store, job: JobRec, checkpoint_id: str) -> dict[str, Any]:
     """Save ``job``'s training sub-job as ``checkpoint_id``; the save's result as a poll shows it."""
-    # Imported here: the handlers import the store, which imports this module.
-    from fake_gs.http.handlers.training import save_result
-
     training = next(sub for sub in job.sub_jobs if sub.job_type == "training")
     snapshot = store.engine.save(job.job_id, _CHECKPOINT_TYPE)
     store.table.add_checkpoint(job, CheckpointRec(checkpoint_id, job.global_steps, job.last_loss, store.clock.time(),

@@ -10,7 +10,11 @@ the settings name, a cancelled job at once ``cancelled``.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable, Container
 from typing import Any, Protocol
+
+#: The server's own name for a save: (global steps, the job's checkpoint ids) -> id.
+SaveNaming = Callable[[int, Container[str]], str]
 
 
 class Outward(Protocol):
@@ -40,6 +44,16 @@ class Outward(Protocol):
     def empty_while_in_flight(self) -> bool:
         """Whether a page of a request still in flight carries the empty result ``{}``."""
 
+    def step_result(self, result: dict[str, Any]) -> dict[str, Any]:
+        """A step's result as it is kept (its ``last_lr``'s form)."""
+
+    def save_naming(self, wanted_id: str | None) -> SaveNaming | None:
+        """The server's own naming of this save (the caller asked for ``wanted_id``), if it
+        names it (spec §6.3: the control plane may drop the caller's id)."""
+
+    def bare_save_result(self) -> bool:
+        """Whether a save's result leaves out its path and tag."""
+
 
 class KitOutward:
     """The kit's own outward form."""
@@ -66,6 +80,15 @@ class KitOutward:
         return False
 
     def empty_while_in_flight(self) -> bool:
+        return False
+
+    def step_result(self, result: dict[str, Any]) -> dict[str, Any]:
+        return result
+
+    def save_naming(self, wanted_id: str | None) -> SaveNaming | None:
+        return None
+
+    def bare_save_result(self) -> bool:
         return False
 
 

@@ -2,7 +2,8 @@
 
 A *walk* is the fake's own code one call runs, in the order it first runs it: every
 function of ``fake_gs`` entered while the call is served (on any thread: the event loop,
-the decode threads, the job's executor), each function counted once, at its first entry.
+the decode threads, the job's executor, which is held until the call is answered so
+the order is the same every time), each function counted once, at its first entry.
 A *stop* is a run of consecutive functions of one file; a *return* is a stop in a file the
 walk had already left. A walk that visits each file once has no return.
 
@@ -174,10 +175,14 @@ def walks() -> list[Walk]:
                                          force_chunk=True)
         assert len(chunks) == 2, len(chunks)
         assert api.post(f"/{job}/forward-backward", data=chunks[0], headers=OCTET).status_code == 202
+        # The job's queue is held while the chunk is answered, then its work runs: the walk
+        # is one sequence, not the answer and the execution interleaved by the threads.
+        api.admin.hold(job, on=True)
         with recorder.walk("chunk", out):
             answer = api.post(f"/{job}/forward-backward", data=chunks[1], headers=OCTET)
             assert answer.status_code == 200, answer.text
             rid = answer.json()["request_id"]
+            api.admin.hold(job, on=False)
             _wait(lambda: server.state.store.queue.requests[rid].done_event.is_set())
         with recorder.walk("poll", out):
             polled = api.poll(job, rid)

@@ -34,9 +34,9 @@ from fake_gs.answers import forms
 from fake_gs.answers.refusals import ApiError
 from fake_gs.chunking.intake import decode_frame, refuse_legacy
 from fake_gs.http.handlers.context import Ctx, json_response
-from fake_gs.http.handlers.training import forward_object, forward_work
 from fake_gs.ops.seams import Bend, Rewrite, Rule
 from fake_gs.state.records import JobRec, SubJobRec
+from fake_gs.state.training import Training, forward_object
 
 RUNNING = frozenset({JobState.RUNNING})
 #: tail-logs also works while the job starts (placing, and initializing after it).
@@ -128,7 +128,7 @@ async def op_forward(ctx: Ctx, job: JobRec, target: SubJobRec, payload: Any) -> 
         raise ApiError(ErrorCode.MALFORMED_FRAME, "payload.payload_b64 is empty")
     refuse_legacy(data)
     request = forward_object(await decode_frame(ctx.settings, ctx.settings.seams, data))
-    work = forward_work(ctx, job, request, reference=bool(request.get("reference_model")))
+    work = Training(ctx.store).forward_work(job, request, reference=bool(request.get("reference_model")))
     return ctx.submitted(job, ctx.store.queue.submit(job, "op:forward", work, force_frame=True))
 
 
