@@ -23,7 +23,7 @@ class AppState:
     settings: FakeSettings
     store: Store
     faults: FaultInjector
-    #: Jobs the ``refusal-wedges-job`` mutant stopped serving after a hostile frame.
+    #: Jobs stopped serving after a hostile frame (the bend ``refusal-wedges-job``).
     wedged: set[str] = field(default_factory=set)
     #: Service tokens minted at run time, and the per-account traffic log (``--traffic``).
     accounts: Accounts = field(default_factory=Accounts)

@@ -143,7 +143,7 @@ def guarded(state: AppState, route: Route | None, response: Response, scope: Mut
     """The answer check (:mod:`fake_gs.answers.check`) where it is on: ``response``, or the 500
     that replaces an answer that does not validate (counted as an internal error).
     ``route`` is None for the answers no contract route gives (the router's 404/405)."""
-    if not state.settings.validate_answers or state.settings.mutant is not None:
+    if not state.settings.validate_answers or state.settings.seams.points:  # bent on purpose: unchecked
         return response
     checked = answers.checked(route, response, scope)
     if checked is not response:
@@ -177,7 +177,7 @@ async def serve(state: AppState, route: Route, handler: Handler, request: Reques
             if injected is not None:
                 return injected
         if state.wedged and path_job_key(state, request, owner) in state.wedged:
-            raise ApiError(ErrorCode.UNAVAILABLE, "job stopped serving after a malformed frame (mutant)")
+            raise ApiError(ErrorCode.UNAVAILABLE, "job stopped serving after a malformed frame (bent on purpose)")
         response = await keyed(state, route, request, owner, body,
                                lambda: handler(Ctx(state, request, route, owner, body)))
         if action is not None and action.lose_answer:

@@ -116,7 +116,7 @@ class JobTable:
         return job
 
     def _name_taken(self, owner: str, job_id: str) -> bool:
-        """Does the caller hold a job of this id (any account, for the ``job-ids-global`` mutant)?"""
+        """Does the caller hold a job of this id (any account, when the rule ``job-ids-per-account`` is waived)?"""
         if not self.settings.seams.enforces(Rule.JOB_IDS_PER_ACCOUNT):
             return any(name == job_id for _, name in self._names)
         return (owner, job_id) in self._names

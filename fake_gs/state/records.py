@@ -103,7 +103,7 @@ class RequestRec:
     group_id: str | None = None
     waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = field(default_factory=list)
     done_event: threading.Event = field(default_factory=threading.Event)
-    #: ``unstable-cursor`` mutant: how often each cursor offset was read.
+    #: How often each cursor offset was read (the cursor bends).
     cursor_reads: dict[int, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:

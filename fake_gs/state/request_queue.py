@@ -68,7 +68,7 @@ class RequestQueue:
         #: Requests whose work ran (at-most-once proofs compare it with client successes).
         self.executed_by_op: Counter[str] = Counter()
         self.internal_errors = 0
-        #: The load mutants' state: steps picked to run twice, crowded submits seen.
+        #: The crowded bends' state: steps picked to run twice, crowded submits seen.
         self._run_twice: set[str] = set()
         self._crowded = 0
 
@@ -87,7 +87,7 @@ class RequestQueue:
             if job.status in JOB_ENDED_OR_ENDING and self.settings.seams.enforces(Rule.LATE_BODY_REFUSED):
                 raise ApiError(ErrorCode.JOB_NOT_RUNNING,
                                f"job {job.public_id} is {job.status}: it ended before the call's body arrived")
-            self._load_mutants(req)
+            self._crowded_bends(req)
             self.requests[req.request_id] = req
             self.requests_submitted += 1
             job.requests_total += 1
@@ -95,8 +95,8 @@ class RequestQueue:
             self.executors.queue(job.job_id).submit(lambda: self.execute(req))
         return req
 
-    def _load_mutants(self, req: RequestRec) -> None:
-        """The load mutants, acting only while another request is in flight on the
+    def _crowded_bends(self, req: RequestRec) -> None:
+        """The crowded bends, acting only while another request is in flight on the
         server (queued or running, any job), as a server that breaks under concurrency would.
         Called under the lock; the scan of every request costs only while one is active."""
         crowded = self.settings.seams.bends(Bend.CROWDED_500) and req.op in ("step", "save")
@@ -130,7 +130,7 @@ class RequestQueue:
             req.started = True
             req.updated_at = self.clock.time()
         outcome = self._run(req, work)
-        if req.request_id in self._run_twice:  # mutant concurrent-step-twice
+        if req.request_id in self._run_twice:  # bend crowded-step-twice
             with self.lock:
                 self._run_twice.discard(req.request_id)
                 self.executed_by_op[req.op] += 1

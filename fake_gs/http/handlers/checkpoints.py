@@ -47,7 +47,7 @@ async def export_checkpoint(ctx: Ctx) -> Response:
     ckpt = ctx.store.table.checkpoint(job, ctx.param("checkpoint_id"))
     data = await run_in_threadpool(_safetensors_bytes, ctx, ckpt)
     # The file name is fixed: a checkpoint id never becomes part of a name or a path
-    # (CKPT-PATH-1); the traversal-accepted mutant derives it from the id instead.
+    # (CKPT-PATH-1); bent (``export-name-from-id``), it is derived from the id instead.
     filename = f"{ckpt.checkpoint_id}.safetensors" if ctx.settings.seams.bends(Bend.EXPORT_NAME_FROM_ID) \
         else EXPORT_FILENAME
     token, rec = ctx.store.table.add_export(data, filename, job.owner)
