@@ -1,7 +1,9 @@
 """What the fake keeps: jobs, requests, checkpoints, logs, and how long it keeps them.
 
 ``store`` is the facade the handlers, the admin API and tests call (its ``dump`` is the
-admin's view of it all); ``outward`` is what it asks of the answer side (the ids it mints,
+admin's view of it all); ``training`` is the training routes' backend (one method per
+route, its rules and its work beside the job state it changes); ``outward`` is what it
+asks of the answer side (the ids it mints,
 the form its results take); ``job_table`` admits
 jobs against GPU capacity and walks their lifecycle; ``request_queue`` runs asynchronous
 requests on each job's serial ``executor``; ``records`` are the plain records kept;
