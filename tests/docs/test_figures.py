@@ -8,6 +8,7 @@ held to the clause registry by test_site_structure.py; the reference pages are g
 from __future__ import annotations
 
 import csv
+import json
 import re
 from pathlib import Path
 
@@ -48,8 +49,9 @@ def test_the_proxy_pages_report_line_adds_up() -> None:
 
 
 def test_the_load_pages_figures_agree() -> None:
-    """load.md's pasted run: calls per second are calls over seconds, the table's first row
-    is that run, and each CPU share is its CPU-seconds over the 60 s run."""
+    """load.md's pasted run: calls per second are calls over seconds, its p95s and fake CPU
+    are the table's first row; every row is dated and its CPU share is its CPU-seconds
+    over its seconds; the dated 2026-12-07 row is the run kept in docs/img/load_10_users.json."""
     text = page("load.md")
     run = re.search(r"(\d+) calls in ([0-9.]+) s \(([0-9.]+)/s\)", text)
     cpu = re.search(r"embedded fake ([0-9.]+) CPU-s \((\d+)% of one core\)", text)
@@ -57,11 +59,25 @@ def test_the_load_pages_figures_agree() -> None:
     calls, seconds, rate = int(run[1]), float(run[2]), float(run[3])
     assert calls / seconds == pytest.approx(rate, abs=0.15)
     assert round(float(cpu[1]) / 60 * 100) == int(cpu[2])
-    rows = re.findall(r"^\| ([^|]+) \| (quiet|busy) \| ([0-9.]+) \| [^|]+ \| ([0-9.]+) CPU-s \((\d+) ?%", text, re.M)
-    assert len(rows) == 5, rows
-    assert (rows[0][0].strip(), rows[0][2]) == ("10", run[3])
-    for _users, _machine, _rate, cpu_s, share in rows:
-        assert round(float(cpu_s) / 60 * 100) == int(share), (cpu_s, share)
+    pasted = {m[1]: int(m[2]) for m in re.finditer(r"^(?:GET|POST) (\w+) +\d+ +\d+ +\d+ +(\d+) ", text, re.M)}
+    rows = re.findall(r"^\| ([^|]+) \| ([^|]+), (\d{4}-\d\d-\d\d) \| ([0-9.]+) \| ([0-9, ]+) \| ([0-9.]+) CPU-s "
+                      r"in ([0-9.]+) s \((\d+) ?%", text, re.M)
+    assert len(rows) == 6, rows
+    first = rows[0]
+    assert (first[0].strip(), first[3], first[5]) == ("10", run[3], cpu[1])
+    p95 = [int(n) for n in first[4].split(",")]
+    assert p95[:3] == [pasted["get_request"], pasted["forward_backward"], pasted["step"]], (p95, pasted)
+    for _users, _machine, _date, _rate, _p95, cpu_s, over_s, share in rows:
+        assert round(float(cpu_s) / float(over_s) * 100) == int(share), (cpu_s, over_s, share)
+    kept = json.loads((DOCS / "img" / "load_10_users.json").read_text(encoding="utf-8"))
+    (row,) = [r for r in rows if r[2] == kept["measured"]["date"]]
+    by_route = {r["key"].split()[1]: r["p95"] for r in kept["routes"]}
+    assert row[0].strip() == "10" and float(row[3]) == round(kept["calls_per_s"], 1)
+    assert [int(n) for n in row[4].split(",")] == [by_route[k] for k in (
+        "get_request", "forward_backward", "step", "generate", "generate_stream")]
+    assert (float(row[5]), float(row[6])) == (kept["fake_cpu_s"], round(kept["duration_s"], 1))
+    assert f"load {kept['measured']['load_average_1min_after']:.1f}" in row[1]
+    assert f"over the run's {round(kept['duration_s'], 1)} s" in text
 
 
 def test_limits_the_pages_state_are_the_contracts() -> None:
@@ -124,9 +140,29 @@ def test_the_limits_pages_defaults_are_the_fakes() -> None:
         assert value == float(defaults[option]), (option, stated, defaults[option])
 
 
-def test_the_answer_bound_the_conformance_page_states_is_the_contracts() -> None:
-    from contract.limits import MAX_ANSWER_BYTES, MiB
+def test_the_answer_bounds_the_pages_state_are_the_contracts() -> None:
+    """The per-route answer bounds conformance.md and client.md state (a small answer, a poll
+    page), and the readers' caps the limits page's hardening rows name, as the code fixes them."""
+    from contract.limits import (
+        INFLATION_FREE_BYTES,
+        MAX_ANSWER_BYTES,
+        MAX_RESULT_BYTES,
+        RESULT_ROUTE,
+        MiB,
+        answer_bound,
+    )
 
-    said = re.search(r"at most (\d+) GiB of body, counted\s+after decompression", page("server-team/conformance.md"))
-    assert said, "conformance.md lost the answer bound"
-    assert int(said[1]) * 1024 * MiB == MAX_ANSWER_BYTES
+    small, poll = answer_bound("capacity", MAX_ANSWER_BYTES) // MiB, answer_bound(RESULT_ROUTE, MAX_ANSWER_BYTES) // MiB
+    conformance = " ".join(page("server-team/conformance.md").split())
+    said = re.search(r"(\d+) MiB for most routes \(capacity, .*? and (\d+) GiB only for a poll page", conformance)
+    assert said, "conformance.md lost the answer bounds"
+    assert (int(said[1]), int(said[2]) * 1024) == (small, poll)
+    client = " ".join(page("client-teams/client.md").split())
+    said = re.search(r"`contract.limits.MAX_ANSWER_BYTES`, (\d+) GiB\), .*?`contract.limits.answer_bound`: (\d+) MiB "
+                     r"for a small answer", client)
+    assert said, "client.md lost the answer bounds"
+    assert (int(said[1]) * 1024, int(said[2])) == (MAX_ANSWER_BYTES // MiB, small)
+    limits = page("client-teams/limits.md")
+    assert f"`AnswerTooLarge` at {INFLATION_FREE_BYTES // MiB} MiB decoded" in limits
+    assert f"`AnswerTooBig` at the {MAX_ANSWER_BYTES // MiB // 1024} GiB cap" in limits
+    assert f"({MAX_RESULT_BYTES // MiB // 1024} GiB of chunks, `max_result_bytes`)" in limits
