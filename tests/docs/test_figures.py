@@ -166,3 +166,21 @@ def test_the_answer_bounds_the_pages_state_are_the_contracts() -> None:
     assert f"`AnswerTooLarge` at {INFLATION_FREE_BYTES // MiB} MiB decoded" in limits
     assert f"`AnswerTooBig` at the {MAX_ANSWER_BYTES // MiB // 1024} GiB cap" in limits
     assert f"({MAX_RESULT_BYTES // MiB // 1024} GiB of chunks, `max_result_bytes`)" in limits
+
+
+def test_the_hardening_rows_name_the_fakes_defaults() -> None:
+    """The options the limits page's hardening tables quote (the chunk groups' idle window,
+    the body idle time, the head time-out, the connection cap) at the fake's defaults."""
+    from fake_gs.cli import build_parser
+
+    defaults = {a.option_strings[0]: a.default for a in build_parser()._actions if a.option_strings}
+    text = page("client-teams/limits.md")
+    quoted = {
+        "--chunk-group-idle-s": re.findall(r"for the (\d+) s idle window", text),
+        "--body-idle-s": re.findall(r"waits (\d+) s \(`--body-idle-s`\)", text),
+        "--head-timeout-s": re.findall(r"heads at `--head-timeout-s` (\d+)", text),
+        "--max-connections": re.findall(r"the fake keeps its (\d+) \(`--max-connections`\)", text),
+    }
+    for option, figures in quoted.items():
+        assert figures, f"the limits page no longer quotes {option}"
+        assert {float(f) for f in figures} == {float(defaults[option])}, (option, figures, defaults[option])
