@@ -184,3 +184,46 @@ def test_the_hardening_rows_name_the_fakes_defaults() -> None:
     for option, figures in quoted.items():
         assert figures, f"the limits page no longer quotes {option}"
         assert {float(f) for f in figures} == {float(defaults[option])}, (option, figures, defaults[option])
+
+
+def test_the_figures_the_pages_take_from_the_code_are_the_codes() -> None:
+    """Numbers pages quote from a constant: the idempotency window, the tape's inline bound,
+    record budget, answer margin and replay body bound, the chunk floor, the poll page sizes."""
+    from client.config import MIN_CHUNK_PAYLOAD_BYTES
+    from conformance.options import OPTION
+    from contract.idempotency import KEY_WINDOW_S
+    from contract.limits import DEFAULT_MAX_EVENTS, MAX_BODY_BYTES, MAX_EVENTS_CAP, MiB
+    from contract.tape.body_store import KEEP_BYTES
+    from contract.tape.bounds import (
+        ANSWER_MARGIN_BYTES,
+        INFLATION_FREE_CHARS,
+        MAX_REPLAY_BODY_BYTES,
+        MAX_TAPE_INFLATION,
+    )
+    from contract.wire.limits import CHUNK_HEADER_ALLOWANCE
+
+    def said(name: str, pattern: str) -> tuple[str, ...]:
+        found = re.search(pattern, " ".join(page(name).split()))
+        assert found, f"{name} lost {pattern!r}"
+        return found.groups()
+
+    hours = KEY_WINDOW_S / 3600
+    assert float(said("client-teams/retries.md", r"kept for (\d+) hours \(`contract.idempotency.KEY_WINDOW_S`")[0]) == hours
+    assert float(said("contract.md", r"its (\d+) h window")[0]) == hours
+    for name in ("parity/index.md", "parity/tapes.md"):
+        assert int(said(name, r"compress to (\d+) KiB or less")[0]) * 1024 == KEEP_BYTES
+    budget = OPTION["record_budget_mib"].default
+    assert int(said("parity/index.md", r"`--record-budget-mib`, default (\d+)")[0]) == budget
+    assert int(said("parity/tapes.md", r"`--record-budget-mib`, default (\d+) MiB")[0]) == budget
+    times, past, margin = said("parity/index.md", r"decode to at most (\d+) times its size past (\d+) MiB.*?plus (\d+) MiB "
+                               r"\(`ANSWER_MARGIN_BYTES`\)")
+    assert (float(times), int(past) * MiB, int(margin) * MiB) == (MAX_TAPE_INFLATION, INFLATION_FREE_CHARS,
+                                                                ANSWER_MARGIN_BYTES)
+    assert said("parity/index.md", r"\(twice the contract's (\d+) MiB")[0] == str(MAX_REPLAY_BODY_BYTES // 2 // MiB)
+    assert MAX_REPLAY_BODY_BYTES == 2 * MAX_BODY_BYTES
+    header, payload, floor, most = said("client-teams/client.md", r"`max_chunk_bytes` is at least (\d+) KiB of chunk "
+                                        r"header plus (\d+) bytes of frame \((\d+)\), at most (\d+) MiB")
+    assert (int(header) * 1024, int(payload)) == (CHUNK_HEADER_ALLOWANCE, MIN_CHUNK_PAYLOAD_BYTES)
+    assert (int(floor), int(most) * MiB) == (CHUNK_HEADER_ALLOWANCE + MIN_CHUNK_PAYLOAD_BYTES, MAX_BODY_BYTES)
+    body, default, cap = said("contract.md", r"\| (\d+) MiB bodies, `max_events` (\d+)/(\d+)")
+    assert (int(body) * MiB, int(default), int(cap)) == (MAX_BODY_BYTES, DEFAULT_MAX_EVENTS, MAX_EVENTS_CAP)
