@@ -8,6 +8,7 @@ held to the clause registry by test_site_structure.py; the reference pages are g
 from __future__ import annotations
 
 import csv
+import datetime
 import json
 import re
 from pathlib import Path
@@ -60,7 +61,7 @@ def test_the_load_pages_figures_agree() -> None:
     assert calls / seconds == pytest.approx(rate, abs=0.15)
     assert round(float(cpu[1]) / 60 * 100) == int(cpu[2])
     pasted = {m[1]: int(m[2]) for m in re.finditer(r"^(?:GET|POST) (\w+) +\d+ +\d+ +\d+ +(\d+) ", text, re.M)}
-    rows = re.findall(r"^\| ([^|]+) \| ([^|]+), (\d{4}-\d\d-\d\d) \| ([0-9.]+) \| ([0-9, ]+) \| ([0-9.]+) CPU-s "
+    rows = re.findall(r"^\| ([^|]+) \| ([^|]+), (\d{1,2} \w{3} \d{4}) \| ([0-9.]+) \| ([0-9, ]+) \| ([0-9.]+) CPU-s "
                       r"in ([0-9.]+) s \((\d+) ?%", text, re.M)
     assert len(rows) == 6, rows
     first = rows[0]
@@ -70,7 +71,8 @@ def test_the_load_pages_figures_agree() -> None:
     for _users, _machine, _date, _rate, _p95, cpu_s, over_s, share in rows:
         assert round(float(cpu_s) / float(over_s) * 100) == int(share), (cpu_s, over_s, share)
     kept = json.loads((DOCS / "img" / "load_10_users.json").read_text(encoding="utf-8"))
-    (row,) = [r for r in rows if r[2] == kept["measured"]["date"]]
+    kept_on = datetime.date.fromisoformat(kept["measured"]["date"])
+    (row,) = [r for r in rows if datetime.datetime.strptime(r[2], "%d %b %Y").date() == kept_on]
     by_route = {r["key"].split()[1]: r["p95"] for r in kept["routes"]}
     assert row[0].strip() == "10" and float(row[3]) == round(kept["calls_per_s"], 1)
     assert [int(n) for n in row[4].split(",")] == [by_route[k] for k in (
@@ -227,3 +229,16 @@ def test_the_figures_the_pages_take_from_the_code_are_the_codes() -> None:
     assert (int(floor), int(most) * MiB) == (CHUNK_HEADER_ALLOWANCE + MIN_CHUNK_PAYLOAD_BYTES, MAX_BODY_BYTES)
     body, default, cap = said("contract.md", r"\| (\d+) MiB bodies, `max_events` (\d+)/(\d+)")
     assert (int(body) * MiB, int(default), int(cap)) == (MAX_BODY_BYTES, DEFAULT_MAX_EVENTS, MAX_EVENTS_CAP)
+
+
+def test_the_at_most_once_table_adds_up() -> None:
+    """retries.md's measured table (a pasted bench_at_most_once run): each route's calls are
+    its successes plus its AmbiguousOutcomes, and its duplicates are its executions past
+    one per call."""
+    text = page("client-teams/retries.md")
+    calls = int(re.search(r"bench_at_most_once.py --calls (\d+)`", text)[1])  # type: ignore[index]
+    rows = re.findall(r"^\|[^|]*\| ([a-z-]+) \| (\d+) \| (\d+) \| (\d+) \| (\d+) \|$", text, re.M)
+    assert len(rows) == 16, rows
+    for route, succeeded, ambiguous, executions, duplicates in rows:
+        assert int(succeeded) + int(ambiguous) == calls, route
+        assert int(duplicates) == max(0, int(executions) - calls), route
