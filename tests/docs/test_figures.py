@@ -227,6 +227,11 @@ def test_the_figures_the_pages_take_from_the_code_are_the_codes() -> None:
                                         r"header plus (\d+) bytes of frame \((\d+)\), at most (\d+) MiB")
     assert (int(header) * 1024, int(payload)) == (CHUNK_HEADER_ALLOWANCE, MIN_CHUNK_PAYLOAD_BYTES)
     assert (int(floor), int(most) * MiB) == (CHUNK_HEADER_ALLOWANCE + MIN_CHUNK_PAYLOAD_BYTES, MAX_BODY_BYTES)
+    from conformance.proxy.relay import WINDOW
+    from contract.limits import SMALL_ANSWER_BYTES
+
+    assert int(said("server-team/proxy.md", r"a window of about (\d+) MiB per direction")[0]) * MiB == WINDOW
+    assert int(said("server-team/conformance.md", r"cut a little past its (\d+) MiB bound")[0]) * MiB == SMALL_ANSWER_BYTES
     body, default, cap = said("contract.md", r"\| (\d+) MiB bodies, `max_events` (\d+)/(\d+)")
     assert (int(body) * MiB, int(default), int(cap)) == (MAX_BODY_BYTES, DEFAULT_MAX_EVENTS, MAX_EVENTS_CAP)
 
