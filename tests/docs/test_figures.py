@@ -37,6 +37,20 @@ def test_the_grpo_figures_are_the_curves_csv() -> None:
     assert (float(alt[1]), float(alt[2]), int(alt[3])) == (round(first, 3), round(last, 3), len(rows))
 
 
+def test_the_recipe_pages_rewards_are_the_curves_csv() -> None:
+    """recipes.md's walk-through (the ArcticTraining layout over HTTPS) gives the default
+    layout's rewards on the deterministic tiny engine: its per-step figures are the CSV's."""
+    rows = list(csv.DictReader((DOCS / "img" / "grpo_toy.csv").open(encoding="utf-8")))
+    rewards = [round(float(r["mean_reward"]), 3) for r in rows]
+    text = " ".join(page("recipes/recipes.md").split())
+    said = re.search(r"\*\*([0-9.]+)\*\* over the first three steps \(([0-9., ]+)\) and \*\*([0-9.]+)\*\* over the "
+                     r"last three \(([0-9., ]+)\)", text)
+    assert said, "recipes.md lost its rewards"
+    first, last = [float(n) for n in said[2].split(",")], [float(n) for n in said[4].split(",")]
+    assert (first, last) == (rewards[:3], rewards[-3:])
+    assert (float(said[1]), float(said[3])) == (round(sum(first) / 3, 3), round(sum(last) / 3, 3))
+
+
 def test_the_proxy_pages_report_line_adds_up() -> None:
     text = page("server-team/proxy.md")
     head = re.search(r"profile \w+, (\d+) clauses: (\d+) green, (\d+) red, (\d+) skipped, (\d+) "
@@ -232,6 +246,11 @@ def test_the_figures_the_pages_take_from_the_code_are_the_codes() -> None:
 
     assert int(said("server-team/proxy.md", r"a window of about (\d+) MiB per direction")[0]) * MiB == WINDOW
     assert int(said("server-team/conformance.md", r"cut a little past its (\d+) MiB bound")[0]) * MiB == SMALL_ANSWER_BYTES
+    from fake_gs.state.execution_logs import MAX_ARCHIVED_JOBS
+    from fake_gs.testing.fleet import DEFAULT_TRAFFIC
+
+    assert int(said("client-teams/ci-gate.md", r"`--fake-gs-traffic N` .*?\(default (\d+);")[0]) == DEFAULT_TRAFFIC
+    assert int(said("recipes/recipes.md", r"the newest (\d+) ended jobs are kept")[0]) == MAX_ARCHIVED_JOBS
     body, default, cap = said("contract.md", r"\| (\d+) MiB bodies, `max_events` (\d+)/(\d+)")
     assert (int(body) * MiB, int(default), int(cap)) == (MAX_BODY_BYTES, DEFAULT_MAX_EVENTS, MAX_EVENTS_CAP)
 
