@@ -266,3 +266,10 @@ def test_the_at_most_once_table_adds_up() -> None:
     for route, succeeded, ambiguous, executions, duplicates in rows:
         assert int(succeeded) + int(ambiguous) == calls, route
         assert int(duplicates) == max(0, int(executions) - calls), route
+
+
+def test_the_locks_version_the_integrations_page_quotes_is_the_locks() -> None:
+    pinned = re.search(r"^transformers==(\S+)$", (ROOT / "constraints.txt").read_text(encoding="utf-8"), re.M)
+    said = re.search(r"`transformers<5` against the lock's (\S+)\)", " ".join(page("integrations.md").split()))
+    assert pinned and said
+    assert said[1] == pinned[1]
