@@ -273,3 +273,16 @@ def test_the_locks_version_the_integrations_page_quotes_is_the_locks() -> None:
     said = re.search(r"`transformers<5` against the lock's (\S+)\)", " ".join(page("integrations.md").split()))
     assert pinned and said
     assert said[1] == pinned[1]
+
+
+def test_the_getting_started_pages_budget_and_pins_are_the_projects() -> None:
+    """CI's time budget and the heavy marker's threshold as pyproject's markers state them,
+    and the torch pin as the lock has it (the commands' durations live in the README only)."""
+    text = " ".join(page("getting-started.md").split())
+    project = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    budget = re.search(r"too long for CI's (\d+)-minute budget", text)
+    assert budget and f"too long for CI's {budget[1]} minutes" in project
+    assert "`heavy` (ten seconds or more)" in text and "heavy: ten seconds or more" in project
+    torch = re.search(r"pins torch to the CPU build ([0-9.]+)\.", text)
+    assert torch and re.search(rf"^torch=={re.escape(torch[1])}(\+cpu)?$", (ROOT / "constraints.txt").read_text(), re.M)
+    assert not re.search(r"\d+ minutes on", text), "a duration belongs to the README's figures"
