@@ -3,6 +3,9 @@ from (the GRPO curve's CSV, a pasted report line, whose parts must add up) or th
 fixes them (the limits, the suite's time-outs). A figure that drifts from its source fails
 here until the page is brought back to it. (The example URL run of the verdicts page is
 held to the clause registry by test_site_structure.py; the reference pages are generated.)
+A figure only a run can give is either kept in a file beside its page (the curve's CSV, the
+load run's JSON) that a test reads, or stated on its page as the dated measurement it is,
+with the command that took it; what the code fixes is read from the code.
 """
 
 from __future__ import annotations
