@@ -47,3 +47,22 @@ def test_well_formed_stream_events_raise_no_problem():
     soft = Soft()
     _judge_events(events, 2, soft)
     assert soft.problems == []
+
+
+def test_a_generate_result_with_only_its_text_is_no_binding_red():
+    """Spec §11 leaves generation results' fields open: a result carrying text alone keeps
+    GEN-TOKENS-1; only the kit's decided clauses (all three fields, token counts, finish
+    reasons) see what it lacks."""
+    from conformance.properties.data.test_generate import judge_generate
+
+    soft = Soft()
+    judge_generate({"prompts": ["a"]}, {"job_id": "j", "results": [{"text": " x"}]}, soft)
+    assert {cid for cid, _ in soft.problems} == {"GEN-TOKENS-2", "GEN-TOKENS-3", "GEN-FINISH-1"}
+
+
+def test_a_generate_result_with_no_generation_is_red_on_gen_tokens_1():
+    from conformance.properties.data.test_generate import judge_generate
+
+    soft = Soft()
+    judge_generate({"prompts": ["a"]}, {"job_id": "j", "results": [{"finish_reason": "stop"}]}, soft)
+    assert "GEN-TOKENS-1" in {cid for cid, _ in soft.problems}

@@ -26,6 +26,7 @@ from conformance.judging.checks import (
     envelope,
     names_field,
     refused,
+    refused_or_failed,
     refused_or_taken,
 )
 from conformance.judging.variants import JobRef
@@ -76,12 +77,7 @@ def submit_refused(
     """A load/sync rule: 4xx at submit, or a request that ends failed (``soft``: as above)."""
     own = soft is None
     soft = soft or Soft()
-    rid = ans.field("request_id") if ans.ok else None
-    if isinstance(rid, str):
-        settled = driver.settle(job_id, rid)
-        soft.expect(cid, settled.status == RequestState.FAILED, f"the request was accepted and ended {settled.raw_status}")
-    else:
-        refused(ans, soft, cid)
+    refused_or_failed(ans, soft, cid, lambda rid: driver.settle(job_id, rid))
     if own:
         soft.check()
 
@@ -288,11 +284,12 @@ def test_receiver_must_be_named(gs_raw: RawDriver, gs_job: SharedJob, kind: str)
 
 @checks("OP-BOOTSTRAP-1")
 def test_bootstrap_goes_sampling_to_training(gs_raw: RawDriver, gs_job: SharedJob) -> None:
-    """bootstrap-router-replay the wrong way round is refused."""
+    """bootstrap-router-replay the wrong way round is refused: a 4xx (the kit: 400), or a
+    request_id whose request ends failed (spec §7 lets a deployment answer one to poll)."""
     payload = {"source_sub_job_id": gs_job.training, "target_sub_job_id": gs_job.sampling}
     soft = Soft()
     ans = op(gs_raw, gs_job.job_id, "bootstrap-router-replay", payload, sub_job_id=gs_job.sampling)
-    refused(ans, soft, "OP-BOOTSTRAP-1", statuses=[400])
+    refused_or_failed(ans, soft, "OP-BOOTSTRAP-1", lambda rid: gs_raw.settle(gs_job.job_id, rid), statuses=[400])
     soft.check()
 
 
@@ -314,14 +311,15 @@ def test_reset_prefix_cache_only_on_samplers(gs_raw: RawDriver, gs_job: SharedJo
 def test_generate_needs_a_sampler(
     gs_raw: RawDriver, gs_opts: GsOptions, gs_new_job: NewJob
 ) -> None:
-    """generate and generate-stream on a training-only job are refused."""
+    """generate and generate-stream on a training-only job are refused: a 4xx (the kit: 400),
+    or a request that ends failed (spec §1.1 names no form)."""
     jid, _ = gs_new_job(valid_bodies.small_job(_model(gs_opts)), why="a training-only job", cid="GEN-SAMPLER-1")
     soft = Soft()
     for ans in (
         gs_raw.call("generate", data=encode({"prompts": [[1, 2, 3]]}), job_id=jid),
         gs_raw.call("generate_stream", data=b'{"prompts": ["hi"]}', job_id=jid),
     ):
-        refused(ans, soft, "GEN-SAMPLER-1", statuses=[400])
+        refused_or_failed(ans, soft, "GEN-SAMPLER-1", lambda rid: gs_raw.settle(jid, rid), statuses=[400])
     gs_raw.cancel(jid)
     soft.check()
 
