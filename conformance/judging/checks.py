@@ -11,7 +11,7 @@ import re
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from conformance.drivers.raw import Answer
+from conformance.drivers.raw import Answer, RawDriver
 from conformance.drivers.raw_answers import Settled
 from conformance.reporting.violations import Soft, expect
 from conformance.runtime import RUNTIME
@@ -25,7 +25,7 @@ from contract.errors import (
 )
 from contract.forms import kit_form_judged
 from contract.limits import TRANSIENT_STATUSES
-from contract.states import RequestState
+from contract.states import JobState, RequestState, normalize_job_state
 
 #: The 4xx statuses spec §3.5's client retries: a refusal answered so is retried ten times.
 RETRIED = frozenset(s for s in TRANSIENT_STATUSES if s < 500)
@@ -90,6 +90,32 @@ def refused_or_failed(ans: Answer, soft: Soft, cid: str, settle: Callable[[str],
         soft.expect(cid, False, f"accepted ({ans.status}) with no request to poll: {ans.raw[:200]!r}")
     else:
         refused(ans, soft, cid, statuses=statuses)
+
+
+def create_refused(
+    driver: RawDriver, body: dict[str, Any], cid: str, field: str | None = None, soft: Soft | None = None,
+    *, codes: Iterable[str | ErrorCode] | None = None, statuses: Iterable[int] | None = None,
+) -> None:
+    """A create-time rule whose section names no refusal form: a 4xx at create (judged as
+    :func:`refused` with the kit's ``codes``/``statuses``, naming ``field``), or a job that
+    is created and ends failed. Judged into ``soft`` when given (the caller checks), else
+    at once."""
+    own = soft is None
+    soft = soft or Soft()
+    ans = driver.create_job(body)
+    job_id = ans.field("job_id") if ans.ok else None
+    if isinstance(job_id, str):
+        end, seen = driver.wait_job(job_id, until=(JobState.FAILED, JobState.RUNNING), timeout_s=60)
+        state = normalize_job_state(end.field("status"))
+        driver.cancel(job_id)
+        soft.expect(cid, state == JobState.FAILED, f"create was accepted and the job is {state} ({seen})")
+    else:
+        refused(ans, soft, cid, codes=codes, statuses=statuses)
+        if field is not None and 400 <= ans.status < 500:
+            owner = cid if clause(cid).source == "decided" else "ERR-ENVELOPE-2"
+            soft.expect(owner, names_field(ans, field), f"the refusal does not name {field!r}: {ans.body!r}")
+    if own:
+        soft.check()
 
 
 def kit_form(cid: str) -> bool:

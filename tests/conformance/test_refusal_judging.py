@@ -8,8 +8,8 @@ import json
 import pytest
 from requests.structures import CaseInsensitiveDict
 
-from conformance.drivers.raw_answers import Answer
-from conformance.judging.checks import refused
+from conformance.drivers.raw_answers import Answer, Settled
+from conformance.judging.checks import refused, refused_or_failed
 from conformance.reporting.violations import Soft
 from conformance.runtime import RUNTIME
 
@@ -46,3 +46,30 @@ def test_a_status_the_section_names_is_still_held() -> None:
     assert not refused(_answer(400, {"message": "restart", "code": "chunk_group_restart_required"}), soft,
                        "CG-RESTART-1", codes=["chunk_group_restart_required"])
     assert "CG-RESTART-1" in [cid for cid, _ in soft.problems]
+
+
+def _settled(status: str) -> Settled:
+    return Settled("j", "r", pages=[_answer(200, {"request_id": "r", "status": status, "error": "bad"})])
+
+
+@pytest.mark.parametrize(("ending", "red"), [("failed", False), ("done", True)])
+def test_an_async_refusal_may_be_a_request_that_ends_failed(ending: str, red: bool) -> None:
+    """A misaligned generate accepted with a request id: green when the request ends failed
+    (spec §6.6 names no refusal form), red when it succeeds."""
+    soft = Soft()
+    refused_or_failed(_answer(200, {"request_id": "r", "job_id": "j"}), soft, "GEN-ALIGN-1",
+                      lambda rid: _settled(ending), statuses=[400])
+    assert [cid for cid, _ in soft.problems] == (["GEN-ALIGN-1"] if red else [])
+
+
+def test_an_async_refusal_taken_with_nothing_to_poll_is_red() -> None:
+    soft = Soft()
+    refused_or_failed(_answer(200, {"ok": True}), soft, "OP-BOOTSTRAP-1", lambda rid: _settled("done"))
+    assert [cid for cid, _ in soft.problems] == ["OP-BOOTSTRAP-1"]
+
+
+def test_an_async_refusal_at_submit_is_judged_as_a_refusal() -> None:
+    soft = Soft()
+    refused_or_failed(_answer(500, {"message": "boom", "code": 500}), soft, "GEN-ALIGN-1",
+                      lambda rid: _settled("done"))
+    assert {"GEN-ALIGN-1", "ERR-NO500-1"} <= {cid for cid, _ in soft.problems}

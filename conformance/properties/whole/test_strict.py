@@ -23,8 +23,8 @@ from conformance.inputs import valid_bodies
 from conformance.jobs import JobBudget, JobLedger, SharedJob
 from conformance.judging.checks import (
     SHAPE_ENGINE_SKIP,
+    create_refused,
     envelope,
-    names_field,
     refused,
     refused_or_failed,
     refused_or_taken,
@@ -33,7 +33,7 @@ from conformance.judging.variants import JobRef
 from conformance.options import GsOptions
 from conformance.reporting.violations import Soft, expect
 from conformance.target import Target
-from contract.clauses import checks, clause
+from contract.clauses import checks
 from contract.states import (
     JobState,
     RequestState,
@@ -46,29 +46,6 @@ LORA = {"peft_type": "Lora", "r": 8, "lora_alpha": 8, "target_modules": ["q_proj
 
 def _model(gs_opts: Any) -> str:
     return str(gs_opts.model)
-
-
-def create_refused(
-    driver: RawDriver, body: dict, cid: str, field: str | None = None, soft: Soft | None = None
-) -> None:
-    """A create-time rule: 4xx at create (naming ``field``), or a job that ends failed.
-    Judged into ``soft`` when given (the caller checks), else at once."""
-    own = soft is None
-    soft = soft or Soft()
-    ans = driver.create_job(body)
-    job_id = ans.field("job_id") if ans.ok else None
-    if isinstance(job_id, str):
-        end, seen = driver.wait_job(job_id, until=(JobState.FAILED, JobState.RUNNING), timeout_s=60)
-        state = normalize_job_state(end.field("status"))
-        driver.cancel(job_id)
-        soft.expect(cid, state == JobState.FAILED, f"create was accepted and the job is {state} ({seen})")
-    else:
-        refused(ans, soft, cid)
-        if field is not None and 400 <= ans.status < 500:
-            owner = cid if clause(cid).source == "decided" else "ERR-ENVELOPE-2"
-            soft.expect(owner, names_field(ans, field), f"the refusal does not name {field!r}: {ans.body!r}")
-    if own:
-        soft.check()
 
 
 def submit_refused(
