@@ -360,6 +360,7 @@ _TABLE: tuple[Clause, ...] = (
     Clause("GEN-SAMPLER-1", level="MUST", profile="current", subject="server", source="spec §1.1", text="generate and generate-stream on a job without a sampling sub-job are refused (a 4xx at submit, or a request that ends failed)."),
     Clause("GEN-SEQLEN-1", level="MUST", profile="current", subject="server", source="spec §6.6", text="A token prompt plus its generated tokens never exceed the sampling sub-job's max_seq_len, whatever max_tokens asks."),
     Clause("GEN-TOKENS-2", level="MUST", profile="current", subject="server", source="decided", text="Each generate result has 1 <= len(token_ids) <= max_tokens (default 16)."),
+    Clause("GEN-PARAMS-1", level="MUST", profile="current", subject="server", source="decided", text="generate takes sampling_params beyond the max_tokens and temperature spec §6.6 shows (logprobs, seed) and answers as for any request."),
     Clause("GEN-TOKENS-3", level="MUST", profile="current", subject="server", source="decided", text="The kit's generate results carry all three fields of spec §6.6's typical result: text, token_ids and finish_reason (spec §11 leaves generation results' fields open)."),
     # Generate-stream
     Clause("GENS-SUBMIT-1", level="MUST", profile="current", subject="server", source="spec §6.7", text="generate-stream takes JSON bytes as application/octet-stream and answers {request_id, job_id, count} with count = number of prompts."),

@@ -98,3 +98,14 @@ def test_a_batch_without_labels_is_not_judged_as_a_spec_batch():
     ids = torch.ones(1, 3, dtype=torch.int64)
     assert spec_batch({"args": [], "kwargs": {"input_ids": ids, "labels": ids}})
     assert not spec_batch({"args": [], "kwargs": {"input_ids": ids}})
+
+
+def test_a_generate_request_with_params_the_spec_never_shows_is_not_a_spec_request():
+    """Spec §6.6 shows max_tokens and temperature: a refusal of logprobs or seed is the
+    kit's GEN-PARAMS-1, not GEN-PROMPTS-1."""
+    from conformance.properties.data.test_generate import spec_request
+
+    assert spec_request({"prompts": ["a"]})
+    assert spec_request({"prompts": ["a", "b"], "sampling_params": [None, {"max_tokens": 4, "temperature": 0.7}]})
+    assert not spec_request({"prompts": ["a"], "sampling_params": {"max_tokens": 4, "logprobs": 1}})
+    assert not spec_request({"prompts": ["a"], "sampling_params": [{"seed": 3}]})
