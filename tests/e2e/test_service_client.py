@@ -67,7 +67,7 @@ def service_dir() -> Iterator[Path]:
         sys.path.remove(str(where))
 
 
-#: The fake's configurations issue 41 names: the shape and tiny engines, ``--dialect spec``
+#: The fake's configurations a recipe author runs: the shape and tiny engines, ``--dialect spec``
 #: and ``--dialect any`` with seeds 0 to 5 (the assertions accept every form the spec allows).
 CONFIGURATIONS: dict[str, dict[str, Any]] = {
     "shape": {},
