@@ -9,16 +9,13 @@ with that reason, except in CI (``CI=true``), where a skip would hide a broken l
 
 from __future__ import annotations
 
-import json
 import os
-import re
-import shutil
-import subprocess
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from headless_page import measure_page
 
 from conformance.judge.tally import Tally
 from conformance.load import report as load_report
@@ -48,29 +45,9 @@ PROBE = """<script>window.addEventListener('load', () => {
 });</script>"""
 
 
-def chromium() -> str:
-    found = next((p for p in map(shutil.which, ("chromium", "chromium-browser", "google-chrome")) if p), None)
-    if found is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail("chromium is not installed in CI (apt-get install -y chromium)")
-        pytest.skip("chromium is not installed (apt-get install -y chromium)")
-    return found
-
-
 def measure(page: Path, shot: Path | None = None) -> dict[str, Any]:
     """The page's rendered width and the failures box's top, in Chromium at 1,400 px."""
-    probed = page.with_suffix(".probe.html")
-    text = page.read_text()
-    at = text.rfind("</body>")  # the page's own: a script bundle may hold the string too
-    probed.write_text(text[:at] + PROBE + text[at:])
-    args = [chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-            "--no-first-run", "--hide-scrollbars", f"--window-size={WIDTH},{HEIGHT}", "--virtual-time-budget=8000"]
-    dom = subprocess.run([*args, "--dump-dom", probed.as_uri()], capture_output=True, text=True, timeout=120)
-    found = re.search(r'<pre id="layout-probe">(.*?)</pre>', dom.stdout)
-    assert found, dom.stderr[-2000:]
-    if shot is not None:
-        subprocess.run([*args, f"--screenshot={shot}", page.as_uri()], capture_output=True, timeout=120)
-    got = json.loads(found.group(1).replace("&quot;", '"').replace("&amp;", "&"))
+    got = measure_page(page, PROBE, WIDTH, HEIGHT, shot)
     return {k: (float(v) if k != "widest" else v) for k, v in got.items()}
 
 

@@ -9,15 +9,12 @@ with that reason, except in CI (``CI=true``).
 
 from __future__ import annotations
 
-import json
-import os
-import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from headless_page import measure_page
 
 ROOT = Path(__file__).resolve().parents[2]
 WIDTH, HEIGHT = 1400, 900
@@ -38,15 +35,6 @@ PROBE = """<script>window.addEventListener('load', () => {
 });</script>"""
 
 
-def chromium() -> str:
-    found = next((p for p in map(shutil.which, ("chromium", "chromium-browser", "google-chrome")) if p), None)
-    if found is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail("chromium is not installed in CI (apt-get install -y chromium)")
-        pytest.skip("chromium is not installed (apt-get install -y chromium)")
-    return found
-
-
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("site")
@@ -60,16 +48,6 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.mark.parametrize("name", PAGES)
 def test_reference_tables_fit_and_keep_code_whole(site: Path, name: str) -> None:
     page = site / name / "index.html"
-    text = page.read_text(encoding="utf-8")
-    at = text.rfind("</body>")
-    probed = page.with_name("probe.html")
-    probed.write_text(text[:at] + PROBE + text[at:], encoding="utf-8")
-    dom = subprocess.run([chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-                          "--disable-background-networking", "--hide-scrollbars", f"--window-size={WIDTH},{HEIGHT}",
-                          "--virtual-time-budget=8000", "--dump-dom", probed.as_uri()],
-                         capture_output=True, text=True, timeout=120)
-    found = re.search(r'<pre id="layout-probe">(.*?)</pre>', dom.stdout)
-    assert found, dom.stderr[-2000:]
-    got = json.loads(found.group(1).replace("&quot;", '"').replace("&amp;", "&"))
+    got = measure_page(page, PROBE, WIDTH, HEIGHT)
     assert got["over"] <= 1, f"{name}: a table overflows the content by {got['over']:.0f} px ({got['content']:.0f} px wide)"
     assert not got["broken"], f"{name}: code broken across lines: {got['broken']}"
