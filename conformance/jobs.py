@@ -157,9 +157,10 @@ def start_shared_job(
                 "operation_type": "router-replay-discard", "sub_job_type": "sampling",
                 "payload": {"sample_ids": ["gs-not-running-probe"]}})))
             if state == JobState.PLACING and shared.placing_tail_logs is None:
-                shared.placing_tail_logs = driver.operation(
-                    job_id, {"operation_type": "tail-logs", "payload": {"max_lines": 5}}
-                )
+                # Routed by type (spec §7's hints): the sub-jobs' ids come with the job once
+                # it runs, and the job has several (spec §7.8's example names its receiver).
+                shared.placing_tail_logs = driver.operation(job_id, {
+                    "operation_type": "tail-logs", "sub_job_type": "training", "payload": {"max_lines": 5}})
 
     ans, seen = driver.wait_job(job_id, timeout_s=timeout_s, on_status=on_status)
     shared.startup_statuses = seen
