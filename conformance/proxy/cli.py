@@ -139,7 +139,7 @@ async def run(args: argparse.Namespace, out: TextIO) -> int:
     for sig in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(sig, stop.set)
-    server = await asyncio.start_server(relay.serve, args.host, args.port, ssl=server_ssl, limit=256 * 1024)
+    server = await relay.start_server(args.host, args.port, server_ssl)
     try:
         port = server.sockets[0].getsockname()[1]
         scheme = "https" if args.tls else "http"

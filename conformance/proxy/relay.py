@@ -20,12 +20,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
 import hashlib
+import os
+import select
 import ssl
+import threading
 import time
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 from urllib.parse import urlsplit
 
 import h11
@@ -40,6 +45,8 @@ from contract.wire import frame_head_size
 #: Bytes read from a socket at a time; a connection's relayed body holds about this much
 #: read and :data:`WRITE_HIGH` queued per direction, whatever its size.
 WINDOW = 1024 * 1024
+#: A downstream reader's buffer limit (it holds up to twice this before it stops reading).
+DOWN_LIMIT = 256 * 1024
 #: Queued bytes past which a writer waits for its peer (asyncio's default is 64 KiB: a
 #: proxy that waits that often halves a fast upload's throughput).
 WRITE_HIGH = 4 * 1024 * 1024
@@ -53,6 +60,14 @@ ANSWER_KEEP = 32 * 1024 * 1024
 MAX_FRAME_HEAD = 1024 * 1024
 #: The largest request or status line plus headers accepted.
 MAX_HEAD = 256 * 1024
+#: The kernel pipe a spliced body passes through (the most Linux grants an unprivileged
+#: process by default); the body's bytes never enter the proxy's memory.
+PIPE_BYTES = 1024 * 1024
+#: How often a splice that waits on a peer checks whether the proxy is stopping.
+SPLICE_POLL_MS = 200
+#: Bodies spliced at once (each holds a thread while its bytes pass).
+SPLICE_THREADS = 64
+_CAN_SPLICE = hasattr(os, "splice")
 
 
 class UpstreamGone(Exception):
@@ -99,6 +114,15 @@ class Observed:
     def sha256(self) -> str:
         return self._sha.hexdigest() if self._sha is not None else ""
 
+    @property
+    def satisfied(self) -> bool:
+        """Has the observer all it wants of this body (the rest may pass unseen)?"""
+        return not (self.hash_it or self.sink is not None or self.whole or not self.head_done)
+
+    def passed_unseen(self, size: int) -> None:
+        """``size`` more bytes went by without being looked at."""
+        self.size += size
+
 
 #: Called with each finished exchange, its request and answer sinks (None unless recording).
 OnExchange = Callable[[Exchange, "Relayed"], None]
@@ -122,6 +146,43 @@ def _headers(raw: list[tuple[bytes, bytes]]) -> CaseInsensitiveDict[str]:
     return CaseInsensitiveDict({k.decode("latin-1"): v.decode("latin-1") for k, v in raw})
 
 
+class BodyReader(asyncio.StreamReader):
+    """A downstream connection's reader that says how many bytes it holds, so a body can be
+    taken off it up to its end and the rest left to pass through the kernel (splice)."""
+
+    @property
+    def buffered(self) -> int:
+        return len(self._buffer)  # type: ignore[attr-defined]  # StreamReader's buffer, a bytearray
+
+
+@dataclass
+class Upstream:
+    """The upstream connection of one downstream connection, and the bytes it read past an answer."""
+
+    reader: asyncio.StreamReader
+    writer: asyncio.StreamWriter
+    carry: bytes = b""
+
+
+def _content_length(req: h11.Request) -> int | None:
+    """The request body's size when its head gives one (h11 checked it); None for a chunked body."""
+    length = 0
+    for name, value in req.headers:
+        if name == b"transfer-encoding":
+            return None
+        if name == b"content-length":
+            length = int(value)
+    return length
+
+
+def _parser(role: type[h11.SERVER] | type[h11.CLIENT], carry: bytes) -> h11.Connection:
+    """A fresh h11 state machine for one exchange, fed the bytes read past the last one."""
+    conn = h11.Connection(role, max_incomplete_event_size=MAX_HEAD)
+    if carry:
+        conn.receive_data(carry)
+    return conn
+
+
 class Relay:
     """Serves downstream connections and relays each to ``upstream``."""
 
@@ -141,17 +202,33 @@ class Relay:
         self.in_flight = 0
         self.last_activity = time.monotonic()
         self._tasks: set[asyncio.Task[None]] = set()
+        self._stopping = threading.Event()
+        self._splicers = ThreadPoolExecutor(max_workers=SPLICE_THREADS, thread_name_prefix="gs-proxy-splice")
+
+    async def start_server(self, host: str, port: int, server_ssl: ssl.SSLContext | None) -> asyncio.Server:
+        """Listen on ``host:port`` (asyncio.start_server, with a :class:`BodyReader` per connection)."""
+        loop = asyncio.get_running_loop()
+
+        def protocol() -> asyncio.StreamReaderProtocol:
+            return asyncio.StreamReaderProtocol(BodyReader(limit=DOWN_LIMIT, loop=loop), self.serve, loop=loop)
+
+        return await loop.create_server(protocol, host, port, ssl=server_ssl)
 
     async def serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        """One downstream connection, until either side closes it."""
+        """One downstream connection, until either side closes it.
+
+        Each exchange gets fresh h11 state machines for both connections, fed what was read past
+        the previous one: h11 parses the heads (and frames the answers), while a body of known
+        size goes by without h11, which would copy it twice on its way through."""
         task = asyncio.current_task()
         if task is not None:
             self._tasks.add(task)
         writer.transport.set_write_buffer_limits(high=WRITE_HIGH)
-        down = h11.Connection(h11.SERVER, max_incomplete_event_size=MAX_HEAD)
-        up: tuple[asyncio.StreamReader, asyncio.StreamWriter, h11.Connection] | None = None
+        up: Upstream | None = None
+        carry = b""
         try:
             while True:
+                down = _parser(h11.SERVER, carry)
                 event = await _next(down, reader)
                 if not isinstance(event, h11.Request):
                     break
@@ -159,20 +236,18 @@ class Relay:
                     try:
                         up = await self._connect()
                     except OSError as exc:
-                        await self._unreachable(down, reader, writer, event, exc)
+                        await self._unreachable(down, writer, event, exc)
                         break
-                keep = await self._exchange(down, reader, writer, event, up)
-                if not keep or down.our_state is not h11.DONE or up[2].our_state is not h11.DONE:
+                going_on, carry = await self._exchange(down, reader, writer, event, up)
+                if not going_on:
                     break
-                down.start_next_cycle()
-                up[2].start_next_cycle()
         except (h11.RemoteProtocolError, ConnectionError, UpstreamGone, asyncio.IncompleteReadError):
             pass
         except asyncio.CancelledError:  # shutdown: the connection ends here, quietly
             pass
         finally:
             if up is not None:
-                up[1].close()
+                up.writer.close()
             writer.close()
             with contextlib.suppress(Exception):
                 await writer.wait_closed()
@@ -181,20 +256,22 @@ class Relay:
 
     async def close_all(self) -> None:
         """End every open connection (at shutdown)."""
+        self._stopping.set()
         for task in list(self._tasks):
             task.cancel()
         for task in list(self._tasks):
             with contextlib.suppress(BaseException):
                 await task
+        self._splicers.shutdown(wait=False, cancel_futures=True)
 
-    async def _connect(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter, h11.Connection]:
+    async def _connect(self) -> Upstream:
         reader, writer = await asyncio.open_connection(
             self.host, self.port, ssl=self.ssl, server_hostname=self.host if self.ssl else None, limit=WINDOW)
         writer.transport.set_write_buffer_limits(high=WRITE_HIGH)
-        return reader, writer, h11.Connection(h11.CLIENT, max_incomplete_event_size=MAX_HEAD)
+        return Upstream(reader, writer)
 
-    async def _unreachable(self, down: h11.Connection, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
-                           req: h11.Request, exc: OSError) -> None:
+    async def _unreachable(self, down: h11.Connection, writer: asyncio.StreamWriter, req: h11.Request,
+                           exc: OSError) -> None:
         """The upstream cannot be reached: a 502 from the proxy itself (no server answer)."""
         body = f"gs-proxy: upstream {self.host}:{self.port} unreachable: {exc}\n".encode()
         writer.write(down.send(h11.Response(status_code=502, headers=[
@@ -207,9 +284,10 @@ class Relay:
         self._finish(ex, None, {}, None, 0.0, f"upstream unreachable: {exc}")
 
     async def _exchange(self, down: h11.Connection, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
-                        req: h11.Request, up: tuple[asyncio.StreamReader, asyncio.StreamWriter, h11.Connection]) -> bool:
-        """Relay one request and its answer; False when the connection cannot go on."""
-        up_reader, up_writer, up_conn = up
+                        req: h11.Request, up: Upstream) -> tuple[bool, bytes]:
+        """Relay one request and its answer: whether the connection can go on, and the bytes
+        read past this request (the next one's start)."""
+        up_conn = _parser(h11.CLIENT, up.carry)
         self.in_flight += 1
         began = time.perf_counter()
         ex = _exchange_of(req, None)
@@ -220,16 +298,24 @@ class Relay:
         headers = [(k, self.authority if k.lower() == b"host" else v) for k, v in req.headers.raw_items()]
         # A head goes out with the first piece of its body (one send, not two, per small call).
         up_head = up_conn.send(h11.Request(method=req.method, target=req.target, headers=headers,
-                                           http_version=req.http_version))
-        sending = asyncio.ensure_future(self._send_body(down, reader, up_conn, up_writer, sent, up_head or b""))
+                                           http_version=req.http_version)) or b""
+        length = _content_length(req)
+        carry = b""
+        if length is None:
+            body = self._send_h11_body(down, reader, up_conn, up.writer, sent, up_head)
+        else:
+            buffered = down.trailing_data[0]
+            carry = buffered[length:]
+            body = self._send_raw_body(buffered[:length], length, reader, writer, up.writer, sent, up_head)
+        sending = asyncio.ensure_future(body)
         error: str | None = None
         response_headers: dict[str, str] = {}
         answered = False
         try:
-            resp = await _next(up_conn, up_reader)
+            resp = await _next(up_conn, up.reader)
             while isinstance(resp, h11.InformationalResponse):
                 writer.write(down.send(resp))
-                resp = await _next(up_conn, up_reader)
+                resp = await _next(up_conn, up.reader)
             if not isinstance(resp, h11.Response):
                 raise UpstreamGone("no answer")
             ex.status = resp.status_code
@@ -238,7 +324,7 @@ class Relay:
             head = down.send(h11.Response(status_code=resp.status_code, headers=resp.headers.raw_items(),
                                           reason=resp.reason, http_version=resp.http_version)) or b""
             while True:
-                event = await _next(up_conn, up_reader)
+                event = await _next(up_conn, up.reader)
                 if isinstance(event, h11.Data):
                     got.feed(event.data)
                     writer.writelines([head, *(down.send_with_data_passthrough(event) or ())])
@@ -253,6 +339,7 @@ class Relay:
                     raise UpstreamGone(f"unexpected {type(event).__name__}")
             if not sending.done():
                 await sending
+            sending.result()
         except (UpstreamGone, ConnectionError, h11.RemoteProtocolError, h11.LocalProtocolError, OSError) as exc:
             error = f"{type(exc).__name__}: {exc}"
         finally:
@@ -270,10 +357,16 @@ class Relay:
             ex.error = UpstreamGone(error or "the answer did not end")
         self._finish(ex, req_sink, response_headers, resp_sink, time.perf_counter() - began,
                      error if not answered or error else None)
-        return answered and error is None
+        if length is None:
+            carry = down.trailing_data[0]
+        up.carry = up_conn.trailing_data[0]
+        going_on = (answered and error is None and down.our_state is h11.DONE
+                    and up_conn.their_state is h11.DONE)
+        return going_on, carry
 
-    async def _send_body(self, down: h11.Connection, reader: asyncio.StreamReader, up_conn: h11.Connection,
-                         up_writer: asyncio.StreamWriter, sent: Observed, head: bytes) -> None:
+    async def _send_h11_body(self, down: h11.Connection, reader: asyncio.StreamReader, up_conn: h11.Connection,
+                             up_writer: asyncio.StreamWriter, sent: Observed, head: bytes) -> None:
+        """A body sent in chunked transfer coding: relayed chunk by chunk as h11 reads it."""
         while True:
             event = await _next(down, reader)
             if isinstance(event, h11.Data):
@@ -288,6 +381,57 @@ class Relay:
             else:
                 raise ConnectionError("the client closed mid-request")
 
+    async def _send_raw_body(self, first: bytes, length: int, reader: asyncio.StreamReader,
+                             down_writer: asyncio.StreamWriter, up_writer: asyncio.StreamWriter,
+                             sent: Observed, head: bytes) -> None:
+        """A body of known size: read off the socket and written on as it came, each piece
+        shown to the observer; once the observer has what it wants (a chunk's frame header),
+        the rest moves socket to socket inside the kernel when both ends are plain TCP."""
+        if first:
+            sent.feed(first)
+        up_writer.writelines([head, first])
+        remaining = length - len(first)
+        await up_writer.drain()
+        splice = _CAN_SPLICE and isinstance(reader, BodyReader) and _plain(down_writer) and _plain(up_writer)
+        while remaining and not (splice and sent.satisfied):
+            data = await reader.read(min(remaining, WINDOW))
+            if not data:
+                raise ConnectionError("the client closed mid-request")
+            sent.feed(data)
+            up_writer.write(data)
+            remaining -= len(data)
+            await up_writer.drain()
+        if remaining:
+            assert isinstance(reader, BodyReader)
+            await self._splice(reader, down_writer, up_writer, remaining)
+            sent.passed_unseen(remaining)
+
+    async def _splice(self, reader: BodyReader, down_writer: asyncio.StreamWriter,
+                      up_writer: asyncio.StreamWriter, size: int) -> None:
+        """The last ``size`` bytes of a body, downstream socket to upstream socket: what the
+        reader already holds first, then the rest through a kernel pipe (in a thread)."""
+        while size and reader.buffered:  # no await suspends here: the reader has the bytes
+            data = await reader.read(min(size, reader.buffered))
+            up_writer.write(data)
+            size -= len(data)
+        if not size:
+            await up_writer.drain()
+            return
+        down = cast(asyncio.Transport, down_writer.transport)
+        down.pause_reading()
+        try:
+            limits = up_writer.transport.get_write_buffer_limits()
+            up_writer.transport.set_write_buffer_limits(high=0)  # drain: until the queue is empty
+            try:
+                await up_writer.drain()
+            finally:
+                up_writer.transport.set_write_buffer_limits(low=limits[0], high=limits[1])
+            src, dst = down_writer.get_extra_info("socket").fileno(), up_writer.get_extra_info("socket").fileno()
+            await asyncio.get_running_loop().run_in_executor(self._splicers, _splice, src, dst, size,
+                                                             self._stopping)
+        finally:
+            down.resume_reading()
+
     def _finish(self, ex: Exchange, req_sink: BodySink | None, response_headers: dict[str, str],
                 resp_sink: BodySink | None, seconds: float, error: str | None) -> None:
         ex.elapsed_ms = seconds * 1000.0
@@ -296,6 +440,59 @@ class Relay:
         self.on_exchange(ex, Relayed(parts.path, [(str(k), str(v)) for k, v in query],
                                      dict(ex.request_headers), response_headers, req_sink, resp_sink, seconds,
                                      error))
+
+
+def _plain(writer: asyncio.StreamWriter) -> bool:
+    """A connection on a plain TCP socket (no TLS layer between the socket and the bytes)."""
+    return writer.get_extra_info("sslcontext") is None and writer.get_extra_info("socket") is not None
+
+
+def _splice(src: int, dst: int, size: int, stopping: threading.Event) -> None:
+    """Move ``size`` bytes from socket ``src`` to socket ``dst`` through a kernel pipe, never
+    into this process (both sockets non-blocking; run in a thread)."""
+    pipe_out, pipe_in = os.pipe()
+    try:
+        room = PIPE_BYTES
+        try:
+            fcntl.fcntl(pipe_in, fcntl.F_SETPIPE_SZ, PIPE_BYTES)
+        except OSError:
+            room = fcntl.fcntl(pipe_in, fcntl.F_GETPIPE_SZ)
+        flags = os.SPLICE_F_MOVE | os.SPLICE_F_NONBLOCK
+        in_pipe = 0
+        while size or in_pipe:
+            moved = False
+            if size and in_pipe < room:
+                try:
+                    got = os.splice(src, pipe_in, min(size, room - in_pipe), flags=flags)
+                except BlockingIOError:
+                    got = -1
+                if got == 0:
+                    raise ConnectionError("the client closed mid-request")
+                if got > 0:
+                    size, in_pipe, moved = size - got, in_pipe + got, True
+            if in_pipe:
+                try:
+                    put = os.splice(pipe_out, dst, in_pipe, flags=flags)
+                except BlockingIOError:
+                    put = 0
+                in_pipe, moved = in_pipe - put, moved or put > 0
+            if not moved:  # wait for bytes to read only while the pipe has room for them
+                _wait_ready(src if size and in_pipe < room else None, dst if in_pipe else None, stopping)
+    finally:
+        os.close(pipe_out)
+        os.close(pipe_in)
+
+
+def _wait_ready(src: int | None, dst: int | None, stopping: threading.Event) -> None:
+    """Until ``src`` has bytes or ``dst`` has room (ConnectionError once the proxy stops)."""
+    poller = select.poll()
+    if src is not None:
+        poller.register(src, select.POLLIN)
+    if dst is not None:
+        poller.register(dst, select.POLLOUT)
+    while not poller.poll(SPLICE_POLL_MS):
+        if stopping.is_set():
+            raise ConnectionError("the proxy is stopping")
 
 
 def _exchange_of(req: h11.Request, status: int | None) -> Exchange:
