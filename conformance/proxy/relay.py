@@ -4,9 +4,15 @@ Why this build: the proxy must forward bodies of any size while its memory stays
 a window, keep each exchange intact (headers in their order and spelling, the client's own
 framing and keep-alive), and let a body be observed as it passes. asyncio streams give
 back-pressure for free (``drain``); h11 is the sans-IO HTTP/1.1 parser uvicorn and httpx
-use, so the proxy parses exactly what a real server and client would, yet owns every byte
-and never buffers a body. An ASGI server plus httpx would each re-frame the messages and
+use, so the proxy parses the heads exactly as a real server and client would, yet owns every
+byte and never buffers a body. An ASGI server plus httpx would each re-frame the messages and
 add headers of their own.
+
+A request body of known size does not pass through h11 (which copies each byte twice): it
+is read and written on as it comes, shown to the judge, and once the judge has what it
+reads of it (a chunk's frame header) the rest moves socket to socket inside the kernel
+(:mod:`conformance.proxy.splice`) when neither side speaks TLS. Answers, bodies in chunked
+transfer coding and TLS connections go through h11 and userland.
 
 Each downstream connection gets one upstream connection, kept alive as long as both sides
 keep theirs: the upstream sees the client's connection pattern. Every request is relayed
@@ -20,16 +26,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import fcntl
-import hashlib
-import os
-import select
 import ssl
 import threading
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, cast
 from urllib.parse import urlsplit
 
@@ -37,10 +39,11 @@ import h11
 from requests.structures import CaseInsensitiveDict
 
 from conformance.judge.exchange import Exchange
+from conformance.proxy import splice as kernel
+from conformance.proxy.observed import Observed
 from contract.idempotency import IDEMPOTENCY_KEY_HEADER
 from contract.routes import route_of
 from contract.tape import BodySink
-from contract.wire import frame_head_size
 
 #: Bytes read from a socket at a time; a connection's relayed body holds about this much
 #: read and :data:`WRITE_HIGH` queued per direction, whatever its size.
@@ -56,72 +59,14 @@ REQUEST_KEEP = 8 * 1024 * 1024
 #: An answer is kept for the judge up to this size; a larger one (a page of hundreds of
 #: result chunks) is relayed with its models unjudged, so the proxy's memory stays bounded.
 ANSWER_KEEP = 32 * 1024 * 1024
-#: The largest frame header kept of a body past its cap (a chunk's is a few hundred bytes).
-MAX_FRAME_HEAD = 1024 * 1024
 #: The largest request or status line plus headers accepted.
 MAX_HEAD = 256 * 1024
-#: The kernel pipe a spliced body passes through (the most Linux grants an unprivileged
-#: process by default); the body's bytes never enter the proxy's memory.
-PIPE_BYTES = 1024 * 1024
-#: How often a splice that waits on a peer checks whether the proxy is stopping.
-SPLICE_POLL_MS = 200
 #: Bodies spliced at once (each holds a thread while its bytes pass).
 SPLICE_THREADS = 64
-_CAN_SPLICE = hasattr(os, "splice")
 
 
 class UpstreamGone(Exception):
     """The upstream closed or failed before the answer ended."""
-
-
-@dataclass
-class Observed:
-    """One message's body as it passes: the part kept for the judge, its size and hash."""
-
-    keep: int
-    hash_it: bool = False
-    sink: BodySink | None = None
-    kept: bytearray = field(default_factory=bytearray)
-    size: int = 0
-    whole: bool = True
-    head_done: bool = False
-    _sha: Any = None
-
-    def feed(self, data: bytes | bytearray | memoryview) -> None:
-        self.size += len(data)
-        if self.hash_it:
-            if self._sha is None:
-                self._sha = hashlib.sha256()
-            self._sha.update(data)
-        if self.sink is not None:
-            self.sink.feed(data)
-        if self.whole and len(self.kept) + len(data) <= self.keep:
-            self.kept += data
-            return
-        self.whole = False
-        view = memoryview(data)
-        while view and not self.head_done:  # past the cap: keep a frame's header, no more
-            need = frame_head_size(self.kept) if len(self.kept) >= 8 else 8
-            if need is None or need > MAX_FRAME_HEAD or len(self.kept) >= need:
-                self.head_done = len(self.kept) >= 8 or need is None or need > MAX_FRAME_HEAD
-                if self.head_done:
-                    break
-            take = (need or 8) - len(self.kept)
-            self.kept += view[:take]
-            view = view[take:]
-
-    @property
-    def sha256(self) -> str:
-        return self._sha.hexdigest() if self._sha is not None else ""
-
-    @property
-    def satisfied(self) -> bool:
-        """Has the observer all it wants of this body (the rest may pass unseen)?"""
-        return not (self.hash_it or self.sink is not None or self.whole or not self.head_done)
-
-    def passed_unseen(self, size: int) -> None:
-        """``size`` more bytes went by without being looked at."""
-        self.size += size
 
 
 #: Called with each finished exchange, its request and answer sinks (None unless recording).
@@ -309,34 +254,10 @@ class Relay:
             body = self._send_raw_body(buffered[:length], length, reader, writer, up.writer, sent, up_head)
         sending = asyncio.ensure_future(body)
         error: str | None = None
-        response_headers: dict[str, str] = {}
         answered = False
         try:
-            resp = await _next(up_conn, up.reader)
-            while isinstance(resp, h11.InformationalResponse):
-                writer.write(down.send(resp))
-                resp = await _next(up_conn, up.reader)
-            if not isinstance(resp, h11.Response):
-                raise UpstreamGone("no answer")
-            ex.status = resp.status_code
-            ex.headers = _headers(resp.headers.raw_items())
-            response_headers = dict(ex.headers)
-            head = down.send(h11.Response(status_code=resp.status_code, headers=resp.headers.raw_items(),
-                                          reason=resp.reason, http_version=resp.http_version)) or b""
-            while True:
-                event = await _next(up_conn, up.reader)
-                if isinstance(event, h11.Data):
-                    got.feed(event.data)
-                    writer.writelines([head, *(down.send_with_data_passthrough(event) or ())])
-                    head = b""
-                    await writer.drain()
-                elif isinstance(event, h11.EndOfMessage):
-                    writer.write(head + (down.send(event) or b""))
-                    await writer.drain()
-                    answered = True
-                    break
-                else:
-                    raise UpstreamGone(f"unexpected {type(event).__name__}")
+            await self._relay_answer(down, writer, up_conn, up.reader, ex, got)
+            answered = True
             if not sending.done():
                 await sending
             sending.result()
@@ -355,7 +276,7 @@ class Relay:
         if not answered:
             ex.status = None
             ex.error = UpstreamGone(error or "the answer did not end")
-        self._finish(ex, req_sink, response_headers, resp_sink, time.perf_counter() - began,
+        self._finish(ex, req_sink, dict(ex.headers), resp_sink, time.perf_counter() - began,
                      error if not answered or error else None)
         if length is None:
             carry = down.trailing_data[0]
@@ -363,6 +284,33 @@ class Relay:
         going_on = (answered and error is None and down.our_state is h11.DONE
                     and up_conn.their_state is h11.DONE)
         return going_on, carry
+
+    async def _relay_answer(self, down: h11.Connection, writer: asyncio.StreamWriter, up_conn: h11.Connection,
+                            up_reader: asyncio.StreamReader, ex: Exchange, got: Observed) -> None:
+        """The upstream's answer to ``ex``, relayed downstream as it comes (its body shown to ``got``)."""
+        resp = await _next(up_conn, up_reader)
+        while isinstance(resp, h11.InformationalResponse):
+            writer.write(down.send(resp))
+            resp = await _next(up_conn, up_reader)
+        if not isinstance(resp, h11.Response):
+            raise UpstreamGone("no answer")
+        ex.status = resp.status_code
+        ex.headers = _headers(resp.headers.raw_items())
+        head = down.send(h11.Response(status_code=resp.status_code, headers=resp.headers.raw_items(),
+                                      reason=resp.reason, http_version=resp.http_version)) or b""
+        while True:
+            event = await _next(up_conn, up_reader)
+            if isinstance(event, h11.Data):
+                got.feed(event.data)
+                writer.writelines([head, *(down.send_with_data_passthrough(event) or ())])
+                head = b""
+                await writer.drain()
+            elif isinstance(event, h11.EndOfMessage):
+                writer.write(head + (down.send(event) or b""))
+                await writer.drain()
+                return
+            else:
+                raise UpstreamGone(f"unexpected {type(event).__name__}")
 
     async def _send_h11_body(self, down: h11.Connection, reader: asyncio.StreamReader, up_conn: h11.Connection,
                              up_writer: asyncio.StreamWriter, sent: Observed, head: bytes) -> None:
@@ -392,7 +340,7 @@ class Relay:
         up_writer.writelines([head, first])
         remaining = length - len(first)
         await up_writer.drain()
-        splice = _CAN_SPLICE and isinstance(reader, BodyReader) and _plain(down_writer) and _plain(up_writer)
+        splice = kernel.AVAILABLE and isinstance(reader, BodyReader) and _plain(down_writer) and _plain(up_writer)
         while remaining and not (splice and sent.satisfied):
             data = await reader.read(min(remaining, WINDOW))
             if not data:
@@ -427,7 +375,7 @@ class Relay:
             finally:
                 up_writer.transport.set_write_buffer_limits(low=limits[0], high=limits[1])
             src, dst = down_writer.get_extra_info("socket").fileno(), up_writer.get_extra_info("socket").fileno()
-            await asyncio.get_running_loop().run_in_executor(self._splicers, _splice, src, dst, size,
+            await asyncio.get_running_loop().run_in_executor(self._splicers, kernel.splice, src, dst, size,
                                                              self._stopping)
         finally:
             down.resume_reading()
@@ -445,54 +393,6 @@ class Relay:
 def _plain(writer: asyncio.StreamWriter) -> bool:
     """A connection on a plain TCP socket (no TLS layer between the socket and the bytes)."""
     return writer.get_extra_info("sslcontext") is None and writer.get_extra_info("socket") is not None
-
-
-def _splice(src: int, dst: int, size: int, stopping: threading.Event) -> None:
-    """Move ``size`` bytes from socket ``src`` to socket ``dst`` through a kernel pipe, never
-    into this process (both sockets non-blocking; run in a thread)."""
-    pipe_out, pipe_in = os.pipe()
-    try:
-        room = PIPE_BYTES
-        try:
-            fcntl.fcntl(pipe_in, fcntl.F_SETPIPE_SZ, PIPE_BYTES)
-        except OSError:
-            room = fcntl.fcntl(pipe_in, fcntl.F_GETPIPE_SZ)
-        flags = os.SPLICE_F_MOVE | os.SPLICE_F_NONBLOCK
-        in_pipe = 0
-        while size or in_pipe:
-            moved = False
-            if size and in_pipe < room:
-                try:
-                    got = os.splice(src, pipe_in, min(size, room - in_pipe), flags=flags)
-                except BlockingIOError:
-                    got = -1
-                if got == 0:
-                    raise ConnectionError("the client closed mid-request")
-                if got > 0:
-                    size, in_pipe, moved = size - got, in_pipe + got, True
-            if in_pipe:
-                try:
-                    put = os.splice(pipe_out, dst, in_pipe, flags=flags)
-                except BlockingIOError:
-                    put = 0
-                in_pipe, moved = in_pipe - put, moved or put > 0
-            if not moved:  # wait for bytes to read only while the pipe has room for them
-                _wait_ready(src if size and in_pipe < room else None, dst if in_pipe else None, stopping)
-    finally:
-        os.close(pipe_out)
-        os.close(pipe_in)
-
-
-def _wait_ready(src: int | None, dst: int | None, stopping: threading.Event) -> None:
-    """Until ``src`` has bytes or ``dst`` has room (ConnectionError once the proxy stops)."""
-    poller = select.poll()
-    if src is not None:
-        poller.register(src, select.POLLIN)
-    if dst is not None:
-        poller.register(dst, select.POLLOUT)
-    while not poller.poll(SPLICE_POLL_MS):
-        if stopping.is_set():
-            raise ConnectionError("the proxy is stopping")
 
 
 def _exchange_of(req: h11.Request, status: int | None) -> Exchange:

@@ -13,7 +13,7 @@ from conformance.judge.exchange import Exchange
 from conformance.judge.passive import PassiveJudge
 from conformance.judge.report import run_results
 from conformance.judge.tape import restored
-from conformance.proxy.relay import Observed
+from conformance.proxy.observed import Observed
 from contract.auth import auth_headers
 from contract.errors import REQUEST_ID_HEADER
 from contract.routes import prefix, route_of

@@ -19,7 +19,7 @@ import h11
 import pytest
 
 from conformance.judge.exchange import Exchange
-from conformance.proxy import relay as relay_module
+from conformance.proxy import splice as kernel
 from conformance.proxy.relay import Relay, Relayed
 from contract.routes import prefix
 
@@ -109,13 +109,13 @@ def _answers(sock: socket.socket, count: int) -> list[dict[str, Any]]:
 def test_a_big_body_passes_byte_for_byte_through_the_kernel_and_a_pipelined_call_follows(
         monkeypatch: pytest.MonkeyPatch) -> None:
     spliced: list[int] = []
-    real = relay_module._splice
+    real = kernel.splice
 
     def counting(src: int, dst: int, size: int, stopping: threading.Event) -> None:
         spliced.append(size)
         real(src, dst, size, stopping)
 
-    monkeypatch.setattr(relay_module, "_splice", counting)
+    monkeypatch.setattr(kernel, "splice", counting)
     body = os.urandom(5 * 1024 * 1024 + 17)
     with _relay() as (address, seen), socket.create_connection(address) as sock:
         sock.settimeout(20)
