@@ -30,8 +30,8 @@ from conformance.judge.answers import JUDGED as ANSWER_CLAUSES
 from conformance.judge.answers import Judge
 from conformance.judge.conclude import answered_steps
 from conformance.judge.exchange import Exchange
+from conformance.judge.requests import HASH_UP_TO, RequestRules
 from conformance.judge.requests import JUDGED as REQUEST_CLAUSES
-from conformance.judge.requests import RequestRules
 from conformance.judge.tally import Tally
 from contract import wire
 from contract.errors import REQUEST_ID_HEADER
@@ -190,10 +190,10 @@ def _decoded(result: Any) -> Any:
 class PassiveJudge:
     """Feed it exchanges in the order they completed; read :meth:`verdicts` at the end."""
 
-    def __init__(self, on_red: Callable[[Red], None] | None = None) -> None:
+    def __init__(self, on_red: Callable[[Red], None] | None = None, hash_up_to: int = HASH_UP_TO) -> None:
         self.tally = LiveTally(on_red)
         self.answers = Judge(self.tally)
-        self.requests = RequestRules(self.tally)
+        self.requests = RequestRules(self.tally, hash_up_to)
         self.timeline = Timeline(self.tally, self.answers)
         self.exchanges = 0
         self._finished = False

@@ -32,6 +32,7 @@ import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, cast
 from urllib.parse import urlsplit
 
@@ -44,6 +45,7 @@ from conformance.proxy.observed import Observed
 from contract.idempotency import IDEMPOTENCY_KEY_HEADER
 from contract.routes import route_of
 from contract.tape import BodySink
+from contract.wire import ChunkHead
 
 #: Bytes read from a socket at a time; a connection's relayed body holds about this much
 #: read and :data:`WRITE_HIGH` queued per direction, whatever its size.
@@ -132,7 +134,8 @@ class Relay:
     """Serves downstream connections and relays each to ``upstream``."""
 
     def __init__(self, upstream: str, on_exchange: OnExchange, *, upstream_ssl: ssl.SSLContext | None = None,
-                 sinks: Callable[[Mapping[str, str]], tuple[BodySink, BodySink]] | None = None) -> None:
+                 sinks: Callable[[Mapping[str, str]], tuple[BodySink, BodySink]] | None = None,
+                 group_hash: Callable[[Exchange, ChunkHead], Any] | None = None) -> None:
         parts = urlsplit(upstream)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError(f"upstream must be http(s)://host[:port], not {upstream!r}")
@@ -144,6 +147,8 @@ class Relay:
             self.ssl = upstream_ssl or ssl.create_default_context()
         self.on_exchange = on_exchange
         self.sinks = sinks
+        #: Asked for a request chunk's group frame hash as its header passes (the judge's).
+        self.group_hash = group_hash
         self.in_flight = 0
         self.last_activity = time.monotonic()
         self._tasks: set[asyncio.Task[None]] = set()
@@ -238,7 +243,8 @@ class Relay:
         ex = _exchange_of(req, None)
         req_sink, resp_sink = self.sinks(ex.request_headers) if self.sinks is not None else (None, None)
         chunked = ex.route is not None and ex.route.chunked
-        sent = Observed(REQUEST_KEEP if not chunked else 0, hash_it=not chunked, sink=req_sink)
+        sent = Observed(REQUEST_KEEP if not chunked else 0, hash_it=not chunked, sink=req_sink,
+                        group_hash=partial(self.group_hash, ex) if chunked and self.group_hash else None)
         got = Observed(ANSWER_KEEP, sink=resp_sink)
         headers = [(k, self.authority if k.lower() == b"host" else v) for k, v in req.headers.raw_items()]
         # A head goes out with the first piece of its body (one send, not two, per small call).
@@ -271,7 +277,7 @@ class Relay:
             self.in_flight -= 1
             self.last_activity = time.monotonic()
         ex.request_body, ex.sent = bytes(sent.kept) or None, sent.size
-        ex.body_sha256 = sent.sha256
+        ex.body_sha256, ex.frame_hash = sent.sha256, sent.frame_hash
         ex.body, ex.received, ex.body_whole = bytes(got.kept) if got.whole else b"", got.size, got.whole
         if not answered:
             ex.status = None

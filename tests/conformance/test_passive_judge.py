@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from typing import Any
+from urllib.parse import parse_qsl, urlsplit
 
 import pytest
 from requests.structures import CaseInsensitiveDict
@@ -32,7 +33,7 @@ def ex(method: str, path: str, status: int | None, answer: Any = None, *, body: 
     got = CaseInsensitiveDict({REQUEST_ID_HEADER: "r", **(answer_headers or {})})
     return Exchange(route_of(method, url), method, url, 0.0, len(raw or b""), request_body=raw, status=status,
                     headers=got, body=json.dumps(answer).encode() if answer is not None else b"",
-                    request_headers=sent, body_sha256="s" if raw else "")
+                    request_headers=sent, body_sha256="s" if raw else "", query=dict(parse_qsl(urlsplit(url).query)))
 
 
 def verdicts(*exchanges: Exchange) -> dict[str, Any]:
@@ -106,3 +107,64 @@ def test_the_relay_keeps_a_chunks_header_from_any_split(piece: int) -> None:
 def test_a_tapes_outlined_answer_is_restored_to_its_types() -> None:
     outlined = {"events": [{"payload_b64": {"$b64": 9000}}], "ids": {"$list": 100, "head": [1, 2], "tail": [9]}}
     assert restored(outlined) == {"events": [{"payload_b64": ""}], "ids": [1, 2, 9]}
+
+
+def _observed_group(judge: PassiveJudge, chunks: list[bytes], status: int, piece: int = 1000) -> None:
+    """A forward-backward group as gs-proxy sees it: each chunk fed to the relay's observer in
+    pieces, its group's frame hash asked of the judge, then the exchange judged."""
+    from functools import partial
+
+    octet = {"Content-Type": "application/octet-stream"}
+    for i, chunk in enumerate(chunks):
+        final = i == len(chunks) - 1
+        answer = {"request_id": "r-1", "job_id": JOB} if final else {"status": "accepted"}
+        one = ex("POST", f"/{JOB}/forward-backward", status if final else 200, answer, body=chunk, headers=octet)
+        seen = Observed(0, group_hash=partial(judge.requests.group_hash, one))
+        for at in range(0, len(chunk), piece):
+            seen.feed(chunk[at:at + piece])
+        one.request_body, one.frame_hash = bytes(seen.kept), seen.frame_hash
+        judge.observe(one)
+
+
+def _group(frame_bytes: int = 20_000) -> list[bytes]:
+    import torch
+
+    return encode_byte_chunks(dumps({"x": torch.ones(frame_bytes // 4)}), "request", max_bytes=8192,
+                              chunk_group_id="g")
+
+
+@pytest.mark.parametrize(("corrupt", "status", "sides"), [
+    (False, 200, None), (True, 409, ("client",)), (True, 200, ("client", "server"))])
+def test_a_groups_chunks_must_reassemble_to_the_frame_they_name(corrupt: bool, status: int,
+                                                               sides: tuple[str, ...] | None) -> None:
+    chunks = _group()
+    assert len(chunks) > 2
+    if corrupt:  # the client's fault: one payload byte of a middle chunk, its header unchanged
+        head = read_chunk_head(chunks[1])
+        assert head is not None
+        at = head.payload_start + 5
+        chunks[1] = chunks[1][:at] + bytes([chunks[1][at] ^ 1]) + chunks[1][at + 1:]
+    judge = PassiveJudge()
+    _observed_group(judge, chunks, status)
+    found = judge.verdicts()["CHUNK-VERIFY-1"]
+    assert found.status == ("red" if corrupt else "green") and found.judged >= 1
+    if sides:
+        assert found.sides == sides and "reassemble to a frame of sha256" in found.examples[0]
+
+
+def test_a_frame_past_the_hash_bound_is_not_hashed_and_not_judged() -> None:
+    judge = PassiveJudge(hash_up_to=10_000)
+    _observed_group(judge, _group(20_000), 200)
+    assert judge.verdicts()["CHUNK-VERIFY-1"].status == "not seen"
+
+
+def test_a_poll_that_does_not_ask_the_named_cursor_is_the_clients() -> None:
+    path = f"/{JOB}/requests/r-1"
+    page = {"request_id": "r-1", "status": "done", "created_at": "t", "updated_at": "t", "result": None,
+            "error": None, "events": [], "next_cursor": "c-2"}
+    last = {**page, "next_cursor": None}
+    followed = verdicts(ex("GET", path, 200, page), ex("GET", path + "?cursor=c-2", 503),
+                        ex("GET", path + "?cursor=c-2", 200, last), ex("GET", path, 200, last))
+    assert followed["CLIENT-POLL-1"].status == "green" and followed["CLIENT-POLL-1"].judged == 2
+    ignored = verdicts(ex("GET", path, 200, page), ex("GET", path, 200, page))
+    assert ignored["CLIENT-POLL-1"].status == "red" and ignored["CLIENT-POLL-1"].sides == ("client",)
