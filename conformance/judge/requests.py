@@ -65,6 +65,12 @@ GROUP_CLAUSES: dict[str, str] = {
 #: Every clause this module judges.
 JUDGED: tuple[str, ...] = (AUTH, CONTENT_TYPE, SCHEMA, ALWAYS_CHUNKED, CHUNK_FORMAT, CHUNK_DESC,
                            *dict.fromkeys(GROUP_CLAUSES.values()), FRAME_HASH, POLL_BY_CURSOR, SILENT_RESEND)
+#: The side each clause is judged on here: the client's, and the server's too where a 2xx
+#: to a request that breaks the rule is booked on the server (``server_too``).
+JUDGED_SIDES: dict[str, tuple[str, ...]] = {
+    **{cid: ("client",) for cid in JUDGED},
+    **{cid: ("client", "server") for cid in (SCHEMA, CHUNK_FORMAT, CHUNK_DESC, *GROUP_CLAUSES.values(), FRAME_HASH)},
+}
 #: Chunk groups and ambiguous failures remembered (a resend comes within seconds).
 GROUPS_KEPT = 4096
 #: The machine judges the protocol, not the server's budgets.

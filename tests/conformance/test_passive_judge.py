@@ -4,6 +4,8 @@ only when judged, and the relay's body observer keeping a chunk's header from an
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
@@ -40,7 +42,7 @@ def verdicts(*exchanges: Exchange) -> dict[str, Any]:
     judge = PassiveJudge()
     for one in exchanges:
         judge.observe(one)
-    return judge.verdicts()
+    return judge.findings()
 
 
 def test_nothing_seen_is_never_green() -> None:
@@ -146,7 +148,7 @@ def test_a_groups_chunks_must_reassemble_to_the_frame_they_name(corrupt: bool, s
         chunks[1] = chunks[1][:at] + bytes([chunks[1][at] ^ 1]) + chunks[1][at + 1:]
     judge = PassiveJudge()
     _observed_group(judge, chunks, status)
-    found = judge.verdicts()["CHUNK-VERIFY-1"]
+    found = judge.findings()["CHUNK-VERIFY-1"]
     assert found.status == ("red" if corrupt else "green") and found.judged >= 1
     if sides:
         assert found.sides == sides and "reassemble to a frame of sha256" in found.examples[0]
@@ -155,12 +157,12 @@ def test_a_groups_chunks_must_reassemble_to_the_frame_they_name(corrupt: bool, s
 def test_a_frame_past_the_hash_bound_is_not_hashed_and_not_judged() -> None:
     judge = PassiveJudge(hash_up_to=10_000)
     _observed_group(judge, _group(20_000), 200)
-    assert judge.verdicts()["CHUNK-VERIFY-1"].status == "not seen"
+    assert judge.findings()["CHUNK-VERIFY-1"].status == "not seen"
 
 
 def test_a_poll_that_does_not_ask_the_named_cursor_is_the_clients() -> None:
     path = f"/{JOB}/requests/r-1"
-    page = {"request_id": "r-1", "status": "done", "created_at": "t", "updated_at": "t", "result": None,
+    page: dict[str, Any] = {"request_id": "r-1", "status": "done", "created_at": "t", "updated_at": "t", "result": None,
             "error": None, "events": [], "next_cursor": "c-2"}
     last = {**page, "next_cursor": None}
     followed = verdicts(ex("GET", path, 200, page), ex("GET", path + "?cursor=c-2", 503),
@@ -168,3 +170,26 @@ def test_a_poll_that_does_not_ask_the_named_cursor_is_the_clients() -> None:
     assert followed["CLIENT-POLL-1"].status == "green" and followed["CLIENT-POLL-1"].judged == 2
     ignored = verdicts(ex("GET", path, 200, page), ex("GET", path, 200, page))
     assert ignored["CLIENT-POLL-1"].status == "red" and ignored["CLIENT-POLL-1"].sides == ("client",)
+
+
+def test_every_format_marks_each_clause_client_or_server(tmp_path: Path) -> None:
+    """A client's red (a missing token-type header) and a server's green, in the five formats."""
+    from conformance.reporting import render
+
+    bare = ex("GET", f"/{JOB}", 401, {"code": "unauthenticated", "message": "no"},
+              headers={"X-Snowflake-Authorization-Token-Type": ""})
+    res = run_results(verdicts(bare), profile="current", target="http://t", url=False)
+    rows = {v.id: v for v in res.verdicts}
+    assert rows["AUTH-HEADERS-1"].side == "client" and rows["ERR-ENVELOPE-1"].side == "server"
+    assert rows["CHUNK-VERIFY-1"].side == "client and server"  # judged on both (not seen here)
+    out = {form: render.write(res, tmp_path / f"r.{form}").read_text() for form in ("txt", "md", "html", "xml", "json")}
+    assert re.search(r"FAIL MUST\s+AUTH-HEADERS-1\s+client ", out["txt"])
+    assert re.search(r"PASS MUST\s+ERR-ENVELOPE-1\s+server ", out["txt"])
+    assert "FAIL AUTH-HEADERS-1 [client]" in out["txt"]  # the failures box
+    assert "| `AUTH-HEADERS-1` | client |" in out["md"] and "`AUTH-HEADERS-1` (client)" in out["md"]
+    assert "<code>ERR-ENVELOPE-1</code></td><td>server</td>" in out["html"]
+    assert "<span class='side'>client</span>" in out["html"]
+    assert '<property name="side" value="client" />' in out["xml"]
+    data = json.loads(out["json"])
+    assert {v["id"]: v["side"] for v in data["verdicts"]}["AUTH-HEADERS-1"] == "client"
+    assert data["verdict"]["failures"][0]["side"] == "client"

@@ -208,15 +208,17 @@ def cli_readme_steps(host: str, service_dir: Path, tmp_path: Path) -> None:
     ok("list")
     ok("list", "--status", "running")
     assert "available_gpus" in ok("capacity")
+    before = {j["job_id"] for j in json.loads(ok("list"))["jobs"]}
     ok("submit", str(examples / "rl.json"), "--wait")
-    job = json.loads(ok("list"))["jobs"][-1]["job_id"]
+    (job,) = [j["job_id"] for j in json.loads(ok("list"))["jobs"] if j["job_id"] not in before]  # any list order
     assert json.loads(ok("get", job))["job_id"] == job
     ok("checkpoints", job)
     ok("wait", job)
     assert json.loads(ok("--job-id", job, "step", "--lr", "1e-4"))["result"]["global_steps"] == 1
     # An unknown checkpoint: accepted, and the poll reports the failure (no 404 retried).
     code, text = _cli("--job-id", job, "load", "no-such-checkpoint")
-    assert code != 0 and "checkpoint_not_found" in text and "no-such-checkpoint" in text, text
+    # (the any dialect may name the failure by its message alone: "... not found ...")
+    assert code != 0 and re.search("checkpoint_not_found|not found", text) and "no-such-checkpoint" in text, text
     assert len(json.loads(ok("--job-id", job, "generate", str(examples / "generate.json")))["result"]["results"]) == 2
     ok("--job-id", job, "weight-sync")
     saved = json.loads(ok("download-log", job, "--output-dir", str(tmp_path / "logs")))["logs"]
@@ -240,10 +242,11 @@ def test_the_client_through_gs_proxy_is_green_on_both_sides(
     """The notebooks' flows and the CLI's README steps, unchanged, through gs-proxy (TLS on
     both sides) in front of the fake: only the host and the CA bundle change. The proxy
     judges every exchange on the client's side and the server's, and finds nothing red."""
-    from tests.conformance.proxy_support import proxy
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "conformance"))
+    from proxy_support import proxy  # gs-proxy as the conformance tests run it
 
-    fake = start_in_background(FakeSettings(tls=True, tokens=(PAT,), profile="current", max_total_gpus=64,
-                                            engine=engine, dialect=dialect))
+    settings: dict[str, Any] = {"engine": engine, "dialect": dialect}
+    fake = start_in_background(FakeSettings(tls=True, tokens=(PAT,), profile="current", max_total_gpus=64, **settings))
     try:
         assert fake.ca_path is not None
         for name, value in stage_exports(fake.start_log_stage()).items():
@@ -264,6 +267,6 @@ def test_the_client_through_gs_proxy_is_green_on_both_sides(
     finally:
         fake.stop()
     assert run.rc == 0 and run.red() == {}, (run.red(), run.err[-3000:])
-    for cid in ("AUTH-HEADERS-1", "CLIENT-CHUNK-1", "CHUNK-FORMAT-1", "CG-HASH-1", "FB-RESULT-1",
+    for cid in ("AUTH-HEADERS-1", "CLIENT-CHUNK-1", "CHUNK-FORMAT-1", "CHUNK-VERIFY-1", "FB-RESULT-1",
                 "STEP-RESULT-1", "GEN-RESULT-1", "POLL-FIELDS-1", "JOB-OBJECT-1", "CAP-FIELDS-1"):
         assert run.status(cid) == "green", (cid, run.verdicts[cid])
