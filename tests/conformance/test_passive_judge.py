@@ -193,3 +193,10 @@ def test_every_format_marks_each_clause_client_or_server(tmp_path: Path) -> None
     data = json.loads(out["json"])
     assert {v["id"]: v["side"] for v in data["verdicts"]}["AUTH-HEADERS-1"] == "client"
     assert data["verdict"]["failures"][0]["side"] == "client"
+
+
+def test_a_bodiless_cancel_or_delete_is_a_success_and_a_bodiless_submit_is_not() -> None:
+    """Spec §5.5 and §5.9 let a cancel or a delete answer 204 with no body (the any dialect does)."""
+    found = verdicts(ex("POST", f"/{JOB}:cancel", 204), ex("DELETE", f"/{JOB}/checkpoints/c-1", 204))
+    assert found["CANCEL-ACTIVE-1"].status == "green"
+    assert verdicts(ex("POST", f"/{JOB}/step", 202, body={"learning_rate": 1e-5}))["REQ-SUBMIT-1"].status == "red"
