@@ -91,10 +91,14 @@ def main(argv: list[str] | None = None) -> int:
                    help="forward-backward frame sizes in MiB (default 512)")
     p.add_argument("--runs", type=int, default=3, help="rounds (default 3)")
     p.add_argument("--calls", type=int, default=300, help="small calls per round (default 300)")
+    p.add_argument("--hash-frames-up-to", type=float, metavar="MIB",
+                   help="gs-proxy's bound on the frames whose chunks it hashes (default: its own, 16)")
     args = p.parse_args(argv)
     env = {"PYTHONPATH": ROOT}
     fake = Proc([sys.executable, "-m", "fake_gs", "--port", "0", "--log-level", "warning"], cwd=ROOT, env=env)
-    proxy = Proc([sys.executable, "-m", "conformance.proxy", "--upstream", fake.base_url, "--quiet"], cwd=ROOT, env=env)
+    bound = [] if args.hash_frames_up_to is None else ["--hash-frames-up-to", str(args.hash_frames_up_to)]
+    proxy = Proc([sys.executable, "-m", "conformance.proxy", "--upstream", fake.base_url, "--quiet", *bound],
+                 cwd=ROOT, env=env)
     try:
         print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())} (1, 5, 15 min) at the start")
         print(f"gs-proxy idle RSS {idle_rss(proxy.proc.pid) / MiB:.0f} MiB")
