@@ -1,7 +1,7 @@
 """Cortex Training RL client.
 
 Its rooms: ``rl`` (``ArcticRLClient``), ``legacy`` (the async surface SkyRL and verl call)
-and ``factory`` over ``transport``/``transports/``; ``rest`` (one method per route);
+and ``factory`` over ``transports/`` (``base``: the seam every transport implements); ``rest`` (one method per route);
 ``calls/`` (one call on the wire: the session and its retry decision, back-off, bounded
 reads, uploads, polling); ``config``, ``nested``, ``env``, ``jobspec``, ``lifting``,
 ``shaping``, ``scoring``, ``logs``, ``errors``, ``exit_guard``.
@@ -33,9 +33,9 @@ if TYPE_CHECKING:  # the lazy names, for type checkers (``X as X``: re-exported)
     from client.rest import CortexRestClient as CortexRestClient
     from client.rl import ArcticRLClient as ArcticRLClient
     from client.rl import SyncArcticRLClient as SyncArcticRLClient
-    from client.transport import OPS as OPS
-    from client.transport import Request as Request
-    from client.transport import Transport as Transport
+    from client.transports.base import OPS as OPS
+    from client.transports.base import Request as Request
+    from client.transports.base import Transport as Transport
 
 _LAZY: dict[str, str] = {
     "create_client": "client.factory",
@@ -46,9 +46,9 @@ _LAZY: dict[str, str] = {
     "CortexConfigWarning": "client.jobspec",
     "AsyncArcticRLClient": "client.legacy",
     "CortexRestClient": "client.rest",
-    "Request": "client.transport",
-    "OPS": "client.transport",
-    "Transport": "client.transport",
+    "Request": "client.transports.base",
+    "OPS": "client.transports.base",
+    "Transport": "client.transports.base",
     "apply_env_override": "client.env",
 }
 

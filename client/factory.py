@@ -18,7 +18,7 @@ from client.env import apply_env_override
 from client.errors import ConfigError
 from client.legacy import AsyncArcticRLClient
 from client.rl import ArcticRLClient
-from client.transport import Transport
+from client.transports.base import Transport
 
 
 def coerce_config(config: Any) -> ClientConfig:

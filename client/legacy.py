@@ -15,7 +15,7 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from client.config import ClientConfig
 from client.rl import ArcticRLClient
-from client.transport import Transport
+from client.transports.base import Transport
 
 T = TypeVar("T")
 P = ParamSpec("P")

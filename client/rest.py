@@ -18,7 +18,7 @@ from client.calls.upload import split_frame, upload
 from client.config import ClientConfig, check_chunk_bytes
 from client.errors import ConfigError, CortexError, PayloadTooLarge, ProtocolError
 from client.logs import fetch_execution_logs as _fetch_execution_logs
-from client.transport import given
+from client.transports.base import given
 from contract.limits import MAX_BODY_BYTES
 from contract.models import ASYNC_OPERATIONS, OPERATION_ANSWERS, SubmitResponse
 from contract.routes import OCTET, Route, prefix, route

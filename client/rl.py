@@ -16,7 +16,7 @@ from client import exit_guard
 from client.config import ClientConfig
 from client.errors import ConfigError
 from client.shaping import flatten_metrics, with_step_metrics, with_train_metrics
-from client.transport import JobIds, Request, Transport, given
+from client.transports.base import JobIds, Request, Transport, given
 
 
 class _JobIdOf:

@@ -1,7 +1,8 @@
 """``gs-conformance``: run the conformance suite against a URL (or the embedded fake) and
 report per clause. Exit status 0 when no clause is red (against a URL, a red ``decided``
 clause is reported but does not count) and every MUST this target can be judged on is green;
-``--require-all`` also fails the run on every skipped MUST.
+``--require-all`` also fails the run on every skipped MUST. An interrupted run (Ctrl-C) exits
+130 with the headline INTERRUPTED, however green its part was.
 
 It wraps the pytest plugin with ``pytest.main``: a server that is not there is reported in
 seconds (the URL is probed first), a real URL runs in one process so the run creates at
@@ -25,6 +26,8 @@ from conformance.target import ProbeError, probe, probe_service
 from contract.routes import prefix
 
 EXIT_OK, EXIT_RED, EXIT_ERROR, EXIT_NO_SERVER = 0, 1, 2, 3
+#: Ctrl-C: the shell's status for a run ended by SIGINT.
+EXIT_INTERRUPTED = 130
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -51,6 +54,12 @@ def pytest_args(ns: argparse.Namespace, json_path: str) -> list[str]:
     return args
 
 
+#: A ``--clauses`` selection this small runs in one process by default: two xdist workers
+#: each import the suite, torch and the fake again (about 7 s of CPU), more than a dozen
+#: clauses take to judge, so a rerun of one failed clause takes a third of the time.
+ONE_PROCESS_CLAUSES = 24
+
+
 def _workers(ns: argparse.Namespace) -> str | None:
     if ns.url:
         if ns.workers not in (None, "0", "1"):
@@ -60,7 +69,8 @@ def _workers(ns: argparse.Namespace) -> str | None:
                 file=sys.stderr,
             )
         return None
-    value = ns.workers or ("0" if getattr(ns, "record", None) else "auto")
+    small = 0 < len(ns.clauses or ()) <= ONE_PROCESS_CLAUSES
+    value = ns.workers or ("0" if getattr(ns, "record", None) or small else "auto")
     return None if value in ("0", "1") else value
 
 
@@ -80,7 +90,11 @@ def main(argv: list[str] | None = None) -> int:
         return refused
     if ns.plan:
         return plan_only(ns)
-    ran = _run(ns)
+    try:
+        ran = _run(ns)
+    except KeyboardInterrupt:  # before pytest's own handling starts (imports, set-up)
+        print("gs-conformance: interrupted before any clause was judged", file=sys.stderr)
+        return EXIT_INTERRUPTED
     if isinstance(ran, int):
         return ran
     code, results = ran
@@ -88,6 +102,8 @@ def main(argv: list[str] | None = None) -> int:
     _write_and_print(ns, results)
     if code in (2, 3, 4) and not results.verdicts:
         return EXIT_ERROR
+    if results.interrupted:
+        return EXIT_INTERRUPTED
     return EXIT_OK if results.ok else EXIT_RED
 
 
@@ -132,37 +148,27 @@ def _run(ns: argparse.Namespace) -> tuple[int, RunResults] | int:
         if not path.exists():
             print(f"gs-conformance: the run produced no results (pytest exit {code})",
                   file=sys.stderr)
-            return EXIT_ERROR if code != 3 else EXIT_NO_SERVER
+            return {2: EXIT_INTERRUPTED, 3: EXIT_NO_SERVER}.get(code, EXIT_ERROR)
         return code, cli_spelling(RunResults.from_json(json.loads(path.read_text())))
 
 
 def cli_spelling(results: RunResults) -> RunResults:
-    """The results with each skip note's plugin option (``--gs-max-jobs``) spelt as this
-    CLI spells it (``--max-jobs``): the notes are written by properties, for both."""
+    """The results with each skip note and hint spelled for this CLI (``--max-jobs``, not the
+    plugin's ``--gs-max-jobs``): properties and hints are written once, for the plugin."""
     import dataclasses
-    import re
 
-    from conformance.options import OPTIONS
+    from conformance.options import cli_spelling as spelt
 
-    spelling = {o.pytest: cli for o in OPTIONS if o.pytest
-                for cli in [next((f for f in o.cli if f.startswith("--") and not f.startswith("--gs-")), "")]
-                if cli}
-    if not spelling:
-        return results
-    flags = re.compile(r"(?<![\w-])(" + "|".join(map(re.escape, sorted(spelling, key=len, reverse=True)))
-                       + r")(?![\w-])")
-
-    def spelt(text: str) -> str:
-        # "X (plugin: --gs-x)" hints name both already: leave those.
-        return text if "(plugin:" in text else flags.sub(lambda m: spelling[m[1]], text)
-
-    results.verdicts = [dataclasses.replace(v, reason=spelt(v.reason)) for v in results.verdicts]
+    results.verdicts = [dataclasses.replace(v, reason=spelt(v.reason), enable=spelt(v.enable))
+                        for v in results.verdicts]
     return results
 
 
 def _write_and_print(ns: argparse.Namespace, results: RunResults) -> None:
-    """Write the CLI's report files (with the whole run's duration), print the report."""
-    for out in (ns.markdown, ns.report):
+    """Write the CLI's report files (with the whole run's duration and the CLI's spelling of
+    options: the plugin wrote its JUnit and JSON with its own), print the report."""
+    suffixed = (ns.junit and _suffixed(ns.junit, ".xml"), ns.json and _suffixed(ns.json, ".json"))
+    for out in (ns.markdown, ns.report, *suffixed):
         if out:
             reports.write(results, out)
     print(reports.text(results, colour=sys.stdout.isatty() and "NO_COLOR" not in os.environ))
@@ -171,12 +177,18 @@ def _write_and_print(ns: argparse.Namespace, results: RunResults) -> None:
             print(f"{label}: {getattr(ns, label)}")
 
 
+def _suffixed(path: str, suffix: str) -> str:
+    """The path the plugin wrote for ``--junit``/``--json`` (it adds the suffix when missing)."""
+    return path if path.lower().endswith(suffix) else path + suffix
+
+
 def plan_only(ns: argparse.Namespace) -> int:
     """``--plan``: collect the properties in this process, print the plan, run nothing."""
     import json
 
     import pytest
 
+    from conformance.options import cli_spelling as cli_spelling_of
     from conformance.planner import render_plan
 
     with tempfile.TemporaryDirectory(prefix="gs-conformance-plan-") as tmp:
@@ -190,7 +202,7 @@ def plan_only(ns: argparse.Namespace) -> int:
         if not path.exists():
             print("gs-conformance: could not collect the properties to plan", file=sys.stderr)
             return EXIT_ERROR
-        print(render_plan(json.loads(path.read_text())))
+        print(cli_spelling_of(render_plan(json.loads(path.read_text()))))
     return EXIT_OK
 
 

@@ -12,25 +12,58 @@ from __future__ import annotations
 
 import argparse
 import os
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, make_dataclass
-from typing import Any, Literal, Protocol, get_args
+from typing import Any, Literal, Protocol, overload
 
 import pytest
 
 from conformance.reporting.verdicts import clause_ids
-from contract.forms import DIALECTS
+from contract.clauses import CLAUSE_PROFILES
+from contract.clauses import ClauseProfile as SuiteProfile
+from contract.forms import (
+    DEFAULT_DELIVERY,
+    DEFAULT_DIALECT,
+    DEFAULT_STATUS_STYLE,
+    DELIVERIES,
+    DIALECTS,
+    STATUS_STYLES,
+)
 from contract.models.catalog import SMALLEST_TRAINING_MODEL
-from contract.routes import DEFAULT_ENDPOINT
-from contract.tape.body_store import BODY_MODES, BUDGET_MIB
+from contract.routes import DEFAULT_ENDPOINT, DEFAULT_PROFILE
+from contract.tape.body_store import BODY_MODES, BUDGET_MIB, DEFAULT_BODY_MODE
 
-SuiteProfile = Literal["current", "proposed", "semantic"]
+__all__ = ["OPTION", "OPTIONS", "SECRET_OPTIONS", "GsOptions", "Option", "SuiteProfile",
+           "add_cli_arguments", "add_fake_arguments", "add_pytest_options", "cli_spelling", "gs_options", "pytest_argv", "with_env"]
 
-#: Choices of the suite's options (plugin and CLI alike).
-PROFILES: tuple[str, ...] = get_args(SuiteProfile)
-ENGINES = ("shape", "tiny")
-STATUS_STYLES = ("short", "enum")
-DELIVERIES = ("auto", "inline", "chunks")
+
+class FakeEngines(Sequence[str]):
+    """The fake's engine names (``fake_gs.engines.ENGINES``, their one registry), read when
+    first asked for (a ``--help``, a value to check): importing the fake costs seconds that
+    processes which never start it (gs-load's Locust workers, which read these rows, and
+    ``gs-conformance`` before it hands over to pytest) should not pay."""
+
+    def _names(self) -> tuple[str, ...]:
+        from fake_gs.engines import ENGINES
+
+        return tuple(sorted(ENGINES))
+
+    @overload
+    def __getitem__(self, index: int) -> str: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[str]: ...
+    def __getitem__(self, index: int | slice) -> str | Sequence[str]:
+        return self._names()[index]
+
+    def __len__(self) -> int:
+        return len(self._names())
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names())
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._names()
 
 #: Default hypothesis examples per property: cheap against a real service, wider on the fake.
 EXAMPLES_REAL = 5
@@ -50,7 +83,7 @@ class Option:
     group: str
     kind: Kind = "str"
     default: Any = None
-    choices: tuple[str, ...] | None = None
+    choices: Sequence[str] | None = None
     #: gs-conformance's spellings (empty: the CLI lacks it).
     cli: tuple[str, ...] = ()
     #: The plugin's flag (None: the plugin lacks it).
@@ -91,7 +124,7 @@ class Option:
             out["default"] = self.default
         if self.kind != "str":
             out["type"] = _TYPES[self.kind]
-        if self.choices:
+        if self.choices is not None:
             out["choices"] = self.choices
         if self.metavar:
             out["metavar"] = self.metavar
@@ -144,13 +177,14 @@ OPTIONS: tuple[Option, ...] = (
          flags=("--startup-timeout",), kind="float", default=1800.0),
     _opt("profile", "current: today's surface; proposed: current + the seed's additions; "
          "semantic: numeric behaviour (tiny engine or a real model).", _R,
-         default="proposed", choices=PROFILES, annotation=SuiteProfile),
+         default=DEFAULT_PROFILE, choices=CLAUSE_PROFILES, annotation=SuiteProfile),
     _opt("examples", "Hypothesis examples per property (default 25 on the fake, 5 against "
          "a URL).", _R, kind="int"),
     _opt("clauses", "Only properties checking these clauses: ID,ID or prefixes like CG-*.", _R,
          default=(), parse=clause_ids, annotation=tuple[str, ...]),
-    _opt("workers", "pytest-xdist workers for the embedded fake: auto or N (default: auto; a "
-         "URL always runs in one process).", _R, flags=("-n", "--workers"), plugin=False,
+    _opt("workers", "pytest-xdist workers for the embedded fake: auto or N (default: auto, "
+         "one process for a --clauses selection of 24 or fewer; a URL always runs in one "
+         "process).", _R, flags=("-n", "--workers"), plugin=False,
          is_field=False),
     _opt("require_all", "Fail on every skipped MUST clause too (the embedded fake's gate); "
          "default: only red clauses fail, a skipped clause being one this target cannot be "
@@ -158,18 +192,19 @@ OPTIONS: tuple[Option, ...] = (
     _opt("randomize", "Randomise hypothesis (default: reproducible).", _R, kind="flag"),
     _opt("no_shrink", "Skip hypothesis shrinking: faster, but failing examples are not "
          "minimal.", _R, kind="flag"),
-    _opt("mutant", "Run the fake with this deliberate contract violation.", _F),
-    _opt("engine", "Engine of the embedded fake.", _F, default="shape", choices=ENGINES),
-    _opt("status_style", "Status spelling of the embedded fake.", _F, default="short",
-         choices=STATUS_STYLES),
-    _opt("delivery", "Result delivery form of the embedded fake.", _F, default="auto",
+    _opt("mutant", "Run the embedded fake with this deliberate contract violation (a mutant: "
+         "fake-gs --mutant).", _F, metavar="NAME"),
+    _opt("engine", "Engine of the embedded fake.", _F, choices=FakeEngines()),
+    _opt("status_style", "Status spelling of the embedded fake.", _F,
+         default=DEFAULT_STATUS_STYLE, choices=STATUS_STYLES),
+    _opt("delivery", "Result delivery form of the embedded fake.", _F, default=DEFAULT_DELIVERY,
          choices=DELIVERIES),
     _opt("dialect", "Answer forms: kit (the fake's own), spec (integer error codes, detail "
          "lists, '' poll fields, last_lr lists, ... : the other forms the spec allows) or any "
          "(a seeded choice among every form of contract.forms, per answer).", _F,
-         flags=("--dialect", "--gs-dialect"), default="kit", choices=DIALECTS),
+         flags=("--dialect", "--gs-dialect"), default=DEFAULT_DIALECT, choices=DIALECTS),
     _opt("fake_seed", "Seed of the embedded fake (its synthesised values and, with --dialect "
-         "any, its choice of forms).", _F, kind="int", default=0),
+         "any, its choice of forms).", _F, kind="int"),
     _opt("report", "HTML (or .md/.json/.txt by suffix) report path.", _O),
     _opt("markdown", "Markdown report path.", _O, plugin=False, is_field=False),
     _opt("junit", "JUnit XML path (one testcase per clause).", _O),
@@ -181,7 +216,7 @@ OPTIONS: tuple[Option, ...] = (
     _opt("record_bodies", "What --record keeps of a request body too big to keep inline: bytes "
          "(out of line, each distinct body once, within --record-budget-mib) or outline (a frame's "
          "skeleton: tree, dtypes, shapes, value ranges; gs-parity rebuilds it with seeded "
-         "values).", _O, default="bytes", choices=BODY_MODES),
+         "values).", _O, default=DEFAULT_BODY_MODE, choices=BODY_MODES),
     _opt("record_budget_mib", "Size budget (MiB) of the bodies --record keeps out of line; past "
          "it bodies are kept as their skeleton, with a warning.", _O, kind="int", default=BUDGET_MIB),
     _opt("plan", "Run nothing: list for each clause whether this target, with these options, "
@@ -246,10 +281,11 @@ class _Derived:
         o: Any = self
         out: dict[str, Any] = {
             "profile": o.profile,
-            "engine": o.engine,
             "examples": self.n_examples,
             "model": o.model,
         }
+        if o.engine:
+            out["engine"] = o.engine
         if self.embedded:
             out |= {"status_style": o.status_style, "delivery": o.delivery, "dialect": o.dialect}
             if o.fake_seed:
@@ -312,6 +348,30 @@ def add_pytest_options(parser: Any) -> None:
             group.addoption(opt.pytest, **opt.parser_kwargs())
 
 
+def cli_spelling(text: str) -> str:
+    """``text`` (a skip note, a hint, a plan line: written once, for the plugin) with each
+    plugin option (``--gs-max-jobs``) spelled as gs-conformance spells it (``--max-jobs``)."""
+    return _PLUGIN_FLAG.sub(lambda m: _CLI_SPELLING[m[1]], text)
+
+
+#: The plugin's flags -> gs-conformance's (options both offer).
+_CLI_SPELLING = {o.pytest: cli for o in OPTIONS if o.pytest
+                 for cli in [next((f for f in o.cli if f.startswith("--") and not f.startswith("--gs-")), "")]
+                 if cli}
+_PLUGIN_FLAG = re.compile(r"(?<![\w-])(" + "|".join(map(re.escape, sorted(_CLI_SPELLING, key=len, reverse=True)))
+                          + r")(?![\w-])")
+
+
+def add_fake_arguments(group: Any, names: Sequence[str], about: str) -> None:
+    """Another tool's flags for these embedded-fake options, spelled, checked and explained
+    as gs-conformance's (``about``: what a flag not given means there)."""
+    for name in names:
+        opt = OPTION[name]
+        group.add_argument(opt.cli[0], dest=name, default=None, choices=opt.choices,
+                           metavar=None if opt.choices is not None else opt.metavar or opt.cli[0][2:].upper(),
+                           help=f"{opt.help.rstrip('.')} ({about}).")
+
+
 def add_cli_arguments(parser: argparse.ArgumentParser) -> None:
     """gs-conformance's flags, in their help groups."""
     groups: dict[str, Any] = {}
@@ -321,7 +381,7 @@ def add_cli_arguments(parser: argparse.ArgumentParser) -> None:
         if opt.group not in groups:
             groups[opt.group] = parser.add_argument_group(opt.group)
         kwargs = opt.parser_kwargs()
-        if opt.kind != "flag" and not opt.choices and not opt.metavar:
+        if opt.kind != "flag" and opt.choices is None and not opt.metavar:
             kwargs["metavar"] = opt.cli[-1].lstrip("-").replace("-", "_").upper()
         groups[opt.group].add_argument(*opt.cli, dest=opt.name, **kwargs)
 

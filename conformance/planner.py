@@ -2,8 +2,11 @@
 
 The plan is read off the collected properties: each asks for fixtures, and some fixtures
 cannot serve every target (the fake's admin API and its settings only exist on the embedded
-fake, a second account needs ``--token2`` or ``$GS_TOKEN2``, an extra job needs room in ``--max-jobs``). A clause
-is plannable when at least one of its properties needs nothing the target lacks. It is a
+fake, a second account needs ``--token2`` or ``$GS_TOKEN2``, an extra job needs room in ``--max-jobs``);
+two markers say what fixtures cannot: ``gs_fake_optional`` (the property asks for the fake's
+admin API or settings only when the target is the embedded fake) and ``gs_needs_token`` (it
+judges authentication, which needs a token). A clause is plannable when at least one of its
+properties needs nothing the target lacks. It is a
 forecast (a property may still skip at run time, e.g. a server that answers a large result
 inline); the report states what was judged, "judged N of M MUST clauses on this target",
 and which options would judge more.
@@ -11,9 +14,8 @@ and which options would judge more.
 
 from __future__ import annotations
 
-import inspect
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,11 +28,20 @@ from contract.clauses import CLAUSES, clauses_of, for_profile
 #: The stash key of the plan computed at collection (controller or single process).
 PLAN_KEY = pytest.StashKey[dict[str, str]]()
 
-ADMIN = "the fake's admin API (embedded fake only)", "run without --url"
-SETTING = "a setting of the embedded fake", "run without --url"
-TOKEN = "a token (auth clauses)", "--token or $GS_TOKEN"
-TOKEN2 = "a second account", "--token2 or $GS_TOKEN2"
-MORE_JOBS = "a job beyond the session's", "--max-jobs N"
+#: The markers a property declares its needs with (registered by the plugin), and what each says.
+MARKERS = {
+    "gs_fake_optional": "the property uses the fake's admin API or settings only on the embedded "
+                        "fake; against a URL it judges without them",
+    "gs_needs_token": "the property judges authentication: against a URL it needs a token",
+}
+
+#: What a property may need, and the option that gives it (as the plugin spells it;
+#: gs-conformance respells it as its own).
+ADMIN = "the fake's admin API (embedded fake only)", "run without --gs-url"
+SETTING = "a setting of the embedded fake", "run without --gs-url"
+TOKEN = "a token (auth clauses)", "--gs-token or $GS_TOKEN"
+TOKEN2 = "a second account", "--gs-token2 or $GS_TOKEN2"
+MORE_JOBS = "a job beyond the session's", "--gs-max-jobs N"
 
 
 @dataclass(frozen=True)
@@ -39,15 +50,12 @@ class Need:
     enable: str
 
 
-def unmet(fixtures: Iterable[str], options: GsOptions, source: str = "") -> list[Need]:
-    """What a property using these fixtures needs that this target does not offer.
-
-    ``source``: the property's code; when it branches on ``gs_target.embedded`` its use of
-    the fake's admin API or settings is the embedded branch only. ``gs_source`` reaches a fake
-    variant on the embedded fake only (against a URL: the target itself).
-    """
+def unmet(fixtures: Iterable[str], options: GsOptions, marks: Collection[str] = ()) -> list[Need]:
+    """What a property using these fixtures, with these markers (:data:`MARKERS`), needs
+    that this target does not offer. ``gs_source`` reaches a fake variant on the embedded
+    fake only (against a URL: the target itself)."""
     names = set(fixtures)
-    fake_only_branch = "gs_target.embedded" in source
+    fake_only_branch = "gs_fake_optional" in marks
     if options.embedded:
         return []
     out: list[Need] = []
@@ -55,7 +63,7 @@ def unmet(fixtures: Iterable[str], options: GsOptions, source: str = "") -> list
         out.append(Need(*ADMIN))
     if "gs_variant" in names and not fake_only_branch and "gs_source" not in names:
         out.append(Need(*SETTING))
-    if (names & {"gs_anon"} or "_needs_auth" in source) and not main_token(options):
+    if (names & {"gs_anon"} or "gs_needs_token" in marks) and not main_token(options):
         out.append(Need(*TOKEN))
     if "gs_raw2" in names and not options.with_env("token2"):
         out.append(Need(*TOKEN2))
@@ -66,14 +74,10 @@ def unmet(fixtures: Iterable[str], options: GsOptions, source: str = "") -> list
     return out
 
 
-def _fixtures(item: pytest.Item) -> tuple[tuple[str, ...], str]:
-    """The fixtures a property uses (with those of its fixtures), and its own code."""
-    func = getattr(item, "function", None)
-    try:
-        source = inspect.getsource(func) if func is not None else ""
-    except (OSError, TypeError):
-        source = ""
-    return tuple(getattr(item, "fixturenames", ())), source
+def _needs(item: pytest.Item) -> tuple[tuple[str, ...], frozenset[str]]:
+    """The fixtures a property uses (with those of its fixtures), and its need markers."""
+    marks = frozenset(m.name for m in item.iter_markers() if m.name in MARKERS)
+    return tuple(getattr(item, "fixturenames", ())), marks
 
 
 def plan(options: GsOptions, items: Iterable[pytest.Item]) -> dict[str, str]:
@@ -82,8 +86,8 @@ def plan(options: GsOptions, items: Iterable[pytest.Item]) -> dict[str, str]:
     can: set[str] = set()
     for item in items:
         ids = clauses_of(getattr(item, "function", None)) or clauses_of(getattr(item, "cls", None))
-        names, source = _fixtures(item)
-        needs = unmet(names, options, source)
+        names, marks = _needs(item)
+        needs = unmet(names, options, marks)
         for cid in ids:
             if not needs:
                 can.add(cid)

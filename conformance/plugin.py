@@ -11,6 +11,8 @@ without ``-n``.
 from __future__ import annotations
 
 import os
+import signal
+import threading
 import time
 from collections.abc import Generator
 from pathlib import Path
@@ -152,9 +154,22 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     config = session.config
     RECORDER.stop_tape()
     if _is_worker(config):
+        _results_sent()
         return
     finish_run_tape(config)
-    booking.finish(config, gs_options(config))
+    booking.finish(config, gs_options(config),
+                   interrupted=exitstatus == pytest.ExitCode.INTERRUPTED)
+
+
+def _results_sent() -> None:
+    """A worker's session is over: ignore SIGINT from here on. When the controller ends the
+    run, execnet gives each worker 5 s to finish and then sends it SIGINT; on a loaded
+    machine that lands in a finalizer run by the worker's last garbage collection, and
+    pytest prints it on the user's terminal, before the report, as a
+    PytestUnraisableExceptionWarning with a KeyboardInterrupt traceback. The results are
+    already with the controller, and a user's Ctrl-C still reaches the controller."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def results_of(config: pytest.Config) -> RunResults | None:

@@ -32,11 +32,10 @@ def mutant_args(name: str) -> list[str]:
     if not mutant.clauses:
         return []
     semantic = all(CLAUSES[c].profile == "semantic" for c in mutant.clauses)
-    engine = getattr(mutant, "engine", None) or "shape"
     # An allowed form is judged as the server team's command would: the current profile.
     profile = "semantic" if semantic else "current" if mutant.allowed else "proposed"
-    return ["--mutant", name, "--clauses", ",".join(mutant.clauses), "--engine", engine,
-            "--profile", profile]
+    engine = ["--engine", mutant.engine] if mutant.engine else []
+    return ["--mutant", name, "--clauses", ",".join(mutant.clauses), *engine, "--profile", profile]
 
 
 def run(name: str, argv: list[str], out: Path) -> dict[str, Any]:

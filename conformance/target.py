@@ -41,7 +41,8 @@ class Target:
     token: str | None = field(default=None, repr=False)
     token2: str | None = field(default=None, repr=False)
     embedded: bool = False
-    engine: str = "shape"
+    #: The embedded fake's engine (its settings'), ``remote`` for a server at a URL.
+    engine: str = "remote"
     fake_settings: Any = None
     name: str = "target"
     overrides: dict[str, Any] = field(default_factory=dict)
@@ -170,6 +171,8 @@ class EmbeddedFakes:
         self._targets: dict[tuple[tuple[str, Any], ...], Target] = {}
 
     def base_settings(self) -> dict[str, Any]:
+        """The fake's settings for the run's options (None: an option not given, which
+        leaves the fake's own default)."""
         o = self.options
         token = main_token(o) or EMBEDDED_TOKENS[0]
         token2 = o.token2 or EMBEDDED_TOKENS[1]
@@ -199,7 +202,7 @@ class EmbeddedFakes:
         from fake_gs import FakeSettings, serve_in_background
 
         values = self.base_settings() | overrides
-        settings = FakeSettings(**_settings_kwargs(values))
+        settings = FakeSettings(**_settings_kwargs({k: v for k, v in values.items() if v is not None}))
         import_engine_modules()
         base_url = self._stack.enter_context(serve_in_background(settings))
         tokens = tuple(settings.tokens)
@@ -218,7 +221,7 @@ class EmbeddedFakes:
             overrides=dict(overrides),
         )
         self._targets[key] = target
-        _describe_to_tape(target, values)
+        _describe_to_tape(target, {k: getattr(settings, k, v) for k, v in values.items()})
         return target
 
     def close(self) -> None:

@@ -8,6 +8,8 @@ import argparse
 import sys
 from typing import Any
 
+from contract.routes import DEFAULT_PROFILE, PROFILES
+
 
 def _demo() -> int:
     """Build the OpenAPI document and round-trip a DSSST1 frame through chunking."""
@@ -33,7 +35,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m contract", description=__doc__)
     sub = parser.add_subparsers(dest="cmd", required=True)
     api = sub.add_parser("openapi", help="print the OpenAPI 3.1 document")
-    api.add_argument("--profile", choices=("current", "proposed"), default="proposed")
+    api.add_argument("--profile", choices=PROFILES, default=DEFAULT_PROFILE)
     api.add_argument("--output", "-o", help="write to a file instead of stdout")
     st = sub.add_parser("schemathesis-config",
                         help="print the schemathesis config that goes with the document")

@@ -18,13 +18,25 @@ the fake and the parity comparer to implement every row.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
-from typing import Literal
+from dataclasses import KW_ONLY, dataclass
+from typing import Literal, get_args
 
 #: The fake's answer dialects: its own forms, the spec's other forms always, or any form
-#: the spec allows chosen per answer (seeded by ``--seed``).
+#: the spec allows chosen per answer (seeded by ``--seed``). Every tool's ``--dialect``
+#: offers these and defaults to the first.
 Dialect = Literal["kit", "spec", "any"]
-DIALECTS: tuple[Dialect, ...] = ("kit", "spec", "any")
+DIALECTS: tuple[Dialect, ...] = get_args(Dialect)
+DEFAULT_DIALECT: Dialect = DIALECTS[0]
+#: How the fake spells states (``--status-style``): ``running``/``done``, or the enum names
+#: ``JOB_STATE_RUNNING``/``REQUEST_STATE_DONE`` (spec §3.2, §3.3 show both).
+StatusStyle = Literal["short", "enum"]
+STATUS_STYLES: tuple[StatusStyle, ...] = get_args(StatusStyle)
+DEFAULT_STATUS_STYLE: StatusStyle = STATUS_STYLES[0]
+#: How the fake delivers a tensor result (``--result-delivery``; spec §9.4): inline base64
+#: frames, result-chunk poll events, or by size.
+Delivery = Literal["auto", "inline", "chunks"]
+DELIVERIES: tuple[Delivery, ...] = get_args(Delivery)
+DEFAULT_DELIVERY: Delivery = DELIVERIES[0]
 
 
 @dataclass(frozen=True)
@@ -32,6 +44,7 @@ class Form:
     """One alternative form a conformant server may answer in."""
 
     name: str
+    _: KW_ONLY
     #: The section of the spec that allows the alternative (``6.8``).
     section: str
     #: What the alternative looks like, in the kit's words.
@@ -54,49 +67,40 @@ REQUEST_STATE_SYNONYMS: dict[str, tuple[str, ...]] = {
 #: Job-state spellings spec §3.2 mentions beyond the kit's, by the kit's state.
 JOB_STATE_SYNONYMS: dict[str, tuple[str, ...]] = {"cancelled": ("canceled",)}
 
-#: One row per form; ``name | section | spec-dialect? | relaxes | what``.
-_TABLE = """
-request-state-spelling | 3.3 | - | POLL-STATE-2 | a request status spelled completed, succeeded or canceled, or as its raw enum name (REQUEST_STATE_DONE), chosen per answer
-job-state-spelling | 3.2 | - | JOB-STATE-2 | a job status spelled as its enum name (JOB_STATE_RUNNING) or canceled, chosen per answer
-id-shape | 5.1 | - | JOB-CREATE-2 | job ids shaped like the spec's examples (b1fcb345, job-...), not UUIDs; request ids likewise
-list-entry-minimal | 5.3 | - | JOB-LIST-3 | list entries carrying job_id, status and sub_jobs (possibly empty) only
-job-optional-fields | 5.2 | - | - | submitted_by and owner_role left out of a job object
-unknown-fields | 11 | - | - | fields no model declares added to answers, events and results
-error-forms | 3.6 | spec | - | error bodies as {message, code: <status>} or a bare detail list instead of the kit's envelope
-validation-422 | 3.6 | - | ERR-STATUS-1 | a validation failure answered 422 with a detail list
-delete-answer | 5.9 | spec | - | a delete answered 204, or 200 with no body
-cancel-answer | 5.5 | - | CANCEL-ANSWER-1 | a cancel answered 204, 202 or 200 with the job's id and status
-poll-empty-fields | 6.8 | spec | - | an empty poll error or next_cursor as "", a request's error as its message string
-capacity-proto3 | 5.4 | spec | - | capacity without its false and zero fields (proto3 JSON)
-capacity-capped | 5.4 | - | CAP-COUNT-2 | available_gpus capped below max_total_gpus - in_use_gpus (schedulable capacity)
-last-lr-list | 6.2 | spec | - | last_lr as a list (one rate per parameter group)
-last-lr-scheduled | 6.2 | - | STEP-LR-1 | last_lr as a scheduler set it, not the learning_rate the step asked for
-save-id-server | 6.3 | spec | SAVE-ID-2 | a save naming its checkpoint itself, whatever checkpoint_id the caller asked for
-save-result-fields | 6.3 | - | SAVE-RESULT-2 | a save result without checkpoint_path or checkpoint_tag
-request-id-header | 2.4 | - | ADDR-REQID-1 | an answer without the x-snowflake-request-id header
-short-pages | 6.8 | - | POLL-MAXEV-4 | result-chunk pages holding fewer events than max_events allows (never none while some remain)
-bootstrap-polled | 7 | - | OP-ROUTER-2 | bootstrap-router-replay answering a request_id to poll instead of an inline result
-log-cursor | 7.8 | spec | - | opaque tail-logs cursors, and empty non-EOF pages while the job is placing (spec §12.1)
-cancelling-visible | 5.5 | spec | - | a cancelled job seen as cancelling before it is cancelled
-timestamp-form | 5.2 | - | - | timestamps with fractional seconds or a +00:00 offset (RFC 3339 still)
-result-delivery | 9.4 | - | - | a tensor result inline or in result chunks (spec §9.5) whatever its size
-success-status | 3.6 | - | - | a create answered 201 and a submission 202 (any 2xx is a success; the spec shows only the bodies)
-done-result-null | 6.8 | - | - | a done request with an empty result ({}) carrying result null (the client reads either as {})
-precondition-status | 3.6 | - | JOB-RUNNING-1 | a call on a job that is not running refused 412 Precondition Failed with a {message, code} body
-inflight-result-empty | 6.8 | - | - | a page of a request still in flight carrying result {} (the spec's empty form) instead of null
-"""
+#: One row per form: its name, then by keyword the section allowing it, whether ``--dialect
+#: spec`` always answers in it, the decided clauses it relaxes and what it looks like.
+_TABLE: tuple[Form, ...] = (
+    Form("request-state-spelling", section="3.3", relaxes=("POLL-STATE-2",), what="a request status spelled completed, succeeded or canceled, or as its raw enum name (REQUEST_STATE_DONE), chosen per answer"),
+    Form("job-state-spelling", section="3.2", relaxes=("JOB-STATE-2",), what="a job status spelled as its enum name (JOB_STATE_RUNNING) or canceled, chosen per answer"),
+    Form("id-shape", section="5.1", relaxes=("JOB-CREATE-2",), what="job ids shaped like the spec's examples (b1fcb345, job-...), not UUIDs; request ids likewise"),
+    Form("list-entry-minimal", section="5.3", relaxes=("JOB-LIST-3",), what="list entries carrying job_id, status and sub_jobs (possibly empty) only"),
+    Form("job-optional-fields", section="5.2", what="submitted_by and owner_role left out of a job object"),
+    Form("unknown-fields", section="11", what="fields no model declares added to answers, events and results"),
+    Form("error-forms", section="3.6", spec=True, what="error bodies as {message, code: <status>} or a bare detail list instead of the kit's envelope"),
+    Form("validation-422", section="3.6", relaxes=("ERR-STATUS-1",), what="a validation failure answered 422 with a detail list"),
+    Form("delete-answer", section="5.9", spec=True, what="a delete answered 204, or 200 with no body"),
+    Form("cancel-answer", section="5.5", relaxes=("CANCEL-ANSWER-1",), what="a cancel answered 204, 202 or 200 with the job's id and status"),
+    Form("poll-empty-fields", section="6.8", spec=True, what="an empty poll error or next_cursor as \"\", a request's error as its message string"),
+    Form("capacity-proto3", section="5.4", spec=True, what="capacity without its false and zero fields (proto3 JSON)"),
+    Form("capacity-capped", section="5.4", relaxes=("CAP-COUNT-2",), what="available_gpus capped below max_total_gpus - in_use_gpus (schedulable capacity)"),
+    Form("last-lr-list", section="6.2", spec=True, what="last_lr as a list (one rate per parameter group)"),
+    Form("last-lr-scheduled", section="6.2", relaxes=("STEP-LR-1",), what="last_lr as a scheduler set it, not the learning_rate the step asked for"),
+    Form("save-id-server", section="6.3", spec=True, relaxes=("SAVE-ID-2",), what="a save naming its checkpoint itself, whatever checkpoint_id the caller asked for"),
+    Form("save-result-fields", section="6.3", relaxes=("SAVE-RESULT-2",), what="a save result without checkpoint_path or checkpoint_tag"),
+    Form("request-id-header", section="2.4", relaxes=("ADDR-REQID-1",), what="an answer without the x-snowflake-request-id header"),
+    Form("short-pages", section="6.8", relaxes=("POLL-MAXEV-4",), what="result-chunk pages holding fewer events than max_events allows (never none while some remain)"),
+    Form("bootstrap-polled", section="7", relaxes=("OP-ROUTER-2",), what="bootstrap-router-replay answering a request_id to poll instead of an inline result"),
+    Form("log-cursor", section="7.8", spec=True, what="opaque tail-logs cursors, and empty non-EOF pages while the job is placing (spec §12.1)"),
+    Form("cancelling-visible", section="5.5", spec=True, what="a cancelled job seen as cancelling before it is cancelled"),
+    Form("timestamp-form", section="5.2", what="timestamps with fractional seconds or a +00:00 offset (RFC 3339 still)"),
+    Form("result-delivery", section="9.4", what="a tensor result inline or in result chunks (spec §9.5) whatever its size"),
+    Form("success-status", section="3.6", what="a create answered 201 and a submission 202 (any 2xx is a success; the spec shows only the bodies)"),
+    Form("done-result-null", section="6.8", what="a done request with an empty result ({}) carrying result null (the client reads either as {})"),
+    Form("precondition-status", section="3.6", relaxes=("JOB-RUNNING-1",), what="a call on a job that is not running refused 412 Precondition Failed with a {message, code} body"),
+    Form("inflight-result-empty", section="6.8", what="a page of a request still in flight carrying result {} (the spec's empty form) instead of null"),
+)
 
-
-def _parse(table: str) -> tuple[Form, ...]:
-    rows = []
-    for line in table.strip().splitlines():
-        name, section, spec, relaxes, what = (cell.strip() for cell in line.split(" | "))
-        rows.append(Form(name, section, what, tuple(relaxes.split()) if relaxes != "-" else (),
-                         spec == "spec"))
-    return tuple(rows)
-
-
-FORMS: dict[str, Form] = {f.name: f for f in _parse(_TABLE)}
+FORMS: dict[str, Form] = {f.name: f for f in _TABLE}
 #: The rows ``--dialect spec`` always answers in.
 SPEC_FORMS: frozenset[str] = frozenset(f.name for f in FORMS.values() if f.spec)
 

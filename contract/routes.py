@@ -15,7 +15,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cache
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 from urllib.parse import quote, urlsplit
 
 from pydantic import BaseModel
@@ -125,6 +125,18 @@ class Route:
         """Fill the path template, percent-encoding each parameter as one whole segment
         (ValueError for one that is not valid UTF-8)."""
         return self.path.format(**{k: segment(str(v), k) for k, v in params.items()})
+
+    def match(self, url: str) -> dict[str, str] | None:
+        """The path parameters (``job_id``, ...) of a call of this route at ``url`` (any host,
+        any base path before the service prefix, any query), or None when ``url`` is not
+        this route's path. The method is the caller's to compare."""
+        found = _PREFIX.search(urlsplit(url).path)
+        return self.match_rest(found.string[found.end():]) if found else None
+
+    def match_rest(self, rest: str) -> dict[str, str] | None:
+        """:meth:`match` for the part of a path after the service prefix."""
+        found = _template_regex(self.path).fullmatch(rest)
+        return found.groupdict() if found else None
 
 
 def segment(value: str, name: str = "path parameter") -> str:
@@ -263,7 +275,10 @@ ROUTES: tuple[Route, ...] = (
 )
 
 ROUTES_BY_NAME: dict[str, Route] = {r.name: r for r in ROUTES}
-PROFILES: tuple[Profile, ...] = ("current", "proposed")
+#: The route profiles (``--profile`` of the fake and of ``python -m contract openapi``): today's
+#: surface, or today's plus the seed's additions (the default: everything).
+PROFILES: tuple[Profile, ...] = get_args(Profile)
+DEFAULT_PROFILE: Profile = "proposed"
 
 
 def answer_model(route: Route, operation_type: str | None = None) -> type[BaseModel] | None:
@@ -291,19 +306,39 @@ def routes_for(profile: Profile) -> tuple[Route, ...]:
     return tuple(r for r in ROUTES if r.profile == "current")
 
 
+# --- matching a concrete URL ------------------------------------------------------------------
+
+
 @cache
-def _url_pattern(template: str) -> re.Pattern[str]:
-    """``template`` under the service prefix as a regex: a parameter is one encoded segment
-    (no ``/``, and no ``:``, which :func:`segment` encodes)."""
-    parts = re.split(r"(\{[^}]*\})", PREFIX_TEMPLATE + template)
-    return re.compile("".join("[^/:]+" if p.startswith("{") else re.escape(p) for p in parts) + "$")
+def _template_regex(template: str, one_segment: str = "[^/:]+") -> re.Pattern[str]:
+    """A path template as a regex, each ``{name}`` captured under its name as one encoded
+    segment (no ``/``, and for a route's own parameters no ``:``, which :func:`segment`
+    encodes: ``/{job_id}:cancel``)."""
+    parts = re.split(r"(\{[^}]*\})", template)
+    return re.compile("".join(f"(?P<{p[1:-1]}>{one_segment})" if p.startswith("{") else re.escape(p)
+                              for p in parts))
+
+
+#: The service prefix: its names are the caller's (a database may hold a ``:``).
+_PREFIX = _template_regex(PREFIX_TEMPLATE, "[^/]+")
+
+
+def split_path(path: str) -> tuple[str, str] | None:
+    """``(prefix, rest)`` for a path that starts with the service prefix (``rest`` ``/`` when
+    empty), else None."""
+    found = _PREFIX.match(path)
+    if found is None:
+        return None
+    return path[: found.end()], path[found.end():] or "/"
 
 
 def route_of(method: str, url: str) -> Route | None:
     """The route a concrete call reached: ``method`` and the path of ``url`` (any host, any
-    base path before the service prefix), or None for a path no route has."""
-    path = urlsplit(url).path
-    return next(
-        (r for r in ROUTES if r.method == method.upper() and _url_pattern(r.path).search(path)),
-        None,
-    )
+    base path before the service prefix), or None for a path no route has. Routes are
+    tried in table order (``/capacity`` before ``/{job_id}``)."""
+    return next((r for r in ROUTES if r.method == method.upper() and r.match(url) is not None), None)
+
+
+def route_of_rest(method: str, rest: str) -> Route | None:
+    """:func:`route_of` for the part of a path after the service prefix."""
+    return next((r for r in ROUTES if r.method == method.upper() and r.match_rest(rest) is not None), None)

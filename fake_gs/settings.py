@@ -13,10 +13,18 @@ import typing
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Literal
 
-from contract.forms import Dialect
+from contract.forms import (
+    DEFAULT_DELIVERY,
+    DEFAULT_DIALECT,
+    DEFAULT_STATUS_STYLE,
+    Delivery,
+    Dialect,
+    StatusStyle,
+)
 from contract.idempotency import KEY_WINDOW_S
 from contract.limits import MAX_BODY_BYTES, MAX_EVENTS_CAP, MAX_JSON_VALUES, RETENTION_BOUNDS, MiB
-from contract.tape.body_store import BODY_MODES, BUDGET_MIB
+from contract.routes import DEFAULT_PROFILE, Profile
+from contract.tape.body_store import BODY_MODES, BUDGET_MIB, DEFAULT_BODY_MODE
 from contract.wire import MIN_RESULT_CHUNK_BYTES
 from fake_gs.answers.check import on_by_env
 from fake_gs.answers.forms import Forms, forms_for
@@ -25,11 +33,8 @@ from fake_gs.ops.mutants import MUTANTS
 from fake_gs.ops.seams import Seams, seams_for
 from fake_gs.options import bound_of, option
 
-Profile = Literal["current", "proposed"]
 #: The variable that sets the default answer dialect (``--dialect``) of every fake built.
 DIALECT_ENV = "FAKE_GS_DIALECT"
-StatusStyle = Literal["short", "enum"]
-Delivery = Literal["auto", "inline", "chunks"]
 
 
 @dataclass(frozen=True)
@@ -84,14 +89,14 @@ class FakeSettings:
 
     host: str = option("127.0.0.1", "--host", "interface to bind (loopback by default)")
     port: int = option(8080, "--port", "port to listen on; 0 picks a free one (printed)")
-    profile: Profile = option("proposed", "--profile", "current: today's documented surface (proposed routes answer 404); proposed: everything")
+    profile: Profile = option(DEFAULT_PROFILE, "--profile", "current: today's documented surface (proposed routes answer 404); proposed: everything")
     seed: int = option(0, "--seed", "seed of every synthesised value")
     tokens: tuple[str, ...] = option((), "--token", "accept this bearer token (repeatable); enables auth and per-token job isolation", metavar="TOKEN", secret=True)
     strict: bool = option(False, "--strict", "refuse unknown JSON fields with 400 unknown_field naming the field")
-    status_style: StatusStyle = option("short", "--status-style", "spell statuses 'running'/'done' or 'JOB_STATE_RUNNING'/'REQUEST_STATE_DONE'")
+    status_style: StatusStyle = option(DEFAULT_STATUS_STYLE, "--status-style", "spell statuses 'running'/'done' or 'JOB_STATE_RUNNING'/'REQUEST_STATE_DONE'")
     startup: Timing = option(Timing(), "--startup", "job start-up: running at once, after N GETs of the job, or T seconds after placement", metavar=_TIMING)
     latency: Timing = option(Timing(), "--latency", "async request latency: done on the first poll, on the N-th poll, or T seconds after submit", metavar=_TIMING)
-    result_delivery: Delivery = option("auto", "--result-delivery", "tensor results: inline base64 frames, result-chunk events, or auto by size")
+    result_delivery: Delivery = option(DEFAULT_DELIVERY, "--result-delivery", "tensor results: inline base64 frames, result-chunk events, or auto by size")
     result_chunk_bytes: int = option(1 * MiB, "--result-chunk-bytes", "result chunk size, and the auto-mode inline threshold (any size that holds a chunk header plus one payload byte)")
     max_total_gpus: int = option(64, "--max-total-gpus", "account GPU capacity; jobs that do not fit stay pending")
     allow_any_model: bool = option(False, "--allow-any-model", "accept any model name (default: only the models the real service caches)")
@@ -102,7 +107,7 @@ class FakeSettings:
     log_level: str = option("info", "--log-level", "log verbosity", choices=("critical", "error", "warning", "info", "debug"))
     tls: bool = option(False, "--tls", "serve HTTPS with a certificate from a throwaway CA made now (needs the tls extra); prints the CA bundle and the exports a client needs", group=RECIPE_GROUP)
     #: Answer forms (fake_gs.answers.forms); $FAKE_GS_DIALECT sets the default (the e2e tests: any).
-    dialect: Dialect = option("kit", "--dialect", env=DIALECT_ENV, help="answer forms: kit (string error codes, null for empty poll fields, ...), spec (the other forms the published spec allows: integer codes and detail lists, '' for empty poll fields, omitted zero capacity fields, last_lr lists, server-chosen checkpoint ids, 204 deletes, empty log pages while placing, a visible cancelling) or any (per answer, a choice seeded by --seed among every form of contract.forms: request-state synonyms, non-UUID ids, 422 detail lists, unknown fields, capped capacity, ...)")
+    dialect: Dialect = option(DEFAULT_DIALECT, "--dialect", env=DIALECT_ENV, help="answer forms: kit (string error codes, null for empty poll fields, ...), spec (the other forms the published spec allows: integer codes and detail lists, '' for empty poll fields, omitted zero capacity fields, last_lr lists, server-chosen checkpoint ids, 204 deletes, empty log pages while placing, a visible cancelling) or any (per answer, a choice seeded by --seed among every form of contract.forms: request-state synonyms, non-UUID ids, 422 detail lists, unknown fields, capped capacity, ...)")
     #: Limits (rarely changed; tests use them to stay small and fast).
     max_body_bytes: int = option(MAX_BODY_BYTES, "--max-body-mib", "largest accepted request body in MiB (the contract says 60)", bound="positive", unit=MiB)
     max_open_groups_per_job: int = option(64, "--max-open-groups", "open chunk groups per job; one more answers 429 chunk_group_limit", bound="positive", group=_LIM)
@@ -152,7 +157,7 @@ class FakeSettings:
     poll_wait_s: float = 1.0
     record: str | None = option(None, "--record", "write a parity tape (JSON lines) of every exchange served, for gs-parity", metavar="FILE")
     # -- parity tapes --
-    record_bodies: str = option("bytes", "--record-bodies", "what --record keeps of a request body too big to keep inline: bytes (out of line, each distinct body once, within --record-budget-mib) or outline (a frame's skeleton; gs-parity rebuilds it with seeded values)", choices=BODY_MODES)
+    record_bodies: str = option(DEFAULT_BODY_MODE, "--record-bodies", "what --record keeps of a request body too big to keep inline: bytes (out of line, each distinct body once, within --record-budget-mib) or outline (a frame's skeleton; gs-parity rebuilds it with seeded values)", choices=BODY_MODES)
     record_budget_mib: int = option(BUDGET_MIB, "--record-budget-mib", "size budget of the bodies --record keeps out of line; past it bodies are kept as their skeleton, with a warning", bound="positive")
     export_ttl_s: float = 3600.0
     idempotency_window_s: float = option(KEY_WINDOW_S, "--idempotency-window-s", "proposed profile: how long an Idempotency-Key and its answer are kept", group=_LIM)

@@ -1,2 +1,2 @@
-"""Transports behind the ``client.transport`` seam: Cortex (REST) and recording (tests);
+"""Transports behind the seam of ``base`` (``Request`` in, a dict out): Cortex (REST) and recording (tests);
 ``jagged`` makes verl's nested batches dense before the Cortex transport encodes them."""

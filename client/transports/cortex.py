@@ -30,7 +30,7 @@ from client.shaping import (
     shape_step_result,
     shape_train_result,
 )
-from client.transport import COLOCATION_OPS, JobIds, Request
+from client.transports.base import COLOCATION_OPS, JobIds, Request
 from client.transports.jagged import dense_batch, is_nested
 from contract.errors import ErrorCode
 from contract.ids import job_of_sub_job

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from client.transport import JobIds, Request
+from client.transports.base import JobIds, Request
 
 Response = Mapping[str, Any] | Callable[[Request], Mapping[str, Any]]
 

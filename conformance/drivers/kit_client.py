@@ -14,7 +14,7 @@ from typing import Any
 
 import requests
 
-from client.calls.bounded_read import mount_bounds
+from conformance.drivers.answer_bounds import mount_route_bounds
 from conformance.inputs import valid_bodies
 from conformance.reporting.cost import COST
 from conformance.reporting.recorder import RECORDER, sent_body
@@ -61,7 +61,9 @@ class ClientDriver:
 
         self.target = target
         self.sent: list[Sent] = []
-        self.session = COST.attach(RECORDER.attach(mount_bounds(requests.Session())))
+        # Under the route's bound already when the recorder's hook reads a streamed answer
+        # (before the client's own bounded read sees it).
+        self.session = COST.attach(RECORDER.attach(mount_route_bounds(requests.Session())))
         self.session.hooks["response"].append(self._keep_request)
         fast = target.embedded
         values: dict[str, Any] = dict(
@@ -109,7 +111,7 @@ class ClientDriver:
         return self.ids.job_id
 
     def call(self, op: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
-        from client.transport import Request
+        from client.transports.base import Request
 
         return self.transport.call(Request(op, self.job_id, dict(body or {})))
 

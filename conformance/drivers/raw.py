@@ -16,12 +16,13 @@ from typing import Any, Literal
 
 import requests
 
-from client.calls.bounded_read import mount_bounds
-from conformance.drivers.exchanges import Answer, Settled, answer_of
+from client.calls.bounded_read import AnswerTooBig
+from conformance.drivers.answer_bounds import OverlongAnswer, mount_route_bounds
+from conformance.drivers.raw_answers import Answer, Settled, answer_of
 from conformance.reporting.cost import COST, gpus_of
 from conformance.reporting.recorder import RECORDER, Recorder
 from conformance.target import Target
-from contract.limits import MAX_ANSWER_BYTES
+from contract.limits import MAX_ANSWER_BYTES, MAX_RESULT_BYTES, MAX_RESULT_PAGES
 from contract.routes import JSON, OCTET, route
 from contract.states import (
     JOB_TERMINAL,
@@ -46,9 +47,10 @@ class RawDriver:
         self.target = target
         self.token = token
         self.timeout_s = timeout_s
-        # Every answer under a byte cap, and its read timeout as a total time bound: a server
-        # streaming an endless body cannot keep the suite reading (client.calls.bounded_read).
-        self.session = COST.attach(recorder.attach(mount_bounds(requests.Session(), max_answer_bytes)))
+        # Every answer under what its route can legitimately answer (at most the byte cap),
+        # and its read timeout as a total time bound: a server streaming an endless body
+        # cannot keep the suite reading (conformance.drivers.answer_bounds).
+        self.session = COST.attach(recorder.attach(mount_route_bounds(requests.Session(), max_answer_bytes)))
         self.session.headers.update(target.auth_headers(token))
         self.session.headers["User-Agent"] = "gs-conformance/0.1"
         self.fast = target.embedded
@@ -77,15 +79,18 @@ class RawDriver:
         if content_type is not None:
             hdrs["Content-Type"] = content_type
         started = time.monotonic()
-        resp = self.session.request(
-            method,
-            url,
-            data=data,
-            params=dict(query) if query else None,
-            headers=hdrs,
-            timeout=(10.0, timeout_s or self.timeout_s),
-            allow_redirects=False,
-        )
+        try:
+            resp = self.session.request(
+                method,
+                url,
+                data=data,
+                params=dict(query) if query else None,
+                headers=hdrs,
+                timeout=(10.0, timeout_s or self.timeout_s),
+                allow_redirects=False,
+            )
+        except AnswerTooBig as exc:
+            raise OverlongAnswer(f"{method} {url}: {exc}") from None
         return answer_of(name, method, resp, time.monotonic() - started)
 
     def call(
@@ -190,9 +195,14 @@ class RawDriver:
         timeout_s: float | None = None,
         max_events: Any = None,
     ) -> Settled:
-        """Poll to a terminal state, then drain cursor pages; never retries an error."""
+        """Poll to a terminal state, then drain cursor pages; never retries an error.
+
+        Bounded like the client's reader: past ``timeout_s``, cursor pages included, it
+        returns what it has; more than ``MAX_RESULT_PAGES`` pages or ``MAX_RESULT_BYTES`` of
+        them is an :class:`OverlongAnswer` (a server handing out cursors without end)."""
         out = Settled(job_id, request_id)
         deadline = time.monotonic() + (timeout_s or self.timeout_s)
+        received = 0
         cursor: str | None = None
         # Start fast even against a real server (most requests finish in well under a
         # second there too), then back off like a client would (x1.5 up to 6 s).
@@ -200,6 +210,12 @@ class RawDriver:
         while True:
             ans = self.poll(job_id, request_id, cursor=cursor, max_events=max_events)
             out.pages.append(ans)
+            received += len(ans.raw)
+            if len(out.pages) > MAX_RESULT_PAGES or received > MAX_RESULT_BYTES:
+                raise OverlongAnswer(
+                    f"request {request_id}: {len(out.pages)} poll pages, {received} bytes, past the "
+                    f"{MAX_RESULT_PAGES} pages or {MAX_RESULT_BYTES} bytes one request's results may "
+                    "take (contract.limits); not polled further")
             if not ans.ok or not isinstance(ans.body, Mapping):
                 return out
             out.events.extend(e for e in ans.body.get("events") or [] if isinstance(e, dict))
@@ -207,12 +223,12 @@ class RawDriver:
             out.statuses.append(status)
             next_cursor = ans.body.get("next_cursor")
             terminal = normalize_request_state(status) in REQUEST_TERMINAL
+            if time.monotonic() > deadline:
+                return out
             if next_cursor:
                 cursor = str(next_cursor)
                 continue
             if terminal:
-                return out
-            if time.monotonic() > deadline:
                 return out
             time.sleep(delay)
             delay = min(delay * (1.25 if self.fast else 1.5), 0.1 if self.fast else 6.0)

@@ -12,12 +12,12 @@ from typing import Any
 
 import requests
 
-from client.calls.bounded_read import BoundedAdapter
+from conformance.drivers.answer_bounds import RouteBounds
 
 Rewrite = Callable[[dict[str, Any]], dict[str, Any] | None]
 
 
-class TamperAdapter(BoundedAdapter):
+class TamperAdapter(RouteBounds):
     """Applies ``rewrite`` to JSON answers of GET requests; None leaves one untouched (under
     the same bounds as the adapter it replaces)."""
 

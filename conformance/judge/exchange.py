@@ -8,36 +8,20 @@ Locust's statistics read it. Nothing here sends.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from functools import cache, cached_property
+from functools import cached_property
 from typing import Any
 from urllib.parse import urlsplit
 
 from contract.errors import find_error_code
-from contract.routes import PREFIX_TEMPLATE, Route
+from contract.routes import Route
 from contract.wire import WireError, frame_head_size, read_chunk_head
-
-
-@cache
-def _params_pattern(template: str) -> re.Pattern[str]:
-    """``template`` under the service prefix, its own parameters as named groups."""
-    prefix_names = set(re.findall(r"\{([^}]*)\}", PREFIX_TEMPLATE))
-
-    def piece(part: str) -> str:
-        if not part.startswith("{"):
-            return re.escape(part)
-        name = part[1:-1]
-        return "[^/]+" if name in prefix_names else f"(?P<{name}>[^/:]+)"
-
-    return re.compile("".join(map(piece, re.split(r"(\{[^}]*\})", PREFIX_TEMPLATE + template))) + "$")
 
 
 def path_params(route: Route, url: str) -> dict[str, str]:
     """The path parameters (job_id, request_id, ...) of a call to ``route`` at ``url``."""
-    found = _params_pattern(route.path).search(urlsplit(url).path)
-    return found.groupdict() if found else {}
+    return route.match(url) or {}
 
 
 def final_chunk(route: Route | None, body: bytes | None) -> bool:

@@ -17,8 +17,7 @@ from conformance.judge.passive import ClauseFinding, PassiveJudge
 from conformance.judge.tape import tape_exchanges
 from conformance.reporting import render
 from conformance.reporting.verdicts import ClauseVerdict, RunResults
-from contract.clauses import CLAUSES, for_profile
-from contract.clauses.table import ClauseProfile
+from contract.clauses import CLAUSES, ClauseProfile, for_profile
 from contract.forms import forms_of, kit_form_judged, why_not_judged
 
 NOT_SEEN = "not seen: no observed exchange exercised it"

@@ -8,7 +8,7 @@ the clause it judges, so one answer can be held against every clause it bears on
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from conformance.drivers.raw import Answer
@@ -57,6 +57,20 @@ def no_5xx(ans: Answer, soft: Soft | None = None, cid: str = "ERR-NO500-1") -> N
         expect(cid, ok, msg)
     else:
         soft.expect(cid, ok, msg)
+
+
+def refused_or_taken(ans: Answer, soft: Soft, cid: str, statuses: Iterable[int],
+                     taken: Callable[[Answer], str]) -> None:
+    """Decided ``cid`` pins a refusal where the spec's words also allow taking the call (a
+    body on a route the spec gives none, a routing hint the spec calls optional). On the fake
+    in its kit dialect the refusal is judged; on any other target (a URL, the spec and any
+    dialects) a 2xx is the other form, judged by ``taken``: '' when the answer is that
+    call's own answer, else what is wrong with it."""
+    if RUNTIME.forms and 200 <= ans.status < 300:
+        problem = taken(ans)
+        soft.expect(cid, not problem, f"taken ({ans.status}), but {problem}: {ans.raw[:200]!r}")
+        return
+    refused(ans, soft, cid, statuses=statuses)
 
 
 def kit_form(cid: str) -> bool:

@@ -24,10 +24,17 @@ import pytest
 from conformance.drivers.ops import Failed, RawOps, Refused
 from conformance.drivers.raw import RawDriver, Settled
 from conformance.inputs.strategies import tensor
+from conformance.reporting.recorder import render_last
+from conformance.reporting.verdicts import root_cause_skip
+from conformance.runtime import RUNTIME
 from contract.limits import MAX_BODY_BYTES, MiB
+from contract.redact import scrub_text
 
 #: Bytes of the result asked for: one MiB past what a single body may carry.
 LARGE_RESULT_BYTES = MAX_BODY_BYTES + MiB
+#: The clause a failed upload of the large forward breaks: a valid request within the body
+#: bound answered with a server error (or none at all).
+UPLOAD_CLAUSE = "ERR-NO500-1"
 #: Bytes per token of a forward result (float32 logprobs).
 BYTES_PER_TOKEN = 4
 #: Token ids below this fit uint8 and any model's vocabulary.
@@ -71,6 +78,8 @@ class LargeResult:
         self._lock = threading.Lock()
         self._done = False
         self._skip = ""
+        #: (summary, evidence) when the upload failed (a 5xx, or no answer): a root cause.
+        self._cause: tuple[str, str] | None = None
 
     def describe(self) -> str:
         return (
@@ -91,6 +100,10 @@ class LargeResult:
             try:
                 send(body)
             except Refused as exc:
+                if exc.answer.status >= 500:  # a server error, not a refusal: set-up failed
+                    self._cause = (f"the upload of {self.describe()} to {name} answered "
+                                   f"{exc.answer.status}", render_last() or str(exc.answer))
+                    return
                 reasons.append(f"{name} refused it: {str(exc.answer)[:200]}")
             except Failed as exc:
                 reasons.append(f"{name} ended {exc.settled.raw_status}")
@@ -121,11 +134,17 @@ class LargeResult:
                 self._done = True
                 try:
                     self._ask()
-                except Exception as exc:  # the first property reports it; the rest skip
-                    self._skip = f"asking for {self.describe()} raised {exc!r}"[:400]
-                    raise
-            elif not self._skip and self._freed():
+                except Exception as exc:  # no answer at all (reset, timeout)
+                    self._cause = (f"the upload of {self.describe()} got no answer: {exc!r}"[:400],
+                                   render_last())
+            elif not self._skip and not self._cause and self._freed():
                 self._ask()  # a server may free a result read to the end (POLL-EXPIRE-1)
+        if self._cause is not None:
+            # The shared upload failed: one root cause, every property needing it skipped
+            # naming it (as for the session job), none red on its account.
+            summary, evidence = self._cause
+            pytest.skip(root_cause_skip(UPLOAD_CLAUSE, summary,
+                                        scrub_text(evidence, RUNTIME.secrets)))
         if self._skip:
             pytest.skip(self._skip)
         assert self.ops.last is not None

@@ -48,18 +48,27 @@ def cpu_seconds(pid: int) -> float | None:
 
 
 class EmbeddedFake:
-    """One fake-gs process: started on ``host`` (any free port), stopped once."""
+    """One fake-gs process: started on ``host`` (any free port), stopped once. With
+    ``tokens`` (service, admin) it takes only those (``conformance.load.surface``: a fake
+    reachable beyond loopback)."""
 
-    def __init__(self, host: str, mutant: str | None = None, args: tuple[str, ...] = ()) -> None:
+    def __init__(self, host: str, mutant: str | None = None, args: tuple[str, ...] = (),
+                 tokens: tuple[str, str] | None = None) -> None:
+        self.token: str | None = tokens[0] if tokens else None
+        self.admin_token: str | None = tokens[1] if tokens else None
+        auth = ["--token", tokens[0], "--admin-token", tokens[1]] if tokens else []
         self.argv = [sys.executable, "-m", "fake_gs", "--host", host, "--port", "0",
                      "--max-total-gpus", str(CAPACITY_GPUS), "--log-level", "warning",
-                     *(["--mutant", mutant] if mutant else []), *args]
+                     *(["--mutant", mutant] if mutant else []), *args, *auth]
         self.proc: subprocess.Popen[str] | None = None
         self.url = ""
         self.tail: deque[str] = deque(maxlen=40)
         self.started = 0.0
         self.cpu_s: float | None = None
         self.wall_s = 0.0
+
+    def __repr__(self) -> str:  # the argv holds the tokens
+        return f"EmbeddedFake(url={self.url!r})"
 
     def start(self, timeout_s: float = 60.0) -> str:
         """Start the fake and return its base URL once it accepts connections."""
@@ -93,7 +102,8 @@ class EmbeddedFake:
 
     def state(self) -> dict[str, Any]:
         """The fake's state dump (``/_fake/state``: execution counters, jobs)."""
-        answer = requests.get(f"{self.url}/_fake/state", timeout=60)
+        headers = {"Authorization": f"Bearer {self.admin_token}"} if self.admin_token else {}
+        answer = requests.get(f"{self.url}/_fake/state", headers=headers, timeout=60)
         answer.raise_for_status()
         return dict(answer.json())
 

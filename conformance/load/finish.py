@@ -31,7 +31,16 @@ from conformance.load.fakeproc import EmbeddedFake, FakeStartError
 from conformance.load.jobs import JobPool, Target, job_budget
 from conformance.load.profile import ProfileError, load_profile
 from conformance.load.run import RUN, SETUP
-from conformance.load.surface import CHALLENGE, Gate, frozen_options, scrub_options
+from conformance.load.surface import (
+    CHALLENGE,
+    Door,
+    Gate,
+    exposed_fake_tokens,
+    fake_host_refusal,
+    frozen_options,
+    is_loopback,
+    scrub_options,
+)
 from conformance.reporting import formats
 from conformance.target import ProbeError, probe, probe_service
 from contract.auth import auth_headers
@@ -45,15 +54,17 @@ EXIT_SETUP, EXIT_NO_SERVER = 2, 3
 class Host:
     """Owns the run's target, jobs and embedded fake on the master."""
 
-    def __init__(self, environment: Environment) -> None:
+    def __init__(self, environment: Environment, gate: Gate | None = None, door: Door | None = None) -> None:
         self.environment, self.run = environment, RUN
         #: gs-load's options as given at start: Locust's web form cannot change them.
         self.options = frozen_options(environment.parsed_options)
         #: Locust's own options (its users and --html), live.
         self.locust = environment.parsed_options
         scrub_options(environment.parsed_options)
-        #: Which workers proved the run's secret (all local ones without a secret).
-        self.gate = Gate(opts.value(self.options, "load_secret"))
+        #: Which workers proved the run's secret (all local ones without a secret), and the
+        #: door holding Locust's own messages of the others (a run with a secret).
+        self.gate = gate or Gate(opts.value(self.options, "load_secret"))
+        self.door = door
         try:
             self.profile = load_profile(opts.value(self.options, "load_profile"))
         except ProfileError as exc:
@@ -90,8 +101,13 @@ class Host:
                 sys.exit(EXIT_SETUP)
             return None
         args = (*self.profile.fake.args, *shlex.split(opts.value(self.options, "fake_args") or ""))
-        fake = EmbeddedFake(opts.value(self.options, "fake_host"), opts.value(self.options, "mutant"),
-                            args)
+        host = opts.value(self.options, "fake_host")
+        refusal = fake_host_refusal(host, bool(opts.value(self.options, "expose_fake")), args)
+        if refusal:
+            log.error("gs-load: %s", refusal)
+            sys.exit(EXIT_SETUP)
+        fake = EmbeddedFake(host, opts.value(self.options, "mutant"), args,
+                            None if is_loopback(host) else exposed_fake_tokens())
         try:
             url = fake.start()
         except FakeStartError as exc:
@@ -102,9 +118,10 @@ class Host:
 
     def _target(self) -> Target:
         value = lambda name: opts.value(self.options, name)  # noqa: E731
+        token = self.fake.token if self.fake and self.fake.token else value("token")
         return Target(url=value("url") or (self.fake.url if self.fake else ""),
                       database=value("database"), schema=value("schema"),
-                      endpoint=value("endpoint"), model=value("model"), token=value("token"),
+                      endpoint=value("endpoint"), model=value("model"), token=token,
                       embedded=self.fake is not None)
 
     def _probe(self) -> None:
@@ -146,7 +163,8 @@ class Host:
             for worker in sorted(self.gate.proven):
                 self._send_setup(worker)
             # A worker whose hello came before the master listened for it: greeted now.
-            for worker in sorted(str(client.id) for client in runner.clients.all):
+            waiting = {str(client.id) for client in runner.clients.all} | set(self.door.held if self.door else ())
+            for worker in sorted(waiting):
                 if worker not in self.gate.proven and worker not in self.gate.nonces:
                     self.hello(worker)
         self.run.apply(setup)

@@ -49,11 +49,15 @@ def _init(environment: Environment, runner: Any, web_ui: Any = None, **_: Any) -
     if web_ui is not None:
         surface.guard_web_ui(web_ui, secret)
     RUN.tally.node = "master" if isinstance(runner, MasterRunner) else "local"
+    gate = surface.Gate(secret)
+    door = None
     if isinstance(runner, MasterRunner):  # before the host: starting the fake lets workers in
         runner.register_message(TALLY, _tally_in)
         runner.register_message(HELLO, _hello)
         runner.register_message(PROOF, _proof)
-    RUN.host = Host(environment)
+        if secret:  # Locust's own messages too wait for a worker's proof
+            door = surface.Door(runner, gate, frozenset({HELLO, PROOF}))
+    RUN.host = Host(environment, gate, door)
 
 
 def _answer_challenge(runner: Any, data: Any) -> None:

@@ -57,11 +57,14 @@ OPTIONS: tuple[Option, ...] = (
     _own("all_clauses", "Against a URL, count violations of the kit's decided clauses too "
          "(default: reported only, as gs-conformance does; on the fake they always count).",
          _L, kind="flag"),
-    _own("mutant", "Run the embedded fake with this deliberate contract violation "
-         "(fake_gs/ops/mutants.py).", _F, metavar="NAME"),
+    _suite("mutant", _F),
     _own("fake_host", "Interface the embedded fake listens on and the address workers are "
-         "given for it (default 127.0.0.1; a LAN address when workers run elsewhere).", _F,
-         default="127.0.0.1", metavar="HOST"),
+         "given for it (default 127.0.0.1). An interface beyond loopback (a LAN address, for "
+         "workers elsewhere) also needs --expose-fake.", _F, default="127.0.0.1", metavar="HOST"),
+    _own("expose_fake", "Let --fake-host name an interface beyond loopback: anyone on that "
+         "network reaches the fake, so it then takes only fresh random service and admin tokens "
+         "(the workers get the service token with the set-up, sealed under --load-secret when "
+         "the run has one).", _F, kind="flag"),
     _own("fake_args", "More fake-gs flags for the embedded fake, one string (added to the "
          "profile's [fake] args).", _F, default="", metavar="ARGS"),
     _own("markdown", "Markdown report path (the per-route and violation tables, the cost).",
@@ -82,7 +85,7 @@ def add_locust_arguments(parser: Any) -> None:
         if opt.group not in groups:
             groups[opt.group] = parser.add_argument_group(opt.group)
         kwargs = opt.parser_kwargs()
-        if opt.kind != "flag" and not opt.choices:
+        if opt.kind != "flag" and opt.choices is None:
             kwargs["metavar"] = metavar(opt)
         groups[opt.group].add_argument(*opt.cli, dest=opt.name, **kwargs)
 

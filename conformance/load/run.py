@@ -30,8 +30,8 @@ from conformance.judge.answers import Judge
 from conformance.judge.exchange import Exchange
 from conformance.judge.tally import Tally
 from conformance.load import options as opts
+from conformance.load.checked_client import kit_client
 from conformance.load.jobs import Target
-from conformance.load.kitclient import kit_client
 from conformance.load.profile import Profile, profile_from
 from conformance.reporting.clean import clip
 

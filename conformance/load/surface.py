@@ -6,9 +6,17 @@
 - **Workers.** With a secret, a worker gets no set-up (target, jobs, profile, token) until it
   has proven the secret: the master answers its hello with a fresh nonce, the worker answers
   with an HMAC of it under the secret (:class:`Gate`), and the token travels sealed under a key
-  derived from the secret and that nonce (:func:`seal`), never in clear text. The run's token
-  and secret are also taken off the options Locust sends every worker (:func:`scrub_options`).
-  Without a secret (loopback only) every local worker is let in, as before.
+  derived from the secret and that nonce (:func:`seal`), never in clear text. Locust's own
+  messages wait for the proof too (:class:`Door`): a worker's ``client_ready`` is held, so
+  until it proves the secret it is no Locust worker of the run: no spawn message (which
+  names the target host and Locust's parsed options), no heartbeat, no stop; it gets an
+  ``ack`` (so its gs-load hooks start and can answer the challenge) and the challenge. The
+  run's token and secret are also taken off the options Locust sends every worker
+  (:func:`scrub_options`). Without a secret (loopback only) every local worker is let in.
+- **The embedded fake.** It listens on loopback unless ``--fake-host`` names another
+  interface, which also needs ``--expose-fake`` (:func:`fake_host_refusal`); the fake then
+  takes only fresh random tokens (:func:`exposed_fake_tokens`): the kit's fixed ones (or none)
+  would let anyone on that network in, its admin API included.
 - **Web form.** ``POST /swarm`` may set only Locust's own run fields (users, spawn rate,
   run time, user classes); a field naming anything else (a job, an output path, the job
   budget, a report file of Locust's) is refused with 400 before Locust reads the form
@@ -23,7 +31,9 @@ import base64
 import hashlib
 import hmac
 import ipaddress
+import logging
 import secrets
+from collections.abc import Callable
 from typing import Any
 
 from conformance.load import options as opts
@@ -35,6 +45,10 @@ LOOPBACK = "127.0.0.1"
 #: Messages of the worker handshake (after the worker's hello).
 CHALLENGE, PROOF = "gs_challenge", "gs_proof"
 _NONCE_BYTES = 32
+#: Workers the master keeps a nonce or a held ``client_ready`` for at once (oldest dropped):
+#: a flood of hellos under fresh ids costs a bounded amount.
+MAX_PENDING_WORKERS = 256
+log = logging.getLogger("gs-load")
 
 
 def is_loopback(host: str | None) -> bool:
@@ -73,6 +87,24 @@ def bind_refusal(options: Any, master: bool, web: bool) -> str | None:
     return (f"{' and '.join(wide)} would listen beyond loopback with no --load-secret: anyone who "
             "reaches it could join as a worker (and get the token) or start a run; give every process "
             "the same --load-secret (or $GS_LOAD_SECRET), or bind 127.0.0.1")
+
+
+def fake_host_refusal(host: str, exposed: bool, fake_args: tuple[str, ...]) -> str | None:
+    """Why the embedded fake must not start on ``host``: beyond loopback without
+    ``--expose-fake``, or a ``--host`` of its own among the fake's extra flags."""
+    if any(a == "--host" or a.startswith("--host=") for a in fake_args):
+        return ("--fake-args (or the profile's [fake] args) name --host: the fake's interface is "
+                "--fake-host's (beyond loopback with --expose-fake)")
+    if is_loopback(host) or exposed:
+        return None
+    return (f"--fake-host {host!r} is beyond loopback: anyone on that network could call the fake "
+            "and its admin API; add --expose-fake to mean it (the fake then takes only random tokens), "
+            "or bind 127.0.0.1")
+
+
+def exposed_fake_tokens() -> tuple[str, str]:
+    """A fresh service token and admin token for a fake reachable beyond loopback."""
+    return f"gs-load-{secrets.token_urlsafe(24)}", f"gs-load-admin-{secrets.token_urlsafe(24)}"
 
 
 def frozen_options(options: Any) -> argparse.Namespace:
@@ -162,6 +194,8 @@ class Gate:
         self.secret = secret
         self.nonces: dict[str, str] = {}
         self.proven: set[str] = set()
+        #: Called with a worker's id once it proved the secret (the :class:`Door` lets it in).
+        self.on_proven: Callable[[str], None] | None = None
 
     def challenge(self, worker: str) -> str | None:
         """A fresh nonce for ``worker`` (None: no secret, the worker is let in as it is)."""
@@ -169,6 +203,8 @@ class Gate:
             self.proven.add(worker)
             return None
         nonce = secrets.token_hex(_NONCE_BYTES)
+        self.nonces.pop(worker, None)
+        _keep_newest(self.nonces, MAX_PENDING_WORKERS - 1)
         self.nonces[worker] = nonce
         self.proven.discard(worker)
         return nonce
@@ -181,6 +217,8 @@ class Gate:
         ok = hmac.compare_digest(answer, proof(self.secret, nonce, worker))
         if ok:
             self.proven.add(worker)
+            if self.on_proven is not None:
+                self.on_proven(worker)
         return ok
 
     def setup_for(self, worker: str, setup: dict[str, Any]) -> dict[str, Any] | None:
@@ -193,3 +231,50 @@ class Gate:
         target = dict(setup["target"])
         target["token"] = seal(self.secret, nonce, worker, target.get("token"))
         return {**setup, "target": target, "sealed": True}
+
+
+def _keep_newest(pending: dict[str, Any], n: int) -> None:
+    """Drop the oldest entries of ``pending`` (insertion order) until at most ``n`` remain."""
+    while len(pending) > n:
+        del pending[next(iter(pending))]
+
+
+class Door:
+    """Locust's own messages from a worker, held until it proved the run's secret.
+
+    Locust's master makes any process that sends ``client_ready`` a worker of the run: it
+    sends it every spawn message (the target host, Locust's parsed options: the job id, the
+    output paths), heartbeats and stops. Installed on the master's runner when the run has a
+    secret, the door passes an unproven worker's gs-load hello and proof only; its
+    ``client_ready`` is held and answered with a bare ``ack`` (no worker index: it takes
+    none of the run's), and everything else it sends is dropped. Once the :class:`Gate` says
+    it proved the secret, its held ``client_ready`` goes to Locust as if it had just
+    arrived. A message whose sender id is not the connection's own is dropped as well (a
+    worker cannot speak for another)."""
+
+    def __init__(self, runner: Any, gate: Gate, let_through: frozenset[str]) -> None:
+        self.runner, self.gate, self.let_through = runner, gate, let_through
+        self.held: dict[str, Any] = {}
+        self._handle = runner.handle_message
+        runner.handle_message = self.handle
+        gate.on_proven = self.admit
+
+    def handle(self, client_id: str, msg: Any) -> None:
+        """Locust's dispatch of one message from ``client_id``, behind the door."""
+        if getattr(msg, "node_id", None) != client_id:
+            log.warning("gs-load: dropped a %r message whose sender id is not its connection's",
+                        getattr(msg, "type", "?"))
+            return
+        if client_id in self.gate.proven or msg.type in self.let_through:
+            self._handle(client_id, msg)
+        elif msg.type == "client_ready":
+            self.held.pop(client_id, None)
+            _keep_newest(self.held, MAX_PENDING_WORKERS - 1)
+            self.held[client_id] = msg
+            self.runner.server.send_to_client(type(msg)("ack", None, client_id))  # Locust's Message
+
+    def admit(self, worker: str) -> None:
+        """``worker`` proved the secret: Locust learns of it now (its held ``client_ready``)."""
+        msg = self.held.pop(worker, None)
+        if msg is not None:
+            self._handle(worker, msg)

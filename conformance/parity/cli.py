@@ -12,6 +12,7 @@ import argparse
 import os
 import sys
 
+from conformance.options import OPTION, add_fake_arguments, with_env
 from conformance.parity import matrix
 from conformance.parity import report as reports
 from conformance.parity.accepted_rules import Rule, RuleError, accepter, load_rules
@@ -32,16 +33,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("tapes", nargs="+", metavar="TAPE", help="Tape files (.gsrec, or .gsrec.gz).")
     t = p.add_argument_group("target")
     t.add_argument("--url", help="Service base URL (absent: embedded fakes, from the recorded settings).")
-    t.add_argument("--token", help="Token for what the tape calls token 1 (default: $GS_TOKEN).")
-    t.add_argument("--token2", help="Token for token 2 (default: $GS_TOKEN2).")
+    t.add_argument("--token", help=f"Token for what the tape calls token 1 (default: ${OPTION['token'].env}).")
+    t.add_argument("--token2", help=f"Token for token 2 (default: ${OPTION['token2'].env}).")
     t.add_argument("--database", help="Replay under this database (default: as recorded).")
     t.add_argument("--schema", default=None, help="Replay under this schema (default: as recorded).")
     t.add_argument("--endpoint", default=None, help="Service endpoint name (default: as recorded).")
     f = p.add_argument_group("embedded fake (laid over each recorded server's settings)")
-    f.add_argument("--mutant", help="Run the fakes with this deliberate contract violation.")
-    f.add_argument("--engine", choices=("shape", "tiny"))
-    f.add_argument("--status-style", choices=("short", "enum"))
-    f.add_argument("--delivery", choices=("auto", "inline", "chunks"))
+    add_fake_arguments(f, ("mutant", "engine", "status_style", "delivery"), "default: as recorded")
     p.add_argument("--judge", action="store_true",
                    help="Judge each tape's exchanges against today's contract without replaying "
                    "them (the passive judge gs-proxy runs live); exit 1 on a red MUST clause of the spec.")
@@ -87,14 +85,14 @@ def _seqs(raw: str) -> frozenset[int]:
 def _prefix(ns: argparse.Namespace) -> str | None:
     if not (ns.database or ns.schema or ns.endpoint):
         return None
-    from contract.routes import DEFAULT_ENDPOINT, prefix
+    from contract.routes import prefix
 
-    return prefix(ns.database or "GS_CONFORMANCE_DB", ns.schema or "PUBLIC", ns.endpoint or DEFAULT_ENDPOINT)
+    return prefix(*(getattr(ns, name) or OPTION[name].default for name in ("database", "schema", "endpoint")))
 
 
 def targets_for(ns: argparse.Namespace) -> UrlTargets | EmbeddedTargets:
     if ns.url:
-        tokens = (ns.token or os.environ.get("GS_TOKEN"), ns.token2 or os.environ.get("GS_TOKEN2"))
+        tokens = (with_env("token", ns.token), with_env("token2", ns.token2))
         return UrlTargets(ns.url, tokens, _prefix(ns))
     overrides = {"mutant": ns.mutant, "engine": ns.engine, "status_style": ns.status_style,
                  "result_delivery": ns.delivery}

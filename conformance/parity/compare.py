@@ -5,7 +5,8 @@ one outlined the same way. What is compared: the exact status, the content type,
 the request-id and Retry-After headers are present, and the body's skeleton (keys, value
 types, list lengths, tensor dtypes and shapes). Values are compared only where they are a
 protocol fact: enum-like strings (states, error codes, types), booleans, integers that are
-counters rather than clocks, and for floats only finiteness and sign. Ids are abstracted
+counters rather than clocks or measurements (``MEASURED_KEYS``: a GPU's peak memory), and
+for floats only finiteness and sign. Ids are abstracted
 but must stay consistent with the ids learned so far; timestamps are ignored. A difference
 one of the forms the spec allows explains (``contract.forms``: a request state spelled
 ``completed``, a 422 detail list, an extra field, ...) is an equivalence: it is kept,
@@ -16,9 +17,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
+from conformance.parity.divergence import Divergence
+from conformance.parity.equivalences import EQUIVALENCES, accept_allowed_forms
 from contract.errors import REQUEST_ID_HEADER
 
 #: Strings compared by value: they name a state, a kind or an error, not data.
@@ -30,6 +32,13 @@ VALUE_KEYS = frozenset({
 _CLOCK_SUFFIXES = ("_at", "_ms", "_s", "_seconds", "_time", "_ns", "_ts")
 _CLOCK_KEYS = frozenset({"elapsed", "ttl", "expires_in", "retry_after", "eta", "duration", "timestamp",
                          "createdon"})  # the SQL API's createdOn (epoch ms)
+#: Integers a server measures on its hardware, by key, with the section that says so: they
+#: differ from step to step and from run to run on any real GPU, so they are compared as
+#: measurements (zero or positive), never by value.
+MEASURED_KEYS: dict[str, str] = {
+    "gpu_peak": "spec §6.2: the job-wide maximum GPU high-water mark across ranks, in bytes",
+    "cpu_peak": "spec §6.2: rank 0's current process RSS, in bytes",
+}
 #: Floats this close to zero count as zero when signs are compared.
 FLOAT_ZERO = 1e-6
 #: With ``floats="close"`` (a tape replayed against the same fake): relative tolerance.
@@ -38,25 +47,6 @@ FLOAT_REL = 1e-3
 PRESENCE_HEADERS = (REQUEST_ID_HEADER.lower(), "retry-after")
 #: The header of a 405 naming the path's methods (RFC 9110): compared as a set of methods.
 ALLOW_HEADER = "allow"
-
-
-@dataclass
-class Divergence:
-    """One difference between the recorded and the new answer of one exchange."""
-
-    field: str
-    kind: str
-    recorded: Any
-    new: Any
-    accepted: str | None = None
-
-    def describe(self) -> str:
-        return f"{self.field}: {self.kind} differs (recorded {_short(self.recorded)}, new {_short(self.new)})"
-
-
-def _short(value: Any, limit: int = 80) -> str:
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def is_id_key(key: str) -> bool:
@@ -178,6 +168,10 @@ class Comparer:
     def number(self, rec: float, new: float, path: str, key: str) -> None:
         if is_clock_key(key):
             return
+        if key.lower() in MEASURED_KEYS:  # a measurement: its class, not its value
+            if _float_class(float(rec)) != _float_class(float(new)):
+                self.add(path, "sign", _float_class(float(rec)), _float_class(float(new)))
+            return
         if isinstance(rec, int) and isinstance(new, int):
             if rec != new:
                 self.add(path, "value", rec, new)
@@ -254,8 +248,5 @@ def compare(recorded: Mapping[str, Any], new: Mapping[str, Any], ids: Mapping[st
     accept_allowed_forms(recorded, new, c.out, forms)
     return c.out
 
-
-
-from conformance.parity.equivalences import EQUIVALENCES, accept_allowed_forms  # noqa: E402
 
 __all__ = ["EQUIVALENCES", "Comparer", "Divergence", "accept_allowed_forms", "compare", "is_id_key"]

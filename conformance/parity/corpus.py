@@ -44,7 +44,7 @@ BODIES = "outline"
 def dialects() -> dict[str, list[str]]:
     """``{dialect: extra gs-conformance args}``: every dialect the suite's options offer
     whose answers a replay reproduces (all but ``any``: see the module's docstring)."""
-    from conformance.options import DIALECTS
+    from contract.forms import DIALECTS
 
     return {dialect: ["--dialect", dialect] for dialect in DIALECTS if dialect != "any"}
 

@@ -13,15 +13,12 @@ import json
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from conformance.parity.divergence import Divergence
 from contract.errors import REQUEST_ID_HEADER, is_error_envelope
 from contract.forms import EXTRA_FIELDS, FORMS
 from contract.states import REQUEST_TERMINAL, JobState, normalize_job_state, normalize_request_state
-
-if TYPE_CHECKING:
-    from conformance.parity.compare import Divergence
-
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ from conformance.parity.rebuild import Bodies
 from conformance.parity.resend import learn, request_bytes, request_headers, rewrite_path
 from conformance.parity.targets import EmbeddedTargets, ReplayTarget, Skip, nowhere
 from contract import tape
-from contract.forms import forms_of
+from contract.forms import DEFAULT_DIALECT, forms_of
 from contract.redact import scrub_value
 from contract.states import (
     is_job_terminal,
@@ -279,7 +279,7 @@ class Replayer:
         if not isinstance(self.targets, EmbeddedTargets) or not (self.servers.get(server) or {}).get("embedded"):
             return None  # a URL now, or a real service then: any form the spec allows
         recorded = (self.servers.get(server) or {}).get("settings") or {}
-        return forms_of(self.targets.overrides.get("dialect") or recorded.get("dialect") or "kit")
+        return forms_of(self.targets.overrides.get("dialect") or recorded.get("dialect") or DEFAULT_DIALECT)
 
     def judge(self, result: ExchangeResult, recorded: dict[str, Any], new: dict[str, Any]) -> list[Divergence]:
         found = compare(recorded, new, self.ids, self.floats, self.forms(result.server))

@@ -21,6 +21,14 @@ if TYPE_CHECKING:  # imported where first used (a run that never asks for it loa
 LAST = "gs_last"
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """The markers a property declares its needs with (conformance.planner reads them)."""
+    from conformance.planner import MARKERS
+
+    for name, meaning in MARKERS.items():
+        config.addinivalue_line("markers", f"{name}: {meaning}")
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Move ``gs_last`` properties to the end, keeping every other item's order; plan the

@@ -30,7 +30,8 @@ from conformance.judge.report import conclude
 from conformance.judge.requests import HASH_UP_TO
 from conformance.proxy.relay import Relay, Relayed
 from contract.auth import AUTHORIZATION_HEADER, bearer_token
-from contract.clauses import CLAUSES
+from contract.clauses import CLAUSE_PROFILES, CLAUSES
+from contract.forms import DIALECTS
 from contract.tape import BodySink, TapeWriter, answer_sink
 from contract.tape import Exchange as TapeExchange
 
@@ -54,9 +55,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--record", metavar="TAPE", help="record every exchange to a tape (credentials scrubbed)")
     p.add_argument("--report", action="append", default=[], metavar="PATH",
                    help="write the report (.html, .md, .xml JUnit, .json, else text); repeatable")
-    p.add_argument("--profile", default="current", choices=("current", "proposed", "semantic"),
+    p.add_argument("--profile", default="current", choices=CLAUSE_PROFILES,
                    help="the clause profile judged (default current)")
-    p.add_argument("--dialect", choices=("kit", "spec", "any"),
+    p.add_argument("--dialect", choices=DIALECTS,
                    help="the upstream is the fake in this answer dialect (default: a server the kit did "
                    "not build: it may answer in every form the spec allows, so the kit's own forms "
                    "are not judged)")

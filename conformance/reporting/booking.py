@@ -113,9 +113,10 @@ class Booker:
         )
 
 
-def finish(config: pytest.Config, options: Any) -> None:
+def finish(config: pytest.Config, options: Any, *, interrupted: bool = False) -> None:
     """The controller's end of session: the book's results, kept on ``config`` and written
-    to the report files asked for (nothing when no property ran)."""
+    to the report files asked for (nothing when no property ran). ``interrupted``: the run
+    was stopped (Ctrl-C) before every property ran, so it can conform on nothing."""
     book = config.stash.get(BOOK, None)
     if book is None or not book.outcomes:
         return
@@ -129,6 +130,7 @@ def finish(config: pytest.Config, options: Any) -> None:
         require_all=options.require_all,
         forms=options.forms,
     )
+    results.interrupted = interrupted
     if not options.embedded:
         results.cost = COST.summary() | ({"reused_job": options.job_id} if options.job_id else {})
     config.stash[RESULTS] = results

@@ -40,8 +40,17 @@ class Progress:
                        "starting the target's first job (the first result can take a minute)")
 
     @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_setupnodes(self, config: pytest.Config, specs: list[Any]) -> None:
+        self._line(f"starting {len(specs)} worker processes (pytest-xdist): each imports the suite "
+                   "and collects its properties before the first one runs")
+
+    @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
+        first = not self.total
         self.total = max(self.total, len(ids))
+        if first and ids:  # under xdist the controller collects nothing: the first worker says
+            self._line(f"collected {self.total} properties in {time.monotonic() - self.started:.1f}s; "
+                       "starting the target's first job (the first result can take a minute)")
 
     @pytest.hookimpl
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:

@@ -23,6 +23,7 @@ from conformance.reporting.formats import text as text_form
 from conformance.reporting.model import Failure, Verdict, curl_line
 from conformance.reporting.summary import summary_lines
 from conformance.reporting.verdicts import ClauseVerdict, RunResults
+from contract.forms import DEFAULT_DIALECT
 
 # Keyed by ClauseVerdict.shown: a decided clause's red against a URL is "advisory", in its
 # own word and colour, so a server team never reads it as a failure.
@@ -67,7 +68,8 @@ def tally(res: RunResults) -> str:
 def headline(res: RunResults) -> str:
     musts = [v for v in res.verdicts if v.must and v.status in ("green", "red")]
     must_green = sum(v.status == "green" for v in musts)
-    verdict = "CONFORMS" if res.ok else "NOTHING JUDGED" if res.judged_nothing else "DOES NOT CONFORM"
+    verdict = ("CONFORMS" if res.ok else "INTERRUPTED" if res.interrupted
+               else "NOTHING JUDGED" if res.judged_nothing else "DOES NOT CONFORM")
     causes = f"{len(res.root_causes)} root cause(s) ({', '.join(c.clause for c in res.root_causes)}), " \
         if res.root_causes else ""
     line = (
@@ -92,7 +94,7 @@ def rerun_command(res: RunResults, cid: str) -> str:
         cmd += ["--profile", res.profile]
     for key in ("mutant", "dialect", "engine"):
         value = res.settings.get(key)
-        if value and (key != "dialect" or value != "kit") and (key != "engine" or value != "shape"):
+        if value and (key != "dialect" or value != DEFAULT_DIALECT):
             cmd += [f"--{key}", str(value)]
     return " ".join(shlex.quote(part) for part in [*cmd, "--clauses", cid])
 

@@ -130,20 +130,22 @@ class ClauseVerdict(Clause):
         return self.level == "MUST"
 
 
-#: Skip reasons (as the properties and fixtures word them) -> what would enable the clause.
+#: Skip reasons (as the properties and fixtures word them) -> what would enable the clause,
+#: with the options spelled as the plugin spells them (gs-conformance respells them as its
+#: own: ``conformance.options.cli_spelling``).
 ENABLERS: tuple[tuple[str, str], ...] = (
-    (r"second token|--gs-token2", "a second account's PAT: --token2 (plugin: --gs-token2)"),
-    (r"no token given", "a token: --token or $GS_TOKEN (plugin: --gs-token)"),
-    (r"--gs-max-jobs", "allow more jobs: --max-jobs N (plugin: --gs-max-jobs)"),
+    (r"second token|--gs-token2", "a second account's PAT: --gs-token2"),
+    (r"no token given", "a token: --gs-token or $GS_TOKEN"),
+    (r"--gs-max-jobs", "allow more jobs: --gs-max-jobs N"),
     (r"admin API|embedded fake with|embedded fake only",
-     "the embedded fake (run without --url): it needs the fake's admin API or one of its settings"),
+     "the embedded fake (run without --gs-url): it needs the fake's admin API or one of its settings"),
     (r"delivered this result inline|chunks delivery",
      "a server that delivers this result in chunks (the embedded fake's variants force it)"),
     (r"never seen placing|running when first seen",
-     "a job the run creates itself and sees before it is running (no --job-id)"),
-    (r"shape engine", "a real model: --engine tiny on the fake, or a real server"),
+     "a job the run creates itself and sees before it is running (no --gs-job-id)"),
+    (r"shape engine", "a real model: --gs-engine tiny on the fake, or a real server"),
     (r"not reached", "fix the red clause the property stopped at"),
-    (r"no property in this run", "run without --clauses (or name a property that checks it)"),
+    (r"no property in this run", "run without --gs-clauses (or name a property that checks it)"),
     (r"refused every candidate", "a server that accepts a request which then fails"),
     (r"working forward operation", "a server whose forward operation works, or the embedded fake"),
 )
@@ -229,6 +231,8 @@ class RunResults:
     cost: dict[str, Any] = field(default_factory=dict)
     #: Failures of shared set-up, each once (the headline counts these, not their skips).
     root_causes: list[RootCause] = field(default_factory=list)
+    #: The run was stopped (Ctrl-C) before every property ran: what it judged is a part.
+    interrupted: bool = False
 
     def by_status(self, status: Status) -> list[ClauseVerdict]:
         return [v for v in self.verdicts if v.status == status]
@@ -253,10 +257,17 @@ class RunResults:
 
     @property
     def ok(self) -> bool:
-        """Exit-status rule: nothing :meth:`failing`, no root cause, and something judged; a
+        """Exit-status rule: nothing :meth:`failing`, no binding root cause, and something judged; a
         clause this target cannot be judged on (skipped) does not fail the run unless
-        ``require_all``."""
-        return not self.failing() and not self.root_causes and not self.judged_nothing
+        ``require_all``. An interrupted run is never ok."""
+        return (not self.failing() and not self.binding_causes() and not self.judged_nothing
+                and not self.interrupted)
+
+    def binding_causes(self) -> list[RootCause]:
+        """The root causes that fail the run: all but those on a clause that cannot fail
+        this target (a ``decided`` clause against a URL, shown advisory)."""
+        by_id = {v.id: v for v in self.verdicts}
+        return [c for c in self.root_causes if c.clause not in by_id or by_id[c.clause].binding]
 
     def counts(self) -> dict[str, int]:
         out: dict[str, int] = dict.fromkeys(STATUSES, 0)
@@ -285,6 +296,7 @@ class RunResults:
             "counts": self.counts(),
             "cost": self.cost,
             "root_causes": [asdict(c) for c in self.root_causes],
+            "interrupted": self.interrupted,
             "verdicts": [{**asdict(v), "side": v.side} for v in self.verdicts],
         }
 
@@ -306,6 +318,7 @@ class RunResults:
             cost=data.get("cost", {}),
             root_causes=[RootCause(**{**c, "skipped": tuple(c.get("skipped", ()))})
                          for c in data.get("root_causes", [])],
+            interrupted=data.get("interrupted", False),
         )
 
 

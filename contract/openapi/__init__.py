@@ -48,6 +48,9 @@ ERROR_STATUSES: dict[str, str] = {
     "429": "Limit reached (Retry-After says when to try again)",
     "503": "Temporarily unavailable (Retry-After says when to try again)",
 }
+#: A call on a job in the wrong state may be refused precondition-style instead of 409
+#: (spec §3.6 names the status class, spec §5.5 the style): the any dialect's 412.
+PRECONDITION_FAILED = "The job is not in a state for this call (not running): a precondition-style refusal (spec §3.6)"
 _PARAM = re.compile(r"{([a-z_]+)}")
 _DESCRIPTIONS: dict[str, str] = {
     "job_id": "Job id (opaque to clients: the kit's are UUIDs, spec §5.1 shows others).",
@@ -177,13 +180,15 @@ def _error_statuses(route: Route) -> dict[str, str]:
         del out["415"]
     if "{job_id}" not in route.path and route.name != "create_job":
         del out["409"]
+    if "{job_id}" in route.path:
+        out["412"] = PRECONDITION_FAILED
     if route.name in ("delete_checkpoint", "export_checkpoint", "load") or route.kind != "sync":
         out["501"] = "Not implemented for this target"
     if route.name == "get_request":
         out["410"] = "The result was freed (read to the end, or pushed out by newer unread results)"
     if route.name == "cancel_job":
         out["412"] = "The job ended (terminated or failed): a precondition-style refusal (spec §5.5)"
-    return out
+    return dict(sorted(out.items()))
 
 
 #: Routes whose success status the spec never names (a create, the submissions, the

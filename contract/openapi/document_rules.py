@@ -25,12 +25,17 @@ from pydantic import BaseModel
 from contract.example_resources import SAMPLE_JOB
 from contract.idempotency import IDEMPOTENCY_KEY_HEADER
 from contract.logs import STATEMENTS_ROUTE, stage_credentials_statement
-from contract.routes import ROUTES, ROUTES_BY_NAME, Route
+from contract.routes import DEFAULT_PROFILE, ROUTES, ROUTES_BY_NAME, Route
 
 #: Calls per stateful scenario: a job's life is create, save, poll, then load/export/delete.
 STATEFUL_MAX_STEPS = 60
 #: The statuses schemathesis' positive-data check accepts by default (4.x).
 ST_DEFAULT_EXPECTED = ("2xx", "3xx", "401", "403", "404", "409", "429", "5xx")
+#: The statuses schemathesis' negative-data check accepts by default (4.x).
+ST_DEFAULT_REJECTED = ("400", "401", "403", "404", "405", "406", "409", "415", "422", "428", "429", "5xx")
+#: A call on a job in the wrong state may be refused 412 instead of 409 (spec §3.6): whatever
+#: the data, a job-scoped operation may answer it, as it may answer 409.
+PRECONDITION = "412"
 _PREFIX_PARAMS = ("database", "schema", "endpoint")
 _SUBMITS = tuple(r.name for r in ROUTES if r.kind in ("async", "stream", "either"))
 _CHECKPOINT_USERS = ("export_checkpoint", "delete_checkpoint", "load")
@@ -101,7 +106,7 @@ def _from_create(target: str) -> dict[str, Any]:
     return link
 
 
-def links(route: Route, profile: str = "proposed") -> dict[str, Any]:
+def links(route: Route, profile: str = DEFAULT_PROFILE) -> dict[str, Any]:
     """The links of ``route``'s success answer (empty when it yields no id); the current
     profile has no Idempotency-Key, so its links name none."""
     out = _links(route)
@@ -216,18 +221,25 @@ def schemathesis_config() -> str:
         "algorithms = []",
         "",
     ]
-    for refused in (r for r in ROUTES if r.refusals):
-        refusals = sorted(status for status, _ in refused.refusals)
+    for route in (r for r in ROUTES if r.refusals or "{job_id}" in r.path):
+        refusals = sorted(status for status, _ in route.refusals)
         # A refusal the kit answers 400 may come as spec §3.6's detail list with 422.
         extra = [422] if 400 in refusals else []
         statuses = list(ST_DEFAULT_EXPECTED) + [str(s) for s in refusals + extra]
+        rejected = list(ST_DEFAULT_REJECTED)
+        if "{job_id}" in route.path:
+            statuses += [PRECONDITION] if PRECONDITION not in statuses else []
+            rejected += [PRECONDITION]
         lines += [
             "[[operations]]",
-            f'include-operation-id = "{refused.name}"',
+            f'include-operation-id = "{route.name}"',
             "checks.positive_data_acceptance.expected-statuses = [{}]".format(
-                ", ".join(f'"{s}"' for s in statuses)),
-            "",
+                ", ".join(f'"{s}"' for s in dict.fromkeys(statuses))),
         ]
+        if "{job_id}" in route.path:
+            lines.append("checks.negative_data_rejection.expected-statuses = [{}]".format(
+                ", ".join(f'"{s}"' for s in rejected)))
+        lines.append("")
     return "\n".join(lines)
 
 

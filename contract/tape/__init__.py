@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import re
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -27,11 +26,13 @@ from typing import Any, TextIO, cast
 
 from contract.auth import bearer_token
 from contract.errors import REQUEST_ID_HEADER
-from contract.routes import PREFIX_TEMPLATE, ROUTES, Route
+from contract.routes import route_of_rest as match_route
+from contract.routes import split_path  # noqa: F401  (re-exported: the recorders' vocabulary)
 from contract.tape import bounds
 from contract.tape.body_store import (  # noqa: F401  (re-exported: the recorders' options)
     BODY_MODES,
     BUDGET_MIB,
+    DEFAULT_BODY_MODE,
     KEEP_BYTES,
     BodyStore,
     text_withheld,
@@ -89,27 +90,6 @@ def token_label(authorization: str | None, tokens: tuple[str, ...],
 # --- routes ---------------------------------------------------------------------------------
 
 
-def _template_regex(template: str) -> re.Pattern[str]:
-    parts = re.split(r"(\{[a-z_]+\})", template)
-    pattern = "".join(f"(?P<{p[1:-1]}>[^/]+)" if p.startswith("{") else re.escape(p) for p in parts)
-    return re.compile(pattern + "$")
-
-
-_PREFIX_RE = re.compile("^" + _template_regex(PREFIX_TEMPLATE).pattern.rstrip("$"))
-_ROUTE_RES: list[tuple[Route, re.Pattern[str]]] = sorted(
-    ((r, _template_regex(r.path)) for r in ROUTES),
-    key=lambda pair: -len(re.sub(r"\{[a-z_]+\}", "", pair[0].path)),
-)
-
-
-def split_path(path: str) -> tuple[str, str] | None:
-    """``(prefix, rest)`` for a path under the service prefix, else None."""
-    m = _PREFIX_RE.match(path)
-    if m is None:
-        return None
-    return path[: m.end()], path[m.end() :] or "/"
-
-
 def on_service(path: str) -> bool:
     """A path of the service: under its prefix, the SQL API's statements (spec §2.1), or its
     root (where the suite's reachability probe calls)."""
@@ -124,14 +104,6 @@ def admin_route(path: str) -> str | None:
     if not path.startswith("/_fake/"):
         return None
     return "admin:" + path[len("/_fake/"):].split("/", 1)[0]
-
-
-def match_route(method: str, rest: str) -> Route | None:
-    """The contract route a request path (relative to the prefix) addresses."""
-    for r, rx in _ROUTE_RES:
-        if r.method == method and rx.match(rest):
-            return r
-    return None
 
 
 # --- writing --------------------------------------------------------------------------------
@@ -167,7 +139,7 @@ class TapeWriter:
     """Appends exchanges to a tape file, thread-safely, with credentials scrubbed."""
 
     def __init__(self, path: str, source: str, tokens: Iterable[str] = (), keep_bytes: int = KEEP_BYTES,
-                 meta: Mapping[str, Any] | None = None, append: bool = False, bodies: str = "bytes",
+                 meta: Mapping[str, Any] | None = None, append: bool = False, bodies: str = DEFAULT_BODY_MODE,
                  budget_mib: float = BUDGET_MIB, warn: Callable[[str], None] | None = None) -> None:
         self.path = path
         self.tokens = tuple(t for t in tokens if t)

@@ -39,6 +39,7 @@ from contract.tape.outline import BodySink, mask, scrub_text
 KEEP_BYTES = 96 * 1024
 #: What a recorder keeps of bodies too big to keep inline: their bytes, or their skeleton.
 BODY_MODES = ("bytes", "outline")
+DEFAULT_BODY_MODE = BODY_MODES[0]
 #: Default size budget of a tape's blobs (their base64 text), MiB.
 BUDGET_MIB = 512
 
@@ -54,7 +55,7 @@ def _text_of(packed: bytes) -> str:
 class BodyStore:
     """The request-body policy of one tape: inline bytes, blobs within a budget, skeletons."""
 
-    def __init__(self, mode: str = "bytes", budget_mib: float = BUDGET_MIB, keep_bytes: int = KEEP_BYTES,
+    def __init__(self, mode: str = DEFAULT_BODY_MODE, budget_mib: float = BUDGET_MIB, keep_bytes: int = KEEP_BYTES,
                  warn: Callable[[str], None] | None = None, path: str = "") -> None:
         if mode not in BODY_MODES:
             raise ValueError(f"record bodies as {' or '.join(BODY_MODES)}, not {mode!r}")

@@ -7,7 +7,7 @@ it). The model comes from the route table (:func:`contract.routes.answer_model`)
 ``ErrorEnvelope``, a non-final chunk ``ChunkAccepted``, an operation's answer and a poll's
 result are named by the handler through :func:`expect`. A poll's JSON result is checked
 against the route's result model; an inline result frame is decoded and its object checked.
-Answers of a mutant are not checked: a mutant breaks answers on purpose.
+Answers of a fake whose rules are bent are not checked: it breaks answers on purpose.
 
 Every answer the fake gives on the contract's paths goes through the check: the route
 wrapper's (``fake_gs.http.dispatch.guarded``), the router's own 404/405 (``fake_gs.http.app``) and

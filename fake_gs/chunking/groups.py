@@ -45,7 +45,7 @@ class ChunkGroup(GroupState):
     #: Chunk indices whose bytes are being written into the buffer right now, each with
     #: the event set once that write ends (another copy of the chunk waits for it).
     arriving: dict[int, asyncio.Event] = field(default_factory=dict)
-    #: Kept only for the ``replay-double-exec`` mutant, which must run the frame again.
+    #: Kept only when the chunk rules say a replay runs the frame again (``Execute.keep_decoded``).
     decoded: Any = None
     #: Who owns the group's job (the bearer token), for the per-account caps.
     owner: str = ""

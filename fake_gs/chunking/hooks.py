@@ -1,10 +1,10 @@
-"""The chunk seam: where the chunk-protocol mutants act on the chunk-group state machine.
+"""The chunk seam: where the rules in force change the chunk-group state machine.
 
 A ``chunk:`` seam point either waives one named rule of :mod:`fake_gs.chunking.machine` (the
 machine then decides as if the rule did not exist) or transforms the decision it reached
 (what an ``Ack``, ``Execute`` or ``Replay`` does). The chunk protocol asks only this seam;
-which mutant names which point (and the clauses it breaks) is the mutant table's business,
-``fake_gs/ops/mutants.py``.
+which row names which point (and the clauses it breaks) is the table's business
+(``fake_gs/ops/``).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ WAIVERS: frozenset[str] = cm.RULES
 
 
 Transform = Callable[[cm.Decision], cm.Decision]
-#: The decisions a mutant changes.
+#: The decisions a ``chunk:`` point changes.
 Changed = TypeVar("Changed", cm.Ack, cm.Execute, cm.Replay)
 
 

@@ -5,14 +5,14 @@ and the server's limits, :func:`decide` answers what happens to the chunk: ``Ack
 progress answered), ``Execute`` (the final chunk: reassemble and run once), ``Replay``
 (the final chunk of a group that already ran: its original execution) or ``Refuse`` (a
 contract error). Nothing here touches HTTP, asyncio, the store or a clock, so every rule
-is tested on plain values; the handler (``fake_gs/http/handlers/frame_requests.py``) gathers the facts
+is tested on plain values; the intake (``fake_gs/chunking/intake.py``) gathers the facts
 under the store lock and carries the decision out.
 
 ``Reclaim`` (the server's budgets hold a new group once room is taken back from accounts
-over their fair share) asks the handler to free that room and decide again.
+over their fair share) asks the intake to free that room and decide again.
 
-A rule a mutant may waive has a name (:data:`RESTART`, :data:`CAPS`, ...); the mutants
-name the rules they waive and the decisions they transform in ``fake_gs/chunking/hooks.py``.
+A rule that may be waived has a name (:data:`RESTART`, :data:`CAPS`, ...); the rules in
+force name the ones they waive and the decisions they transform in ``fake_gs/chunking/hooks.py``.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ if TYPE_CHECKING:  # the machine reads only the chunk caps of the fake's setting
 #: FAILED is a group whose execution was refused.
 OPEN, FINALIZING, DONE, FAILED = "open", "finalizing", "done", "failed"
 
-#: Rules a mutant may waive, by name.
+#: Rules that may be waived, by name.
 RESTART = "restart"  # a first-seen group starts at chunk 0 (CG-RESTART-1)
 CAPS = "caps"  # open groups and buffered bytes are capped (LIMIT-GROUPS-1)
 ACCOUNT_CAPS = "account-caps"  # ... per account too, and server budgets shared fairly (LIMIT-ACCOUNT-1)
@@ -119,7 +119,7 @@ class Ack:
     keep: bool
     #: Set when the group is new: open it with this chunk range size and record it.
     new_range_size: int | None = None
-    #: Mutant only: the progress answer carries a request id (CG-NONFINAL-1).
+    #: Bent only: the progress answer carries a request id (CG-NONFINAL-1).
     leak_request_id: bool = False
 
 
@@ -134,7 +134,7 @@ class Execute:
     verify_sha: bool = True
     release_bytes: bool = True
     frame_limits: bool = True
-    #: Keep the decoded frame so a replay can run it again (mutant only).
+    #: Keep the decoded frame so a replay can run it again (bent only).
     keep_decoded: bool = False
 
 
@@ -151,9 +151,9 @@ class Reclaim:
 class Replay:
     """The final chunk of a group that already ran: the original execution's request."""
 
-    #: Mutant only: run the frame again instead (CG-IDEM-1).
+    #: Bent only: run the frame again instead (CG-IDEM-1).
     execute_again: bool = False
-    #: Mutant only, with ``execute_again``: answer the original request all the same, so
+    #: Bent only, with ``execute_again``: answer the original request all the same, so
     #: only the re-run's effect (the next step's micro-batch count) shows it.
     quietly: bool = False
 
@@ -338,7 +338,7 @@ def decide(chunk: Chunk, group: GroupState | None, limits: Limits, usage: Usage 
            waived: Set[str] = frozenset()) -> Decision:
     """What happens to ``chunk`` given its group (None: not known here).
 
-    ``usage`` matters only when the group is new; ``waived`` names rules a mutant turns off.
+    ``usage`` matters only when the group is new; ``waived`` names rules switched off.
     The descriptor itself is judged first, by :func:`descriptor_refusal`."""
     gid, idx, _ = chunk.position
     if chunk.differs_from_stored:

@@ -1,6 +1,6 @@
 """The chunk groups of every job: lookup, idle expiry, loss (fault injection) and usage.
 
-The protocol of one group (accept, ack, execute, replay) lives with the frame handlers;
+The protocol of one group (accept, ack, execute, replay) lives in the intake (``intake``);
 this registry only keeps the groups per job, measures what each account holds, and frees
 them (idle, lost, or reclaimed for another account's fair share). It shares the store's
 lock.

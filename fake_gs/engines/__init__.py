@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from fake_gs.ops.seams import EngineQuirk
 
 #: name -> "module:Class"; each class takes ``seed`` as its first argument (and ``quirks=``,
-#: the ``engine:`` seam points of a mutant living in that engine, fake_gs/ops/seams.py).
+#: the ``engine:`` seam points in force, fake_gs/ops/seams.py).
 ENGINES: dict[str, str] = {
     "shape": "fake_gs.engines.shape:ShapeEngine",
     "tiny": "fake_gs.engines.tiny:TinyEngine",
@@ -32,7 +32,7 @@ def start_up_notes(name: str) -> list[str]:
 
 def load_engine(name: str, seed: int = 0, quirks: frozenset[EngineQuirk] = frozenset()) -> Engine:
     """Import and build the engine registered as ``name``, with the numeric ``quirks`` of a
-    mutant living in it (the settings refuse a mutant of another engine)."""
+    variation living in it (the settings refuse one of another engine)."""
     try:
         target = ENGINES[name]
     except KeyError:

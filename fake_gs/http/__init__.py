@@ -5,7 +5,8 @@
 internals its body bypass reads are fenced in ``h11_internals``); ``middleware``
 adds the request id and the log line; ``routing`` turns ``contract.routes`` into routes;
 ``dispatch`` is the wrapper every service route passes (auth, faults, refusals);
-``body`` and ``frame_body`` read request bodies as they arrive; ``auth`` maps tokens to
+``body`` reads request bodies as they arrive (an octet body goes on to
+``fake_gs.chunking.intake``); ``auth`` maps tokens to
 accounts; ``idempotency`` answers a repeated ``Idempotency-Key``; ``admin`` serves
 ``/_fake/``; ``recording`` writes what arrives to a parity tape; ``app_state`` is what one running fake holds; ``handlers/`` has one module
 per group of routes.

@@ -91,7 +91,7 @@ def admin_job(state: AppState, request: Request) -> JobRec:
         job = state.store.jobs.get(name)
     else:
         owner = state.accounts.owner_of(account, state.settings.tokens)
-        key = state.store.key_for(owner, name) if owner is not None else None
+        key = state.store.table.key_for(owner, name) if owner is not None else None
         job = state.store.jobs.get(key) if key is not None else None
     if job is None:
         raise ApiError(ErrorCode.JOB_NOT_FOUND, f"job {name!r} not found")
@@ -106,8 +106,8 @@ async def force_job_state(state: AppState, request: Request, body: BodyReader) -
                        [{"loc": ["status"], "msg": "required string", "type": "missing"}])
     reason = data.get("reason") or ""
     job = admin_job(state, request)
-    state.store.force_state(job, status, str(reason))
-    return json_response({"job_id": job.job_id, "status": state.store.status(job), "reason": job.reason})
+    state.store.table.force_state(job, status, str(reason))
+    return json_response({"job_id": job.job_id, "status": state.store.table.status(job), "reason": job.reason})
 
 
 async def hold_job(state: AppState, request: Request, body: BodyReader) -> Response:
@@ -215,7 +215,7 @@ async def mutants(state: AppState, request: Request, body: BodyReader) -> Respon
 
 
 async def export_download(state: AppState, request: Request, body: BodyReader) -> Response:
-    rec = state.store.export(request.path_params["token"])
+    rec = state.store.table.export(request.path_params["token"])
     if rec is None:
         raise ApiError(ErrorCode.NOT_FOUND, "export not found or expired")
     return Response(rec.data, media_type="application/octet-stream",

@@ -70,7 +70,7 @@ async def sweep_groups(state: AppState) -> None:
     while True:
         await asyncio.sleep(interval)
         try:
-            state.store.expire_groups()
+            state.store.chunk_groups.expire()
         except Exception:  # never let the sweeper die: log and keep sweeping
             logging.getLogger("fake_gs").exception("chunk group sweep failed")
 

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from fake_gs.answers.check import require_in_tests
+from fake_gs.answers.forms import FormsOutward
 from fake_gs.clock import SYSTEM_CLOCK, Clock
 from fake_gs.engines import load_engine
 from fake_gs.http.body import InflightBudget
@@ -22,7 +23,7 @@ class AppState:
     settings: FakeSettings
     store: Store
     faults: FaultInjector
-    #: Jobs the ``refusal-wedges-job`` mutant stopped serving after a hostile frame.
+    #: Jobs stopped serving after a hostile frame (the bend ``refusal-wedges-job``).
     wedged: set[str] = field(default_factory=set)
     #: Service tokens minted at run time, and the per-account traffic log (``--traffic``).
     accounts: Accounts = field(default_factory=Accounts)
@@ -44,7 +45,7 @@ class AppState:
         ``seed_resources``: what the store holds from the start and after each reset."""
         require_in_tests(settings.validate_answers)
         store = Store(settings, lambda: load_engine(settings.engine, settings.seed, settings.seams.engine_quirks()), clock,
-                      seed_resources=seed_resources)
+                      seed_resources=seed_resources, outward=FormsOutward(settings.forms))
         if settings.faults:
             faults = FaultInjector.from_file(settings.faults, settings.seed)
         else:

@@ -22,7 +22,6 @@ from contract.models import ErrorEnvelope
 from contract.routes import Route
 from fake_gs.answers import check as answers
 from fake_gs.answers import forms as dialect
-from fake_gs.answers import forms_any
 from fake_gs.answers.refusals import ApiError, envelope
 from fake_gs.http.app_state import AppState
 from fake_gs.http.auth import authenticate
@@ -113,7 +112,7 @@ async def peek_chunk_index(state: AppState, body: BodyReader) -> tuple[int, int]
 def path_job_key(state: AppState, request: Request, owner: str) -> str | None:
     """The key of the caller's job the path names (job ids are per account), or None."""
     job_id = request.path_params.get("job_id")
-    return state.store.key_for(owner, job_id) if isinstance(job_id, str) else None
+    return state.store.table.key_for(owner, job_id) if isinstance(job_id, str) else None
 
 
 async def apply_fault(state: AppState, action: FaultAction, body: BodyReader, job_key: str | None) -> Response | None:
@@ -121,7 +120,7 @@ async def apply_fault(state: AppState, action: FaultAction, body: BodyReader, jo
     if action.delay_s > 0:
         await asyncio.sleep(action.delay_s)
     if action.lose_group and job_key is not None:
-        lost = state.store.lose_groups(job_key)
+        lost = state.store.chunk_groups.lose(job_key)
         log.info("fault: forgot %d open chunk group(s) of job %s", lost, job_key)
     if action.drop:
         await body.drain()
@@ -144,7 +143,7 @@ def guarded(state: AppState, route: Route | None, response: Response, scope: Mut
     """The answer check (:mod:`fake_gs.answers.check`) where it is on: ``response``, or the 500
     that replaces an answer that does not validate (counted as an internal error).
     ``route`` is None for the answers no contract route gives (the router's 404/405)."""
-    if not state.settings.validate_answers or state.settings.mutant is not None:
+    if not state.settings.validate_answers or state.settings.seams.points:  # bent on purpose: unchecked
         return response
     checked = answers.checked(route, response, scope)
     if checked is not response:
@@ -157,7 +156,7 @@ def make_endpoint(state: AppState, route: Route, handler: Handler) -> Callable[[
     async def endpoint(request: Request) -> Response:
         response = await serve(state, route, handler, request)
         if state.settings.dialect == "any" and route.name != "get_request":
-            response = forms_any.decorate(state.settings.forms, response)
+            response = dialect.decorate(state.settings.forms, response)
         return guarded(state, route, response, request.scope)
 
     endpoint.__name__ = route.name
@@ -178,7 +177,7 @@ async def serve(state: AppState, route: Route, handler: Handler, request: Reques
             if injected is not None:
                 return injected
         if state.wedged and path_job_key(state, request, owner) in state.wedged:
-            raise ApiError(ErrorCode.UNAVAILABLE, "job stopped serving after a malformed frame (mutant)")
+            raise ApiError(ErrorCode.UNAVAILABLE, "job stopped serving after a malformed frame (bent on purpose)")
         response = await keyed(state, route, request, owner, body,
                                lambda: handler(Ctx(state, request, route, owner, body)))
         if action is not None and action.lose_answer:

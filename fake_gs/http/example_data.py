@@ -22,6 +22,7 @@ from contract.example_resources import (
 from contract.models import CreateJobRequest
 from fake_gs.http.auth import ANONYMOUS
 from fake_gs.state.records import CheckpointRec, JobRec
+from fake_gs.state.training import save_result
 
 if TYPE_CHECKING:
     from fake_gs.state.store import Store
@@ -39,7 +40,7 @@ def hold_example_data(store: Store) -> None:
     _register(store, owner, EXAMPLE_CANCEL_JOB_ID)
     for checkpoint_id in (EXAMPLE_CHECKPOINT_ID, EXAMPLE_DELETE_CHECKPOINT_ID):
         _save(store, job, checkpoint_id)
-    store.submit(job, "save", lambda: _save(store, job, EXAMPLE_CHECKPOINT_ID), request_id=EXAMPLE_REQUEST_ID)
+    store.queue.submit(job, "save", lambda: _save(store, job, EXAMPLE_CHECKPOINT_ID), request_id=EXAMPLE_REQUEST_ID)
     _import_the_exporter()
 
 
@@ -56,19 +57,16 @@ def _import_the_exporter() -> None:
 def _register(store: Store, owner: str, job_id: str) -> JobRec:
     """A job of the document's sample body under ``job_id``, known to the engine."""
     body = CreateJobRequest.model_validate(SAMPLE_JOB)
-    job = store.new_job(owner, body, job_id)
+    job = store.table.new_job(owner, body, job_id)
     store.engine.create_job(job.job_id, list(body.sub_job_configs), job.seed, [s.sub_job_id for s in job.sub_jobs])
-    store.register_job(job)
+    store.table.register_job(job)
     return job
 
 
 def _save(store: Store, job: JobRec, checkpoint_id: str) -> dict[str, Any]:
     """Save ``job``'s training sub-job as ``checkpoint_id``; the save's result as a poll shows it."""
-    # Imported here: the handlers import the store, which imports this module.
-    from fake_gs.http.handlers.training import save_result
-
     training = next(sub for sub in job.sub_jobs if sub.job_type == "training")
     snapshot = store.engine.save(job.job_id, _CHECKPOINT_TYPE)
-    store.add_checkpoint(job, CheckpointRec(checkpoint_id, job.global_steps, job.last_loss, store.clock.time(),
+    store.table.add_checkpoint(job, CheckpointRec(checkpoint_id, job.global_steps, job.last_loss, store.clock.time(),
                                             _CHECKPOINT_TYPE, snapshot, training.config.n_gpus))
     return save_result(job.public_id, checkpoint_id, _CHECKPOINT_TYPE, job.global_steps)

@@ -31,7 +31,7 @@ class PathRoute(Route):
     def __init__(self, path: str, endpoints: dict[str, Endpoint], name: str,
                  one_route: Callable[[], bool] = lambda: False) -> None:
         self.by_method = dict(endpoints)
-        #: The ``allow-one-route`` mutant: a 405 lists the first route's method only.
+        #: The bend ``allow-one-route``: a 405 lists the first route's method only.
         self.one_route = one_route
 
         async def endpoint(request: Request) -> Response:
@@ -90,7 +90,7 @@ def _sample(template: str) -> str:
 def path_routes(specs: Sequence[Spec], endpoint_of: Callable[[Spec], Endpoint],
                 hot: Sequence[str] = (), one_route: Callable[[], bool] = lambda: False) -> list[BaseRoute]:
     """One :class:`PathRoute` per distinct path; ``hot`` route names are tried first;
-    ``one_route`` says when the ``allow-one-route`` mutant is on."""
+    ``one_route`` says when the bend ``allow-one-route`` is on."""
     grouped: dict[str, dict[str, Endpoint]] = {}
     names: dict[str, list[str]] = {}
     for spec in specs:

@@ -228,14 +228,18 @@ class Seams:
 
     mutant: str | None
     points: frozenset[tuple[str, str]]
+    #: The rules switched off and the behaviours bent (``rule in seams.waived`` is
+    #: ``not seams.enforces(rule)``).
+    waived: frozenset[str] = frozenset()
+    bent: frozenset[str] = frozenset()
 
     def enforces(self, rule: Rule) -> bool:
         """Is ``rule`` in force (not waived by the running mutant)?"""
-        return ("waive", rule) not in self.points
+        return rule not in self.waived
 
     def bends(self, bend: Bend) -> bool:
         """Does the running mutant bend the behaviour at ``bend``?"""
-        return ("bend", bend) in self.points
+        return bend in self.bent
 
     def rewrite(self, point: Rewrite, value: T) -> T:
         """``value`` as it goes out at ``point``: rewritten when the running mutant acts there."""
@@ -258,7 +262,9 @@ def seams_for(mutant: str | None) -> Seams:
     no point bent)."""
     row = MUTANTS.get(mutant or "")
     points = frozenset(_split(point) for point in row.seams) if row is not None else frozenset()
-    return Seams(mutant if row is not None else None, points)
+    return Seams(mutant if row is not None else None, points,
+                 frozenset(name for seam, name in points if seam == "waive"),
+                 frozenset(name for seam, name in points if seam == "bend"))
 
 
 def unknown_points() -> list[str]:

@@ -1,8 +1,8 @@
 """Create-time rules the real service enforces (spec §8, §6.5), kept out of the handlers.
 
 Why here: a fake that accepts a config the service refuses hides the client's bug until
-production. Each check raises :class:`ApiError` with the field it blames; a rule a mutant
-may waive asks its seam (``fake_gs/ops/seams.py``).
+production. Each check raises :class:`ApiError` with the field it blames; a rule that may be
+waived asks its seam (``fake_gs/ops/seams.py``).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from fake_gs.ops.seams import Rule, Seams
 from fake_gs.state.records import CheckpointRec
 
 Loc = tuple[str | int, ...]
-#: The create-time config rules a mutant may waive -> the clause each one's problems carry.
+#: The create-time config rules that may be waived -> the clause each one's problems carry.
 CONFIG_RULES = {
     Rule.SP_SIZE: "JOBV-SP-1",
     Rule.OFFLOAD_MODE: "JOBV-OFFLOAD-1",
@@ -45,7 +45,7 @@ def requested_job_id(body: CreateJobRequest, seams: Seams) -> str | None:
 
 def check_config_rules(body: CreateJobRequest, own_job_id: str | None, seams: Seams) -> None:
     """400 naming every field that breaks a create-time config rule (contract.jobrules),
-    except a rule the running mutant waives."""
+    except a rule waived."""
     dropped = {clause for rule, clause in CONFIG_RULES.items() if not seams.enforces(rule)}
     problems = [p for p in config_problems(body, own_job_id) if p.clause not in dropped]
     if problems:

@@ -233,7 +233,7 @@ class ExecutionLogs:
     def publish(self, job: JobRec, lines: list[dict[str, Any]], *, empty: bool = False) -> StageCredentials:
         """Write the job's files to its account's bucket; answer the run's credentials.
 
-        ``empty`` is the ``logs-stage-empty`` mutant: nothing written.
+        ``empty`` is the bend ``stage-logs-unwritten``: nothing written.
         """
         stage = self.stage()
         prefix = stage_prefix(job)

@@ -46,7 +46,7 @@ class KeyStore:
         self.replays = 0
         self.conflicts = 0
         self.executed = 0
-        #: Last stored answer per account (the ``idempotency-crossed-answer`` mutant's source).
+        #: Last stored answer per account (what the bend ``key-crossed-answer`` answers).
         self.latest: dict[str, Entry] = {}
 
     def lookup(self, owner: str, key: str, now: float) -> Entry | None:

@@ -26,22 +26,22 @@ from contract.states import (
     JobState,
     normalize_job_state,
 )
-from fake_gs.answers import forms_any
 from fake_gs.answers.refusals import ApiError
 from fake_gs.clock import Clock
 from fake_gs.ops.seams import Bend, Rule
 from fake_gs.settings import FakeSettings
+from fake_gs.state.outward import KIT_OUTWARD, Outward
 from fake_gs.state.records import CheckpointRec, ExportRec, JobRec, SubJobRec
 
 #: Start-up states a read may advance (the last of JOB_STARTUP_ORDER is where it ends).
 STARTING = JOB_STARTUP_ORDER[:-1]
 #: States in which a job takes no new work: ended, or being cancelled.
 JOB_ENDED_OR_ENDING = JOB_TERMINAL | {JobState.CANCELLING}
-#: How long a cancelled job shows ``cancelling`` at most (contract.forms cancelling-visible).
+#: How long a cancelled job shows ``cancelling`` at most (``Outward.shows_cancelling``).
 CANCELLING_SHOWN_S = 1.0
 #: Joins a public id and a counter into the key of a job whose name another account's job
 #: already has as its key. No id the fake or a caller makes holds one (caller ids are UUIDs,
-#: forms_any.new_job_id makes hex and ``-``), and a key stays valid wherever it goes: a
+#: the outward job ids are hex and ``-``), and a key stays valid wherever it goes: a
 #: URL path segment (the admin API) and an IAM role name (the log stage's per-run role).
 KEY_SEPARATOR = "."
 
@@ -53,8 +53,10 @@ class JobTable:
     per account, see :class:`~fake_gs.state.records.JobRec`); ``end_job`` is the store's (it
     frees requests and chunk groups as well)."""
 
-    def __init__(self, settings: FakeSettings, clock: Clock, lock: threading.RLock, end_job: EndJob) -> None:
+    def __init__(self, settings: FakeSettings, clock: Clock, lock: threading.RLock, end_job: EndJob,
+                 outward: Outward = KIT_OUTWARD) -> None:
         self.settings = settings
+        self.outward = outward
         self.clock = clock
         self.lock = lock
         self._end_job = end_job
@@ -85,7 +87,7 @@ class JobTable:
             if job_id is not None and self._name_taken(owner, job_id):
                 raise ApiError(ErrorCode.JOB_CONFLICT, f"a job with id {job_id!r} already exists")
             while job_id is None:  # an id of the fake's: unused as a name and as a key
-                job_id = forms_any.new_job_id(self.settings.forms)
+                job_id = self.outward.job_id()
                 if self._key_taken(job_id) or (owner, job_id) in self._names:
                     job_id = None
             key = self._free_key(job_id)
@@ -114,7 +116,7 @@ class JobTable:
         return job
 
     def _name_taken(self, owner: str, job_id: str) -> bool:
-        """Does the caller hold a job of this id (any account, for the ``job-ids-global`` mutant)?"""
+        """Does the caller hold a job of this id (any account, when the rule ``job-ids-per-account`` is waived)?"""
         if not self.settings.seams.enforces(Rule.JOB_IDS_PER_ACCOUNT):
             return any(name == job_id for _, name in self._names)
         return (owner, job_id) in self._names
@@ -240,7 +242,7 @@ class JobTable:
         return last if elapsed >= timing.amount else int(last * elapsed / timing.amount)
 
     def _settle_cancel(self, job: JobRec, shown: bool) -> None:
-        """Spec dialect: ``cancelling`` is seen once (by a GET, or for a second), then the job
+        """When the outward form shows it: ``cancelling`` is seen once (by a GET, or for a second), then the job
         is ``cancelled``; its work was already stopped and its GPUs freed (end_job)."""
         assert job.cancelling_until is not None
         now = self.clock.monotonic()
@@ -282,6 +284,27 @@ class JobTable:
                 "available_gpus": max(0, total - in_use),
             }
 
+    # --- what training does to a job -------------------------------------------------------
+
+    def trained(self, job: JobRec, loss: float) -> None:
+        """A forward-backward ran: the job's last loss (a save keeps it with the checkpoint)."""
+        with self.lock:
+            job.last_loss = loss
+
+    def stepped(self, job: JobRec) -> int:
+        """What a step does to a job: one more global step (STEP-COUNT-1); its count."""
+        with self.lock:
+            if Rule.STEP_COUNTS not in self.settings.seams.waived:
+                job.global_steps += 1
+            return job.global_steps
+
+    def restored(self, job: JobRec, ckpt: CheckpointRec) -> int:
+        """A load ran: the job is back at the checkpoint's global step (SAVE-LOAD-1); its count."""
+        with self.lock:
+            if Rule.LOAD_RESTORES_STEPS not in self.settings.seams.waived:
+                job.global_steps = ckpt.global_steps
+            return job.global_steps
+
     # --- ending ---------------------------------------------------------------------------
 
     def cancel(self, job: JobRec) -> None:
@@ -295,7 +318,7 @@ class JobTable:
                 return
             if status in JOB_CANCELLABLE:
                 self._end_job(job, JobState.CANCELLED.value, "cancelled by user")
-                if self.settings.forms.use("cancelling-visible", job.public_id) or self.settings.seams.bends(Bend.CANCELLING_LINGERS):
+                if self.outward.shows_cancelling(job.public_id) or self.settings.seams.bends(Bend.CANCELLING_LINGERS):
                     job.status = JobState.CANCELLING.value
                     job.cancelling_until = self.clock.monotonic() + CANCELLING_SHOWN_S
                 return

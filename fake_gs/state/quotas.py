@@ -93,7 +93,7 @@ def check_job_room(store: Store, owner: str, cost: int) -> None:
     or take the configs kept (``cost`` bytes more, :func:`weigh_config`) past the account's
     ``max_account_config_bytes`` or every account's ``max_config_bytes_total``."""
     settings = store.settings
-    held = store.held_jobs()  # jobs being created count: a create awaits the engine
+    held = store.table.held()  # jobs being created count: a create awaits the engine
     jobs = [j for j in held if j.owner == owner]
     used = sum(j.config_bytes for j in jobs)
     used_total = sum(j.config_bytes for j in held)

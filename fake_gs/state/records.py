@@ -103,7 +103,7 @@ class RequestRec:
     group_id: str | None = None
     waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = field(default_factory=list)
     done_event: threading.Event = field(default_factory=threading.Event)
-    #: ``unstable-cursor`` mutant: how often each cursor offset was read.
+    #: How often each cursor offset was read (the cursor bends).
     cursor_reads: dict[int, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -148,7 +148,7 @@ class JobRec:
     results_bytes: int = 0
     #: Index (as tail-logs cursors count) of ``logs[0]``: old lines are dropped past a cap.
     log_base: int = 0
-    #: The spec dialect shows a cancelled job as ``cancelling`` to its first GET (or until
+    #: The outward form may show a cancelled job as ``cancelling`` to its first GET (or until
     #: this time passes), then ``cancelled``; None: no such passage.
     cancelling_until: float | None = None
     #: JSON bytes of the create body this job keeps (its account's share, fake_gs.state.quotas).

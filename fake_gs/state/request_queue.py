@@ -12,11 +12,12 @@ import logging
 import threading
 from collections import Counter
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 from contract.errors import ErrorCode, error_body
-from contract.states import JOB_TERMINAL, RequestState
-from fake_gs.answers import delivery, forms_any
+from contract.states import JOB_TERMINAL, REQUEST_IN_FLIGHT, REQUEST_TERMINAL, RequestState
+from fake_gs.answers import delivery
+from fake_gs.answers.check import dumps
 from fake_gs.answers.refusals import ApiError
 from fake_gs.clock import Clock
 from fake_gs.ops.seams import Bend, Rule
@@ -24,6 +25,7 @@ from fake_gs.settings import FakeSettings
 from fake_gs.state import result_retention
 from fake_gs.state.executor import Executors
 from fake_gs.state.job_table import JOB_ENDED_OR_ENDING
+from fake_gs.state.outward import KIT_OUTWARD, Outward
 from fake_gs.state.records import JobRec, RequestRec
 
 log = logging.getLogger("fake_gs.state.store")
@@ -34,12 +36,27 @@ INPUT_ERRORS = (ValueError, LookupError, TypeError, RuntimeError, ArithmeticErro
 Outcome = tuple[dict[str, Any] | None, delivery.Delivered | None, list[dict[str, Any]]]
 
 
+class Page(NamedTuple):
+    """What one poll shows of a request (spec §6.8): its status, its result JSON (``b"null"``
+    for none), one page of its events, the cursor to the next page, its error, its times."""
+
+    request_id: str
+    status: str
+    result: bytes
+    events: list[bytes]
+    cursor: str | None
+    error: Any
+    created_at: float
+    updated_at: float
+
+
 class RequestQueue:
     """Requests by id, under the store's lock; ``jobs`` is the job table's dict."""
 
     def __init__(self, settings: FakeSettings, clock: Clock, lock: threading.RLock,
-                 executors: Executors, jobs: dict[str, JobRec]) -> None:
+                 executors: Executors, jobs: dict[str, JobRec], outward: Outward = KIT_OUTWARD) -> None:
         self.settings = settings
+        self.outward = outward
         self.clock = clock
         self.lock = lock
         self.executors = executors
@@ -51,7 +68,7 @@ class RequestQueue:
         #: Requests whose work ran (at-most-once proofs compare it with client successes).
         self.executed_by_op: Counter[str] = Counter()
         self.internal_errors = 0
-        #: The load mutants' state: steps picked to run twice, crowded submits seen.
+        #: The crowded bends' state: steps picked to run twice, crowded submits seen.
         self._run_twice: set[str] = set()
         self._crowded = 0
 
@@ -61,7 +78,7 @@ class RequestQueue:
                stream: bool = False, group_id: str | None = None, request_id: str | None = None) -> RequestRec:
         """Queue ``work`` on the job's serial executor and return its request record (a
         ``request_id`` chosen by the caller: the document's example request, fake_gs.http.example_data)."""
-        rid = request_id or forms_any.new_request_id(self.settings.forms)
+        rid = request_id or self.outward.request_id()
         req = RequestRec(request_id=rid, job_id=job.job_id, op=op, created_at=self.clock.time(),
                          work=work, force_frame=force_frame, stream=stream, group_id=group_id)
         with self.lock:
@@ -70,7 +87,7 @@ class RequestQueue:
             if job.status in JOB_ENDED_OR_ENDING and self.settings.seams.enforces(Rule.LATE_BODY_REFUSED):
                 raise ApiError(ErrorCode.JOB_NOT_RUNNING,
                                f"job {job.public_id} is {job.status}: it ended before the call's body arrived")
-            self._load_mutants(req)
+            self._crowded_bends(req)
             self.requests[req.request_id] = req
             self.requests_submitted += 1
             job.requests_total += 1
@@ -78,8 +95,8 @@ class RequestQueue:
             self.executors.queue(job.job_id).submit(lambda: self.execute(req))
         return req
 
-    def _load_mutants(self, req: RequestRec) -> None:
-        """The load mutants, acting only while another request is in flight on the
+    def _crowded_bends(self, req: RequestRec) -> None:
+        """The crowded bends, acting only while another request is in flight on the
         server (queued or running, any job), as a server that breaks under concurrency would.
         Called under the lock; the scan of every request costs only while one is active."""
         crowded = self.settings.seams.bends(Bend.CROWDED_500) and req.op in ("step", "save")
@@ -113,7 +130,7 @@ class RequestQueue:
             req.started = True
             req.updated_at = self.clock.time()
         outcome = self._run(req, work)
-        if req.request_id in self._run_twice:  # mutant concurrent-step-twice
+        if req.request_id in self._run_twice:  # bend crowded-step-twice
             with self.lock:
                 self._run_twice.discard(req.request_id)
                 self.executed_by_op[req.op] += 1
@@ -125,14 +142,12 @@ class RequestQueue:
         """Call ``work`` outside the lock; an error becomes the request's error body."""
         try:
             result = work()
-            forms, key = self.settings.forms, req.request_id
+            outward, key = self.outward, req.request_id
             if req.stream:
-                return None, None, [forms_any.result(forms, f"{key}/{i}", e) for i, e in enumerate(result)]
+                return None, None, [outward.result(f"{key}/{i}", e) for i, e in enumerate(result)]
             s = self.settings
-            mode = s.result_delivery
-            if mode == "auto":
-                mode = forms.pick("result-delivery", ("auto", "inline", "chunks"), key)
-            return None, delivery.prepare(forms_any.result(forms, key, result), force_frame=req.force_frame,
+            mode = outward.delivery(s.result_delivery, key)
+            return None, delivery.prepare(outward.result(key, result), force_frame=req.force_frame,
                                           mode=mode, chunk_bytes=s.result_chunk_bytes), []
         except ApiError as exc:
             return exc.body(), None, []
@@ -207,6 +222,83 @@ class RequestQueue:
         if req.error is not None:
             return RequestState.FAILED.value
         return (RequestState.STREAMING if req.stream else RequestState.DONE).value
+
+    # --- polling (spec §6.8, §9.4) ---------------------------------------------------------
+
+    def begin_poll(self, req: RequestRec) -> asyncio.Future[None] | None:
+        """Count a poll of ``req``; a future resolved when it executes, if it is due but has
+        not run yet (the poll waits for it briefly, so an ``instant`` request is terminal
+        on the first poll after it completes)."""
+        with self.lock:
+            req.polls += 1
+            due = req.final_status is None and not req.executed and self.gate_passed(req)
+        return self.waiter(req) if due else None
+
+    def poll(self, job: JobRec, req: RequestRec, offset: int, max_events: int) -> Page:
+        """What this poll shows: a terminal status is fixed by the poll that first shows it;
+        a done result read to its end is freed after its grace (``result_retention``)."""
+        bent = self.settings.seams.bent
+        with self.lock:
+            status = self.status(req)
+            result, error, events, cursor = b"null", None, [], None
+            inflight_empty = Bend.INFLIGHT_RESULT_EMPTY in bent
+            if inflight_empty and status == RequestState.DONE and req.polls <= 1 and not req.stream:
+                status = RequestState.RUNNING  # its first poll shows it in flight, whatever its pace
+            if status == RequestState.STREAMING:
+                events = self._drain_stream(req, max_events, bent)
+                if not req.stream_events:
+                    status = RequestState.DONE
+            elif status == RequestState.DONE:
+                status, result, events, cursor = self._done(job, req, offset, max_events, bent)
+            elif status == RequestState.FAILED:
+                error = req.error
+            elif status in REQUEST_IN_FLIGHT and (inflight_empty or self.outward.empty_while_in_flight()):
+                result = b"{}"  # spec §6.8's own empty form, on a page of a request still in flight
+            if status in REQUEST_TERMINAL and req.final_status is None:
+                req.final_status = status
+                req.updated_at = max(req.updated_at, req.created_at)
+            return Page(req.request_id, status, result, events, cursor, error, req.created_at, req.updated_at)
+
+    def _page(self, req: RequestRec, offset: int, max_events: int, bent: frozenset[str]) -> tuple[list[bytes], str | None]:
+        events = req.events_raw or []
+        if Bend.CURSOR_SHIFTS in bent:
+            reads = req.cursor_reads[offset] = req.cursor_reads.get(offset, 0) + 1
+            offset = min(len(events), offset + reads - 1)
+        if Bend.CURSOR_PAGE_CONSUMED in bent:
+            reads = req.cursor_reads[offset] = req.cursor_reads.get(offset, 0) + 1
+            if reads > 1:
+                return [], None
+        size = self.outward.page_size(req.request_id, offset, max_events, len(events) - offset)
+        page = events[offset : offset + size]
+        end = offset + len(page)
+        return page, delivery.encode_cursor(req.request_id, end) if end < len(events) else None
+
+    def _drain_stream(self, req: RequestRec, max_events: int, bent: frozenset[str]) -> list[bytes]:
+        count = min(max_events, len(req.stream_events))
+        if Bend.STREAM_EVENTS_REPEATED in bent and not req.cursor_reads.get(-1):
+            req.cursor_reads[-1] = 1
+            return [dumps(e) for e in list(req.stream_events)[:count]]
+        return [dumps(req.stream_events.popleft()) for _ in range(count)]
+
+    def _done(self, job: JobRec, req: RequestRec, offset: int, max_events: int, bent: frozenset[str]
+              ) -> tuple[str, bytes, list[bytes], str | None]:
+        """A done request's (status, result JSON, events, cursor); frees it once read to the end."""
+        if req.expired:
+            raise ApiError(ErrorCode.RESULT_EXPIRED,
+                           f"the result of request {req.request_id} was freed (read to the end, or the job's "
+                           "unread results passed their cap); it cannot be polled again")
+        if req.events_raw is not None:
+            events, cursor = self._page(req, offset, max_events, bent)
+            if cursor is None:
+                result_retention.read_to_end(self.settings, job, req, self.clock.monotonic())
+            return RequestState.DONE, b"null", events, cursor
+        if req.stream:
+            return RequestState.DONE, b"null", self._drain_stream(req, max_events, bent), None
+        raw = req.result_raw if req.result_raw is not None else b"{}"
+        if raw == b"{}" and self.outward.null_for_empty(req.request_id):
+            raw = b"null"  # spec §6.8: a successful request with no result (the client reads {})
+        result_retention.read_to_end(self.settings, job, req, self.clock.monotonic())
+        return RequestState.DONE, raw, [], None
 
     # --- cancellation ---------------------------------------------------------------------
 

@@ -51,7 +51,7 @@ def read_to_end(settings: FakeSettings, job: JobRec, req: RequestRec, now: float
 def sweep(settings: FakeSettings, job: JobRec, now: float) -> None:
     """Free read results past their grace, or beyond the newest ``results_read_kept``."""
     read = [r for r in job.results.values() if r.read_at is not None]
-    if not read or not settings.seams.enforces(Rule.RESULTS_FREED):
+    if not read or Rule.RESULTS_FREED in settings.seams.waived:
         return
     read.sort(key=lambda r: r.read_at or 0.0, reverse=True)
     limit = now - settings.result_grace_s

@@ -10,23 +10,20 @@ all three, so it lives here.
 
 from __future__ import annotations
 
-import asyncio
 import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from contract.models import CreateJobRequest
-from fake_gs.chunking.groups import ChunkGroup
-from fake_gs.chunking.machine import Usage
+from fake_gs.chunking.groups import DONE, ChunkGroup
 from fake_gs.chunking.registry import GroupRegistry
 from fake_gs.clock import SYSTEM_CLOCK, Clock
 from fake_gs.heap import trim_heap
-from fake_gs.state import dump as store_dump
 from fake_gs.state.execution_logs import ExecutionLogs
 from fake_gs.state.executor import Executors
 from fake_gs.state.idempotency_keys import KeyStore
 from fake_gs.state.job_table import JobTable
-from fake_gs.state.records import CheckpointRec, ExportRec, JobRec, RequestRec
+from fake_gs.state.outward import KIT_OUTWARD, Outward
+from fake_gs.state.records import ExportRec, JobRec, RequestRec
 from fake_gs.state.request_queue import RequestQueue
 
 if TYPE_CHECKING:
@@ -39,10 +36,12 @@ __all__ = ["Store"]
 class Store:
     def __init__(self, settings: FakeSettings, engine_factory: Callable[[], Engine],
                  clock: Clock = SYSTEM_CLOCK,
-                 seed_resources: Callable[[Store], None] | None = None) -> None:
+                 seed_resources: Callable[[Store], None] | None = None, outward: Outward = KIT_OUTWARD) -> None:
         """``seed_resources``: puts back, after every reset, what a fresh store must hold (the
-        app passes the OpenAPI examples' resources; the store knows nothing of the wire)."""
+        app passes the OpenAPI examples' resources; the store knows nothing of the wire);
+        ``outward``: the ids it mints and the form its results take (``fake_gs.state.outward``)."""
         self.settings = settings
+        self.outward = outward
         self._seed_resources = seed_resources
         self.clock = clock
         self._engine_factory = engine_factory
@@ -56,8 +55,8 @@ class Store:
 
     def _reset_state(self) -> None:
         self.execution_logs.clear()
-        self.table = JobTable(self.settings, self.clock, self.lock, self.end_job)
-        self.queue = RequestQueue(self.settings, self.clock, self.lock, self.executors, self.table.jobs)
+        self.table = JobTable(self.settings, self.clock, self.lock, self.end_job, self.outward)
+        self.queue = RequestQueue(self.settings, self.clock, self.lock, self.executors, self.table.jobs, self.outward)
         self.chunk_groups = GroupRegistry(self.settings, self.clock, self.lock)
         self.http_requests = 0
         self.idempotency = KeyStore(self.settings.idempotency_window_s, self.settings.max_idempotency_keys)
@@ -113,41 +112,7 @@ class Store:
     def internal_errors(self, count: int) -> None:
         self.queue.internal_errors = count
 
-    # --- jobs (the job table) -------------------------------------------------------------
-
-    def new_job(self, owner: str, body: CreateJobRequest, job_id: str | None = None) -> JobRec:
-        return self.table.new_job(owner, body, job_id)
-
-    def release(self, job: JobRec) -> None:
-        self.table.release(job)
-
-    def register_job(self, job: JobRec) -> None:
-        self.table.register_job(job)
-
-    def held_jobs(self) -> list[JobRec]:
-        """Every job registered or being created (the account caps count both)."""
-        return self.table.held()
-
-    def job_for(self, owner: str, job_id: str) -> JobRec:
-        return self.table.job_for(owner, job_id)
-
-    def key_for(self, owner: str, job_id: str) -> str | None:
-        return self.table.key_for(owner, job_id)
-
-    def status(self, job: JobRec, *, count_poll: bool = False) -> str:
-        return self.table.status(job, count_poll=count_poll)
-
-    def list_jobs(self, owner: str, status: str | None) -> list[JobRec]:
-        return self.table.list_jobs(owner, status)
-
-    def capacity(self, owner: str) -> dict[str, Any]:
-        return self.table.capacity(owner)
-
-    def cancel(self, job: JobRec) -> None:
-        self.table.cancel(job)
-
-    def force_state(self, job: JobRec, status: str, reason: str) -> None:
-        self.table.force_state(job, status, reason)
+    # --- what spans the parts ----------------------------------------------------------------
 
     def end_job(self, job: JobRec, status: str, reason: str) -> None:
         """Move a job to a terminal state: free GPUs, drop engine state, cancel queued work,
@@ -164,60 +129,6 @@ class Store:
             engine.drop_job(job.job_id)
         trim_heap()
 
-    def checkpoint(self, job: JobRec, checkpoint_id: str) -> CheckpointRec:
-        return self.table.checkpoint(job, checkpoint_id)
-
-    def add_checkpoint(self, job: JobRec, ckpt: CheckpointRec) -> None:
-        self.table.add_checkpoint(job, ckpt)
-
-    def delete_checkpoint(self, job: JobRec, checkpoint_id: str) -> None:
-        self.table.delete_checkpoint(job, checkpoint_id)
-
-    def add_export(self, data: bytes, filename: str, owner: str = "") -> tuple[str, ExportRec]:
-        return self.table.add_export(data, filename, owner)
-
-    def export(self, token: str) -> ExportRec | None:
-        return self.table.export(token)
-
-    # --- requests (the request queue) -----------------------------------------------------
-
-    def submit(self, job: JobRec, op: str, work: Callable[[], Any], *, force_frame: bool = False,
-               stream: bool = False, group_id: str | None = None, request_id: str | None = None) -> RequestRec:
-        return self.queue.submit(job, op, work, force_frame=force_frame, stream=stream, group_id=group_id,
-                                 request_id=request_id)
-
-    def request_for(self, job: JobRec, request_id: str) -> RequestRec:
-        return self.queue.request_for(job, request_id)
-
-    def gate_passed(self, req: RequestRec) -> bool:
-        return self.queue.gate_passed(req)
-
-    def request_status(self, req: RequestRec) -> str:
-        return self.queue.status(req)
-
-    def waiter(self, req: RequestRec) -> asyncio.Future[None] | None:
-        return self.queue.waiter(req)
-
-    def cancel_request(self, req: RequestRec) -> tuple[bool, str]:
-        return self.queue.cancel_request(req)
-
-    # --- chunk groups (the registry) ------------------------------------------------------
-
-    def job_groups(self, job_id: str) -> dict[str, ChunkGroup]:
-        return self.chunk_groups.job_groups(job_id)
-
-    def expire_groups(self, job_id: str | None = None) -> int:
-        return self.chunk_groups.expire(job_id)
-
-    def lose_groups(self, job_id: str) -> int:
-        return self.chunk_groups.lose(job_id)
-
-    def buffered_bytes(self) -> int:
-        return self.chunk_groups.buffered_bytes()
-
-    def group_usage(self, owner: str, job_id: str) -> Usage:
-        return self.chunk_groups.usage(owner, job_id)
-
     def note_execution(self, job: JobRec, group: ChunkGroup | None, *, forward_backward: bool) -> None:
         with self.lock:
             if group is not None:
@@ -228,5 +139,75 @@ class Store:
     # --- admin ----------------------------------------------------------------------------
 
     def dump(self, labels: Callable[[str], str] | None = None) -> dict[str, Any]:
-        """Everything tests want to assert on, as JSON (see :mod:`fake_gs.state.dump`)."""
-        return store_dump.dump(self, labels)
+        """Everything tests want to assert on, as JSON (``GET /_fake/state``). Tokens never
+        appear, only indices; ``labels`` names owners (e.g. minted tokens as their accounts)."""
+        return _dump(self, labels)
+
+
+# --- the admin dump -------------------------------------------------------------------------
+
+
+def _owner(tokens: tuple[str, ...], owner: str, labels: Callable[[str], str] | None) -> str:
+    if labels is not None:
+        return labels(owner)
+    return f"token#{tokens.index(owner)}" if owner in tokens else "anonymous"
+
+
+def _job(store: Store, job: JobRec, owner: str) -> dict[str, Any]:
+    """One job of the dump. The dump keys jobs by their key; a job whose id in its account
+    differs from it (another account held that id first) carries that id as ``job_id``."""
+    named = {"job_id": job.public_id} if job.public_id != job.job_id else {}
+    return {
+        **named,
+        "status": store.table.status(job),
+        "reason": job.reason,
+        "owner": owner,
+        "gpus": job.gpus,
+        "admitted": job.admitted_at is not None,
+        "global_steps": job.global_steps,
+        "forward_backward_executions": job.fb_executions,
+        "requests": job.requests_total,
+        "checkpoints": list(job.checkpoints),
+        "weight_versions": {s.sub_job_id: s.weight_version for s in job.sub_jobs if s.job_type != "training"},
+        "sub_jobs": [s.sub_job_id for s in job.sub_jobs],
+    }
+
+
+def _settings(store: Store) -> dict[str, Any]:
+    s = store.settings
+    return {
+        "profile": s.profile,
+        "engine": s.engine,
+        "mutant": s.mutant,
+        "status_style": s.status_style,
+        "startup": str(s.startup),
+        "latency": str(s.latency),
+        "result_delivery": s.result_delivery,
+        "auth": bool(s.tokens),
+    }
+
+
+def _dump(store: Store, labels: Callable[[str], str] | None = None) -> dict[str, Any]:
+    """The store as JSON (taken under its lock, so one consistent moment)."""
+    tokens = tuple(store.settings.tokens)
+    with store.lock:
+        jobs = {job.job_id: _job(store, job, _owner(tokens, job.owner, labels)) for job in store.jobs.values()}
+        groups = [g.describe() for g in store.chunk_groups.all()]
+        queue = store.queue
+        return {
+            "jobs": jobs,
+            "chunk_groups": groups,
+            "open_chunk_groups": sum(1 for g in groups if g["status"] != DONE),
+            "buffered_bytes": sum(g["buffered_bytes"] for g in groups),
+            "requests": {
+                "total": queue.requests_submitted,
+                "by_op": dict(queue.requests_by_op),
+                "executed_by_op": dict(queue.executed_by_op),
+                "in_flight": sum(1 for r in queue.requests.values() if not r.executed and not r.cancelled),
+            },
+            "exports": len(store.table.exports),
+            "idempotency": store.idempotency.describe(),
+            "http_requests": store.http_requests,
+            "internal_errors": store.internal_errors,
+            "settings": _settings(store),
+        }

@@ -17,10 +17,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from contract.errors import ErrorCode
+from contract.forms import StatusStyle
 from contract.models import OPERATION_TYPES
 from contract.routes import Profile, routes_for
 from fake_gs.ops.traffic import RESULT_FORMS
-from fake_gs.settings import FakeSettings, StatusStyle
+from fake_gs.settings import FakeSettings
 
 #: Settings of the fake that choose a dialect (``dialect`` exists once the fake has one).
 DIALECT_FIELDS = ("status_style", "dialect")

@@ -34,6 +34,8 @@ _TALLY = pytest.StashKey[Tally]()
 _HANDLE = pytest.StashKey[FakeGs]()
 _CHECKED = pytest.StashKey[int]()
 WORKER_KEY = "fake_gs_coverage"
+#: The gate's mode when neither ``--fake-gs-gate`` nor the ini option names one.
+DEFAULT_GATE = "fail"
 
 
 class FakeGsGateWarning(UserWarning):
@@ -47,8 +49,8 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
 def pytest_addoption(parser: pytest.Parser) -> None:
     g = parser.getgroup("fake_gs", "the fake Cortex Training server as a CI plumbing gate")
     g.addoption("--fake-gs-gate", choices=MODES, default=None,
-                help="fail (default), warn or ignore tests the fake saw send what the service would "
-                     "refuse (ini: fake_gs_gate)")
+                help="what to do with a test the fake saw send what the service would refuse: "
+                     f"{', '.join(MODES)} (default {DEFAULT_GATE}; ini: fake_gs_gate)")
     g.addoption("--fake-gs-coverage", action="store_true",
                 help="print which routes, operation types, delivery forms, dialects and error codes "
                      "the tests exercised")
@@ -56,8 +58,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                 help="fail the session when the tests exercised fewer than N percent of the routes")
     g.addoption("--fake-gs-traffic", type=int, default=DEFAULT_TRAFFIC, metavar="N",
                 help="exchanges of each test the fake keeps for fake_gs.traffic() and the gate")
-    parser.addini("fake_gs_gate", "the fake_gs gate's mode when --fake-gs-gate is not given: fail, warn or off",
-                  default="fail")
+    parser.addini("fake_gs_gate", f"the fake_gs gate's mode when --fake-gs-gate is not given: {', '.join(MODES)}",
+                  default=DEFAULT_GATE)
 
 
 def pytest_configure(config: pytest.Config) -> None:

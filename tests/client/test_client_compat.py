@@ -16,7 +16,7 @@ import pytest
 from client import ClientConfig, create_arctic_rl_client, create_client
 from client.legacy import AsyncArcticRLClient
 from client.rl import ArcticRLClient
-from client.transport import COLOCATION_OPS, OPS, JobIds, Request
+from client.transports.base import COLOCATION_OPS, OPS, JobIds, Request
 from client.transports.recording import RecordingTransport
 
 VERL_ENVELOPE: dict[str, Any] = {

@@ -14,7 +14,7 @@ import torch
 from client.config import ClientConfig
 from client.errors import PromptTooLong
 from client.shaping import alias_model_outputs, flatten_metrics, shape_train_result, to_plain
-from client.transport import COLOCATION_OPS, JobIds, Request
+from client.transports.base import COLOCATION_OPS, JobIds, Request
 from client.transports.cortex import CortexTransport, rpc_body
 from contract.models import ResetPrefixCachePayload
 

@@ -16,7 +16,7 @@ from client_loopback import FAST, Reply, Seen, loopback
 
 from client.config import ClientConfig
 from client.errors import CortexHTTPError
-from client.transport import JobIds, Request
+from client.transports.base import JobIds, Request
 from client.transports.cortex import CortexTransport
 from contract.errors import error_body
 

@@ -25,9 +25,12 @@ SERVICE_PREFIX = "/api/v2/"
 
 #: Turns an answer's body into what the proxy sends: (status, request headers, body) -> body.
 Rewrite = Callable[[int, dict[str, str], bytes], bytes]
+#: Turns a request's body into what the upstream receives: (method, path, body) -> body.
+RewriteRequest = Callable[[str, str, bytes | None], bytes | None]
 
 
-def _handler(upstream: str, rewrite: Rewrite | None = None) -> type[BaseHTTPRequestHandler]:
+def _handler(upstream: str, rewrite: Rewrite | None = None,
+             rewrite_request: RewriteRequest | None = None) -> type[BaseHTTPRequestHandler]:
     parts = urlsplit(upstream)
     host, port = parts.hostname or "127.0.0.1", parts.port or 80
 
@@ -47,6 +50,11 @@ def _handler(upstream: str, rewrite: Rewrite | None = None) -> type[BaseHTTPRequ
             length = int(self.headers.get("content-length") or 0)
             body = self.rfile.read(length) if length else None
             headers = {k: v for k, v in self.headers.items() if k.lower() not in HOP_BY_HOP}
+            if rewrite_request is not None:
+                body = rewrite_request(self.command, self.path, body)
+                headers = {k: v for k, v in headers.items() if k.lower() != "content-length"}
+                if body is None:
+                    headers = {k: v for k, v in headers.items() if k.lower() != "content-type"}
             conn = http.client.HTTPConnection(host, port, timeout=600)
             try:
                 conn.request(self.command, self.path, body=body, headers=headers)
@@ -77,10 +85,12 @@ def _handler(upstream: str, rewrite: Rewrite | None = None) -> type[BaseHTTPRequ
 
 
 @contextmanager
-def loopback_proxy(upstream: str, rewrite: Rewrite | None = None) -> Iterator[str]:
+def loopback_proxy(upstream: str, rewrite: Rewrite | None = None,
+                   rewrite_request: RewriteRequest | None = None) -> Iterator[str]:
     """Serve a proxy to ``upstream`` on a free loopback port; yields its base URL.
-    ``rewrite``: change each answer's body on the way (a hostile server's habits)."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(upstream, rewrite))
+    ``rewrite``: change each answer's body on the way (a hostile server's habits);
+    ``rewrite_request``: change each request's body (a server that reads requests its way)."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(upstream, rewrite, rewrite_request))
     server.daemon_threads = True
     thread = threading.Thread(target=server.serve_forever, name="loopback-proxy", daemon=True)
     thread.start()

@@ -51,7 +51,7 @@ def _suite(tmp_path: Path, name: str, *extra: str, clauses: str = CHEAP) -> dict
     return json.loads(out.read_text())
 
 
-@pytest.mark.slow
+@pytest.mark.long  # three pytest sessions; the CLI's -n 2 runs (test_false_reds, the slow plain runs) aggregate under xdist in CI
 @pytest.mark.heavy
 def test_xdist_aggregates_like_a_single_process(tmp_path):
     serial = _suite(tmp_path, "serial")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ET
 from dataclasses import asdict, fields
+from pathlib import Path
 
 import pytest
 
@@ -171,11 +172,11 @@ def test_four_states_and_clauses_outside_the_profile_are_not_applicable():
     assert v["PROP-FNG-1"].status == "not-applicable" and "current" in v["PROP-FNG-1"].reason
     assert v["SEM-KL-1"].status == "not-applicable"
     assert (v["STEP-LR-1"].status, v["CG-RESTART-1"].status) == ("green", "red")
-    assert v["AUTH-ISOLATION-1"].status == "skipped" and "--token2" in v["AUTH-ISOLATION-1"].enable
+    assert v["AUTH-ISOLATION-1"].status == "skipped" and "--gs-token2" in v["AUTH-ISOLATION-1"].enable
     assert set(res.counts()) == {"green", "red", "skipped", "not-applicable"}
     for page in (report.text(res), report.markdown(res), report.html_page(res), report.junit(res)):
         assert "not-applicable" in page or "N/A" in page
-        assert "--token2" in page  # what would enable the skipped clause
+        assert "--gs-token2" in page  # what would enable the skipped clause
 
 
 def test_a_skipped_must_fails_only_with_require_all():
@@ -243,13 +244,41 @@ def test_a_run_that_judged_no_must_clause_is_not_green():
     assert only_should.ok  # a run of SHOULD clauses only, one judged: a verdict on something
 
 
-def test_skip_notes_name_the_cli_spelling_when_run_from_the_cli():
+def test_an_interrupted_run_is_not_green_however_green_its_part():
+    """Ctrl-C after some properties: what ran was green, the run still does not conform."""
+    res = book(TestOutcome("a", ("JOB-CREATE-1",), "passed")).results("current", "t")
+    assert res.ok
+    res.interrupted = True
+    assert not res.ok
+    assert report.headline(res).startswith("INTERRUPTED")
+    assert RunResults.from_json(res.to_json()).interrupted
+
+
+def test_skip_notes_name_the_cli_spelling_when_run_from_the_cli() -> None:
     from conformance.cli import cli_spelling
 
     res = book(
         TestOutcome("a", ("CAP-QUEUE-1",), "skipped", skip_reason="needs 2 jobs: raise --gs-max-jobs"),
         TestOutcome("b", ("STEP-LR-1",), "passed"),
     ).results("current", "http://x", url=True)
+    plugin = {v.id: v for v in res.verdicts}  # as the plugin reports them: its own spelling
+    assert plugin["CAP-QUEUE-1"].enable == "allow more jobs: --gs-max-jobs N"
     spelt = {v.id: v for v in cli_spelling(res).verdicts}
     assert spelt["CAP-QUEUE-1"].reason == "needs 2 jobs: raise --max-jobs"
-    assert "plugin: --gs-max-jobs" in spelt["CAP-QUEUE-1"].enable  # the hint names both
+    assert spelt["CAP-QUEUE-1"].enable == "allow more jobs: --max-jobs N"  # the CLI's spelling only
+
+
+def test_the_cli_rewrites_the_plugins_json_and_junit_in_its_own_spelling(tmp_path: Path) -> None:
+    import argparse
+
+    from conformance.cli import _write_and_print, cli_spelling
+
+    res = book(
+        TestOutcome("a", ("CAP-QUEUE-1",), "skipped", skip_reason="needs 2 jobs: raise --gs-max-jobs"),
+        TestOutcome("b", ("STEP-LR-1",), "passed"),
+    ).results("current", "http://x", url=True)
+    ns = argparse.Namespace(markdown=None, report=None, junit=str(tmp_path / "j"), json=str(tmp_path / "r.json"))
+    _write_and_print(ns, cli_spelling(res))
+    for path in (tmp_path / "j.xml", tmp_path / "r.json"):
+        written = path.read_text()
+        assert "--max-jobs" in written and "--gs-max-jobs" not in written, path

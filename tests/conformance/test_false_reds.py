@@ -93,3 +93,33 @@ def test_require_all_fails_on_the_skipped_musts_and_names_them(
     assert "--require-all: 5 skipped MUST clauses fail the run" in output
     assert all(cid in output for cid in skipped)
     assert "--token2" in output  # what would enable the isolation clauses
+
+
+def _takes_what_the_fake_refuses(method: str, path: str, body: bytes | None) -> bytes | None:
+    """A server that reads requests the other way the spec allows: it ignores a body on an
+    export or a cancel (spec §5.5, §5.8: neither has one) and routes an operation naming no
+    receiver to a default one (spec §7: the routing hints are optional)."""
+    if method == "POST" and path.endswith((":export", ":cancel")):
+        return None
+    if method == "POST" and path.endswith("/operation") and body:
+        call = json.loads(body)
+        if isinstance(call, dict) and not {"sub_job_id", "sub_job_type"} & set(call):
+            receiver = "sampling" if call.get("operation_type") == "router-replay-discard" else "training"
+            return json.dumps({**call, "sub_job_type": receiver}).encode()
+    return body
+
+
+@pytest.mark.slow
+def test_a_server_taking_a_body_or_a_hintless_operation_is_green(tmp_path: Path) -> None:
+    """CANCEL-BODY-2 and OP-HINT-1 pin the fake's refusal; a server that takes the call
+    instead, as the spec's words allow, is green on them, not red (decided clauses never
+    fail a real server, and should not read as failures either)."""
+    from fake_gs import FakeSettings, serve_in_background
+
+    settings = FakeSettings(port=0, profile="current", tokens=(TOKEN,), log_level="warning")
+    with serve_in_background(settings) as upstream, \
+            loopback_proxy(str(upstream), rewrite_request=_takes_what_the_fake_refuses) as url:
+        code, results, output, _ = gs_conformance(url, tmp_path, "--clauses", "CANCEL-BODY-2,OP-HINT-1")
+    status = {v["id"]: v["status"] for v in results.get("verdicts", [])}
+    assert status == {"CANCEL-BODY-2": "green", "OP-HINT-1": "green"}, output[-3000:]
+    assert code == 0

@@ -23,8 +23,8 @@ from conformance.judge.cursors import DeliveryWatch
 from conformance.judge.exchange import Exchange
 from conformance.judge.tally import Tally
 from conformance.load import batches, report
+from conformance.load.checked_client import kit_client
 from conformance.load.jobs import JobPool, Target, job_budget
-from conformance.load.kitclient import kit_client
 from conformance.load.options import markdown_table
 from conformance.load.profile import ProfileError, load_profile, profile_from
 from contract import wire

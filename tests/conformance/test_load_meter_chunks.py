@@ -12,8 +12,8 @@ from conformance.judge.answers import Judge
 from conformance.judge.exchange import Exchange, final_chunk, kept_body
 from conformance.judge.tally import Tally
 from conformance.load import batches
+from conformance.load.checked_client import kit_client
 from conformance.load.jobs import JobPool, Target
-from conformance.load.kitclient import kit_client
 from contract.routes import route
 from fake_gs import FakeSettings, serve_in_background
 

@@ -120,47 +120,59 @@ def _stop(proc: subprocess.Popen[bytes], log: Path) -> str:
 
 
 @pytest.mark.slow
-def test_a_rogue_worker_never_gets_the_token_while_a_worker_with_the_secret_runs(tmp_path: Path) -> None:
-    """A master with a secret and the token (the fake takes only that token); a worker with
-    the secret and a rogue with none join. The rogue says hello and guesses a proof: it gets
-    a challenge and Locust's own spawn messages, never the set-up, the token or the secret
-    (before: the token in the set-up and in every spawn message). The worker unseals the token
-    and its calls succeed."""
+def test_a_rogue_worker_gets_nothing_while_a_worker_with_the_secret_runs(tmp_path: Path) -> None:
+    """A master with a secret and the token (the fake takes only that token); a rogue with no
+    secret and a worker with it join. The rogue sends Locust's client_ready, says hello,
+    guesses a proof and keeps its heartbeat for the whole run: it gets a bare ack and the
+    challenge, nothing else: no spawn message, no heartbeat, no target host, no job id, no
+    set-up, token or secret (before: the token in the set-up and in every spawn message, then
+    Locust's spawn messages with the host and the options). The worker unseals the token and
+    its calls succeed."""
     from fake_gs import serve_in_background
 
     port = _free_port()
-    log, seen, results = tmp_path / "master.log", tmp_path / "rogue.bin", tmp_path / "results.json"
+    log, seen, results = tmp_path / "master.log", tmp_path / "rogue.jsonl", tmp_path / "results.json"
     with serve_in_background(tokens=(PAT,), max_total_gpus=1000) as url:
         _rogue_and_worker(url, port, log, seen, results, tmp_path)
     tail = log.read_text(errors="replace")[-3000:]
-    got = seen.read_bytes()
-    assert b"gs_challenge" in got and b"spawn" in got, (got[:500], tail)
-    assert b"gs_setup" not in got and PAT.encode() not in got and SECRET.encode() not in got, tail
-    assert "did not prove the run's secret" in log.read_text(errors="replace"), tail
+    got = seen.read_text()
+    kinds = [json.loads(line)[0] for line in got.splitlines()]
+    assert "gs_challenge" in kinds and set(kinds) <= {"ack", "gs_challenge"}, (kinds, tail)
     ran = json.loads(results.read_text())
+    jobs = list(ran["jobs_end"])
+    assert jobs, ran
+    for secret in (PAT, SECRET, url.split("//", 1)[1], *jobs):
+        assert secret not in got, (secret, got[:2000])
+    assert "did not prove the run's secret" in log.read_text(errors="replace"), tail
     calls = {node: n for node, n in ran["nodes"].items() if n}
     assert len(calls) == 1 and ran["routes"] and not ran["error"], tail  # the worker with the secret ran
     assert not ran["loop_errors"] and all(not r["failures"] for r in ran["routes"]), ran  # its token worked
 
 
 def _rogue_and_worker(url: str, port: int, log: Path, seen: Path, results: Path, tmp_path: Path) -> None:
-    master = _gs_load("--master", "--headless", "--master-bind-port", str(port), "--expect-workers", "2",
+    master = _gs_load("--master", "--headless", "--master-bind-port", str(port), "--expect-workers", "1",
                       "--users", "2", "--spawn-rate", "2", "--run-time", "8s", "--url", url, "--token", PAT,
                       "--max-jobs", "1", "--load-secret", SECRET, "--results-json", str(results), log=log)
-    worker = None
+    worker = rogue = None
     try:
         assert _listening(port) in ("0100007F", "00000000000000000000000001000000")  # loopback
         _wait_for(log, "Waiting for workers")  # the master's gs-load hooks are listening
+        rogue = subprocess.Popen([sys.executable, str(HERE / "rogue_worker.py"), str(port), str(seen), "25"],
+                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        time.sleep(1.0)  # the rogue first: were it a worker of the run, the run would start with it
+        assert "workers connected" not in log.read_text(errors="replace")
         worker = _gs_load("--worker", "--master-host", "127.0.0.1", "--master-port", str(port),
                           log=tmp_path / "worker.log", env={"GS_LOAD_SECRET": SECRET})
-        rogue = subprocess.run([sys.executable, str(HERE / "rogue_worker.py"), str(port), str(seen), "30"],
-                               timeout=120, capture_output=True)
-        assert rogue.returncode == 0, rogue.stderr
         master.wait(timeout=120)
+        out, _ = rogue.communicate(timeout=60)
+        assert rogue.returncode == 0, out
     finally:
         _stop(master, log)
         if worker is not None:
             _stop(worker, tmp_path / "worker.log")
+        if rogue is not None and rogue.poll() is None:
+            rogue.kill()
+            rogue.wait()
 
 
 @pytest.mark.slow
@@ -213,3 +225,97 @@ def test_the_web_ui_asks_for_the_secret_beyond_loopback() -> None:
     assert client.post("/swarm", data={"job_id": "x"}, headers=auth).status_code == 400
     wrong: dict[str, Any] = {"Authorization": "Basic " + b64encode(b"me:guess").decode()}
     assert client.get("/", headers=wrong).status_code == 401
+
+
+def test_the_door_holds_locusts_own_messages_until_the_worker_proves_the_secret() -> None:
+    """Locust's master makes any sender of client_ready a worker (spawn messages with the
+    host and options follow); behind the door an unproven worker gets a bare ack, only
+    gs-load's hello and proof pass, and its client_ready reaches Locust once it proves the
+    secret. A message claiming another sender's id is dropped."""
+    from dataclasses import dataclass
+
+    @dataclass
+    class Message:  # Locust's (importing locust here would monkey-patch this process)
+        type: str
+        data: Any
+        node_id: str
+
+    class Runner:
+        def __init__(self) -> None:
+            self.handled: list[tuple[str, str]] = []
+            self.sent: list[Message] = []
+            self.server = self
+
+        def handle_message(self, client_id: str, msg: Message) -> None:
+            self.handled.append((client_id, msg.type))
+
+        def send_to_client(self, msg: Message) -> None:
+            self.sent.append(msg)
+
+    runner, gate = Runner(), surface.Gate(SECRET)
+    door = surface.Door(runner, gate, frozenset({"gs_hello", "gs_proof"}))
+    for kind in ("client_ready", "heartbeat", "stats", "spawning", "locustfile", "gs_hello"):
+        runner.handle_message("w1", Message(kind, None, "w1"))
+    runner.handle_message("w1", Message("gs_hello", None, "w2"))  # speaking for another
+    assert runner.handled == [("w1", "gs_hello")]
+    assert [(m.type, m.data, m.node_id) for m in runner.sent] == [("ack", None, "w1")]
+    nonce = gate.challenge("w1")
+    assert nonce is not None and not gate.verify("w1", "0" * 64) and runner.handled == [("w1", "gs_hello")]
+    assert gate.verify("w1", surface.proof(SECRET, nonce, "w1"))
+    assert runner.handled[-1] == ("w1", "client_ready") and "w1" not in door.held
+    runner.handle_message("w1", Message("heartbeat", None, "w1"))
+    assert runner.handled[-1] == ("w1", "heartbeat")
+    for n in range(surface.MAX_PENDING_WORKERS + 10):  # a flood of ids: bounded
+        runner.handle_message(f"r{n}", Message("client_ready", None, f"r{n}"))
+        gate.challenge(f"r{n}")
+    assert len(door.held) <= surface.MAX_PENDING_WORKERS and len(gate.nonces) <= surface.MAX_PENDING_WORKERS
+
+
+@pytest.mark.parametrize(("host", "exposed", "args", "refused"), [
+    ("127.0.0.1", False, (), False),
+    ("localhost", False, (), False),
+    ("10.0.0.5", False, (), True),
+    ("0.0.0.0", False, (), True),
+    ("10.0.0.5", True, (), False),
+    ("127.0.0.1", False, ("--host", "0.0.0.0"), True),  # the fake's own flag cannot go around it
+    ("127.0.0.1", True, ("--host=10.0.0.5",), True),
+])
+def test_the_embedded_fake_goes_beyond_loopback_only_when_told_to(
+        host: str, exposed: bool, args: tuple[str, ...], refused: bool) -> None:
+    why = surface.fake_host_refusal(host, exposed, args)
+    assert (why is not None) == refused, why
+    if why and not args:
+        assert "--expose-fake" in why
+
+
+def test_gs_load_refuses_a_lan_fake_host_without_expose_fake(tmp_path: Path) -> None:
+    """--fake-host on a LAN address exposed the embedded fake (no tokens: anyone on that
+    network could call it and its admin API): now gs-load exits 2 before starting it."""
+    log = tmp_path / "gs-load.log"
+    proc = _gs_load("--headless", "--users", "1", "--run-time", "1s", "--fake-host", "0.0.0.0", log=log)
+    assert proc.wait(timeout=120) == 2, log.read_text()
+    assert "--expose-fake" in log.read_text() and "embedded fake at" not in log.read_text()
+
+
+def test_an_exposed_fake_takes_only_its_fresh_random_tokens() -> None:
+    """What --expose-fake starts (here on loopback): a fake that refuses a call without its
+    random service token, and an admin API only its random admin token opens."""
+    from conformance.load.fakeproc import EmbeddedFake
+    from contract.auth import auth_headers
+    from contract.routes import prefix, route
+
+    service, admin = surface.exposed_fake_tokens()
+    assert (service, admin) != surface.exposed_fake_tokens() and len(service) > 30
+    fake = EmbeddedFake("127.0.0.1", tokens=(service, admin))
+    try:
+        url = fake.start()
+        assert service not in repr(fake)
+        jobs = url + prefix("DB", "S", "E") + route("list_jobs").render()
+        assert requests.get(jobs, timeout=30).status_code == 401
+        assert requests.get(jobs, headers=auth_headers("gs-conformance-token-a"), timeout=30).status_code == 401
+        assert requests.get(jobs, headers=auth_headers(service), timeout=30).status_code == 200
+        assert requests.get(url + "/_fake/state", timeout=30).status_code in (401, 403)
+        assert requests.get(url + "/_fake/state", headers=auth_headers(service), timeout=30).status_code == 403
+        assert "requests" in fake.state()  # with the admin token
+    finally:
+        fake.stop()

@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from contract.clauses import CLAUSES
 from fake_gs.ops.mutants import MUTANTS
 
 SHARDS = 3
@@ -121,6 +122,9 @@ def test_mutants_are_killed(names, tmp_path, subtests, record_property):
     record_property("gs_kill", {"caught": caught, "survived": survived, "awaiting": awaiting})
 
 
+#: The semantic profile's own clauses (the profile also holds every current one).
+SEMANTIC = ",".join(sorted(c for c, v in CLAUSES.items() if v.profile == "semantic"))
+
 PLAIN = {
     "current": ("--plain", "current"),
     "proposed": ("--plain", "proposed"),
@@ -137,8 +141,10 @@ PLAIN = {
     # --dialect any: the spec dialect's among them): the clauses corrected to accept them
     # stay green (CORRECTED below), the kit-form clauses are not-applicable.
     "any-dialect": ("--plain", "current", "--plain-args", "--dialect any --fake-seed 5"),
-    # The semantic clauses on the tiny engine (a real model).
-    "semantic-tiny": ("--plain", "semantic", "--plain-args", "--engine tiny"),
+    # The semantic clauses on the tiny engine (a real model); the tests tier runs them alone.
+    "semantic-tiny": ("--plain", "semantic", "--plain-args", f"--engine tiny --clauses {SEMANTIC}"),
+    # Every clause on the tiny engine.
+    "tiny-whole": ("--plain", "semantic", "--plain-args", "--engine tiny"),
 }
 
 
@@ -149,7 +155,7 @@ SLOW_PLAIN = {"proposed", "current"}
 #: Too long for CI's 8 minutes: ``tox -e long``. CI still judges the forms they exercise: the
 #: any dialect (the enum spelling and chunked delivery among its forms) through a proxy, as
 #: a URL, with no red allowed (``test_false_reds.py``).
-LONG_PLAIN = {"enum-chunks", "any-dialect"}
+LONG_PLAIN = {"enum-chunks", "any-dialect", "tiny-whole"}
 
 
 def _tier(run: str) -> list[pytest.MarkDecorator]:
@@ -172,7 +178,7 @@ def test_plain_fake_is_green(run, tmp_path):
 def test_semantic_clauses_skip_on_the_shape_engine(tmp_path):
     """The shape engine's values are synthetic: every semantic clause is skipped with that
     reason (not red), and a run that judged no MUST clause says NOTHING JUDGED and exits 1."""
-    records = selftest(tmp_path, "--plain", "semantic")
+    records = selftest(tmp_path, "--plain", "semantic", "--plain-args", f"--clauses {SEMANTIC}")
     record = next(iter(records.values()))
     verdicts = [
         v for v in (record["results"] or {}).get("verdicts", []) if v["profile"] == "semantic"

@@ -120,3 +120,17 @@ def test_the_options_page_names_every_option():
     for opt in OPTIONS:
         for flag in (*opt.cli, *([opt.pytest] if opt.pytest else [])):
             assert re.search(rf"`{re.escape(flag)}\b", text), f"{OPTIONS_PAGE.name} lacks {flag}"
+
+
+@pytest.mark.parametrize(("argv", "workers"), [
+    ([], "auto"),
+    (["--clauses", "AUTH-*"], None),
+    (["--clauses", "AUTH-REQUIRED-1", "-n", "2"], "2"),
+    (["--clauses", "CG-*,POLL-*,FB-*,STEP-*,SAVE-*,JOB-*"], "auto"),
+    (["--url", "http://127.0.0.1:9"], None),
+])
+def test_a_small_selection_runs_in_one_process_unless_told(argv: list[str], workers: str | None) -> None:
+    """xdist workers repay their start-up only on a large selection (cli.ONE_PROCESS_CLAUSES)."""
+    args = pytest_args(build_parser().parse_args(argv), "results.json")
+    got = args[args.index("-n") + 1] if "-n" in args else None
+    assert got == workers

@@ -244,6 +244,20 @@ def test_compare_normalises_ids_clocks_and_floats() -> None:
                      ("body.state", "value"), ("header x-snowflake-request-id", "presence")}
 
 
+def test_a_gpus_peak_memory_is_a_measurement_not_a_counter() -> None:
+    """peak_memory's byte counts (spec §6.2: high-water marks a real GPU measures) differ on
+    every step of a real run: compared by class (zero, positive), in either float mode."""
+    def step(gpu: int, cpu: int) -> dict[str, object]:
+        return {"status": 200, "headers": {"content-type": "application/json"},
+                "body": {"json": {"global_steps": 3, "peak_memory": {"gpu_peak": gpu, "cpu_peak": cpu}}}}
+
+    for floats in ("sign", "close"):
+        assert compare(step(1_073_741_824, 5 << 28), step(1_081_348_096, 6 << 28), {}, floats=floats) == []
+    found = {(d.field, d.kind) for d in compare(step(1 << 30, 1 << 29), step(0, 1 << 29), {})}
+    assert found == {("body.peak_memory.gpu_peak", "sign")}
+    assert [d.field for d in compare(step(1, 1), step(1, 1) | {"status": 201}, {}, forms=frozenset())] == ["status"]
+
+
 def test_paths_take_learned_ids_and_poll_loops_settle() -> None:
     req = {"path": "/api/v2/databases/D/schemas/S/cortex-training/j1:cancel",
            "prefix": "/api/v2/databases/D/schemas/S/cortex-training"}

@@ -206,6 +206,7 @@ def test_a_client_that_does_not_drain_by_cursor_is_red(tmp_path: Path) -> None:
     assert "last page named next_cursor" in run.verdicts["CLIENT-POLL-1"]["reason"]
 
 
+@pytest.mark.slow
 def test_tls_on_both_sides(tmp_path: Path) -> None:
     fake = start_in_background(FakeSettings(tokens=(TOKEN,), tls=True))
     try:

@@ -97,6 +97,28 @@ def test_parity_outputs_put_the_divergence_first(tmp_path: Path) -> None:
     ET.parse(out[".xml"])
 
 
+def test_parity_html_marks_accepted_and_divergent_keys_apart_and_the_matrix_bar_is_neutral(tmp_path: Path) -> None:
+    """A divergent key's line is marked red, an accepted key's amber (two colours, two
+    words), and the matrix disclosure's bar is grey whatever its rows hold: red is kept for
+    what fails the replay."""
+    import re
+
+    bad = ExchangeResult(7, "g", "target", "get_job", "GET", "/x", {"status": 200},
+                         new={"status": 500}, divergences=[Divergence("status", "value", 200, 500)])
+    fine = ExchangeResult(3, "g", "target", "get_job", "GET", "/x", {"status": 200, "body": {"json": {"a": 1}}},
+                          new={"status": 200, "body": {"json": {"a": 1, "extra": 1}}},
+                          divergences=[Divergence("body.extra", "unknown", None, 1, accepted="allowed form")])
+    path = tmp_path / "p.html"
+    parity_report.write([Replay("run.gsrec", "http://127.0.0.1:9", [fine, bad], 1.0, 1.0)], str(path))
+    html = path.read_text()
+    colour = {name: re.search(rf"mark\.{name}\{{background:(#[0-9a-f]+)\}}", html) for name in ("bad", "acc")}
+    assert colour["bad"] and colour["acc"] and colour["bad"][1] != colour["acc"][1]
+    assert "<mark class='acc'>" in html and "<mark class='bad'>" in html
+    bar = re.search(r"details\.matrix\{[^}]*border-left:4px solid (#[0-9a-f]+)", html)
+    red = re.search(r"details\.x\{[^}]*border-left:4px solid (#[0-9a-f]+)", html)
+    assert bar and red and bar[1] != red[1]
+
+
 def test_curl_line_replaces_the_token() -> None:
     line = curl_line("> POST http://h:1/p\n> authorization: Bearer abc\n> content-type: application/json\n"
                      '> {"a": 1}\n< 200')

@@ -53,3 +53,40 @@ def test_a_decided_red_against_a_url_is_advisory_not_a_failure() -> None:
     assert "ADVI" in text and "== failing examples ==" not in text and "== advisory" in text
     assert "1 advisory" in render.tally(res) and "0 red" in render.tally(res)
     assert "advisory" in render.markdown(res) and "advisory" in render.html_page(res)
+
+
+def test_a_failed_upload_of_the_large_forward_is_one_root_cause() -> None:
+    """The run's one large forward (the result the chunk-delivery clauses re-read) is shared
+    set-up: when its upload gets a server error or no answer, every property needing it is
+    skipped naming one root cause, none red on its account."""
+    import types
+
+    import pytest
+
+    from conformance.judging.large import UPLOAD_CLAUSE, LargeResult
+
+    ops = types.SimpleNamespace(d=None, job=types.SimpleNamespace(job_id="j"))
+    large = LargeResult(ops, 64, 512)  # type: ignore[arg-type]
+
+    def reset() -> None:
+        raise ConnectionResetError("connection reset by peer")
+
+    large._ask = reset  # type: ignore[method-assign]  # the upload's connection dropped
+    reasons: list[str] = []
+    for _ in range(2):  # the first property and the next: the same cause, no exception
+        with pytest.raises(pytest.skip.Exception) as skipped:
+            large.view()
+        reasons.append(str(skipped.value.msg))
+    assert reasons[0] == reasons[1] and "ConnectionResetError" in reasons[0]
+    book = ClauseBook()
+    book.book(TestOutcome("t::chunks", ("POLL-CHUNKS-1",), "skipped", skip_reason=reasons[0]))
+    book.book(TestOutcome("t::maxev", ("POLL-MAXEV-1",), "skipped", skip_reason=reasons[1]))
+    on_fake = book.results("current", "embedded fake")
+    v = {x.id: x for x in on_fake.verdicts}
+    assert [c.clause for c in on_fake.root_causes] == [UPLOAD_CLAUSE]
+    assert v[UPLOAD_CLAUSE].status == "red"
+    assert {v["POLL-CHUNKS-1"].status, v["POLL-MAXEV-1"].status} == {"skipped"}
+    assert v["POLL-CHUNKS-1"].root_cause == UPLOAD_CLAUSE and not on_fake.ok
+    # Against a URL the decided clause's root cause is advisory: it fails no real server.
+    on_url = book.results("current", "http://x", url=True)
+    assert on_url.root_causes and on_url.binding_causes() == []

@@ -322,7 +322,23 @@ def test_schemathesis_config_snapshot() -> None:
     )
     parsed = tomllib.loads(ST_CONFIG.read_text(encoding="utf-8"))
     ids = {entry["include-operation-id"] for entry in parsed["operations"]}
-    assert ids == {r.name for r in ROUTES if r.refusals}
+    assert ids == {r.name for r in ROUTES if r.refusals or "{job_id}" in r.path}
+    for entry in parsed["operations"]:  # a job in the wrong state may be refused 412 (spec §3.6)
+        if "{job_id}" in route(entry["include-operation-id"]).path:
+            checks = entry["checks"]
+            assert "412" in checks["positive_data_acceptance"]["expected-statuses"], entry
+            assert "412" in checks["negative_data_rejection"]["expected-statuses"], entry
+
+
+def test_a_job_scoped_operation_documents_the_precondition_refusal() -> None:
+    """The any dialect refuses a call on a job that is not running 412 (spec §3.6, the
+    precondition-status form); each job-scoped operation documents it beside 409."""
+    for profile in ("current", "proposed"):
+        doc = build_openapi(profile=profile)
+        for path, ops in doc["paths"].items():
+            for method, op in ops.items():
+                if "{job_id}" in path and isinstance(op, dict) and "responses" in op:
+                    assert {"409", "412"} <= set(op["responses"]), (profile, method, path)
 
 
 def test_cli_prints_the_snapshot(capsys: pytest.CaptureFixture[str]) -> None:

@@ -54,17 +54,17 @@ def test_every_checkable_rule_has_a_clause() -> None:
 def test_a_rule_without_a_clause_is_reported(monkeypatch: pytest.MonkeyPatch) -> None:
     from contract.specification import checkable_rules as spec_rules
 
-    bare = spec_rules.Rule("5.5", "cancel takes no body", (), "yes", ())
+    bare = spec_rules.Rule("5.5", text="cancel takes no body", clauses=(), fake="yes", forms=())
     monkeypatch.setattr(spec_rules, "RULES", (*spec_rules.RULES, bare))
     assert rule_problems() == ["§5.5 'cancel takes no body': no clause judges it"]
-    uncited = spec_rules.Rule("2.4", "an uncited rule", ("ADDR-REQID-1",), "yes", ())
+    uncited = spec_rules.Rule("2.4", text="an uncited rule", clauses=("ADDR-REQID-1",), fake="yes", forms=())
     monkeypatch.setattr(spec_rules, "RULES", (*spec_rules.RULES, uncited))
     assert "2.4" not in coverage_gaps()  # §2.4 says why no spec clause cites it
     from contract.specification import sections
 
     monkeypatch.setattr(sections, "_SECTIONS", (*sections._SECTIONS, sections.Section("99.9", "A new section", "notes")))
     monkeypatch.setattr(sections, "SECTIONS", {**sections.SECTIONS, "99.9": sections.Section("99.9", "A new section", "notes")})
-    monkeypatch.setattr(spec_rules, "RULES", (*spec_rules.RULES, spec_rules.Rule("99.9", "r", ("ADDR-REQID-1",), "yes", ())))
+    monkeypatch.setattr(spec_rules, "RULES", (*spec_rules.RULES, spec_rules.Rule("99.9", text="r", clauses=("ADDR-REQID-1",), fake="yes", forms=())))
     assert coverage_gaps() == ["99.9"]
 
 

@@ -73,3 +73,18 @@ def test_the_run_shown_on_the_verdicts_page_matches_the_clause_registry() -> Non
     assert int(judged[1]) == int(must_judged) == int(must_green) and int(judged[2]) <= musts
     hinted = sum(int(n) for n in re.findall(r"^ +(\d+) MUST  ", page, re.M))
     assert int(judged[1]) + hinted == int(judged[2])
+
+
+def test_the_navigation_has_a_tab_per_audience() -> None:
+    """Tabs (mkdocs-material's navigation.tabs): one per audience, so a reader sees only
+    their part's pages, and the kit's inside apart from the user's reference."""
+    import yaml
+
+    config = yaml.safe_load((ROOT / "mkdocs.yml").read_text())
+    assert "navigation.tabs" in config["theme"]["features"]
+    tabs = [next(iter(entry)) for entry in config["nav"]]
+    for audience in ("Server team", "Client authors", "Recipe authors"):
+        assert audience in tabs
+    assert tabs[0] == "Start here" and tabs[-1] == "Inside the kit"
+    assert all(isinstance(next(iter(entry.values())), list) for entry in config["nav"]), \
+        "a top-level page would be a tab of its own"

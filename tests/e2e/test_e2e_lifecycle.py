@@ -10,7 +10,7 @@ import torch
 from e2e_fake import Fake
 
 from client import ConfigError, CortexHTTPError, create_client
-from client.transport import COLOCATION_OPS
+from client.transports.base import COLOCATION_OPS
 
 B, S = 2, 3000  # big enough that 16 KiB chunks cut forward-backward into several pieces
 

@@ -17,7 +17,7 @@ import torch
 from e2e_fake import FAST, Fake
 
 from client import ClientConfig, create_arctic_rl_client, create_client
-from client.transport import COLOCATION_OPS
+from client.transports.base import COLOCATION_OPS
 
 ROOT = Path(__file__).resolve().parents[2]
 

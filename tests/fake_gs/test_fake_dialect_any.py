@@ -10,8 +10,7 @@ import requests
 from contract.forms import FORMS, SPEC_FORMS
 from contract.routes import prefix
 from fake_gs import FakeSettings, serve_in_background
-from fake_gs.answers.forms import Forms
-from fake_gs.answers.forms_any import page_size, request_state
+from fake_gs.answers.forms import Forms, page_size, request_state
 
 
 def test_kit_and_spec_dialects_choose_fixed_forms() -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from contract import wire
-from fake_gs.http.handlers.frame_requests import REQUEST_LIMITS, request_limits
+from fake_gs.chunking.intake import REQUEST_LIMITS, request_limits
 from fake_gs.settings import MIN_RESULT_CHUNK_BYTES, FakeSettings
 
 

@@ -102,15 +102,15 @@ def test_a_job_being_created_counts_against_its_accounts_caps() -> None:
     store = Store(settings, no_engine, clock=ManualClock())
     try:
         body = CreateJobRequest.model_validate(json.loads(_config_body(1)))
-        creating = store.new_job("A", body)  # not registered yet
+        creating = store.table.new_job("A", body)  # not registered yet
         creating.config_bytes = MiB // 2
         check_job_room(store, "A", MiB // 2)  # fits beside it
         with pytest.raises(ApiError, match="max_account_config_bytes"):
             check_job_room(store, "A", MiB // 2 + 1)
-        store.register_job(store.new_job("A", body))
+        store.table.register_job(store.table.new_job("A", body))
         with pytest.raises(ApiError, match="max_jobs_per_account 2"):
             check_job_room(store, "A", 1)
-        store.release(creating)  # its create failed: its share is free again
+        store.table.release(creating)  # its create failed: its share is free again
         check_job_room(store, "A", 1)
         check_job_room(store, "B", MiB)
     finally:

@@ -12,6 +12,7 @@ from fake_gs_api import batch, sampling_config, training_config
 from contract.models import CreateJobRequest
 from contract.states import JobState, RequestState
 from fake_gs import FakeSettings, ManualClock
+from fake_gs.answers.forms import FormsOutward
 from fake_gs.state.records import JobRec
 from fake_gs.state.store import Store
 
@@ -27,7 +28,8 @@ def clock() -> ManualClock:
 
 @contextlib.contextmanager
 def _store(clock: ManualClock, **overrides: Any) -> Iterator[Store]:
-    store = Store(FakeSettings().with_overrides(**overrides), _no_engine, clock=clock)
+    settings = FakeSettings().with_overrides(**overrides)
+    store = Store(settings, _no_engine, clock=clock, outward=FormsOutward(settings.forms))
     try:
         yield store
     finally:
@@ -36,8 +38,8 @@ def _store(clock: ManualClock, **overrides: Any) -> Iterator[Store]:
 
 def _job(store: Store) -> JobRec:
     body = CreateJobRequest.model_validate({"sub_job_configs": [training_config(), sampling_config()]})
-    job = store.new_job("owner", body)
-    store.register_job(job)
+    job = store.table.new_job("owner", body)
+    store.table.register_job(job)
     return job
 
 
@@ -53,54 +55,54 @@ def test_manual_clock_moves_both_readings_only_forward(clock: ManualClock) -> No
 def test_spec_dialect_shows_cancelling_for_a_second_of_the_clock(clock: ManualClock) -> None:
     with _store(clock, dialect="spec") as store:
         job = _job(store)
-        assert store.status(job) == JobState.RUNNING
-        store.cancel(job)
-        assert store.status(job) == JobState.CANCELLING
+        assert store.table.status(job) == JobState.RUNNING
+        store.table.cancel(job)
+        assert store.table.status(job) == JobState.CANCELLING
         clock.advance(0.99)
-        assert store.status(job) == JobState.CANCELLING  # not shown by a GET yet, not a second yet
+        assert store.table.status(job) == JobState.CANCELLING  # not shown by a GET yet, not a second yet
         clock.advance(0.02)
-        assert store.status(job) == JobState.CANCELLED
+        assert store.table.status(job) == JobState.CANCELLED
 
 
 def test_a_get_shows_cancelling_once(clock: ManualClock) -> None:
     with _store(clock, dialect="spec") as store:
         job = _job(store)
-        store.cancel(job)
-        assert store.status(job, count_poll=True) == JobState.CANCELLING
-        assert store.status(job) == JobState.CANCELLED  # no time passed: the GET settled it
+        store.table.cancel(job)
+        assert store.table.status(job, count_poll=True) == JobState.CANCELLING
+        assert store.table.status(job) == JobState.CANCELLED  # no time passed: the GET settled it
 
 
 def test_exports_expire_after_their_ttl(clock: ManualClock) -> None:
     with _store(clock, export_ttl_s=60.0) as store:
-        token, _ = store.add_export(b"bytes", "weights.bin")
+        token, _ = store.table.add_export(b"bytes", "weights.bin")
         clock.advance(59.9)
-        found = store.export(token)
+        found = store.table.export(token)
         assert found is not None and found.data == b"bytes"
         clock.advance(0.2)
-        assert store.export(token) is None
+        assert store.table.export(token) is None
 
 
 def test_request_latency_reads_the_clock(clock: ManualClock) -> None:
     with _store(clock, latency="seconds:2") as store:
         job = _job(store)
-        req = store.submit(job, "step", lambda: {"ok": True})
+        req = store.queue.submit(job, "step", lambda: {"ok": True})
         assert req.done_event.wait(10) and req.executed  # it ran; only the latency is left
         clock.advance(1.9)
-        assert not store.gate_passed(req) and store.request_status(req) == RequestState.RUNNING
-        assert store.cancel_request(req) == (False, RequestState.RUNNING)
+        assert not store.queue.gate_passed(req) and store.queue.status(req) == RequestState.RUNNING
+        assert store.queue.cancel_request(req) == (False, RequestState.RUNNING)
         clock.advance(0.1)
-        assert store.gate_passed(req) and store.request_status(req) == RequestState.DONE
-        assert store.cancel_request(req) == (False, RequestState.DONE)
+        assert store.queue.gate_passed(req) and store.queue.status(req) == RequestState.DONE
+        assert store.queue.cancel_request(req) == (False, RequestState.DONE)
 
 
 def test_a_queued_request_is_cancelled_and_never_runs(clock: ManualClock) -> None:
     with _store(clock) as store:
         job = _job(store)
         store.executors.hold(job.job_id, True)
-        req = store.submit(job, "step", _no_engine)
-        assert store.cancel_request(req) == (True, RequestState.CANCELLED)
-        assert store.request_status(req) == RequestState.CANCELLED
-        assert store.cancel_request(req) == (False, RequestState.CANCELLED)
+        req = store.queue.submit(job, "step", _no_engine)
+        assert store.queue.cancel_request(req) == (True, RequestState.CANCELLED)
+        assert store.queue.status(req) == RequestState.CANCELLED
+        assert store.queue.cancel_request(req) == (False, RequestState.CANCELLED)
         store.executors.hold(job.job_id, False)
         assert req.done_event.wait(10) and not req.executed
 

@@ -68,7 +68,7 @@ def run_operation(op: Any, session: requests.Session, examples: int, round_: int
     return count, None
 
 
-@pytest.mark.slow
+@pytest.mark.long  # minutes: CI's 8-minute budget; the suite's own negative schemathesis clause runs in every suite run
 @pytest.mark.heavy
 def test_negative_mode(fake: FakeServer, negative_cases: int) -> None:
     client = rest_client(fake.base_url)

@@ -182,7 +182,7 @@ def settle_rss(proc: Any, admin: Admin, rounds: int = 6) -> int:
     return min(lows)
 
 
-@pytest.mark.slow
+@pytest.mark.long  # a soak: minutes by nature
 @pytest.mark.heavy
 def test_soak(soak_size: str) -> None:
     n_ops = OPS_PER_CLIENT[soak_size]

@@ -16,6 +16,7 @@ from typing import Any
 
 import requests
 
+from conformance.drivers.answer_bounds import mount_route_bounds
 from conformance.judge.answers import Judge
 from conformance.judge.exchange import Exchange, kept_body
 from contract.idempotency import IDEMPOTENCY_KEY_HEADER
@@ -38,6 +39,10 @@ class MeteredSession(requests.Session):
 
     def __init__(self, judge: Judge, report: Report) -> None:
         super().__init__()
+        # The bounds the client's own session has (it takes this one instead): each answer
+        # under its route's bound, decoded bytes and inflation counted, and the read timeout
+        # as the bound of the whole exchange (a dripping or endless answer cannot hold a user).
+        mount_route_bounds(self)
         self.judge = judge
         self.report = report
 

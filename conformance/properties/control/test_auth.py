@@ -39,6 +39,7 @@ def _all_unauthenticated(driver: RawDriver, job_id: str, cid: str) -> None:
 
 
 @checks("AUTH-REQUIRED-1")
+@pytest.mark.gs_needs_token
 def test_missing_token_is_refused(gs_target: Target, gs_anon: RawDriver, gs_job_id: str) -> None:
     """No Authorization header: 401 unauthenticated, on control and data plane."""
     _needs_auth(gs_target)
@@ -46,6 +47,7 @@ def test_missing_token_is_refused(gs_target: Target, gs_anon: RawDriver, gs_job_
 
 
 @checks("AUTH-REQUIRED-2")
+@pytest.mark.gs_needs_token
 def test_wrong_token_is_refused(gs_target: Target, gs_job_id: str) -> None:
     """A token the service does not know: 401 unauthenticated."""
     _needs_auth(gs_target)
@@ -57,6 +59,7 @@ def test_wrong_token_is_refused(gs_target: Target, gs_job_id: str) -> None:
 
 
 @checks("AUTH-HEADERS-1")
+@pytest.mark.gs_needs_token
 def test_pat_headers_are_accepted(gs_target: Target, gs_raw: RawDriver, gs_job: SharedJob) -> None:
     """Bearer PAT + X-Snowflake-Authorization-Token-Type: PROGRAMMATIC_ACCESS_TOKEN works."""
     _needs_auth(gs_target)

@@ -78,6 +78,7 @@ def _judge_available(cap: dict, soft: Soft) -> None:
 
 
 @checks("CAP-COUNT-1", "CAP-COUNT-2")
+@pytest.mark.gs_fake_optional
 def test_capacity_counts(
     gs_target: Target, gs_raw: RawDriver, gs_job: SharedJob, gs_variant: Variant
 ) -> None:
@@ -141,6 +142,7 @@ def test_jobs_queue_until_gpus_free(gs_target: Target, gs_variant: Variant) -> N
 
 
 @checks("CANCEL-FREE-1")
+@pytest.mark.gs_fake_optional
 def test_cancel_frees_gpus(gs_target: Target, gs_variant: Variant) -> None:
     """A cancelled job's GPUs leave in_use_gpus."""
     if not gs_target.embedded:

@@ -101,6 +101,7 @@ def test_refusals_use_the_envelope_and_code(
 
 
 @checks("ERR-ENVELOPE-1")
+@pytest.mark.gs_fake_optional
 def test_not_running_refusal_envelope(
     gs_target: Target, gs_variant: Variant, gs_job: SharedJob
 ) -> None:

@@ -146,6 +146,7 @@ def _monotone(statuses: list[str]) -> str | None:
 
 
 @checks("JOB-STATE-1")
+@pytest.mark.gs_fake_optional
 def test_startup_moves_forward(gs_target: Target, gs_job: SharedJob, gs_variant: Variant) -> None:
     """pending -> placing -> initializing -> running, never backwards."""
     if gs_target.embedded:
@@ -190,6 +191,7 @@ def _statuses(driver: RawDriver, job_id: str) -> list[str]:
 
 @checks("JOB-STATE-2")
 @pytest.mark.parametrize("style", ["main", "enum"])
+@pytest.mark.gs_fake_optional
 def test_one_status_dialect(
     gs_target: Target,
     gs_raw: RawDriver,
@@ -332,6 +334,7 @@ def _data_plane_calls(driver: RawDriver, job_id: str) -> list[Answer]:
 
 
 @checks("JOB-RUNNING-1")
+@pytest.mark.gs_fake_optional
 def test_not_running_job_refuses_data_plane(
     gs_target: Target, gs_job: SharedJob, gs_variant: Variant
 ) -> None:

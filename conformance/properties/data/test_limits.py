@@ -177,6 +177,7 @@ def _open_group(
 
 
 @checks("LIMIT-GROUPS-1", "LIMIT-RETRYAFTER-1")
+@pytest.mark.gs_fake_optional
 def test_open_group_cap(
     gs_target: Target, gs_raw: RawDriver, gs_job: SharedJob, gs_variant: Variant
 ) -> None:

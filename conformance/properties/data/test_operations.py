@@ -247,6 +247,7 @@ def _judge_logs(body: dict, soft: Soft) -> None:
 
 
 @checks("OP-LOGS-1", "OP-LOGS-2")
+@pytest.mark.gs_fake_optional
 def test_tail_logs(
     gs_target: Target, gs_raw: RawDriver, gs_job: SharedJob, gs_variant: Variant
 ) -> None:
@@ -279,6 +280,7 @@ def test_tail_logs(
 
 
 @checks("OP-RUNNING-1")
+@pytest.mark.gs_fake_optional
 def test_operations_need_a_running_job(
     gs_target: Target, gs_job: SharedJob, gs_variant: Variant
 ) -> None:

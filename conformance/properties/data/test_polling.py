@@ -316,6 +316,7 @@ def _failures(attempts: Iterable[Callable[[], tuple[object, Settled | None]]]) -
 
 
 @checks("POLL-FAILED-1")
+@pytest.mark.gs_fake_optional
 def test_failed_requests_carry_an_error(
     gs_target: Target, gs_raw: RawDriver, gs_job: SharedJob, gs_variant: Variant
 ) -> None:

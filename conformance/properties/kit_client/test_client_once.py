@@ -34,6 +34,7 @@ from conformance.judging.at_most_once import (
 )
 from conformance.judging.checks import kit_form
 from conformance.options import GsOptions
+from conformance.properties.kit_client import CLEAN
 from conformance.reporting.violations import Soft, expect
 from conformance.target import Target
 from contract.clauses import checks
@@ -41,7 +42,6 @@ from contract.idempotency import IDEMPOTENCY_KEY_HEADER
 from contract.routes import ROUTES
 from fake_gs.testing.admin_api import AdminApi
 
-CLEAN = {"mutant": None}
 CALLS = 4
 #: The POSTs' fates, in order: every fault kind, each followed by clean exchanges.
 SCRIPT: list[Action] = [

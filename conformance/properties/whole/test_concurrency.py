@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+import pytest
+
 from conformance.drivers.raw import RawDriver
 from conformance.fake_admin import admin_of
 from conformance.fixtures import Variant
@@ -53,6 +55,7 @@ def _send_together(driver: RawDriver, job_id: str, admin: AdminApi | None) -> li
 
 
 @checks("REQ-ONCE-1", "STEP-COUNT-1", "ERR-NO500-1")
+@pytest.mark.gs_fake_optional
 def test_calls_in_flight_together_run_once(
     gs_target: Target, gs_raw: RawDriver, gs_job: SharedJob, gs_variant: Variant
 ) -> None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+import pytest
+
 from conformance.drivers.raw import RawDriver
 from conformance.fake_admin import admin_of
 from conformance.fixtures import Variant
@@ -42,6 +44,7 @@ def _own_gpus(driver: RawDriver) -> int:
 
 
 @checks("CAP-ACCOUNT-1")
+@pytest.mark.gs_fake_optional
 def test_capacity_is_per_account(
     gs_target: Target, gs_raw: RawDriver, gs_raw2: RawDriver, gs_job: SharedJob, gs_variant: Variant
 ) -> None:
@@ -76,6 +79,7 @@ def _steps(driver: RawDriver, job_id: str) -> int:
 
 
 @checks("OP-CANCEL-2")
+@pytest.mark.gs_fake_optional
 def test_cancel_request_of_a_request_that_ran(
     gs_target: Target, gs_raw: RawDriver, gs_job: SharedJob, gs_variant: Variant
 ) -> None:

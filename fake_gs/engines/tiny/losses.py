@@ -1,7 +1,7 @@
 """The tiny engine's losses: verl's PPO-clip policy loss with its KL and entropy terms, and SFT.
 
 Each term is its own function so the order of operations (and so every number) stays
-that of verl's actor; ``quirks`` are a ``tiny-*`` mutant's engine seam points (``fake_gs/ops/seams.py``).
+that of verl's actor; ``quirks`` are the engine seam points in force (``fake_gs/ops/seams.py``).
 """
 
 from __future__ import annotations

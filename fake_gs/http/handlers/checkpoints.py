@@ -9,7 +9,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.responses import Response
 
 from contract import models as m
-from fake_gs.answers import forms_any
+from fake_gs.answers import forms as dialect
 from fake_gs.answers.forms import Forms
 from fake_gs.http.handlers.context import Ctx, json_response
 from fake_gs.http.handlers.jobs import no_body
@@ -20,7 +20,7 @@ EXPORT_FILENAME = "model.safetensors"
 
 
 def checkpoint_view(ckpt: CheckpointRec, forms: Forms) -> m.Checkpoint:
-    created = forms_any.timestamp(forms, ckpt.created_at, rfc3339(ckpt.created_at))
+    created = dialect.timestamp(forms, ckpt.created_at, rfc3339(ckpt.created_at))
     return m.Checkpoint(checkpoint_id=ckpt.checkpoint_id, global_steps=ckpt.global_steps,
                         avg_loss=ckpt.avg_loss, created_at=created, checkpoint_type=ckpt.checkpoint_type)
 
@@ -44,25 +44,25 @@ def _safetensors_bytes(ctx: Ctx, ckpt: CheckpointRec) -> bytes:
 async def export_checkpoint(ctx: Ctx) -> Response:
     job = ctx.job()
     await no_body(ctx)
-    ckpt = ctx.store.checkpoint(job, ctx.param("checkpoint_id"))
+    ckpt = ctx.store.table.checkpoint(job, ctx.param("checkpoint_id"))
     data = await run_in_threadpool(_safetensors_bytes, ctx, ckpt)
     # The file name is fixed: a checkpoint id never becomes part of a name or a path
-    # (CKPT-PATH-1); the traversal-accepted mutant derives it from the id instead.
+    # (CKPT-PATH-1); bent (``export-name-from-id``), it is derived from the id instead.
     filename = f"{ckpt.checkpoint_id}.safetensors" if ctx.settings.seams.bends(Bend.EXPORT_NAME_FROM_ID) \
         else EXPORT_FILENAME
-    token, rec = ctx.store.add_export(data, filename, job.owner)
+    token, rec = ctx.store.table.add_export(data, filename, job.owner)
     base = str(ctx.request.base_url).rstrip("/")
     files = [m.ExportFile(filename=rec.filename, url=f"{base}/_fake/exports/{token}", size_bytes=len(data))]
-    expires = forms_any.timestamp(ctx.forms, rec.expires_at, rfc3339(rec.expires_at))
+    expires = dialect.timestamp(ctx.forms, rec.expires_at, rfc3339(rec.expires_at))
     return json_response(m.ExportResponse(checkpoint_id=ckpt.checkpoint_id, files=files, expires_at=expires))
 
 
 async def delete_checkpoint(ctx: Ctx) -> Response:
     job = ctx.job()
     await ctx.body.drain()
-    ctx.store.delete_checkpoint(job, ctx.param("checkpoint_id"))
+    ctx.store.table.delete_checkpoint(job, ctx.param("checkpoint_id"))
     if ctx.settings.dialect == "spec":
         return Response(status_code=204)
-    return forms_any.delete_answer(ctx.forms)
+    return dialect.delete_answer(ctx.forms)
 
 

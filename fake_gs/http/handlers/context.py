@@ -20,10 +20,11 @@ from contract.models import GenerateStreamSubmitResponse, SubmitResponse, unknow
 from contract.routes import OCTET, Route
 from contract.states import JOB_TERMINAL, JobState
 from fake_gs.answers import check as answers
-from fake_gs.answers import forms_any
+from fake_gs.answers import forms as dialect
 from fake_gs.answers.check import dumps
 from fake_gs.answers.forms import Forms
 from fake_gs.answers.refusals import ApiError, validation_error
+from fake_gs.chunking.intake import json_containers
 from fake_gs.http.app_state import AppState
 from fake_gs.http.body import BodyReader
 from fake_gs.ops.seams import Bend, Rewrite, Rule
@@ -54,19 +55,15 @@ class Ctx:
     owner: str
     body: BodyReader
     extras: dict[str, Any] = field(default_factory=dict)
+    #: The running fake's store and settings, and which answer form each answer takes
+    #: (``--dialect``; fake_gs.answers.forms).
+    store: Store = field(init=False)
+    settings: FakeSettings = field(init=False)
+    forms: Forms = field(init=False)
 
-    @property
-    def store(self) -> Store:
-        return self.state.store
-
-    @property
-    def settings(self) -> FakeSettings:
-        return self.state.settings
-
-    @property
-    def forms(self) -> Forms:
-        """Which answer form each answer takes (``--dialect``; fake_gs.answers.forms)."""
-        return self.state.settings.forms
+    def __post_init__(self) -> None:
+        self.store, self.settings = self.state.store, self.state.settings
+        self.forms = self.settings.forms
 
     def param(self, name: str) -> str:
         return str(self.request.path_params[name]).replace(ENCODED_SLASH, "/")
@@ -151,10 +148,10 @@ class Ctx:
 
     def job(self, allowed: frozenset[str] | set[str] | None = None) -> JobRec:
         """The caller's job from the path, checked against the states the route needs."""
-        job = self.store.job_for(self.owner, self.param("job_id"))
+        job = self.store.table.job_for(self.owner, self.param("job_id"))
         wanted = self.route.needs_states if allowed is None else allowed
         if wanted:
-            status = self.store.status(job)
+            status = self.store.table.status(job)
             if status not in wanted and not (status in JOB_TERMINAL and not self.settings.seams.enforces(Rule.ENDED_JOB_REFUSES)):
                 raise ApiError(ErrorCode.JOB_NOT_RUNNING, f"job {job.public_id} is {status}, not running")
         return job
@@ -163,10 +160,10 @@ class Ctx:
         if status == JobState.INITIALIZING and self.settings.seams.bends(Bend.INITIALIZING_AS_PLACING):
             status = JobState.PLACING
         enum = self.settings.status_style == "enum" or self.settings.seams.bends(Bend.STATUS_ENUM_NAMES)
-        return forms_any.job_state(self.forms, status, enum)
+        return dialect.job_state(self.forms, status, enum)
 
     def request_status_text(self, status: str) -> str:
-        return forms_any.request_state(self.forms, status, self.settings.status_style == "enum")
+        return dialect.request_state(self.forms, status, self.settings.status_style == "enum")
 
     def submitted(self, job: JobRec, req: RequestRec, count: int | None = None) -> Response:
         """The submission answer; generate-stream's carries the prompt ``count``."""
@@ -212,13 +209,6 @@ def _finite_float(text: str) -> float:
     if not math.isfinite(value):
         raise ValueError(f"number {text[:40]} is out of range")
     return value
-
-
-def json_containers(data: bytes | bytearray, start: int = 0, end: int | None = None) -> int:
-    """An upper bound of the arrays and objects a JSON text holds (brackets in strings
-    count too), found without parsing it."""
-    end = len(data) if end is None else end
-    return data.count(b"[", start, end) + data.count(b"{", start, end)
 
 
 def json_values(data: bytes | bytearray) -> int:

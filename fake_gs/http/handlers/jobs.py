@@ -17,7 +17,6 @@ from contract.models.catalog import ALL_MODELS, TRAINING_MODELS, is_known_model,
 from contract.states import JobState
 from fake_gs.answers import check as answers
 from fake_gs.answers import forms as dialect
-from fake_gs.answers import forms_any
 from fake_gs.answers.refusals import ApiError
 from fake_gs.http.handlers.context import OFF_LOOP_JSON_BYTES, Ctx, json_response
 from fake_gs.ops.seams import Bend, Rewrite, Rule
@@ -49,7 +48,7 @@ def sub_job_view(sub: SubJobRec, shown: str) -> m.SubJob:
 
 def job_view(ctx: Ctx, job: JobRec, *, count_poll: bool = False) -> m.Job:
     """The job object with every field (spec §5.2), in the configured dialect."""
-    status = ctx.store.status(job, count_poll=count_poll)
+    status = ctx.store.table.status(job, count_poll=count_poll)
     shown = ctx.job_status_text(status)
     reason = job.reason
     if status == JobState.FAILED:
@@ -59,15 +58,15 @@ def job_view(ctx: Ctx, job: JobRec, *, count_poll: bool = False) -> m.Job:
         job_id=job.public_id,
         status=shown,
         reason=reason,
-        created_at=forms_any.timestamp(forms, job.created_at, rfc3339(job.created_at)),
-        updated_at=forms_any.timestamp(forms, job.updated_at, rfc3339(job.updated_at)),
+        created_at=dialect.timestamp(forms, job.created_at, rfc3339(job.created_at)),
+        updated_at=dialect.timestamp(forms, job.updated_at, rfc3339(job.updated_at)),
         image_tag="" if status == JobState.PENDING else f"fake-gs/{ctx.settings.engine}:0.1.0",
         submitted_by=f"user_{tokens.index(job.owner)}" if job.owner in tokens else "anonymous",
         owner_role=OWNER_ROLE,
         experiment_name=job.experiment_name,
         sub_jobs=[sub_job_view(sub, shown) for sub in job.sub_jobs],
     )
-    return m.Job(**forms_any.job_object(forms, fields))
+    return m.Job(**dialect.job_object(forms, fields))
 
 
 def check_models(ctx: Ctx, body: CreateJobRequest) -> None:
@@ -99,7 +98,7 @@ def _resolve_checkpoint(ctx: Ctx, i: int, cfg: SubJobConfig) -> CheckpointRec | 
         message = "stage_info credentials are stamped by the server; clients must not send them"
         raise ApiError(ErrorCode.VALIDATION_FAILED, message, [detail_entry((*loc, "stage_info"), message)])
     if not info.source_job_id and ctx.settings.seams.bends(Bend.INIT_ANY_JOB):
-        for job in reversed(ctx.store.list_jobs(ctx.owner, None)):
+        for job in reversed(ctx.store.table.list_jobs(ctx.owner, None)):
             if info.checkpoint_id in job.checkpoints:
                 return job.checkpoints[info.checkpoint_id]
     if not info.source_job_id:  # CKPT-INIT-6: a new job's checkpoint is always another job's
@@ -108,8 +107,8 @@ def _resolve_checkpoint(ctx: Ctx, i: int, cfg: SubJobConfig) -> CheckpointRec | 
         raise ApiError(ErrorCode.VALIDATION_FAILED, message,
                        [detail_entry((*loc, "source_job_id"), message, ErrorCode.CHECKPOINT_NOT_FOUND)])
     try:
-        src = ctx.store.job_for(ctx.owner, info.source_job_id)
-        return ctx.store.checkpoint(src, info.checkpoint_id)
+        src = ctx.store.table.job_for(ctx.owner, info.source_job_id)
+        return ctx.store.table.checkpoint(src, info.checkpoint_id)
     except ApiError as exc:
         raise ApiError(ErrorCode.VALIDATION_FAILED, exc.message,
                        [detail_entry(loc, exc.message, exc.code)]) from None
@@ -144,13 +143,13 @@ def multiplex_hosts(ctx: Ctx, body: CreateJobRequest) -> list[tuple[str, int]]:
         if match is None:
             continue
         try:
-            host: JobRec | None = ctx.store.job_for(ctx.owner, match["job"])
+            host: JobRec | None = ctx.store.table.job_for(ctx.owner, match["job"])
         except ApiError:
             host = None
         problem = None
         if host is None:
             problem = f"you hold no job {match['job']!r}"
-        elif (status := ctx.store.status(host)) != JobState.RUNNING:
+        elif (status := ctx.store.table.status(host)) != JobState.RUNNING:
             problem = f"job {host.public_id!r} is {ctx.job_status_text(status)}, not running"
         elif host.sub_job(value) is None:
             problem = (f"job {host.public_id!r} has no sub-job {value!r} "
@@ -189,7 +188,7 @@ async def create_job(ctx: Ctx) -> Response:
     check_config_rules(body, job_id, ctx.settings.seams)
     inits = source_checkpoints(ctx, body)
     hosts = multiplex_hosts(ctx, body)
-    job = ctx.store.new_job(ctx.owner, body, job_id)  # 409 when the caller holds the id
+    job = ctx.store.table.new_job(ctx.owner, body, job_id)  # 409 when the caller holds the id
     job.gpu_hosts = hosts
     job.config_bytes = config_bytes
     engine = await run_in_threadpool(lambda: ctx.store.engine)
@@ -204,11 +203,11 @@ async def create_job(ctx: Ctx) -> Response:
                 job.global_steps = init.ckpt.global_steps
     except BaseException as exc:
         engine.drop_job(job.job_id)
-        ctx.store.release(job)
+        ctx.store.table.release(job)
         if isinstance(exc, (ValueError, KeyError)):
             raise ApiError(ErrorCode.INVALID_ARGUMENT, f"cannot create the job: {exc}") from None
         raise
-    ctx.store.register_job(job)
+    ctx.store.table.register_job(job)
     if ctx.settings.seams.bends(Bend.CREATE_NO_JOB_ID):
         return json_response({})
     created = ctx.settings.seams.bends(Bend.CREATE_201) or ctx.forms.use("success-status")
@@ -219,17 +218,17 @@ async def list_jobs(ctx: Ctx) -> Response:
     """Every job of the caller (bounded by ``max_jobs_per_account`` and the configs they keep,
     ``fake_gs.state.quotas``), rendered off the event loop: a list of big configs takes
     seconds to render, and other accounts' calls go on meanwhile."""
-    jobs = ctx.store.list_jobs(ctx.owner, ctx.request.query_params.get("status"))
+    jobs = ctx.store.table.list_jobs(ctx.owner, ctx.request.query_params.get("status"))
 
     def render() -> Response:
-        entries = [forms_any.list_entry(ctx.forms, answers.render(job_view(ctx, j))) for j in jobs]
+        entries = [dialect.list_entry(ctx.forms, answers.render(job_view(ctx, j))) for j in jobs]
         return json_response(m.JobList(jobs=entries))
 
     return await run_in_threadpool(render)
 
 
 async def get_capacity(ctx: Ctx) -> Response:
-    cap = ctx.settings.seams.rewrite(Rewrite.CAPACITY, answers.render(m.Capacity(**ctx.store.capacity(ctx.owner))))
+    cap = ctx.settings.seams.rewrite(Rewrite.CAPACITY, answers.render(m.Capacity(**ctx.store.table.capacity(ctx.owner))))
     cap = dialect.capped(cap, ctx.forms)
     return json_response(dialect.capacity(cap) if ctx.forms.use("capacity-proto3") else cap)
 
@@ -250,9 +249,9 @@ async def no_body(ctx: Ctx) -> None:
 async def cancel_job(ctx: Ctx) -> Response:
     job = ctx.job()
     await no_body(ctx)
-    ctx.store.cancel(job)
-    shown = ctx.job_status_text(ctx.store.status(job))
-    return forms_any.cancel_answer(ctx.forms, job.public_id, shown)
+    ctx.store.table.cancel(job)
+    shown = ctx.job_status_text(ctx.store.table.status(job))
+    return dialect.cancel_answer(ctx.forms, job.public_id, shown)
 
 
 async def get_experiment_run(ctx: Ctx) -> Response:

@@ -32,11 +32,11 @@ from contract.states import JobState
 from fake_gs.answers import check as answers
 from fake_gs.answers import forms
 from fake_gs.answers.refusals import ApiError
+from fake_gs.chunking.intake import decode_frame, refuse_legacy
 from fake_gs.http.handlers.context import Ctx, json_response
-from fake_gs.http.handlers.frame_requests import decode_frame, refuse_legacy
-from fake_gs.http.handlers.training import forward_object, forward_work
 from fake_gs.ops.seams import Bend, Rewrite, Rule
 from fake_gs.state.records import JobRec, SubJobRec
+from fake_gs.state.training import Training, forward_object
 
 RUNNING = frozenset({JobState.RUNNING})
 #: tail-logs also works while the job starts (placing, and initializing after it).
@@ -127,9 +127,9 @@ async def op_forward(ctx: Ctx, job: JobRec, target: SubJobRec, payload: Any) -> 
     if not data:
         raise ApiError(ErrorCode.MALFORMED_FRAME, "payload.payload_b64 is empty")
     refuse_legacy(data)
-    request = forward_object(await decode_frame(ctx, data))
-    work = forward_work(ctx, job, request, reference=bool(request.get("reference_model")))
-    return ctx.submitted(job, ctx.store.submit(job, "op:forward", work, force_frame=True))
+    request = forward_object(await decode_frame(ctx.settings, ctx.settings.seams, data))
+    work = Training(ctx.store).forward_work(job, request, reference=bool(request.get("reference_model")))
+    return ctx.submitted(job, ctx.store.queue.submit(job, "op:forward", work, force_frame=True))
 
 
 async def op_weight_sync(ctx: Ctx, job: JobRec, target: SubJobRec, payload: Any) -> Response:
@@ -157,7 +157,7 @@ async def op_weight_sync(ctx: Ctx, job: JobRec, target: SubJobRec, payload: Any)
         return answers.render(m.WeightSyncResult(weight_version=version, source_sub_job_id=source.sub_job_id,
                                                  target_sub_job_ids=targets, weight_format=payload.weight_format))
 
-    return ctx.submitted(job, store.submit(job, "op:weight-sync", work))
+    return ctx.submitted(job, store.queue.submit(job, "op:weight-sync", work))
 
 
 async def op_bootstrap(ctx: Ctx, job: JobRec, target: SubJobRec, payload: Any) -> Response:
@@ -178,7 +178,7 @@ async def op_bootstrap(ctx: Ctx, job: JobRec, target: SubJobRec, payload: Any) -
         max_cache_bytes=payload.max_cache_bytes)
     if ctx.forms.use("bootstrap-polled"):  # spec §7: "poll if a deployment returns a request id"
         ctx.expect(model=m.SubmitResponse)
-        return ctx.submitted(job, ctx.store.submit(job, "op:bootstrap-router-replay", lambda: answers.render(result)))
+        return ctx.submitted(job, ctx.store.queue.submit(job, "op:bootstrap-router-replay", lambda: answers.render(result)))
     return json_response(result)
 
 
@@ -197,8 +197,8 @@ async def op_reset_prefix_cache(ctx: Ctx, job: JobRec, target: SubJobRec, payloa
 
 async def op_cancel_request(ctx: Ctx, job: JobRec, target: SubJobRec, payload: Any) -> Response:
     assert isinstance(payload, CancelRequestPayload)
-    req = ctx.store.request_for(job, payload.request_id)
-    cancelled, status = ctx.store.cancel_request(req)
+    req = ctx.store.queue.request_for(job, payload.request_id)
+    cancelled, status = ctx.store.queue.cancel_request(req)
     # No "request_id" key: an operation answer holding one is a request to poll (spec §7).
     return json_response(m.CancelRequestResult(cancelled_request_id=req.request_id, cancelled=cancelled,
                                                status=ctx.request_status_text(status)))
@@ -224,7 +224,7 @@ async def op_tail_logs(ctx: Ctx, job: JobRec, target: SubJobRec, payload: Any) -
         end = start + len(entries)
         eof = end >= job.log_base + len(job.logs)
     if spec:
-        placing = ctx.store.status(job) == JobState.PLACING
+        placing = ctx.store.table.status(job) == JobState.PLACING
         return json_response(m.TailLogsResult(**forms.log_page(entries, end, eof, placing, payload.cursor)))
     page = answers.render(m.TailLogsResult(entries=entries, next_cursor=str(end), eof=eof))
     return json_response(ctx.settings.seams.rewrite(Rewrite.TAIL_LOGS_PAGE, page))

@@ -104,7 +104,7 @@ def build_generate(ctx: Ctx, job: JobRec, obj: Any, group: ChunkGroup | None) ->
     def work() -> dict[str, Any]:
         return answers.render(GenerateResult(job_id=job.public_id, results=_results(ctx, job, request)))
 
-    return ctx.store.submit(job, "generate", work, force_frame=True, group_id=group.group_id if group else None)
+    return ctx.store.queue.submit(job, "generate", work, force_frame=True, group_id=group.group_id if group else None)
 
 
 async def generate(ctx: Ctx) -> Response:
@@ -122,7 +122,7 @@ async def generate_stream(ctx: Ctx) -> Response:
         done = StreamDoneEvent(type="done", completed=len(results), failed=0)
         return [answers.render(event) for event in (*events, done)]
 
-    req = ctx.store.submit(job, "generate_stream", work, stream=True)
+    req = ctx.store.queue.submit(job, "generate_stream", work, stream=True)
     return ctx.submitted(job, req, count=len(request.prompts))
 
 
@@ -134,4 +134,4 @@ async def log_probs(ctx: Ctx) -> Response:
     def work() -> dict[str, Any]:
         return answers.render(LogProbsResult(job_id=job.public_id, **ctx.store.engine.log_probs(job.job_id, request)))
 
-    return ctx.submitted(job, ctx.store.submit(job, "log_probs", work, force_frame=True))
+    return ctx.submitted(job, ctx.store.queue.submit(job, "log_probs", work, force_frame=True))

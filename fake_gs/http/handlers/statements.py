@@ -41,7 +41,7 @@ async def sql_statement(ctx: Ctx) -> Response:
                        + stage_credentials_statement("<experiment>", "<run>"))
     experiment, run = parsed
     job_id = job_id_of_run(run)
-    job = ctx.store.job_for(ctx.owner, job_id) if job_id else None
+    job = ctx.store.table.job_for(ctx.owner, job_id) if job_id else None
     if job is None or job.experiment_name != experiment:
         raise ApiError(ErrorCode.NOT_FOUND, f"no experiment run {experiment}/{run}")
     with ctx.store.lock:

@@ -13,15 +13,23 @@ body breaks off, leaves nothing behind.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 from contract import wire
 from fake_gs.chunking.buffer import GroupBuffer
 from fake_gs.chunking.groups import ChunkGroup, malformed
 from fake_gs.chunking.machine import OPEN, chunk_span
-from fake_gs.http.body import BodyReader
+
+
+class BodyReader(Protocol):
+    """A request body as it arrives (``fake_gs.http.body.BodyReader``): its pieces, and
+    what to free should the server drop it for another account."""
+
+    on_evict: Callable[[], None] | None
+
+    def chunks(self, limit: int) -> AsyncIterator[bytes | bytearray]: ...
 
 #: Bytes of a chunk's payload handed to the frame hash at once (pieces arrive in 64-256 KiB).
 #: Each span's hash ends by taking the GIL back from the loop, which is busy receiving: 1 MiB
