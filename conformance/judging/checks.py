@@ -11,7 +11,8 @@ import re
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from conformance.drivers.raw import Answer
+from conformance.drivers.raw import Answer, RawDriver
+from conformance.drivers.raw_answers import Settled
 from conformance.reporting.violations import Soft, expect
 from conformance.runtime import RUNTIME
 from contract.clauses import Clause, clause
@@ -24,6 +25,7 @@ from contract.errors import (
 )
 from contract.forms import kit_form_judged
 from contract.limits import TRANSIENT_STATUSES
+from contract.states import JobState, RequestState, normalize_job_state
 
 #: The 4xx statuses spec §3.5's client retries: a refusal answered so is retried ten times.
 RETRIED = frozenset(s for s in TRANSIENT_STATUSES if s < 500)
@@ -73,6 +75,49 @@ def refused_or_taken(ans: Answer, soft: Soft, cid: str, statuses: Iterable[int],
     refused(ans, soft, cid, statuses=statuses)
 
 
+def refused_or_failed(ans: Answer, soft: Soft, cid: str, settle: Callable[[str], Settled],
+                      statuses: Iterable[int] | None = None) -> None:
+    """A rule on an asynchronous call whose section names no refusal form: a 4xx at submit
+    (judged as :func:`refused`), or a request that is accepted and ends failed (``settle``
+    polls its request id to the end). Accepted with no request to poll, or a request that
+    ends otherwise, is red on ``cid``."""
+    rid = ans.field("request_id") if ans.ok else None
+    if isinstance(rid, str):
+        settled = settle(rid)
+        soft.expect(cid, settled.status == RequestState.FAILED,
+                    f"the request was accepted and ended {settled.raw_status}")
+    elif ans.ok:
+        soft.expect(cid, False, f"accepted ({ans.status}) with no request to poll: {ans.raw[:200]!r}")
+    else:
+        refused(ans, soft, cid, statuses=statuses)
+
+
+def create_refused(
+    driver: RawDriver, body: dict[str, Any], cid: str, field: str | None = None, soft: Soft | None = None,
+    *, codes: Iterable[str | ErrorCode] | None = None, statuses: Iterable[int] | None = None,
+) -> None:
+    """A create-time rule whose section names no refusal form: a 4xx at create (judged as
+    :func:`refused` with the kit's ``codes``/``statuses``, naming ``field``), or a job that
+    is created and ends failed. Judged into ``soft`` when given (the caller checks), else
+    at once."""
+    own = soft is None
+    soft = soft or Soft()
+    ans = driver.create_job(body)
+    job_id = ans.field("job_id") if ans.ok else None
+    if isinstance(job_id, str):
+        end, seen = driver.wait_job(job_id, until=(JobState.FAILED, JobState.RUNNING), timeout_s=60)
+        state = normalize_job_state(end.field("status"))
+        driver.cancel(job_id)
+        soft.expect(cid, state == JobState.FAILED, f"create was accepted and the job is {state} ({seen})")
+    else:
+        refused(ans, soft, cid, codes=codes, statuses=statuses)
+        if field is not None and 400 <= ans.status < 500:
+            owner = cid if clause(cid).source == "decided" else "ERR-ENVELOPE-2"
+            soft.expect(owner, names_field(ans, field), f"the refusal does not name {field!r}: {ans.body!r}")
+    if own:
+        soft.check()
+
+
 def kit_form(cid: str) -> bool:
     """Whether kit-form clause ``cid`` is judged here: not when the target may answer in a
     form the spec allows instead (contract.forms; every form against a URL)."""
@@ -89,7 +134,8 @@ def refused(
     """``ans`` is a refusal, judged by the letter for ``cid``: a 4xx with a spec §3.6 body
     (ERR-ENVELOPE-1), never a 5xx (ERR-NO500-1), with the status the cited section names
     (``Clause.statuses``) where it names one; else any 4xx, and for a refusal the kit
-    answers with another status, not one spec §3.5's client retries (404, 409, 429).
+    answers with another status, held to it under ERR-STATUS-1 only (a decided clause):
+    spec §3.5's client retrying 404, 409 and 429 forbids no server those statuses.
 
     ``codes`` / ``statuses`` are the kit's: a decided ``cid`` whose kit status is not the
     invalid-input 400 is held to them itself (415, 404, 409: what the clause decides);
@@ -121,22 +167,22 @@ def refused(
 
 
 def _refusal_status(ans: Answer, soft: Soft, c: Clause, kit: set[int]) -> bool:
-    """The status of a 4xx refusal: the clause's own statuses, else not a retried one;
-    then the kit's (on the clause when it decides that status, else ERR-STATUS-1)."""
+    """The status of a 4xx refusal: the clause's own statuses where its section names some
+    (any 4xx else: no section forbids one spec §3.5's client retries, so a retried status is
+    the kit's ERR-STATUS-1, never the binding clause's); then the kit's (on the clause when
+    it decides that status, else ERR-STATUS-1)."""
     got = f"{ans.status}: {ans.raw[:200]!r}"
     named = set(c.statuses)
     ok = True
     if named:
         ok = soft.expect(c.id, ans.status in named, f"spec §{c.spec_section} names {sorted(named)}, got {got}")
-    elif kit and not kit & RETRIED:
-        ok = soft.expect(c.id, ans.status not in RETRIED,
-                         f"a refusal answered {got}, a status spec §3.5's client retries as transient")
     if not kit or kit <= named:
         return ok
     if c.source == "decided" and kit != {400}:
         return soft.expect(c.id, ans.status in kit, f"expected status {sorted(kit)}, got {got}") and ok
     if kit_form("ERR-STATUS-1"):
-        soft.expect("ERR-STATUS-1", ans.status in kit, f"the kit answers this refusal {sorted(kit)}, got {got}")
+        retried = " (a status spec §3.5's client retries as transient)" if ans.status in RETRIED else ""
+        soft.expect("ERR-STATUS-1", ans.status in kit, f"the kit answers this refusal {sorted(kit)}, got {got}{retried}")
     return ok
 
 

@@ -18,6 +18,8 @@ from typing import Any
 
 import requests
 
+from contract.auth import AUTHORIZATION_HEADER
+
 READY_PREFIX = "fake-gs serving on "
 #: The account's GPU capacity: room for every job a run may create (two GPUs each).
 CAPACITY_GPUS = 1_000_000
@@ -102,7 +104,7 @@ class EmbeddedFake:
 
     def state(self) -> dict[str, Any]:
         """The fake's state dump (``/_fake/state``: execution counters, jobs)."""
-        headers = {"Authorization": f"Bearer {self.admin_token}"} if self.admin_token else {}
+        headers = {AUTHORIZATION_HEADER: f"Bearer {self.admin_token}"} if self.admin_token else {}
         answer = requests.get(f"{self.url}/_fake/state", headers=headers, timeout=60)
         answer.raise_for_status()
         return dict(answer.json())

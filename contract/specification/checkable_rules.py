@@ -88,7 +88,7 @@ RULES: tuple[Rule, ...] = (
     Rule("6.6", text="prompts are strings and/or token lists; one token prompt is [[...]]", clauses=("GEN-PROMPTS-1",), fake="yes", forms=()),
     Rule("6.6", text="sampling_params and routing_key are one value or a list aligned with prompts", clauses=("GEN-ALIGN-1",), fake="yes", forms=("error-forms", "validation-422")),
     Rule("6.6", text="token prompts must leave room for one output token; string prompts are the server's to check", clauses=("CLIENT-PROMPT-1", "GEN-TOOLONG-1", "GEN-SEQLEN-1", "JOB-SUBJOB-3"), fake="yes", forms=()),
-    Rule("6.6", text="the result is {job_id, results: [{text, token_ids, finish_reason}, ...]}", clauses=("GEN-RESULT-1", "GEN-COUNT-1", "GEN-TOKENS-1", "GEN-TOKENS-2", "GEN-FINISH-1", "GEN-LOGPROBS-1"), fake="yes", forms=("unknown-fields", "result-delivery")),
+    Rule("6.6", text="the result is {job_id, results: [{text, token_ids, finish_reason}, ...]}", clauses=("GEN-RESULT-1", "GEN-COUNT-1", "GEN-TOKENS-1", "GEN-TOKENS-2", "GEN-TOKENS-3", "GEN-FINISH-1", "GEN-LOGPROBS-1"), fake="yes", forms=("unknown-fields", "result-delivery")),
     Rule("6.6", text="generate sends the plain frame when it fits", clauses=("CHUNK-PLAIN-1",), fake="yes", forms=()),
     Rule("6.7", text="generate-stream bodies stay within 60 MiB and are not chunked", clauses=("LIMIT-BODY-1", "LIMIT-BODY-3"), fake="yes", forms=()),
     Rule("6.7", text="generate-stream answers {request_id, job_id, count}", clauses=("GENS-SUBMIT-1",), fake="yes", forms=("id-shape",)),

@@ -106,7 +106,7 @@ CKPT-INIT-5 stage_info
 CKPT-INIT-6 checkpoint_id source_job_id
 CKPT-INIT-3 weights-only source_checkpoint_info
 GEN-COUNT-1 prompts results
-GEN-TOKENS-1 text token_ids finish_reason
+GEN-TOKENS-1 text token_ids
 GEN-PROMPTS-1 prompts
 GEN-ALIGN-1 sampling_params routing_key prompts
 GEN-RESULT-1 job_id results

@@ -105,7 +105,7 @@ def verdicts(results: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {v["id"]: v for v in results.get("verdicts", [])}
 
 
-@pytest.mark.slow
+@pytest.mark.long  # CI's slow tier runs the whole default URL run through a proxy (test_false_reds)
 @pytest.mark.heavy
 def test_one_job_judges_its_end_and_a_chunked_result(tmp_path: Path) -> None:
     """Default options, one job: the cancel clauses on the run's own job and the delivery

@@ -27,6 +27,8 @@ from typing import Any
 
 import pytest
 
+from contract.errors import is_error_envelope
+from contract.states import normalize_job_state
 from fake_gs import FakeSettings
 from fake_gs.cli import stage_exports
 from fake_gs.server import FakeServer, start_in_background
@@ -65,9 +67,33 @@ def service_dir() -> Iterator[Path]:
         sys.path.remove(str(where))
 
 
-@pytest.fixture(scope="module")
-def fake(service_dir: Path) -> Iterator[FakeServer]:
-    server = start_in_background(FakeSettings(tls=True, tokens=(PAT,), profile="current", max_total_gpus=64))
+#: The fake's configurations a recipe author runs: the shape and tiny engines, ``--dialect spec``
+#: and ``--dialect any`` with seeds 0 to 5 (the assertions accept every form the spec allows).
+CONFIGURATIONS: dict[str, dict[str, Any]] = {
+    "shape": {},
+    "tiny": {"engine": "tiny", "allow_any_model": True},
+    "spec": {"dialect": "spec"},
+    **{f"any-{seed}": {"dialect": "any", "seed": seed} for seed in range(6)},
+}
+
+
+#: A create refused for its body: 400, or 422 with a ``detail`` list (spec §3.6).
+REFUSED_STATUSES = (400, 422)
+
+
+def _error_text(body: Any) -> str:
+    """An error body's words in any form spec §3.6 allows: its ``message`` (the kit's
+    envelope, ``{message, code: <status>}``) and each ``detail`` entry's ``loc`` and ``msg``."""
+    assert is_error_envelope(body), body
+    words = [str(body.get("message") or "")]
+    words += [f"{'.'.join(map(str, d['loc']))}: {d['msg']}" for d in body.get("detail") or ()]
+    return " ".join(words)
+
+
+@pytest.fixture(scope="module", params=sorted(CONFIGURATIONS))
+def fake(request: pytest.FixtureRequest, service_dir: Path) -> Iterator[FakeServer]:
+    server = start_in_background(FakeSettings(tls=True, tokens=(PAT,), profile="current", max_total_gpus=64,
+                                              **CONFIGURATIONS[request.param]))
     try:
         yield server
     finally:
@@ -143,7 +169,7 @@ def sft_training_five_steps(host: str) -> None:
     client.wait_for_job(job_id)
     losses = _sft_steps(client, job_id)
     assert len(losses) == 5 and all(loss == loss for loss in losses)
-    assert client.get_job(job_id)["status"] == "running"
+    assert normalize_job_state(client.get_job(job_id)["status"]) == "running"  # or JOB_STATE_RUNNING (spec §3.2)
     client.cancel_job(job_id)
 
 
@@ -166,8 +192,9 @@ def sft_multiplexed_onto_a_created_job(host: str) -> None:
     with pytest.raises(requests.HTTPError) as refused:
         client.create_job_from_body(body)
     answer = refused.value.response
-    assert answer is not None and answer.status_code == 400
-    assert "multiplex_job_id" in answer.json()["message"] and "not running" in answer.json()["message"]
+    assert answer is not None and answer.status_code in REFUSED_STATUSES, answer.status_code
+    said = _error_text(answer.json())
+    assert "multiplex_job_id" in said and "not running" in said, said
 
 
 def test_sampling_walkthrough(fake: FakeServer, user_env: dict[str, str]) -> None:

@@ -4,7 +4,7 @@ tails their logs, driven the way Textual tests an app (``App.run_test()``'s pilo
 
 The same checkout as ``test_service_client.py`` (``GS_SERVICE_CLIENT_DIR``, with textual
 importable; skips otherwise), against ``fake-gs --tls --profile current`` in the
-configurations issue 41 names: the shape and tiny engines, ``--dialect spec`` and
+configurations a recipe author runs: the shape and tiny engines, ``--dialect spec`` and
 ``--dialect any`` with seeds 0 to 5. Only what a user changes is changed: the host, the PAT,
 the CA bundle. Nothing of the client is copied here.
 """

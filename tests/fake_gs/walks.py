@@ -1,4 +1,4 @@
-"""Follow one call through the fake and count where it goes (issue 39's walks).
+"""Follow one call through the fake and count where it goes (the architecture page's two walks).
 
 A *walk* is the fake's own code one call runs, in the order it first runs it: every
 function of ``fake_gs`` entered while the call is served (on any thread: the event loop,
@@ -155,7 +155,7 @@ class Recorder:
 
 
 def walks() -> list[Walk]:
-    """The two walks of issue 39 through a fresh fake: the final chunk of a two-chunk
+    """The two walks through a fresh fake: the final chunk of a two-chunk
     forward-backward (accepted, reassembled, submitted, executed), and a poll of that
     request's result."""
     from contract import wire

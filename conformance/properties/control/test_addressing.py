@@ -115,10 +115,14 @@ def test_documented_content_types_are_taken(gs_raw: RawDriver, gs_job: SharedJob
     """JSON calls sent as application/json, frames as application/octet-stream and
     generate-stream's JSON bytes as application/octet-stream are taken (2xx)."""
     jid = gs_job.job_id
-    chunk = request_chunks({"args": [], "kwargs": {"input_ids": [[1, 2, 3]]}}, "forward_backward")
+    # Inputs inside what the sections show: spec §6.1's standard object (input_ids and
+    # labels), spec §7.8's tail-logs naming its sub-job.
+    batch = {"args": [], "kwargs": {"input_ids": [[1, 2, 3]], "labels": [[2, 3, -100]]}}
+    chunk = request_chunks(batch, "forward_backward")
+    tail = {"operation_type": "tail-logs", "sub_job_id": gs_job.training, "payload": {"max_lines": 1}}
     calls = {
         "step": gs_raw.call("step", json_body={}, job_id=jid),
-        "operation": gs_raw.operation(jid, {"operation_type": "tail-logs", "payload": {"max_lines": 1}}),
+        "operation": gs_raw.operation(jid, tail),
         "forward_backward": gs_raw.call("forward_backward", data=chunk[0], job_id=jid),
         "generate": gs_raw.call("generate", data=encode({"prompts": ["x"]}), job_id=jid),
         "generate_stream": gs_raw.call("generate_stream", data=b'{"prompts": ["x"]}', job_id=jid),

@@ -17,7 +17,7 @@ from conformance.drivers.raw import RawDriver
 from conformance.fixtures import NewJob, Via
 from conformance.inputs import valid_bodies
 from conformance.jobs import SharedJob
-from conformance.judging.checks import RFC3339_RE, kit_form, refused
+from conformance.judging.checks import RFC3339_RE, kit_form, refused, refused_or_failed
 from conformance.judging.variants import JobRef
 from conformance.options import GsOptions
 from conformance.reporting.violations import Soft, expect
@@ -334,11 +334,13 @@ def test_load_restores_steps(gs_via: Via, via: str) -> None:
 
 @checks("SAVE-LOAD-2", "SAVE-LOAD-5")
 def test_load_needs_a_known_checkpoint(gs_raw: RawDriver, gs_job: SharedJob) -> None:
-    """No checkpoint_id: refused. An unknown checkpoint or source job (the kit's): 404 or
+    """No checkpoint_id: refused (a 4xx, or a request that ends failed: spec §6.4 names
+    no form). An unknown checkpoint or source job (the kit's): 404 or
     a failed request naming it."""
     jid = gs_job.job_id
     soft = Soft()
-    refused(gs_raw.call("load", json_body={}, job_id=jid), soft, "SAVE-LOAD-2", statuses=[400])
+    refused_or_failed(gs_raw.call("load", json_body={}, job_id=jid), soft, "SAVE-LOAD-2",
+                      lambda rid: gs_raw.settle(jid, rid), statuses=[400])
     missing, gone = fresh_id("nope"), str(uuid.uuid4())
     for body, named in (({"checkpoint_id": missing}, missing),
                         ({"checkpoint_id": missing, "source_job_id": gone}, gone)):

@@ -254,9 +254,9 @@ def test_tail_logs(
     """tail-logs answers {entries, next_cursor, eof} inline (spec §7.8), also while the job
     is placing (spec §7: the one operation allowed then)."""
     soft = Soft()
-    _judge_logs(
-        inline(op(gs_raw, gs_job.job_id, "tail-logs", {"max_lines": 5}), soft, "OP-LOGS-1"), soft
-    )
+    # Naming its sub-job, as spec §7.8 shows: the session job has several (OP-HINT-1).
+    running = op(gs_raw, gs_job.job_id, "tail-logs", {"max_lines": 5}, sub_job_id=gs_job.training)
+    _judge_logs(inline(running, soft, "OP-LOGS-1"), soft)
     if gs_target.embedded:
         driver = RawDriver(gs_variant("slow-start", startup="polls:8"))
         job_id = driver.create_job(valid_bodies.small_job(TRAINING_MODELS[0])).field("job_id")

@@ -48,13 +48,16 @@ def judge_fb(result: dict, soft: Soft, cid: str = "FB-RESULT-1") -> None:
 
 #: The model kwargs spec §10.1 names, and the dtype its helper sends (spec §10.2: long).
 SPEC_KWARGS = frozenset({"input_ids", "attention_mask", "position_ids", "labels"})
+#: The kwargs of spec §6.1's standard object and §10.1's minimal shape: every spec batch has them.
+MINIMAL_KWARGS = frozenset({"input_ids", "labels"})
 
 
 def spec_batch(payload: dict) -> bool:
     """A batch spec §10.1 describes: {args, kwargs} of int64 [batch, sequence] tensors of the
-    four named kwargs, nothing else (other dtypes, extras, processing: FB-SHAPE-2)."""
+    four named kwargs, input_ids and labels among them (the minimal shape), nothing else
+    (no labels, other dtypes, extras, processing: FB-SHAPE-2)."""
     kwargs = payload.get("kwargs") or {}
-    return set(payload) <= {"args", "kwargs"} and set(kwargs) <= SPEC_KWARGS and all(
+    return set(payload) <= {"args", "kwargs"} and MINIMAL_KWARGS <= set(kwargs) <= SPEC_KWARGS and all(
         str(getattr(v, "dtype", "")) == "torch.int64" for v in kwargs.values())
 
 

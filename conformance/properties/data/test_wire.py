@@ -25,7 +25,7 @@ from conformance.inputs.strategies import (
 )
 from conformance.jobs import SharedJob
 from conformance.judging import frames
-from conformance.judging.checks import refused
+from conformance.judging.checks import refused, refused_or_failed
 from conformance.reporting.violations import Soft, expect
 from conformance.runtime import prop
 from contract.clauses import checks
@@ -125,12 +125,19 @@ def _zip_payload() -> bytes:
     return buf.getvalue()
 
 
-def _refused_naming(ans: Answer, clause: str, word: str) -> None:
-    """A refusal (the kit's 400) whose message names the legacy format (``word``) it
-    refused (the kit's wording: WIRE-LEGACY-1)."""
+def _refused_naming(gs_raw: RawDriver, job_id: str, ans: Answer, clause: str, word: str) -> None:
+    """A refusal (the kit's 400; spec §9.1 and §14 name no form, so a request that ends
+    failed is one too) whose message names the legacy format (``word``) it refused (the
+    kit's wording: WIRE-LEGACY-1)."""
     soft = Soft()
-    refused(ans, soft, clause, statuses=[400])
-    message = str(ans.field("message", "")).lower()
+    seen: list[Any] = []
+
+    def settle(rid: str) -> Any:
+        seen.append(gs_raw.settle(job_id, rid))
+        return seen[-1]
+
+    refused_or_failed(ans, soft, clause, settle, statuses=[400])
+    message = str(seen[-1].final_body.get("error") if seen else ans.field("message", "")).lower()
     soft.expect("WIRE-LEGACY-1", word in message, f"refusal message does not mention {word}: {message!r}")
     soft.check()
 
@@ -141,7 +148,7 @@ def _refused_naming(ans: Answer, clause: str, word: str) -> None:
 def test_pickle_refused(gs_raw: RawDriver, gs_job: SharedJob, route: str, protocol: int) -> None:
     """Pickles are refused with a message naming legacy pickle payloads."""
     ans = gs_raw.call(route, data=PICKLES[protocol - 2], job_id=gs_job.job_id)
-    _refused_naming(ans, "WIRE-PICKLE-1", "pickle")
+    _refused_naming(gs_raw, gs_job.job_id, ans, "WIRE-PICKLE-1", "pickle")
 
 
 @checks("WIRE-ZIP-1", "WIRE-LEGACY-1")
@@ -149,7 +156,7 @@ def test_pickle_refused(gs_raw: RawDriver, gs_job: SharedJob, route: str, protoc
 def test_torch_save_refused(gs_raw: RawDriver, gs_job: SharedJob, route: str) -> None:
     """torch.save zips are refused with a message naming torch.save payloads."""
     ans = gs_raw.call(route, data=_zip_payload(), job_id=gs_job.job_id)
-    _refused_naming(ans, "WIRE-ZIP-1", "torch.save")
+    _refused_naming(gs_raw, gs_job.job_id, ans, "WIRE-ZIP-1", "torch.save")
 
 
 @checks("WIRE-VERSION-1")
@@ -158,7 +165,8 @@ def test_torch_save_refused(gs_raw: RawDriver, gs_job: SharedJob, route: str) ->
 def test_other_versions_refused(
     gs_raw: RawDriver, gs_job: SharedJob, route: str, version: str
 ) -> None:
-    """A dss version other than DSSST1 answers 400."""
+    """A dss version other than DSSST1 is refused: a 4xx (the kit: 400), or a request that
+    ends failed (spec §9.2 names no form)."""
     frame = frames.build_frame(
         [
             "d",
@@ -172,7 +180,7 @@ def test_other_versions_refused(
     )
     ans = gs_raw.call(route, data=frame, job_id=gs_job.job_id)
     soft = Soft()
-    refused(ans, soft, "WIRE-VERSION-1", statuses=[400])
+    refused_or_failed(ans, soft, "WIRE-VERSION-1", lambda rid: gs_raw.settle(gs_job.job_id, rid), statuses=[400])
     soft.check()
 
 

@@ -23,16 +23,17 @@ from conformance.inputs import valid_bodies
 from conformance.jobs import JobBudget, JobLedger, SharedJob
 from conformance.judging.checks import (
     SHAPE_ENGINE_SKIP,
+    create_refused,
     envelope,
-    names_field,
     refused,
+    refused_or_failed,
     refused_or_taken,
 )
 from conformance.judging.variants import JobRef
 from conformance.options import GsOptions
 from conformance.reporting.violations import Soft, expect
 from conformance.target import Target
-from contract.clauses import checks, clause
+from contract.clauses import checks
 from contract.states import (
     JobState,
     RequestState,
@@ -47,41 +48,13 @@ def _model(gs_opts: Any) -> str:
     return str(gs_opts.model)
 
 
-def create_refused(
-    driver: RawDriver, body: dict, cid: str, field: str | None = None, soft: Soft | None = None
-) -> None:
-    """A create-time rule: 4xx at create (naming ``field``), or a job that ends failed.
-    Judged into ``soft`` when given (the caller checks), else at once."""
-    own = soft is None
-    soft = soft or Soft()
-    ans = driver.create_job(body)
-    job_id = ans.field("job_id") if ans.ok else None
-    if isinstance(job_id, str):
-        end, seen = driver.wait_job(job_id, until=(JobState.FAILED, JobState.RUNNING), timeout_s=60)
-        state = normalize_job_state(end.field("status"))
-        driver.cancel(job_id)
-        soft.expect(cid, state == JobState.FAILED, f"create was accepted and the job is {state} ({seen})")
-    else:
-        refused(ans, soft, cid)
-        if field is not None and 400 <= ans.status < 500:
-            owner = cid if clause(cid).source == "decided" else "ERR-ENVELOPE-2"
-            soft.expect(owner, names_field(ans, field), f"the refusal does not name {field!r}: {ans.body!r}")
-    if own:
-        soft.check()
-
-
 def submit_refused(
     driver: RawDriver, job_id: str, ans: Answer, cid: str, soft: Soft | None = None
 ) -> None:
     """A load/sync rule: 4xx at submit, or a request that ends failed (``soft``: as above)."""
     own = soft is None
     soft = soft or Soft()
-    rid = ans.field("request_id") if ans.ok else None
-    if isinstance(rid, str):
-        settled = driver.settle(job_id, rid)
-        soft.expect(cid, settled.status == RequestState.FAILED, f"the request was accepted and ended {settled.raw_status}")
-    else:
-        refused(ans, soft, cid)
+    refused_or_failed(ans, soft, cid, lambda rid: driver.settle(job_id, rid))
     if own:
         soft.check()
 
@@ -288,11 +261,12 @@ def test_receiver_must_be_named(gs_raw: RawDriver, gs_job: SharedJob, kind: str)
 
 @checks("OP-BOOTSTRAP-1")
 def test_bootstrap_goes_sampling_to_training(gs_raw: RawDriver, gs_job: SharedJob) -> None:
-    """bootstrap-router-replay the wrong way round is refused."""
+    """bootstrap-router-replay the wrong way round is refused: a 4xx (the kit: 400), or a
+    request_id whose request ends failed (spec §7 lets a deployment answer one to poll)."""
     payload = {"source_sub_job_id": gs_job.training, "target_sub_job_id": gs_job.sampling}
     soft = Soft()
     ans = op(gs_raw, gs_job.job_id, "bootstrap-router-replay", payload, sub_job_id=gs_job.sampling)
-    refused(ans, soft, "OP-BOOTSTRAP-1", statuses=[400])
+    refused_or_failed(ans, soft, "OP-BOOTSTRAP-1", lambda rid: gs_raw.settle(gs_job.job_id, rid), statuses=[400])
     soft.check()
 
 
@@ -314,14 +288,15 @@ def test_reset_prefix_cache_only_on_samplers(gs_raw: RawDriver, gs_job: SharedJo
 def test_generate_needs_a_sampler(
     gs_raw: RawDriver, gs_opts: GsOptions, gs_new_job: NewJob
 ) -> None:
-    """generate and generate-stream on a training-only job are refused."""
+    """generate and generate-stream on a training-only job are refused: a 4xx (the kit: 400),
+    or a request that ends failed (spec §1.1 names no form)."""
     jid, _ = gs_new_job(valid_bodies.small_job(_model(gs_opts)), why="a training-only job", cid="GEN-SAMPLER-1")
     soft = Soft()
     for ans in (
         gs_raw.call("generate", data=encode({"prompts": [[1, 2, 3]]}), job_id=jid),
         gs_raw.call("generate_stream", data=b'{"prompts": ["hi"]}', job_id=jid),
     ):
-        refused(ans, soft, "GEN-SAMPLER-1", statuses=[400])
+        refused_or_failed(ans, soft, "GEN-SAMPLER-1", lambda rid: gs_raw.settle(jid, rid), statuses=[400])
     gs_raw.cancel(jid)
     soft.check()
 
