@@ -16,7 +16,11 @@ conformance.proxy``, judging live) in front of it. The client is this process:
   CPU time per exchange (the figure to judge it by on a shared machine: wall-clock there
   follows the neighbours' load).
 
-Every figure is the median of ``--runs`` rounds with its range. Run: ``python
+Every figure is the median of ``--runs`` rounds with its range; the machine's load average
+is printed before and after (on a shared machine, run it when the load is lowest). A big
+body passes the proxy socket to socket in the kernel once the judge has its chunk header
+(frames past ``--hash-frames-up-to``, 16 MiB by default, are not hashed), so the proxy's CPU
+per GiB is the figure that shows the relay's own cost. Run: ``python
 benchmarks/bench_proxy.py [--sizes 64] [--runs 1]``. Absolute numbers depend on the machine and
 its load; read the ratios.
 """
@@ -87,11 +91,16 @@ def main(argv: list[str] | None = None) -> int:
                    help="forward-backward frame sizes in MiB (default 512)")
     p.add_argument("--runs", type=int, default=3, help="rounds (default 3)")
     p.add_argument("--calls", type=int, default=300, help="small calls per round (default 300)")
+    p.add_argument("--hash-frames-up-to", type=float, metavar="MIB",
+                   help="gs-proxy's bound on the frames whose chunks it hashes (default: its own, 16)")
     args = p.parse_args(argv)
     env = {"PYTHONPATH": ROOT}
     fake = Proc([sys.executable, "-m", "fake_gs", "--port", "0", "--log-level", "warning"], cwd=ROOT, env=env)
-    proxy = Proc([sys.executable, "-m", "conformance.proxy", "--upstream", fake.base_url, "--quiet"], cwd=ROOT, env=env)
+    bound = [] if args.hash_frames_up_to is None else ["--hash-frames-up-to", str(args.hash_frames_up_to)]
+    proxy = Proc([sys.executable, "-m", "conformance.proxy", "--upstream", fake.base_url, "--quiet", *bound],
+                 cwd=ROOT, env=env)
     try:
+        print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())} (1, 5, 15 min) at the start")
         print(f"gs-proxy idle RSS {idle_rss(proxy.proc.pid) / MiB:.0f} MiB")
         for size in args.sizes:
             frame = frame_of(size)
@@ -123,6 +132,7 @@ def main(argv: list[str] | None = None) -> int:
               f"added {spread(added, '.2f')} ms (target <= 2 ms)")
         print(f"  the proxy's own CPU per exchange (relay and judge) {spread(cpu_ms, '.2f')} ms: what it adds "
               "on an idle machine; on a loaded one, waking one more process costs more")
+        print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())} (1, 5, 15 min) at the end")
     finally:
         proxy.stop()
         fake.stop()

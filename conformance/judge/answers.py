@@ -40,6 +40,9 @@ ANSWER_CLAUSES: dict[str, str] = {
     "list_checkpoints": "CKPT-LIST-1", "get_request": "POLL-FIELDS-1",
     "generate_stream": "GENS-SUBMIT-1", "operation": "OP-WSYNC-1",
 }
+#: Routes whose success the spec lets come with no body (the forms cancel-answer and
+#: delete-answer, contract.forms): an empty 2xx there is the success itself, not a model miss.
+BODILESS_SUCCESS: frozenset[str] = frozenset({"cancel_job", "delete_checkpoint"})
 #: ... and a chunked upload's answers: the last chunk's (a submission) and the others'.
 FINAL_CHUNK_CLAUSE, NONFINAL_CHUNK_CLAUSE = "CG-FINAL-1", "CG-NONFINAL-1"
 SUBMIT_CLAUSE, OTHER_ANSWER_CLAUSE = "REQ-SUBMIT-1", "ERR-SCHEMA-1"
@@ -140,6 +143,9 @@ class Judge:
 
     def _success(self, ex: Exchange, body: Any) -> None:
         clause, model = self._answer_model(ex)
+        if not ex.body and ex.body_whole and ex.name in BODILESS_SUCCESS:
+            self.tally.saw(clause)
+            return
         problem = _problem(model, body) if model is not None else None
         if clause == NONFINAL_CHUNK_CLAUSE and isinstance(body, Mapping) and body.get("request_id"):
             problem = "a non-final chunk's answer carries a request_id"

@@ -86,6 +86,9 @@ class Exchange:
     body_sha256: str = ""
     #: False when the answer body was too large to keep whole (its models are not judged).
     body_whole: bool = True
+    #: A request chunk's group frame hash through this chunk's payload (a hashlib object),
+    #: when the observer hashed it (:meth:`conformance.judge.requests.RequestRules.group_hash`).
+    frame_hash: Any = None
 
     @property
     def final(self) -> bool:

@@ -11,7 +11,8 @@ It sees only what crossed the wire, from any source: gs-proxy feeds it live, a t
   answer, job states that never go back, a terminal request that never changes, and each
   polled result against its model (once per request, by the op its submission named);
 
-and, at the end, the steps' answers (:func:`conformance.judge.conclude.answered_steps`).
+and, at the end, the steps' answers (:func:`conformance.judge.conclude.answered_steps`); its
+findings per clause (:class:`ClauseFinding`) become the report's verdicts (:mod:`.report`).
 A clause is red when a violation was booked (the side that broke it named), green when it
 was judged and nothing broke it, not seen otherwise: a verdict is never green on nothing.
 """
@@ -30,9 +31,11 @@ from conformance.judge.answers import JUDGED as ANSWER_CLAUSES
 from conformance.judge.answers import Judge
 from conformance.judge.conclude import answered_steps
 from conformance.judge.exchange import Exchange
+from conformance.judge.requests import HASH_UP_TO, RequestRules
 from conformance.judge.requests import JUDGED as REQUEST_CLAUSES
-from conformance.judge.requests import RequestRules
+from conformance.judge.requests import JUDGED_SIDES as REQUEST_SIDES
 from conformance.judge.tally import Tally
+from conformance.reporting.model import SIDES
 from contract import wire
 from contract.errors import REQUEST_ID_HEADER
 from contract.states import (
@@ -47,9 +50,10 @@ REQUEST_ID, JOB_STATES, TERMINAL = "ADDR-REQID-1", "JOB-STATE-1", "POLL-TERMINAL
 #: Every clause the passive judge can judge.
 JUDGED: tuple[str, ...] = tuple(dict.fromkeys((*REQUEST_CLAUSES, *ANSWER_CLAUSES, REQUEST_ID,
                                                JOB_STATES, TERMINAL)))
+#: The sides each clause is judged on: the request rules' own, the server's for the rest.
+JUDGED_ON: dict[str, tuple[str, ...]] = {cid: REQUEST_SIDES.get(cid, ("server",)) for cid in JUDGED}
 #: Requests and jobs remembered for their state over time.
 KEPT = 20_000
-SIDES = ("client", "server")
 
 
 @dataclass(frozen=True)
@@ -190,10 +194,10 @@ def _decoded(result: Any) -> Any:
 class PassiveJudge:
     """Feed it exchanges in the order they completed; read :meth:`verdicts` at the end."""
 
-    def __init__(self, on_red: Callable[[Red], None] | None = None) -> None:
+    def __init__(self, on_red: Callable[[Red], None] | None = None, hash_up_to: int = HASH_UP_TO) -> None:
         self.tally = LiveTally(on_red)
         self.answers = Judge(self.tally)
-        self.requests = RequestRules(self.tally)
+        self.requests = RequestRules(self.tally, hash_up_to)
         self.timeline = Timeline(self.tally, self.answers)
         self.exchanges = 0
         self._finished = False
@@ -212,21 +216,23 @@ class PassiveJudge:
             self._finished = True
             answered_steps(self.tally)
 
-    def verdicts(self) -> dict[str, Verdict]:
-        """Every clause this judge knows: red, green or not seen, with the sides that broke it."""
+    def findings(self) -> dict[str, ClauseFinding]:
+        """Every clause this judge knows: red, green or not seen, with the sides it judged and
+        the sides that broke it (the report turns them into verdicts)."""
         self.finish()
-        out: dict[str, Verdict] = {}
+        out: dict[str, ClauseFinding] = {}
         for cid in dict.fromkeys((*JUDGED, *self.tally.judged, *self.tally.violations)):
             sides = self.tally.sides.get(cid, Counter())
             status = "red" if self.tally.violations[cid] else "green" if self.tally.judged[cid] else "not seen"
-            out[cid] = Verdict(cid, status, tuple(s for s in SIDES if sides[s]), self.tally.judged[cid],
-                               self.tally.violations[cid], tuple(self.tally.examples.get(cid, ())))
+            out[cid] = ClauseFinding(cid, status, tuple(s for s in SIDES if sides[s]), self.tally.judged[cid],
+                                     self.tally.violations[cid], tuple(self.tally.examples.get(cid, ())),
+                                     JUDGED_ON.get(cid, ("server",)))
         return out
 
 
 @dataclass(frozen=True)
-class Verdict:
-    """A clause as the passive judge left it."""
+class ClauseFinding:
+    """What the passive judge found of one clause: its status, counts, examples and sides."""
 
     clause_id: str
     status: str
@@ -235,3 +241,6 @@ class Verdict:
     judged: int
     violations: int
     examples: tuple[str, ...] = ()
+    #: The sides it is judged on (a request rule: the client's, and the server's where a 2xx
+    #: accepted a request that breaks it; an answer rule: the server's).
+    judged_on: tuple[str, ...] = ("server",)

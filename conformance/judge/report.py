@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict
 from typing import Any, TextIO
 
-from conformance.judge.passive import PassiveJudge, Verdict
+from conformance.judge.passive import ClauseFinding, PassiveJudge
 from conformance.judge.tape import tape_exchanges
 from conformance.reporting import render
 from conformance.reporting.verdicts import ClauseVerdict, RunResults
@@ -23,31 +23,33 @@ from contract.forms import forms_of, kit_form_judged, why_not_judged
 NOT_SEEN = "not seen: no observed exchange exercised it"
 
 
-def _verdict(cid: str, found: Verdict | None, in_profile: bool, url: bool, forms: frozenset[str]) -> ClauseVerdict:
+def _verdict(cid: str, found: ClauseFinding | None, in_profile: bool, url: bool, forms: frozenset[str]) -> ClauseVerdict:
+    """A clause's verdict, marked with the sides it is judged on (a red one: those that broke it)."""
     clause = CLAUSES[cid]
     binding = clause.can_fail_a_url or not url
+    on = found.judged_on if found is not None else ()
     if not in_profile:
         return ClauseVerdict(**asdict(clause), status="not-applicable", reason="outside the profile",
-                             binding=binding)
+                             binding=binding, sides=on)
     if not kit_form_judged(cid, forms):
         return ClauseVerdict(**asdict(clause), status="not-applicable", reason=why_not_judged(cid, forms),
-                             binding=binding)
+                             binding=binding, sides=on)
     if found is None or found.status == "not seen":
         return ClauseVerdict(**asdict(clause), status="skipped", reason=NOT_SEEN, binding=binding,
-                             enable="traffic that exercises it")
+                             enable="traffic that exercises it", sides=on)
     if found.status == "green":
         return ClauseVerdict(**asdict(clause), status="green", reason=f"judged {found.judged} time(s)",
-                             binding=binding)
+                             binding=binding, sides=on)
     sides = " and ".join(found.sides)
     first = found.examples[0] if found.examples else ""
     examples = [{"test": f"{text.partition(']')[0].lstrip('[') or sides} side", "text": text}
                 for text in found.examples]
     return ClauseVerdict(**asdict(clause), status="red", binding=binding, examples=examples,
                          reason=f"broken by the {sides} ({found.violations} time(s)): {first}"[:600],
-                         tests=[f"{side} side" for side in found.sides])
+                         tests=[f"{side} side" for side in found.sides], sides=found.sides)
 
 
-def run_results(verdicts: Mapping[str, Verdict], *, profile: ClauseProfile, target: str, url: bool,
+def run_results(findings: Mapping[str, ClauseFinding], *, profile: ClauseProfile, target: str, url: bool,
                 duration_s: float = 0.0, settings: Mapping[str, Any] | None = None,
                 dialect: str | None = None) -> RunResults:
     """The report of a passive run: every clause the judge can judge, in ``profile``;
@@ -55,9 +57,9 @@ def run_results(verdicts: Mapping[str, Verdict], *, profile: ClauseProfile, targ
     may answer in every form the spec allows, so a kit-form clause is not applicable)."""
     forms = forms_of(dialect)
     in_profile = {c.id for c in for_profile(profile)}
-    ids = [cid for cid in verdicts if cid in CLAUSES]
-    rows = [_verdict(cid, verdicts.get(cid), cid in in_profile, url, forms) for cid in ids]
-    sides = {v.clause_id: list(v.sides) for v in verdicts.values() if v.sides}
+    ids = [cid for cid in findings if cid in CLAUSES]
+    rows = [_verdict(cid, findings.get(cid), cid in in_profile, url, forms) for cid in ids]
+    sides = {v.clause_id: list(v.sides) for v in findings.values() if v.sides}
     return RunResults(profile=profile, target=target, verdicts=rows, duration_s=duration_s,
                       selected=tuple(ids), settings={**dict(settings or {}), "red_sides": sides},
                       tests={"exchanges": int((settings or {}).get("exchanges", 0))})
@@ -73,7 +75,7 @@ def conclude(judge: PassiveJudge, *, profile: ClauseProfile, target: str, url: b
     """Write ``judge``'s report to each of ``reports`` and the terminal table to ``out``;
     the exit code: 0, 1 on a binding red MUST clause, 2 when nothing was observed."""
     out = out or sys.stdout
-    res = run_results(judge.verdicts(), profile=profile, target=target, url=url, duration_s=duration_s,
+    res = run_results(judge.findings(), profile=profile, target=target, url=url, duration_s=duration_s,
                       settings={"exchanges": judge.exchanges, "source": source}, dialect=dialect)
     for path in reports:
         render.write(res, path)

@@ -27,6 +27,7 @@ from typing import TextIO
 from conformance.judge.exchange import Exchange
 from conformance.judge.passive import PassiveJudge, Red
 from conformance.judge.report import conclude
+from conformance.judge.requests import HASH_UP_TO
 from conformance.proxy.relay import Relay, Relayed
 from contract.auth import AUTHORIZATION_HEADER, bearer_token
 from contract.clauses import CLAUSE_PROFILES, CLAUSES
@@ -36,6 +37,7 @@ from contract.tape import Exchange as TapeExchange
 
 #: Violations of one clause printed live; later ones are counted in the report.
 PRINTED_PER_CLAUSE = 10
+MiB = 1024 * 1024
 
 
 def parser() -> argparse.ArgumentParser:
@@ -65,6 +67,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--until-idle", type=float, metavar="S",
                    help="stop once no exchange has been in flight for S seconds (after the first)")
     p.add_argument("--exit-after", type=float, metavar="S", help="stop after S seconds")
+    p.add_argument("--hash-frames-up-to", type=float, default=HASH_UP_TO / MiB, metavar="MIB",
+                   help="hash the chunks of frames up to this size as they pass, to judge each group's "
+                   f"frame_sha256 (default {HASH_UP_TO // MiB}; a bigger frame passes socket to socket, unhashed)")
     p.add_argument("--quiet", action="store_true", help="print no live violation lines")
     return p
 
@@ -75,7 +80,7 @@ class Session:
     def __init__(self, args: argparse.Namespace, out: TextIO) -> None:
         self.args = args
         self.out = out
-        self.judge = PassiveJudge(self._red)
+        self.judge = PassiveJudge(self._red, hash_up_to=int(args.hash_frames_up_to * MiB))
         self.printed: Counter[str] = Counter()
         self.tape = TapeWriter(args.record, source="gs-proxy", meta={"upstream": args.upstream}) if args.record else None
         self.started = time.time()
@@ -126,7 +131,8 @@ def _upstream_ssl(args: argparse.Namespace) -> ssl.SSLContext | None:
 async def run(args: argparse.Namespace, out: TextIO) -> int:
     session = Session(args, out)
     relay = Relay(args.upstream, session.exchange, upstream_ssl=_upstream_ssl(args),
-                  sinks=session.sinks if session.tape is not None else None)
+                  sinks=session.sinks if session.tape is not None else None,
+                  group_hash=session.judge.requests.group_hash)
     material = None
     server_ssl: ssl.SSLContext | None = None
     if args.tls:
@@ -140,7 +146,7 @@ async def run(args: argparse.Namespace, out: TextIO) -> int:
     for sig in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(sig, stop.set)
-    server = await asyncio.start_server(relay.serve, args.host, args.port, ssl=server_ssl, limit=256 * 1024)
+    server = await relay.start_server(args.host, args.port, server_ssl)
     try:
         port = server.sockets[0].getsockname()[1]
         scheme = "https" if args.tls else "http"

@@ -2,8 +2,9 @@
 
 Each tool reduces its run to a :class:`Verdict`: whether it holds, its headline, what it
 judged (so a verdict on nothing is never green), and the failures a reader must see first,
-each with its one-line reason, the offending exchange, a command that reruns just it and,
-where one exchange shows it, a ``curl`` line. ``conformance.reporting.formats`` writes the
+each with its one-line reason, the side that broke it (:data:`Side`: the client's requests
+or the server's answers), the offending exchange, a command that reruns just it and, where
+one exchange shows it, a ``curl`` line. ``conformance.reporting.formats`` writes the
 parts every output shares from it (the failures box, the verdict banner, the page shell),
 once for the whole kit.
 """
@@ -12,9 +13,22 @@ from __future__ import annotations
 
 import re
 import shlex
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Literal
 
 from contract.auth import AUTHORIZATION_HEADER
+
+#: The party a clause is judged on (and a red one was broken by): the client, by its
+#: requests, or the server, by its answers.
+Side = Literal["client", "server"]
+SIDES: tuple[Side, ...] = ("client", "server")
+
+
+def side_label(sides: Iterable[str]) -> str:
+    """``client``, ``server`` or ``client and server`` ('' for none), as every format prints a side."""
+    present = set(sides)
+    return " and ".join(side for side in SIDES if side in present)
 
 
 @dataclass(frozen=True)
@@ -25,6 +39,9 @@ class Failure:
     what: str
     #: Why, in one line.
     reason: str
+    #: The side that broke it (:func:`side_label`: ``client``, ``server`` or both; '' when the
+    #: tool does not judge by side, as a parity divergence).
+    side: str = ""
     #: The offending exchange (``> GET /url`` ... ``< 500``), when one shows it.
     exchange: str = ""
     #: A command that reruns just this failure.

@@ -2,7 +2,8 @@
 
 Each form lists every clause as green, red (with the failing example: hypothesis' shrunk
 input and the last HTTP exchanges), skipped (with why, and what would let the run judge it)
-or not-applicable (outside the run's profile), with the clause's source.
+or not-applicable (outside the run's profile), with the side it is judged on (client or
+server, :attr:`ClauseVerdict.side`) and the clause's source.
 """
 
 from __future__ import annotations
@@ -113,7 +114,7 @@ def offending_exchange(example: str) -> str:
 def failure_of(res: RunResults, v: ClauseVerdict) -> Failure:
     example = v.examples[0]["text"] if v.examples else ""
     exchange = offending_exchange(example)
-    return Failure(what=v.id, reason=v.reason or "red", exchange=exchange,
+    return Failure(what=v.id, reason=v.reason or "red", side=v.side, exchange=exchange,
                    rerun=rerun_command(res, v.id), curl=curl_line(exchange), binding=v.binding,
                    anchor=v.id)
 
@@ -171,7 +172,7 @@ def text(res: RunResults, colour: bool = False, examples: bool = True) -> str:
             extra = f"  ({why[:240]})" if why else ""
             level = "MUST  " if v.must else "SHOULD"
             lines.append(
-                f"  {paint(v.shown, _MARK[v.shown])} {level} {v.id:<20} {v.source:<10} "
+                f"  {paint(v.shown, _MARK[v.shown])} {level} {v.id:<20} {v.side:<6} {v.source:<10} "
                 f"{v.text[:80]}{extra}"
             )
     red, advisory = _binding_reds(res), _advisories(res)
@@ -220,8 +221,8 @@ def markdown(res: RunResults) -> str:
     for area, title, items in res.by_area():
         out += [f"## {md.text(area)}: {md.text(title)}", ""]
         out += md.table(
-            ("status", "level", "clause", "source", "text", "note"),
-            [(f"{_ICON[v.shown]} {v.shown}", v.level, md.code(v.id), md.text(v.source),
+            ("status", "level", "clause", "side", "source", "text", "note"),
+            [(f"{_ICON[v.shown]} {v.shown}", v.level, md.code(v.id), md.text(v.side), md.text(v.source),
               md.text(v.text), md.text(note(v))) for v in items],
         )
         out.append("")
@@ -242,7 +243,7 @@ font-size:10px;line-height:18px;padding:0 4px;text-decoration:none;font-family:u
 table.detail{border-collapse:collapse;width:100%;margin-bottom:18px;font-size:13px;table-layout:fixed}
 table.detail th,table.detail td{border-bottom:1px solid #e3e3e3;padding:4px 6px;text-align:left;vertical-align:top}
 table.detail col.st{width:96px} table.detail col.lv{width:58px} table.detail col.id{width:190px}
-table.detail col.src{width:90px} table.detail col.promise{width:42%}
+table.detail col.src{width:90px} table.detail col.sd{width:64px} table.detail col.promise{width:40%}
 .pill{display:inline-block;padding:1px 6px;border-radius:10px;color:#fff;font-size:11px;font-weight:600}
 details summary{cursor:pointer;color:#a22}
 """
@@ -251,7 +252,7 @@ details summary{cursor:pointer;color:#a22}
 def _cell(v: ClauseVerdict) -> str:
     cls = "cell should" if not v.must else "cell"
     tip = html_form.safe(
-        f"{v.id} [{v.level}, {v.source}] {v.shown}: {v.text}"
+        f"{v.id} [{v.level}, {v.side}, {v.source}] {v.shown}: {v.text}"
         + (f" - {note(v)}" if note(v) else "")
     )
     short = html.escape(v.id.split("-", 1)[1])
@@ -277,8 +278,8 @@ def html_page(res: RunResults) -> str:
         parts.append(f"<h2 style='font-size:16px'>{e(area)}: {e(title)}</h2>")
         parts.append(
             "<table class='detail'><colgroup><col class='st'><col class='lv'><col class='id'>"
-            "<col class='src'><col class='promise'><col></colgroup>"
-            "<tr><th>status</th><th>level</th><th>clause</th>"
+            "<col class='sd'><col class='src'><col class='promise'><col></colgroup>"
+            "<tr><th>status</th><th>level</th><th>clause</th><th>side</th>"
             "<th>source</th><th>promise</th><th>note</th></tr>"
         )
         parts.extend(_html_row(v) for v in items)
@@ -329,7 +330,7 @@ def _html_row(v: ClauseVerdict) -> str:
             )
     return (
         f"<tr id='{e(v.id)}'><td><span class='pill' style='background:{_COLOUR[v.shown]}'>"
-        f"{v.shown}</span></td><td>{v.level}</td><td><code>{e(v.id)}</code></td>"
+        f"{v.shown}</span></td><td>{v.level}</td><td><code>{e(v.id)}</code></td><td>{e(v.side)}</td>"
         f"<td>{e(v.source)}</td><td>{e(v.text)}</td><td>{cell}</td></tr>"
     )
 
@@ -342,10 +343,10 @@ def junit(res: RunResults) -> str:
             name=v.id, classname=f"gs.{v.area}",
             status=(junit_form.FAILED if v.id in failing else junit_form.PASSED if v.status == "green"
                     else junit_form.SKIPPED),
-            message=f"[{v.level}, {v.shown}] {note(v) or v.reason}",
+            message=f"[{v.level}, {v.side}, {v.shown}] {note(v) or v.reason}",
             text="\n\n".join(f"{ex['test']}\n{ex['text']}" for ex in v.examples[:3]),
-            properties={"status": v.shown, "source": v.source, "level": v.level},
-            out=f"[{v.level}, {v.source}] {v.text}",
+            properties={"status": v.shown, "side": v.side, "source": v.source, "level": v.level},
+            out=f"[{v.level}, {v.side}, {v.source}] {v.text}",
         )
         for v in res.verdicts
     ]

@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from conformance.reporting.model import side_label
 from contract.clauses import AREAS, CLAUSES, Clause, ClauseProfile, for_profile
 from contract.forms import kit_form_judged, why_not_judged
 
@@ -104,6 +105,14 @@ class ClauseVerdict(Clause):
     #: The clause whose failed set-up this verdict comes from: a clause skipped because of
     #: it, or the red clause that is the root cause itself ("" when neither).
     root_cause: str = ""
+    #: The sides the run judged it on (a passive judge may judge one clause on both); empty:
+    #: the clause's own subject.
+    sides: tuple[str, ...] = ()
+
+    @property
+    def side(self) -> str:
+        """The side every format marks the clause with (:func:`~conformance.reporting.model.side_label`)."""
+        return side_label(self.sides or (self.subject,))
 
     @property
     def advisory(self) -> bool:
@@ -288,7 +297,7 @@ class RunResults:
             "cost": self.cost,
             "root_causes": [asdict(c) for c in self.root_causes],
             "interrupted": self.interrupted,
-            "verdicts": [asdict(v) for v in self.verdicts],
+            "verdicts": [{**asdict(v), "side": v.side} for v in self.verdicts],
         }
 
     def write_json(self, path: str | Path) -> None:
@@ -299,7 +308,8 @@ class RunResults:
         return cls(
             profile=data["profile"],
             target=data["target"],
-            verdicts=[ClauseVerdict(**v) for v in data["verdicts"]],
+            verdicts=[ClauseVerdict(**{k: v for k, v in row.items() if k not in ("side", "sides")},
+                                    sides=tuple(row.get("sides") or ())) for row in data["verdicts"]],
             duration_s=data.get("duration_s", 0.0),
             selected=tuple(data.get("selected", ())),
             settings=data.get("settings", {}),

@@ -20,7 +20,7 @@ from proxy_support import ADMIN, TOKEN, proxy, rl_loop
 from conformance.parity.cli import main as parity_main
 from contract.auth import auth_headers
 from contract.routes import prefix
-from contract.wire import dumps, encode_byte_chunks
+from contract.wire import dumps, encode_byte_chunks, read_chunk_head
 from fake_gs import FakeSettings, serve_in_background
 from fake_gs.server import start_in_background
 
@@ -60,7 +60,7 @@ def test_kit_rl_loop_through_the_proxy_is_green_and_its_tape_judges_the_same(
         run.stop()
     assert run.rc == 0, run.err[-3000:]
     assert run.red() == {}, run.err[-3000:]
-    for cid in ("AUTH-HEADERS-1", "CLIENT-CHUNK-1", "CG-RESTART-1", "CG-FINAL-1", "CG-NONFINAL-1",
+    for cid in ("AUTH-HEADERS-1", "CLIENT-CHUNK-1", "CG-RESTART-1", "CG-FINAL-1", "CG-NONFINAL-1", "CHUNK-VERIFY-1",
                 "FB-RESULT-1", "STEP-RESULT-1", "STEP-COUNT-1", "GEN-RESULT-1", "POLL-FIELDS-1"):
         assert run.status(cid) == "green", (cid, run.verdicts[cid])
     # judged as a URL (no --dialect): the kit's own forms are not held against it
@@ -149,6 +149,61 @@ def test_client_faults_are_red_on_the_client(tmp_path: Path) -> None:
     for clause in ("AUTH-HEADERS-1", "CHUNK-DESC-2", "CG-RESTART-1", "CLIENT-ONCE-1"):
         assert red.get(clause) == ["client"], (clause, run.verdicts[clause])
     assert run.rc == 1
+
+
+def _corrupt(chunk: bytes) -> bytes:
+    """``chunk`` with one payload byte flipped, its header (and frame_sha256) unchanged."""
+    head = read_chunk_head(chunk)
+    assert head is not None
+    at = head.payload_start + 3
+    return chunk[:at] + bytes([chunk[at] ^ 1]) + chunk[at + 1:]
+
+
+@pytest.mark.parametrize(("mutant", "sides"), [(None, ["client"]), ("chunk-sha-unchecked", ["client", "server"])])
+def test_a_group_that_is_not_the_frame_it_names_is_red(tmp_path: Path, mutant: str | None, sides: list[str]) -> None:
+    """The chunk-group hash, judged passively: the client's fault (a payload byte flipped under
+    an unchanged frame_sha256); a server that accepts it (the chunk-sha-unchecked mutant) is red
+    too; the kit client's own groups are green."""
+    with _fake(**({"mutant": mutant} if mutant else {})) as url, \
+            proxy(url, tmp_path, "--quiet", "--dialect", "kit") as run:
+        job = _job(run.base_url)
+        fb = f"{run.base_url}{PREFIX}/{job}/forward-backward"
+        octet = {**auth_headers(TOKEN), "Content-Type": "application/octet-stream"}
+        chunks = _chunks("g-hash")
+        chunks[1] = _corrupt(chunks[1])
+        for chunk in chunks:
+            requests.post(fb, data=chunk, headers=octet, timeout=30)
+        run.stop()
+    assert run.red().get("CHUNK-VERIFY-1") == sides, run.verdicts["CHUNK-VERIFY-1"]
+
+
+def test_a_client_that_does_not_drain_by_cursor_is_red(tmp_path: Path) -> None:
+    """The polling discipline, judged passively: a result in several chunk pages, polled once
+    at the cursor the first page names (green so far), then again without it."""
+    import torch
+
+    with _fake(result_delivery="chunks", result_chunk_bytes=8192 + 1000) as url, \
+            proxy(url, tmp_path, "--quiet", "--dialect", "kit") as run:
+        job = _job(run.base_url)
+        octet = {**auth_headers(TOKEN), "Content-Type": "application/octet-stream"}
+        ids = torch.arange(8 * 1000).reshape(8, 1000)
+        frame = dumps({"args": [], "kwargs": {"input_ids": ids, "labels": ids}})
+        for chunk in encode_byte_chunks(frame, "request", max_bytes=1 << 20, chunk_group_id="g-poll"):
+            answer = requests.post(f"{run.base_url}{PREFIX}/{job}/forward-no-grad", data=chunk, headers=octet,
+                                   timeout=30)
+        poll = f"{run.base_url}{PREFIX}/{job}/requests/{answer.json()['request_id']}"
+        page: dict[str, Any] = {}
+        for _ in range(200):
+            page = requests.get(poll, params={"max_events": 1}, headers=auth_headers(TOKEN), timeout=30).json()
+            if page.get("next_cursor"):
+                break
+        assert page.get("next_cursor"), page
+        requests.get(poll, params={"max_events": 1, "cursor": page["next_cursor"]}, headers=auth_headers(TOKEN),
+                     timeout=30)
+        requests.get(poll, params={"max_events": 1}, headers=auth_headers(TOKEN), timeout=30)  # back to the start
+        run.stop()
+    assert run.red().get("CLIENT-POLL-1") == ["client"], run.verdicts["CLIENT-POLL-1"]
+    assert "last page named next_cursor" in run.verdicts["CLIENT-POLL-1"]["reason"]
 
 
 @pytest.mark.slow

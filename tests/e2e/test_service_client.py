@@ -112,10 +112,11 @@ def user_env(fake: FakeServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) 
     return env
 
 
-def _client(fake: FakeServer) -> Any:
+def _client(host: str) -> Any:
+    """The notebooks' client of the service at ``host`` (``host:port``)."""
     from dss_client import NeutrinoClient
 
-    return NeutrinoClient.from_pat(host=fake.host_port, pat=PAT, database="DB", schema="PUBLIC",
+    return NeutrinoClient.from_pat(host=host, pat=PAT, database="DB", schema="PUBLIC",
                                    endpoint="cortex-training", poll_interval=0.02, poll_timeout=120.0,
                                    verify_ssl=True)
 
@@ -150,8 +151,8 @@ def _sft_steps(client: Any, job_id: str, steps: int = 5) -> list[float]:
 # --- the notebooks ---------------------------------------------------------------------------
 
 
-def test_sampling_walkthrough(fake: FakeServer, user_env: dict[str, str]) -> None:
-    client = _client(fake)
+def sampling_walkthrough(host: str) -> None:
+    client = _client(host)
     body = {"sub_job_configs": [{"job_type": "sampling", "model_name": SAMPLING,
                                  "inference_config": {"max_seq_len": 256, "n_gpus": 1}}]}
     job_id = client.create_job_from_body(body)["job_id"]
@@ -162,8 +163,8 @@ def test_sampling_walkthrough(fake: FakeServer, user_env: dict[str, str]) -> Non
     client.cancel_job(job_id)
 
 
-def test_sft_training_five_steps(fake: FakeServer, user_env: dict[str, str]) -> None:
-    client = _client(fake)
+def sft_training_five_steps(host: str) -> None:
+    client = _client(host)
     job_id = client.create_job_from_body({"sub_job_configs": [_training()]})["job_id"]
     client.wait_for_job(job_id)
     losses = _sft_steps(client, job_id)
@@ -172,10 +173,10 @@ def test_sft_training_five_steps(fake: FakeServer, user_env: dict[str, str]) -> 
     client.cancel_job(job_id)
 
 
-def test_sft_multiplexed_onto_a_created_job(fake: FakeServer, user_env: dict[str, str]) -> None:
+def sft_multiplexed_onto_a_created_job(host: str) -> None:
     """The multiplex notebook with its source job replaced by one created here; the guest's
     GPUs are the host's (counted once), and a cancelled host is refused."""
-    client = _client(fake)
+    client = _client(host)
     source = client.create_job_from_body({"sub_job_configs": [_training()]})["job_id"]
     client.wait_for_job(source)
     before = client.get_capacity()["in_use_gpus"]
@@ -196,6 +197,18 @@ def test_sft_multiplexed_onto_a_created_job(fake: FakeServer, user_env: dict[str
     assert "multiplex_job_id" in said and "not running" in said, said
 
 
+def test_sampling_walkthrough(fake: FakeServer, user_env: dict[str, str]) -> None:
+    sampling_walkthrough(fake.host_port)
+
+
+def test_sft_training_five_steps(fake: FakeServer, user_env: dict[str, str]) -> None:
+    sft_training_five_steps(fake.host_port)
+
+
+def test_sft_multiplexed_onto_a_created_job(fake: FakeServer, user_env: dict[str, str]) -> None:
+    sft_multiplexed_onto_a_created_job(fake.host_port)
+
+
 # --- the CLI's README steps --------------------------------------------------------------------
 
 
@@ -207,9 +220,9 @@ def _cli(*argv: str) -> tuple[int, str]:
     return code, out.getvalue() + err.getvalue()
 
 
-def test_cli_readme_steps(fake: FakeServer, user_env: dict[str, str], service_dir: Path, tmp_path: Path) -> None:
+def cli_readme_steps(host: str, service_dir: Path, tmp_path: Path) -> None:
     config = tmp_path / "config.json"
-    config.write_text(json.dumps({"host": fake.host_port, "pat": PAT, "database": "DB", "schema": "PUBLIC",
+    config.write_text(json.dumps({"host": host, "pat": PAT, "database": "DB", "schema": "PUBLIC",
                                   "endpoint": "cortex-training", "poll_interval": 0.02, "poll_timeout": 120}))
     examples = service_dir / "examples"
 
@@ -241,3 +254,46 @@ def test_cli_readme_steps(fake: FakeServer, user_env: dict[str, str], service_di
         assert "job created" in Path(entry["saved_path"]).read_text()
     ok("--compact", "list")
     ok("cancel", job)
+
+
+def test_cli_readme_steps(fake: FakeServer, user_env: dict[str, str], service_dir: Path, tmp_path: Path) -> None:
+    cli_readme_steps(fake.host_port, service_dir, tmp_path)
+
+
+# --- through gs-proxy -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("engine", "dialect"), [("shape", "kit"), ("shape", "any"), ("tiny", "kit")])
+def test_the_client_through_gs_proxy_is_green_on_both_sides(
+        service_dir: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, engine: str, dialect: str) -> None:
+    """The notebooks' flows and the CLI's README steps, unchanged, through gs-proxy (TLS on
+    both sides) in front of the fake: only the host and the CA bundle change. The proxy
+    judges every exchange on the client's side and the server's, and finds nothing red."""
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "conformance"))
+    from proxy_support import proxy  # gs-proxy as the conformance tests run it
+
+    settings: dict[str, Any] = {"engine": engine, "dialect": dialect}
+    fake = start_in_background(FakeSettings(tls=True, tokens=(PAT,), profile="current", max_total_gpus=64, **settings))
+    try:
+        assert fake.ca_path is not None
+        for name, value in stage_exports(fake.start_log_stage()).items():
+            monkeypatch.setenv(name, value)
+        monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+        monkeypatch.chdir(tmp_path)
+        with proxy(fake.base_url, tmp_path, "--tls", "--upstream-ca", fake.ca_path, "--dialect", dialect) as run:
+            assert run.process.stdout is not None
+            bundle = re.search(r"REQUESTS_CA_BUNDLE=(\S+)", run.process.stdout.readline())
+            assert bundle
+            monkeypatch.setenv("REQUESTS_CA_BUNDLE", bundle.group(1))
+            host = run.base_url.removeprefix("https://")
+            sampling_walkthrough(host)
+            sft_training_five_steps(host)
+            sft_multiplexed_onto_a_created_job(host)
+            cli_readme_steps(host, service_dir, tmp_path)
+            run.stop()
+    finally:
+        fake.stop()
+    assert run.rc == 0 and run.red() == {}, (run.red(), run.err[-3000:])
+    for cid in ("AUTH-HEADERS-1", "CLIENT-CHUNK-1", "CHUNK-FORMAT-1", "CHUNK-VERIFY-1", "FB-RESULT-1",
+                "STEP-RESULT-1", "GEN-RESULT-1", "POLL-FIELDS-1", "JOB-OBJECT-1", "CAP-FIELDS-1"):
+        assert run.status(cid) == "green", (cid, run.verdicts[cid])

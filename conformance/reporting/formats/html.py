@@ -35,6 +35,7 @@ BOX_CSS = f"""
 .decided h2{{color:{AMBER};font-size:15px;margin:4px 0 8px}}
 .failures pre,.decided pre{{font:12px ui-monospace,monospace;background:#f6f6f6;padding:6px;max-width:100%;
 overflow:auto;white-space:pre-wrap;overflow-wrap:anywhere}}
+.side{{display:inline-block;padding:0 5px;border:1px solid #999;border-radius:8px;font-size:11px;color:#444}}
 .failures,.decided,.banner{{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;overflow-wrap:anywhere}}
 """
 
@@ -53,7 +54,8 @@ def banner(v: Verdict) -> str:
 def _item(f: Failure) -> str:
     what = safe(f.what)
     link = f"<a href='#{esc(f.anchor)}'><code>{what}</code></a>" if f.anchor else f"<code>{what}</code>"
-    parts = [f"<li>{link}: {safe(clip(f.reason, 300))}"]
+    side = f" <span class='side'>{safe(f.side)}</span>" if f.side else ""
+    parts = [f"<li>{link}{side}: {safe(clip(f.reason, 300))}"]
     if f.exchange:
         parts.append(f"<pre>{safe(clip(f.exchange, 600))}</pre>")
     if f.rerun:

@@ -31,7 +31,8 @@ def failures_box(v: Verdict) -> list[str]:
     if first:
         out += [f"> **{'Root causes' if v.root_causes else 'Failures'} ({len(first)})**", ">"]
         for f in first:
-            out.append(f"> - 🔴 {md_code(f.what)}: {md_text(clip(f.reason, 300))}")
+            side = f" ({md_text(f.side)})" if f.side else ""
+            out.append(f"> - 🔴 {md_code(f.what)}{side}: {md_text(clip(f.reason, 300))}")
             if f.exchange:
                 out.append(f">   - exchange: {md_code(clip(f.exchange.splitlines()[0], 200))}")
             if f.rerun:

@@ -27,7 +27,8 @@ def failures_box(v: Verdict, colour: bool = False, limit: int = 20) -> list[str]
         word = "root causes" if v.root_causes else "failures"
         lines.append(paint(RED, f"== {word} ({len(first)}) ==", colour))
         for f in first[:limit]:
-            lines.append(paint(RED, f"FAIL {safe(f.what)}", colour) + f": {safe(clip(f.reason, 300))}")
+            side = f" [{f.side}]" if f.side else ""
+            lines.append(paint(RED, f"FAIL {safe(f.what)}{side}", colour) + f": {safe(clip(f.reason, 300))}")
             if f.exchange:
                 lines.append(f"     exchange: {safe(clip(f.exchange.splitlines()[0], 200))}")
             if f.rerun:
