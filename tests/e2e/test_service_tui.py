@@ -18,17 +18,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_service_client import PAT, _client, _training, service_dir, user_env  # noqa: F401 - fixtures
+from test_service_client import CONFIGURATIONS, PAT, _client, _training, service_dir, user_env  # noqa: F401 - fixtures
 
 from fake_gs import FakeSettings
 from fake_gs.server import FakeServer, start_in_background
-
-CONFIGURATIONS: dict[str, dict[str, Any]] = {
-    "shape": {},
-    "tiny": {"engine": "tiny", "allow_any_model": True},
-    "spec": {"dialect": "spec"},
-    **{f"any-{seed}": {"dialect": "any", "seed": seed} for seed in range(6)},
-}
 
 
 @pytest.fixture(scope="module", params=sorted(CONFIGURATIONS))
@@ -97,7 +90,7 @@ def test_the_tui_job_and_log_screens(fake: FakeServer, user_env: dict[str, str],
                                      monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("HOME", str(tmp_path))  # its log cache and error log
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    client = _client(fake)
+    client = _client(fake.host_port)
     job_id = _running_job(client)
     try:
         seen = asyncio.run(_job_and_log_screens(client, job_id))
