@@ -3,6 +3,8 @@ answer is a clause problem, never a crash that would turn every clause of the pr
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from conformance.properties.data.test_generate import _judge_events
@@ -74,7 +76,7 @@ def test_sub_jobs_listed_in_another_order_than_the_body_are_the_ones_asked_for()
 
     body = {"sub_job_configs": [{"job_type": "training", "model_name": "m"},
                                 {"job_type": "sampling", "model_name": "m"}]}
-    job = {"job_id": "j", "status": "running", "reason": "", "image_tag": "",
+    job: dict[str, Any] = {"job_id": "j", "status": "running", "reason": "", "image_tag": "",
            "created_at": "2026-07-20T18:00:00Z", "updated_at": "2026-07-20T18:00:00Z",
            "sub_jobs": [
                {"sub_job_id": "j:sampling:0", "job_type": "sampling", "status": "running", "model_name": "m",
