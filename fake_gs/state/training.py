@@ -164,8 +164,13 @@ class Training:
             answer = m.StepResult(global_steps=steps, last_lr=float(out["last_lr"]))
             if _peak_memory_wanted(sub):  # byte counts (spec §6.2)
                 answer.peak_memory = m.PeakMemory(gpu_peak=(1 << 30) + (1 << 20) * steps, cpu_peak=1 << 29)
+            # The forward-backward runs this step applied, in every profile (results are
+            # open, spec §11): what shows that a repeated final chunk ran nothing again.
+            applied = (out.get("metrics") or {}).get("micro_batches")
             if proposed:
                 answer.metrics = full_metrics(out.get("metrics"))
+            elif isinstance(applied, int):
+                answer.metrics = {"micro_batches": applied}
             return outward.step_result(seams.rewrite(Rewrite.STEP_ANSWER, answers.render(answer)))
 
         return store.queue.submit(job, "step", work)
