@@ -13,6 +13,6 @@ create-time rules; ``quotas`` cap what one account keeps; ``execution_logs`` and
 takes, and moto's public API when they are gone).
 
 May import: ``fake_gs.chunking``, ``fake_gs.engines``, ``fake_gs.answers.check`` and
-``delivery`` (never the answer forms: the store is handed them, ``outward``),
+``delivery`` (never the answer shapes: the store is handed them, ``outward``),
 ``fake_gs.ops`` and ``contract``; never ``fake_gs.http``.
 """

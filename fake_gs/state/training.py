@@ -5,7 +5,7 @@ One method per route, next to the job state it changes: each checks the route's 
 (``RequestQueue.submit``), where it runs the engine and changes the job in submit order
 through the job table (:meth:`JobTable.stepped` is what a step does to a job). The
 handlers (``fake_gs.http.handlers.training``) parse the call, call a method, and answer
-the request id. What the answer side decides (the ids a save may take, the forms of a
+the request id. What the answer side decides (the ids a save may take, the shape of a
 step's result) the backend asks of the store's outward form (``fake_gs.state.outward``).
 """
 
