@@ -94,7 +94,7 @@ async def keyed(state: AppState, route: Route, request: Request, owner: str, bod
     if key is None:
         return await run()
     keys = state.store.idempotency
-    limit = state.settings.max_body_bytes * (1 if state.settings.seams.enforces(Rule.BODY_LIMIT) else 4)
+    limit = state.store.rules.body_limit
     if route.body == "octet":
         head = await frame_body.read_head(body, limit, state.settings.max_frame_header_bytes)
         body.unread(head.data)

@@ -121,7 +121,8 @@ async def op_forward(ctx: Ctx, job: JobRec, target: SubJobRec, payload: Any) -> 
     except (binascii.Error, ValueError):
         raise ApiError(ErrorCode.MALFORMED_FRAME, "payload.payload_b64 is not valid base64",
                        [detail_entry(("payload", "payload_b64"), "invalid base64", "value_error")]) from None
-    if len(data) > ctx.settings.max_body_bytes and ctx.settings.seams.enforces(Rule.BODY_LIMIT):
+    limit = ctx.store.rules.payload_limit
+    if limit is not None and len(data) > limit:
         raise ApiError(ErrorCode.PAYLOAD_TOO_LARGE,
                        f"forward payload of {len(data)} bytes exceeds {ctx.settings.max_body_bytes}; operations are not chunked")
     if not data:
