@@ -1,5 +1,6 @@
-"""The rules the fake's border asks of the backend, in one object: how large a body may be,
-whether a content type is checked, whether a job in a given state serves a call.
+"""The rules the fake's handlers ask, in one object: how large a body may be, whether a
+content type is checked, whether a job in a given state serves a call, and the rules of
+the job, operation and sampling routes that a variation may waive.
 
 The running variation (``fake_gs/ops/seams.py``) may waive any of them; the border reads
 this object and never the seams, so an HTTP handler reads a rule by its name here. The
@@ -32,6 +33,29 @@ class Rules:
     checks_content_type: bool
     #: Whether an ended job still serves data-plane calls.
     ended_jobs_serve: bool
+    # The routes' own rules, each in force unless waived:
+    #: Cancel and export refuse a body.
+    bodiless_routes_refuse_body: bool
+    #: A create body's top-level debug block is refused.
+    debug_block_refused: bool
+    #: A ``source_checkpoint_info`` carrying stage_info is refused.
+    init_credentials_refused: bool
+    #: ``multiplex_job_id`` names a running sub-job the caller holds.
+    multiplex_target_checked: bool
+    #: A sampler starts only from an existing checkpoint.
+    sampler_init_checked: bool
+    #: Conflicting routing hints are refused.
+    routing_conflict_refused: bool
+    #: Weight-sync, bootstrap and discard need a routing hint.
+    routing_hint_required: bool
+    #: LoRA weight-sync needs a peft_config.
+    lora_needs_peft: bool
+    #: Bootstrap-router-replay goes sampler to trainer.
+    bootstrap_direction_checked: bool
+    #: Reset-prefix-cache runs on a sampling sub-job.
+    reset_sampler_only: bool
+    #: Generate needs a sampling sub-job.
+    generate_needs_sampler: bool
 
     @classmethod
     def of(cls, settings: FakeSettings) -> Rules:
@@ -41,7 +65,18 @@ class Rules:
         return cls(body_limit=limit if enforced else limit * WAIVED_BODY_FACTOR,
                    payload_limit=limit if enforced else None,
                    checks_content_type=Rule.CONTENT_TYPE not in waived,
-                   ended_jobs_serve=Rule.ENDED_JOB_REFUSES in waived)
+                   ended_jobs_serve=Rule.ENDED_JOB_REFUSES in waived,
+                   bodiless_routes_refuse_body=Rule.BODILESS_ROUTES not in waived,
+                   debug_block_refused=Rule.DEBUG_GATE not in waived,
+                   init_credentials_refused=Rule.INIT_CREDENTIALS not in waived,
+                   multiplex_target_checked=Rule.MULTIPLEX_TARGET not in waived,
+                   sampler_init_checked=Rule.SAMPLER_INIT not in waived,
+                   routing_conflict_refused=Rule.ROUTING_CONFLICT not in waived,
+                   routing_hint_required=Rule.ROUTING_HINT not in waived,
+                   lora_needs_peft=Rule.LORA_PEFT not in waived,
+                   bootstrap_direction_checked=Rule.BOOTSTRAP_DIRECTION not in waived,
+                   reset_sampler_only=Rule.RESET_SAMPLER_ONLY not in waived,
+                   generate_needs_sampler=Rule.SAMPLER_GENERATES not in waived)
 
     def job_serves(self, status: str, wanted: Container[str]) -> bool:
         """Whether a job in ``status`` serves a call that needs one of ``wanted``."""
