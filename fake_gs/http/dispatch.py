@@ -29,7 +29,7 @@ from fake_gs.http.handlers import Handler
 from fake_gs.http.handlers.context import BodyReader, Ctx, json_response, parse_json_body
 from fake_gs.http.idempotency import keyed
 from fake_gs.ops.faults import FaultAction
-from fake_gs.ops.seams import Bend, Rewrite, Rule
+from fake_gs.ops.seams import Bend, Rewrite
 from fake_gs.ops.traffic import note
 
 log = logging.getLogger("fake_gs.http.dispatch")
@@ -39,7 +39,7 @@ class DropConnection(Exception):
 
 
 def _headers(state: AppState, headers: dict[str, str]) -> dict[str, str]:
-    if not state.settings.seams.enforces(Rule.RETRY_AFTER):
+    if not state.store.rules.retry_after_sent:
         return {k: v for k, v in headers.items() if k.lower() != "retry-after"}
     return headers
 

@@ -33,7 +33,7 @@ from contract.routes import Route
 from fake_gs.answers.refusals import ApiError
 from fake_gs.chunking import stream as frame_body
 from fake_gs.chunking.digest import OrderedDigest
-from fake_gs.ops.seams import Bend, Rule
+from fake_gs.ops.seams import Bend
 from fake_gs.state.idempotency_keys import Entry
 
 if TYPE_CHECKING:
@@ -107,7 +107,7 @@ async def keyed(state: AppState, route: Route, request: Request, owner: str, bod
     data = await body.peek(limit)
     fp = fingerprint(route.method, request.url.path, data)
     entry = await _settled_entry(state, owner, key, fp)
-    if entry is not None and state.settings.seams.enforces(Rule.KEY_REPLAYS):
+    if entry is not None and state.store.rules.key_replays:
         return _replay(state, owner, key, entry)
     return await _reserved_run(state, owner, key, fp, run)
 

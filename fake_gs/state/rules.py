@@ -33,7 +33,17 @@ class Rules:
     checks_content_type: bool
     #: Whether an ended job still serves data-plane calls.
     ended_jobs_serve: bool
-    # The routes' own rules, each in force unless waived:
+    # The border's and the routes' own rules, each in force unless waived:
+    #: 429 and 503 answers carry Retry-After.
+    retry_after_sent: bool
+    #: The admin API needs a token when tokens are set.
+    admin_token_required: bool
+    #: Every answer carries x-snowflake-request-id.
+    request_id_header_sent: bool
+    #: A poll's max_events is capped.
+    max_events_capped: bool
+    #: A repeated Idempotency-Key answers the stored answer.
+    key_replays: bool
     #: Cancel and export refuse a body.
     bodiless_routes_refuse_body: bool
     #: A create body's top-level debug block is refused.
@@ -66,6 +76,11 @@ class Rules:
                    payload_limit=limit if enforced else None,
                    checks_content_type=Rule.CONTENT_TYPE not in waived,
                    ended_jobs_serve=Rule.ENDED_JOB_REFUSES in waived,
+                   retry_after_sent=Rule.RETRY_AFTER not in waived,
+                   admin_token_required=Rule.ADMIN_TOKEN not in waived,
+                   request_id_header_sent=Rule.REQUEST_ID_HEADER not in waived,
+                   max_events_capped=Rule.MAX_EVENTS_CAP not in waived,
+                   key_replays=Rule.KEY_REPLAYS not in waived,
                    bodiless_routes_refuse_body=Rule.BODILESS_ROUTES not in waived,
                    debug_block_refused=Rule.DEBUG_GATE not in waived,
                    init_credentials_refused=Rule.INIT_CREDENTIALS not in waived,
