@@ -190,7 +190,7 @@ async def serve(state: AppState, route: Route, handler: Handler, request: Reques
         await body.drain()
         note(request.scope, "code", str(exc.code))
         if exc.code in (ErrorCode.MALFORMED_FRAME, ErrorCode.LEGACY_PAYLOAD_REFUSED) \
-                and state.settings.seams.bends(Bend.REFUSAL_WEDGES_JOB):
+                and state.store.rules.refusal_wedges_job:
             state.wedged.add(str(path_job_key(state, request, owner)))
         return error_response(state, exc)
     except (DropConnection, ClientDisconnect, asyncio.CancelledError):

@@ -33,7 +33,6 @@ from contract.routes import Route
 from fake_gs.answers.refusals import ApiError
 from fake_gs.chunking import stream as frame_body
 from fake_gs.chunking.digest import OrderedDigest
-from fake_gs.ops.seams import Bend
 from fake_gs.state.idempotency_keys import Entry
 
 if TYPE_CHECKING:
@@ -61,7 +60,7 @@ def _key_of(request: Request) -> str | None:
 def _replay(state: AppState, owner: str, key: str, entry: Entry) -> Response:
     keys = state.store.idempotency
     keys.replays += 1
-    if state.settings.seams.bends(Bend.KEY_CROSSED_ANSWER):
+    if state.store.rules.key_answers_crossed:
         entry = keys.latest.get(owner, entry)
     return Response(entry.body, status_code=entry.status or 200, media_type=entry.media_type,
                     headers={IDEMPOTENCY_KEY_HEADER: key, REPLAYED_HEADER: "true"})

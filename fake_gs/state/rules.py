@@ -1,7 +1,7 @@
 """The rules the fake's handlers and border read, in one object: how large a body may be,
 whether a content type is checked, whether a job in a given state serves a call, and the
 other rules of the border and of the job, operation and sampling routes a variation may
-waive.
+waive, or the behaviours it may bend.
 
 The running variation (``fake_gs/ops/seams.py``) may waive any of them; the border reads
 this object and never the seams, so an HTTP handler reads a rule by its name here. The
@@ -14,7 +14,7 @@ from collections.abc import Container
 from dataclasses import dataclass
 
 from contract.states import JOB_TERMINAL
-from fake_gs.ops.seams import Rule
+from fake_gs.ops.seams import Bend, Rule
 from fake_gs.settings import FakeSettings
 
 #: How much larger a body may be when the body limit is waived.
@@ -68,9 +68,22 @@ class Rules:
     #: Generate needs a sampling sub-job.
     generate_needs_sampler: bool
 
+    #: Bent on purpose (false for the plain fake): a job refusing a malformed frame stops serving.
+    refusal_wedges_job: bool
+    #: Bent on purpose (false for the plain fake): an initialisation finds its checkpoint in any of the caller's jobs.
+    init_from_any_job: bool
+    #: Bent on purpose (false for the plain fake): no execution log reaches the stage.
+    stage_logs_unwritten: bool
+    #: Bent on purpose (false for the plain fake): unknown operation types answer an empty result.
+    unknown_operations_run: bool
+    #: Bent on purpose (false for the plain fake): export file names are built from the checkpoint id.
+    export_name_from_id: bool
+    #: Bent on purpose (false for the plain fake): a repeated key answers the account's latest answer.
+    key_answers_crossed: bool
+
     @classmethod
     def of(cls, settings: FakeSettings) -> Rules:
-        waived = settings.seams.waived
+        waived, bent = settings.seams.waived, settings.seams.bent
         limit = settings.max_body_bytes
         enforced = Rule.BODY_LIMIT not in waived
         return cls(body_limit=limit if enforced else limit * WAIVED_BODY_FACTOR,
@@ -92,7 +105,13 @@ class Rules:
                    lora_needs_peft=Rule.LORA_PEFT not in waived,
                    bootstrap_direction_checked=Rule.BOOTSTRAP_DIRECTION not in waived,
                    reset_sampler_only=Rule.RESET_SAMPLER_ONLY not in waived,
-                   generate_needs_sampler=Rule.SAMPLER_GENERATES not in waived)
+                   generate_needs_sampler=Rule.SAMPLER_GENERATES not in waived,
+                   refusal_wedges_job=Bend.REFUSAL_WEDGES_JOB in bent,
+                   init_from_any_job=Bend.INIT_ANY_JOB in bent,
+                   stage_logs_unwritten=Bend.STAGE_LOGS_UNWRITTEN in bent,
+                   unknown_operations_run=Bend.UNKNOWN_OP_RUNS in bent,
+                   export_name_from_id=Bend.EXPORT_NAME_FROM_ID in bent,
+                   key_answers_crossed=Bend.KEY_CROSSED_ANSWER in bent)
 
     def job_serves(self, status: str, wanted: Container[str]) -> bool:
         """Whether a job in ``status`` serves a call that needs one of ``wanted``."""

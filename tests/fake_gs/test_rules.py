@@ -1,5 +1,6 @@
-"""The store's Rules (fake_gs/state/rules.py): the plain fake enforces every rule, and a
-mutant that waives a rule the handlers read changes exactly the fields that rule decides."""
+"""The store's Rules (fake_gs/state/rules.py): the plain fake enforces every rule and bends
+nothing, and a mutant that waives a rule or bends a behaviour the handlers read changes
+exactly the fields that rule or behaviour decides."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import dataclasses
 
 from contract.states import JobState
 from fake_gs.ops.mutants import MUTANTS
-from fake_gs.ops.seams import Rule
+from fake_gs.ops.seams import Bend, Rule
 from fake_gs.settings import FakeSettings
 from fake_gs.state.rules import WAIVED_BODY_FACTOR, Rules
 
@@ -34,6 +35,16 @@ FIELDS_OF = {
     Rule.SAMPLER_GENERATES: {"generate_needs_sampler"},
 }
 
+#: Each behaviour the handlers read through Rules -> the field its bend sets.
+BENT_FIELD = {
+    Bend.REFUSAL_WEDGES_JOB: "refusal_wedges_job",
+    Bend.INIT_ANY_JOB: "init_from_any_job",
+    Bend.STAGE_LOGS_UNWRITTEN: "stage_logs_unwritten",
+    Bend.UNKNOWN_OP_RUNS: "unknown_operations_run",
+    Bend.EXPORT_NAME_FROM_ID: "export_name_from_id",
+    Bend.KEY_CROSSED_ANSWER: "key_answers_crossed",
+}
+
 
 def test_the_plain_fake_enforces_every_rule() -> None:
     settings = FakeSettings()
@@ -42,8 +53,9 @@ def test_the_plain_fake_enforces_every_rule() -> None:
     assert not rules.ended_jobs_serve
     flags = {f.name: getattr(rules, f.name) for f in dataclasses.fields(rules) if f.type == "bool"}
     assert flags.pop("ended_jobs_serve") is False
+    assert not any(flags.pop(name) for name in BENT_FIELD.values())
     assert all(flags.values()), flags
-    assert set().union(*FIELDS_OF.values()) == {f.name for f in dataclasses.fields(rules)}
+    assert set().union(*FIELDS_OF.values(), BENT_FIELD.values()) == {f.name for f in dataclasses.fields(rules)}
     assert not rules.job_serves(JobState.CANCELLED, {JobState.RUNNING}) and rules.job_serves(JobState.RUNNING, {JobState.RUNNING})
 
 
@@ -51,10 +63,12 @@ def test_a_waiver_changes_exactly_its_rules_fields() -> None:
     plain = Rules.of(FakeSettings())
     for row in MUTANTS.values():
         waived = {point.partition(":")[2] for point in row.seams if point.startswith("waive:")}
+        bent = {point.partition(":")[2] for point in row.seams if point.startswith("bend:")}
         settings = FakeSettings(mutant=row.name, engine=row.engine) if row.engine else FakeSettings(mutant=row.name)
         rules = Rules.of(settings)
         changed = {f.name for f in dataclasses.fields(rules) if getattr(rules, f.name) != getattr(plain, f.name)}
-        expected = set().union(set(), *(fields for rule, fields in FIELDS_OF.items() if rule in waived))
+        expected = set().union(set(), *(fields for rule, fields in FIELDS_OF.items() if rule in waived),
+                               {field for bend, field in BENT_FIELD.items() if bend in bent})
         assert changed == expected, row.name
         if Rule.BODY_LIMIT in waived:
             assert rules.body_limit == plain.body_limit * WAIVED_BODY_FACTOR and rules.payload_limit is None

@@ -97,7 +97,7 @@ def _resolve_checkpoint(ctx: Ctx, i: int, cfg: SubJobConfig) -> CheckpointRec | 
         # CKPT-INIT-7: the server stamps it (spec §6.5)
         message = "stage_info credentials are stamped by the server; clients must not send them"
         raise ApiError(ErrorCode.VALIDATION_FAILED, message, [detail_entry((*loc, "stage_info"), message)])
-    if not info.source_job_id and ctx.settings.seams.bends(Bend.INIT_ANY_JOB):
+    if not info.source_job_id and ctx.store.rules.init_from_any_job:
         for job in reversed(ctx.store.table.list_jobs(ctx.owner, None)):
             if info.checkpoint_id in job.checkpoints:
                 return job.checkpoints[info.checkpoint_id]

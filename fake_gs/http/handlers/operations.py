@@ -34,7 +34,7 @@ from fake_gs.answers import forms
 from fake_gs.answers.refusals import ApiError
 from fake_gs.chunking.intake import decode_frame, refuse_legacy
 from fake_gs.http.handlers.context import Ctx, json_response
-from fake_gs.ops.seams import Bend, Rewrite
+from fake_gs.ops.seams import Rewrite
 from fake_gs.state.records import JobRec, SubJobRec
 from fake_gs.state.training import Training, forward_object
 
@@ -250,7 +250,7 @@ async def operation(ctx: Ctx) -> Response:
     ctx.note("op", op)
     handler = OPERATIONS.get(op)
     if handler is None or op not in OPERATION_PAYLOADS:
-        if ctx.settings.seams.bends(Bend.UNKNOWN_OP_RUNS):
+        if ctx.store.rules.unknown_operations_run:
             return json_response({})
         raise ApiError(ErrorCode.UNKNOWN_OPERATION_TYPE, f"unknown operation_type {op!r}",
                        [detail_entry(("operation_type",), f"must be one of {sorted(OPERATIONS)}", "enum")])
