@@ -84,7 +84,7 @@ def chunk_event(chunk: bytes) -> bytes:
 
 
 def prepare(result: Any, *, force_frame: bool, mode: str, chunk_bytes: int) -> Delivered:
-    """Encode a result once, in the form ``mode`` (auto | inline | chunks) asks for."""
+    """Encode a result once, in the form ``mode`` (one of contract.forms.DELIVERIES) asks for."""
     if not force_frame and not has_tensor(result):
         return Delivered(raw=dumps(jsonable(result if result is not None else {})))
     from contract import wire

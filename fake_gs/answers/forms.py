@@ -28,6 +28,7 @@ from starlette.responses import Response
 
 from contract.errors import ErrorCode
 from contract.forms import (
+    DELIVERIES,
     DIALECTS,
     EXTRA_FIELDS,
     FORMS,
@@ -333,7 +334,7 @@ class FormsOutward:
         return result(self.forms, key, value)
 
     def delivery(self, mode: str, key: str) -> str:
-        return self.forms.pick("result-delivery", ("auto", "inline", "chunks"), key) if mode == "auto" else mode
+        return self.forms.pick("result-delivery", DELIVERIES, key) if mode == "auto" else mode
 
     def shows_cancelling(self, job_id: str) -> bool:
         return self.forms.use("cancelling-visible", job_id)

@@ -78,7 +78,7 @@ class GroupRegistry:
     def expire(self, job_id: str | None = None) -> int:
         """Drop open groups idle longer than ``chunk_group_idle_s`` (abandoned uploads) of
         one job, or of every job when ``job_id`` is None; returns how many were dropped."""
-        if not self.settings.seams.enforces(Rule.GROUP_EXPIRY):
+        if Rule.GROUP_EXPIRY in self.settings.seams.waived:
             return 0
         limit = self.clock.monotonic() - self.settings.chunk_group_idle_s
         dropped = 0

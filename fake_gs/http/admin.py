@@ -29,7 +29,6 @@ from fake_gs.http.auth import authenticate_admin
 from fake_gs.http.handlers.context import BodyReader, json_response, parse_json
 from fake_gs.ops.faults import FaultRule, parse_rules
 from fake_gs.ops.mutants import MUTANTS
-from fake_gs.ops.seams import Rule
 from fake_gs.state.records import JobRec
 
 ADMIN_PREFIX = "/_fake"
@@ -41,7 +40,7 @@ def _wrap(state: AppState, handler: AdminHandler, *, auth: bool = True) -> Calla
     async def endpoint(request: Request) -> Response:
         body = BodyReader(request, state.settings, state.inflight)
         try:
-            if auth and state.settings.seams.enforces(Rule.ADMIN_TOKEN):
+            if auth and state.store.rules.admin_token_required:
                 authenticate_admin(state.settings, request, state.admin_token, state.accounts)
             return await handler(state, request, body)
         except ApiError as exc:

@@ -29,7 +29,7 @@ from fake_gs.http.handlers import Handler
 from fake_gs.http.handlers.context import BodyReader, Ctx, json_response, parse_json_body
 from fake_gs.http.idempotency import keyed
 from fake_gs.ops.faults import FaultAction
-from fake_gs.ops.seams import Bend, Rewrite, Rule
+from fake_gs.ops.seams import Bend, Rewrite
 from fake_gs.ops.traffic import note
 
 log = logging.getLogger("fake_gs.http.dispatch")
@@ -39,7 +39,7 @@ class DropConnection(Exception):
 
 
 def _headers(state: AppState, headers: dict[str, str]) -> dict[str, str]:
-    if not state.settings.seams.enforces(Rule.RETRY_AFTER):
+    if not state.store.rules.retry_after_sent:
         return {k: v for k, v in headers.items() if k.lower() != "retry-after"}
     return headers
 
@@ -190,7 +190,7 @@ async def serve(state: AppState, route: Route, handler: Handler, request: Reques
         await body.drain()
         note(request.scope, "code", str(exc.code))
         if exc.code in (ErrorCode.MALFORMED_FRAME, ErrorCode.LEGACY_PAYLOAD_REFUSED) \
-                and state.settings.seams.bends(Bend.REFUSAL_WEDGES_JOB):
+                and state.store.rules.refusal_wedges_job:
             state.wedged.add(str(path_job_key(state, request, owner)))
         return error_response(state, exc)
     except (DropConnection, ClientDisconnect, asyncio.CancelledError):

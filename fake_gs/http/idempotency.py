@@ -33,7 +33,6 @@ from contract.routes import Route
 from fake_gs.answers.refusals import ApiError
 from fake_gs.chunking import stream as frame_body
 from fake_gs.chunking.digest import OrderedDigest
-from fake_gs.ops.seams import Bend, Rule
 from fake_gs.state.idempotency_keys import Entry
 
 if TYPE_CHECKING:
@@ -61,7 +60,7 @@ def _key_of(request: Request) -> str | None:
 def _replay(state: AppState, owner: str, key: str, entry: Entry) -> Response:
     keys = state.store.idempotency
     keys.replays += 1
-    if state.settings.seams.bends(Bend.KEY_CROSSED_ANSWER):
+    if state.store.rules.key_answers_crossed:
         entry = keys.latest.get(owner, entry)
     return Response(entry.body, status_code=entry.status or 200, media_type=entry.media_type,
                     headers={IDEMPOTENCY_KEY_HEADER: key, REPLAYED_HEADER: "true"})
@@ -94,7 +93,7 @@ async def keyed(state: AppState, route: Route, request: Request, owner: str, bod
     if key is None:
         return await run()
     keys = state.store.idempotency
-    limit = state.settings.max_body_bytes * (1 if state.settings.seams.enforces(Rule.BODY_LIMIT) else 4)
+    limit = state.store.rules.body_limit
     if route.body == "octet":
         head = await frame_body.read_head(body, limit, state.settings.max_frame_header_bytes)
         body.unread(head.data)
@@ -107,7 +106,7 @@ async def keyed(state: AppState, route: Route, request: Request, owner: str, bod
     data = await body.peek(limit)
     fp = fingerprint(route.method, request.url.path, data)
     entry = await _settled_entry(state, owner, key, fp)
-    if entry is not None and state.settings.seams.enforces(Rule.KEY_REPLAYS):
+    if entry is not None and state.store.rules.key_replays:
         return _replay(state, owner, key, entry)
     return await _reserved_run(state, owner, key, fp, run)
 

@@ -24,7 +24,6 @@ from fake_gs.answers.refusals import envelope
 from fake_gs.http.app_state import AppState
 from fake_gs.http.dispatch import DropConnection, guarded
 from fake_gs.http.handlers.context import ENCODED_SLASH
-from fake_gs.ops.seams import Rule
 from fake_gs.ops.traffic import ERROR_BODY_CAP, bearer_of, exchange
 
 access_log = logging.getLogger("fake_gs.access")
@@ -100,7 +99,7 @@ class RequestContextMiddleware:
         started = time.perf_counter()
         status = 0
         # spec §2.4: an answer *may* carry the header; the any dialect leaves it off some.
-        add_header = (self.state.settings.seams.enforces(Rule.REQUEST_ID_HEADER)
+        add_header = (self.state.store.rules.request_id_header_sent
                       and not self.state.settings.forms.use("request-id-header"))
         refusal = bytearray() if self.logs(scope) else None  # an error answer's first bytes
 

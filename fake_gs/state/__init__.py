@@ -7,12 +7,13 @@ asks of the answer side (the ids it mints,
 the form its results take); ``job_table`` admits
 jobs against GPU capacity and walks their lifecycle; ``request_queue`` runs asynchronous
 requests on each job's serial ``executor``; ``records`` are the plain records kept;
-``result_retention`` frees a finished result once read; ``create_rules`` are the
+``result_retention`` frees a finished result once read; ``rules`` are the rules the
+border asks (body limit, content type, an ended job's refusal); ``create_rules`` are the
 create-time rules; ``quotas`` cap what one account keeps; ``execution_logs`` and
 ``log_stage`` are the S3 stage of spec §12.2 (``moto_account``: every moto internal it
 takes, and moto's public API when they are gone).
 
 May import: ``fake_gs.chunking``, ``fake_gs.engines``, ``fake_gs.answers.check`` and
-``delivery`` (never the answer forms: the store is handed them, ``outward``),
+``delivery`` (never the answer shapes: the store is handed them, ``outward``),
 ``fake_gs.ops`` and ``contract``; never ``fake_gs.http``.
 """

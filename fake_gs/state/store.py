@@ -25,6 +25,7 @@ from fake_gs.state.job_table import JobTable
 from fake_gs.state.outward import KIT_OUTWARD, Outward
 from fake_gs.state.records import ExportRec, JobRec, RequestRec
 from fake_gs.state.request_queue import RequestQueue
+from fake_gs.state.rules import Rules
 
 if TYPE_CHECKING:
     from fake_gs.engines.protocol import Engine
@@ -58,6 +59,8 @@ class Store:
         self.table = JobTable(self.settings, self.clock, self.lock, self.end_job, self.outward)
         self.queue = RequestQueue(self.settings, self.clock, self.lock, self.executors, self.table.jobs, self.outward)
         self.chunk_groups = GroupRegistry(self.settings, self.clock, self.lock)
+        #: The rules the border asks (what the running variation may waive).
+        self.rules = Rules.of(self.settings)
         self.http_requests = 0
         self.idempotency = KeyStore(self.settings.idempotency_window_s, self.settings.max_idempotency_keys)
         if self._seed_resources is not None:

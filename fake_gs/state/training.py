@@ -5,7 +5,7 @@ One method per route, next to the job state it changes: each checks the route's 
 (``RequestQueue.submit``), where it runs the engine and changes the job in submit order
 through the job table (:meth:`JobTable.stepped` is what a step does to a job). The
 handlers (``fake_gs.http.handlers.training``) parse the call, call a method, and answer
-the request id. What the answer side decides (the ids a save may take, the forms of a
+the request id. What the answer side decides (the ids a save may take, the shape of a
 step's result) the backend asks of the store's outward form (``fake_gs.state.outward``).
 """
 
@@ -164,8 +164,13 @@ class Training:
             answer = m.StepResult(global_steps=steps, last_lr=float(out["last_lr"]))
             if _peak_memory_wanted(sub):  # byte counts (spec §6.2)
                 answer.peak_memory = m.PeakMemory(gpu_peak=(1 << 30) + (1 << 20) * steps, cpu_peak=1 << 29)
+            # The forward-backward runs this step applied, in every profile (results are
+            # open, spec §11): what shows that a repeated final chunk ran nothing again.
+            applied = (out.get("metrics") or {}).get("micro_batches")
             if proposed:
                 answer.metrics = full_metrics(out.get("metrics"))
+            elif isinstance(applied, int):
+                answer.metrics = {"micro_batches": applied}
             return outward.step_result(seams.rewrite(Rewrite.STEP_ANSWER, answers.render(answer)))
 
         return store.queue.submit(job, "step", work)

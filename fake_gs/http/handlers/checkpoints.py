@@ -13,7 +13,6 @@ from fake_gs.answers import forms as dialect
 from fake_gs.answers.forms import Forms
 from fake_gs.http.handlers.context import Ctx, json_response
 from fake_gs.http.handlers.jobs import no_body
-from fake_gs.ops.seams import Bend
 from fake_gs.state.records import CheckpointRec, rfc3339
 
 EXPORT_FILENAME = "model.safetensors"
@@ -48,7 +47,7 @@ async def export_checkpoint(ctx: Ctx) -> Response:
     data = await run_in_threadpool(_safetensors_bytes, ctx, ckpt)
     # The file name is fixed: a checkpoint id never becomes part of a name or a path
     # (CKPT-PATH-1); bent (``export-name-from-id``), it is derived from the id instead.
-    filename = f"{ckpt.checkpoint_id}.safetensors" if ctx.settings.seams.bends(Bend.EXPORT_NAME_FROM_ID) \
+    filename = f"{ckpt.checkpoint_id}.safetensors" if ctx.store.rules.export_name_from_id \
         else EXPORT_FILENAME
     token, rec = ctx.store.table.add_export(data, filename, job.owner)
     base = str(ctx.request.base_url).rstrip("/")

@@ -18,7 +18,7 @@ from starlette.responses import Response
 from contract.errors import ErrorCode, detail_entry
 from contract.models import GenerateStreamSubmitResponse, SubmitResponse, unknown_fields
 from contract.routes import OCTET, Route
-from contract.states import JOB_TERMINAL, JobState
+from contract.states import JobState
 from fake_gs.answers import check as answers
 from fake_gs.answers import forms as dialect
 from fake_gs.answers.check import dumps
@@ -27,7 +27,7 @@ from fake_gs.answers.refusals import ApiError, validation_error
 from fake_gs.chunking.intake import json_containers
 from fake_gs.http.app_state import AppState
 from fake_gs.http.body import BodyReader
-from fake_gs.ops.seams import Bend, Rewrite, Rule
+from fake_gs.ops.seams import Bend, Rewrite
 from fake_gs.ops.traffic import note, note_unknown
 from fake_gs.settings import FakeSettings
 from fake_gs.state.records import JobRec, RequestRec
@@ -69,14 +69,13 @@ class Ctx:
         return str(self.request.path_params[name]).replace(ENCODED_SLASH, "/")
 
     def body_limit(self) -> int:
-        limit = self.settings.max_body_bytes
-        return limit if self.settings.seams.enforces(Rule.BODY_LIMIT) else limit * 4
+        return self.store.rules.body_limit
 
     def media_type(self) -> str:
         return self.request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
 
     def require_media_type(self, expected: str) -> None:
-        if not self.settings.seams.enforces(Rule.CONTENT_TYPE):
+        if not self.store.rules.checks_content_type:
             return
         got = self.media_type()
         if got != expected:
@@ -152,7 +151,7 @@ class Ctx:
         wanted = self.route.needs_states if allowed is None else allowed
         if wanted:
             status = self.store.table.status(job)
-            if status not in wanted and not (status in JOB_TERMINAL and not self.settings.seams.enforces(Rule.ENDED_JOB_REFUSES)):
+            if not self.store.rules.job_serves(status, wanted):
                 raise ApiError(ErrorCode.JOB_NOT_RUNNING, f"job {job.public_id} is {status}, not running")
         return job
 

@@ -19,7 +19,7 @@ from fake_gs.answers import check as answers
 from fake_gs.answers import forms as dialect
 from fake_gs.answers.refusals import ApiError
 from fake_gs.http.handlers.context import OFF_LOOP_JSON_BYTES, Ctx, json_response
-from fake_gs.ops.seams import Bend, Rewrite, Rule
+from fake_gs.ops.seams import Bend, Rewrite
 from fake_gs.options import flag_name
 from fake_gs.settings import FakeSettings
 from fake_gs.state.create_rules import InitFrom, check_config_rules, check_init, requested_job_id
@@ -93,11 +93,11 @@ def _resolve_checkpoint(ctx: Ctx, i: int, cfg: SubJobConfig) -> CheckpointRec | 
     if info is None:
         return None
     loc = ("sub_job_configs", i, "source_checkpoint_info")
-    if "stage_info" in (info.model_extra or {}) and ctx.settings.seams.enforces(Rule.INIT_CREDENTIALS):
+    if "stage_info" in (info.model_extra or {}) and ctx.store.rules.init_credentials_refused:
         # CKPT-INIT-7: the server stamps it (spec §6.5)
         message = "stage_info credentials are stamped by the server; clients must not send them"
         raise ApiError(ErrorCode.VALIDATION_FAILED, message, [detail_entry((*loc, "stage_info"), message)])
-    if not info.source_job_id and ctx.settings.seams.bends(Bend.INIT_ANY_JOB):
+    if not info.source_job_id and ctx.store.rules.init_from_any_job:
         for job in reversed(ctx.store.table.list_jobs(ctx.owner, None)):
             if info.checkpoint_id in job.checkpoints:
                 return job.checkpoints[info.checkpoint_id]
@@ -122,7 +122,7 @@ def source_checkpoints(ctx: Ctx, body: CreateJobRequest) -> list[InitFrom]:
         try:
             ckpt = _resolve_checkpoint(ctx, i, cfg)
         except ApiError:
-            if cfg.job_type != "training" and not seams.enforces(Rule.SAMPLER_INIT):
+            if cfg.job_type != "training" and not ctx.store.rules.sampler_init_checked:
                 continue  # the rule waived: an unknown checkpoint starts a fresh sampler
             raise
         if ckpt is not None:
@@ -136,7 +136,7 @@ def multiplex_hosts(ctx: Ctx, body: CreateJobRequest) -> list[tuple[str, int]]:
     every multiplexed sub-job, whose GPUs its host already holds. A missing and another
     account's job read the same, so the refusal reveals nothing of other accounts."""
     hosts: list[tuple[str, int]] = []
-    enforced = ctx.settings.seams.enforces(Rule.MULTIPLEX_TARGET)
+    enforced = ctx.store.rules.multiplex_target_checked
     for i, cfg in enumerate(body.sub_job_configs):
         value = multiplex_job_id(cfg)
         match = SUB_JOB_ID_RE.match(value) if isinstance(value, str) else None
@@ -166,7 +166,7 @@ def multiplex_hosts(ctx: Ctx, body: CreateJobRequest) -> list[tuple[str, int]]:
 def check_debug_gate(ctx: Ctx, body: CreateJobRequest) -> None:
     """The fake's debug options are off (spec §5.1: the server gates them): a top-level
     ``debug`` block is refused, not silently ignored (JOB-DEBUG-2)."""
-    if "debug" in (body.model_extra or {}) and ctx.settings.seams.enforces(Rule.DEBUG_GATE):
+    if "debug" in (body.model_extra or {}) and ctx.store.rules.debug_block_refused:
         message = "debug options are not enabled on this server"
         raise ApiError(ErrorCode.VALIDATION_FAILED, message, [detail_entry(("debug",), message, "not_enabled")])
 
@@ -241,7 +241,7 @@ async def get_job(ctx: Ctx) -> Response:
 async def no_body(ctx: Ctx) -> None:
     """A call spec §5.5 / §5.8 sends with no body is refused when it carries one
     (CANCEL-BODY-2)."""
-    if await ctx.raw_body() and ctx.settings.seams.enforces(Rule.BODILESS_ROUTES):
+    if await ctx.raw_body() and ctx.store.rules.bodiless_routes_refuse_body:
         message = f"{ctx.route.name} takes no body"
         raise ApiError(ErrorCode.VALIDATION_FAILED, message, [detail_entry((), message, "no_body")])
 

@@ -34,7 +34,7 @@ from fake_gs.answers import forms
 from fake_gs.answers.refusals import ApiError
 from fake_gs.chunking.intake import decode_frame, refuse_legacy
 from fake_gs.http.handlers.context import Ctx, json_response
-from fake_gs.ops.seams import Bend, Rewrite, Rule
+from fake_gs.ops.seams import Rewrite
 from fake_gs.state.records import JobRec, SubJobRec
 from fake_gs.state.training import Training, forward_object
 
@@ -63,7 +63,7 @@ def route_operation(ctx: Ctx, job: JobRec, env: OperationEnvelope) -> SubJobRec:
     if env.sub_job_type:
         wanted = _job_type(env.sub_job_type)
         if by_id is not None:
-            if by_id.job_type != wanted and ctx.settings.seams.enforces(Rule.ROUTING_CONFLICT):
+            if by_id.job_type != wanted and ctx.store.rules.routing_conflict_refused:
                 raise ApiError(ErrorCode.ROUTING_CONFLICT,
                                f"sub_job_id {by_id.sub_job_id} is a {by_id.job_type} sub-job, not {wanted}",
                                [detail_entry(("sub_job_type",), "disagrees with sub_job_id", ErrorCode.ROUTING_CONFLICT)])
@@ -80,7 +80,7 @@ def route_operation(ctx: Ctx, job: JobRec, env: OperationEnvelope) -> SubJobRec:
     if by_id is not None:
         return by_id
     if (env.operation_type in HINT_REQUIRED and len(job.sub_jobs) > 1
-            and ctx.settings.seams.enforces(Rule.ROUTING_HINT)):
+            and ctx.store.rules.routing_hint_required):
         raise ApiError(ErrorCode.ROUTING_HINT_REQUIRED,
                        f"job {job.public_id} has {len(job.sub_jobs)} sub-jobs; name the receiver of "
                        f"{env.operation_type} with sub_job_id or sub_job_type",
@@ -121,7 +121,8 @@ async def op_forward(ctx: Ctx, job: JobRec, target: SubJobRec, payload: Any) -> 
     except (binascii.Error, ValueError):
         raise ApiError(ErrorCode.MALFORMED_FRAME, "payload.payload_b64 is not valid base64",
                        [detail_entry(("payload", "payload_b64"), "invalid base64", "value_error")]) from None
-    if len(data) > ctx.settings.max_body_bytes and ctx.settings.seams.enforces(Rule.BODY_LIMIT):
+    limit = ctx.store.rules.payload_limit
+    if limit is not None and len(data) > limit:
         raise ApiError(ErrorCode.PAYLOAD_TOO_LARGE,
                        f"forward payload of {len(data)} bytes exceeds {ctx.settings.max_body_bytes}; operations are not chunked")
     if not data:
@@ -144,7 +145,7 @@ async def op_weight_sync(ctx: Ctx, job: JobRec, target: SubJobRec, payload: Any)
                    for i, t in enumerate(payload.target_sub_job_ids)]
     else:
         targets = [s.sub_job_id for s in job.of_type("sampling")]
-    if payload.weight_format == "lora" and ctx.settings.seams.enforces(Rule.LORA_PEFT):
+    if payload.weight_format == "lora" and ctx.store.rules.lora_needs_peft:
         check_lora(job, source, targets)
     store = ctx.store
 
@@ -164,7 +165,7 @@ async def op_bootstrap(ctx: Ctx, job: JobRec, target: SubJobRec, payload: Any) -
     assert isinstance(payload, BootstrapRouterReplayPayload)
     src = _own_sub_job(job, payload.source_sub_job_id, ("payload", "source_sub_job_id"))
     dst = _own_sub_job(job, payload.target_sub_job_id, ("payload", "target_sub_job_id"))
-    if ctx.settings.seams.enforces(Rule.BOOTSTRAP_DIRECTION):
+    if ctx.store.rules.bootstrap_direction_checked:
         for sub, want, loc in ((src, "sampling", ("payload", "source_sub_job_id")),
                                (dst, "training", ("payload", "target_sub_job_id")),
                                (target, "training", ("sub_job_id",))):
@@ -188,7 +189,7 @@ async def op_discard(ctx: Ctx, job: JobRec, target: SubJobRec, payload: Any) -> 
 
 
 async def op_reset_prefix_cache(ctx: Ctx, job: JobRec, target: SubJobRec, payload: Any) -> Response:
-    if target.job_type != "sampling" and ctx.settings.seams.enforces(Rule.RESET_SAMPLER_ONLY):
+    if target.job_type != "sampling" and ctx.store.rules.reset_sampler_only:
         raise ApiError(ErrorCode.WRONG_SUB_JOB_TYPE,
                        f"reset-prefix-cache is a sampling call; {target.sub_job_id} is a {target.job_type} sub-job",
                        [detail_entry(("sub_job_id",), "must be a sampling sub-job", ErrorCode.WRONG_SUB_JOB_TYPE)])
@@ -249,7 +250,7 @@ async def operation(ctx: Ctx) -> Response:
     ctx.note("op", op)
     handler = OPERATIONS.get(op)
     if handler is None or op not in OPERATION_PAYLOADS:
-        if ctx.settings.seams.bends(Bend.UNKNOWN_OP_RUNS):
+        if ctx.store.rules.unknown_operations_run:
             return json_response({})
         raise ApiError(ErrorCode.UNKNOWN_OPERATION_TYPE, f"unknown operation_type {op!r}",
                        [detail_entry(("operation_type",), f"must be one of {sorted(OPERATIONS)}", "enum")])

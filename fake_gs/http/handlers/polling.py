@@ -22,7 +22,7 @@ from fake_gs.answers import delivery
 from fake_gs.answers import forms as dialect
 from fake_gs.answers.refusals import ApiError
 from fake_gs.http.handlers.context import Ctx
-from fake_gs.ops.seams import Rewrite, Rule
+from fake_gs.ops.seams import Rewrite
 from fake_gs.ops.traffic import note, result_form
 from fake_gs.state.records import rfc3339
 
@@ -45,7 +45,7 @@ async def get_request(ctx: Ctx) -> Response:
     query = ctx.request.query_params
     refusal: ApiError | None = None
     try:
-        max_events = delivery.parse_max_events(query.get("max_events"), uncapped=Rule.MAX_EVENTS_CAP in seams.waived,
+        max_events = delivery.parse_max_events(query.get("max_events"), uncapped=not ctx.store.rules.max_events_capped,
                                                cap=settings.max_events_cap)
         offset = delivery.decode_cursor(request_id, query.get("cursor"))
     except ApiError as exc:

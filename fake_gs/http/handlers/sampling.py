@@ -22,7 +22,7 @@ from fake_gs.answers.refusals import ApiError
 from fake_gs.chunking.groups import ChunkGroup
 from fake_gs.http.handlers.context import Ctx
 from fake_gs.http.handlers.frame_requests import submit_frame
-from fake_gs.ops.seams import Rewrite, Rule
+from fake_gs.ops.seams import Rewrite
 from fake_gs.state.records import JobRec, RequestRec, SubJobRec
 
 
@@ -30,7 +30,7 @@ def sampler(ctx: Ctx, job: JobRec) -> SubJobRec:
     """The sub-job generate runs on: the sampling one; a job without one cannot generate
     (spec §1.1: generation is a sampling call)."""
     subs = job.of_type("sampling")
-    if not subs and not ctx.settings.seams.enforces(Rule.SAMPLER_GENERATES):
+    if not subs and not ctx.store.rules.generate_needs_sampler:
         subs = job.sub_jobs
     if not subs:
         raise ApiError(ErrorCode.SUB_JOB_NOT_FOUND, f"job {job.public_id} has no sampling sub-job to generate with")

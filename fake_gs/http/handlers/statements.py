@@ -23,7 +23,6 @@ from fake_gs.answers.refusals import ApiError
 from fake_gs.http.app_state import AppState
 from fake_gs.http.dispatch import make_endpoint
 from fake_gs.http.handlers.context import Ctx, json_response
-from fake_gs.ops.seams import Bend
 from fake_gs.state.execution_logs import job_id_of_run
 
 #: Snowflake's SQL API success code and SQL state.
@@ -48,7 +47,7 @@ async def sql_statement(ctx: Ctx) -> Response:
         live = list(job.logs)
     logs = ctx.store.execution_logs
     lines = logs.lines(job, live)
-    empty = ctx.settings.seams.bends(Bend.STAGE_LOGS_UNWRITTEN)
+    empty = ctx.store.rules.stage_logs_unwritten
     creds = await asyncio.to_thread(logs.publish, job, lines, empty=empty)
     handle = str(uuid.uuid4())
     column = StatementColumn(name="SYSTEM$GET_VSTAGE_WRITE_CREDS", type="text", nullable=False)

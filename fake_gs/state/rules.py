@@ -1,0 +1,118 @@
+"""The rules the fake's handlers and border read, in one object: how large a body may be,
+whether a content type is checked, whether a job in a given state serves a call, and the
+other rules of the border and of the job, operation and sampling routes a variation may
+waive, or the behaviours it may bend.
+
+The running variation (``fake_gs/ops/seams.py``) may waive any of them; the border reads
+this object and never the seams, so an HTTP handler reads a rule by its name here. The
+settings are frozen, so the rules are decided once, when the store is built.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Container
+from dataclasses import dataclass
+
+from contract.states import JOB_TERMINAL
+from fake_gs.ops.seams import Bend, Rule
+from fake_gs.settings import FakeSettings
+
+#: How much larger a body may be when the body limit is waived.
+WAIVED_BODY_FACTOR = 4
+
+
+@dataclass(frozen=True)
+class Rules:
+    """The rules in force for the running fake."""
+
+    #: The largest body a call may send (``--max-body-mib``; spec §9.1).
+    body_limit: int
+    #: The largest decoded operation payload (operations are not chunked: one body holds
+    #: it whole); None when no limit is enforced.
+    payload_limit: int | None
+    #: Whether a body in the wrong content type is refused (415).
+    checks_content_type: bool
+    #: Whether an ended job still serves data-plane calls.
+    ended_jobs_serve: bool
+    # The border's and the routes' own rules, each in force unless waived:
+    #: 429 and 503 answers carry Retry-After.
+    retry_after_sent: bool
+    #: The admin API needs a token when tokens are set.
+    admin_token_required: bool
+    #: Every answer carries x-snowflake-request-id.
+    request_id_header_sent: bool
+    #: A poll's max_events is capped.
+    max_events_capped: bool
+    #: A repeated Idempotency-Key answers the stored answer.
+    key_replays: bool
+    #: Cancel and export refuse a body.
+    bodiless_routes_refuse_body: bool
+    #: A create body's top-level debug block is refused.
+    debug_block_refused: bool
+    #: A ``source_checkpoint_info`` carrying stage_info is refused.
+    init_credentials_refused: bool
+    #: ``multiplex_job_id`` names a running sub-job the caller holds.
+    multiplex_target_checked: bool
+    #: A sampler starts only from an existing checkpoint.
+    sampler_init_checked: bool
+    #: Conflicting routing hints are refused.
+    routing_conflict_refused: bool
+    #: Weight-sync, bootstrap and discard need a routing hint.
+    routing_hint_required: bool
+    #: LoRA weight-sync needs a peft_config.
+    lora_needs_peft: bool
+    #: Bootstrap-router-replay goes sampler to trainer.
+    bootstrap_direction_checked: bool
+    #: Reset-prefix-cache runs on a sampling sub-job.
+    reset_sampler_only: bool
+    #: Generate needs a sampling sub-job.
+    generate_needs_sampler: bool
+
+    #: Bent on purpose (false for the plain fake): a job refusing a malformed frame stops serving.
+    refusal_wedges_job: bool
+    #: Bent on purpose (false for the plain fake): an initialisation finds its checkpoint in any of the caller's jobs.
+    init_from_any_job: bool
+    #: Bent on purpose (false for the plain fake): no execution log reaches the stage.
+    stage_logs_unwritten: bool
+    #: Bent on purpose (false for the plain fake): unknown operation types answer an empty result.
+    unknown_operations_run: bool
+    #: Bent on purpose (false for the plain fake): export file names are built from the checkpoint id.
+    export_name_from_id: bool
+    #: Bent on purpose (false for the plain fake): a repeated key answers the account's latest answer.
+    key_answers_crossed: bool
+
+    @classmethod
+    def of(cls, settings: FakeSettings) -> Rules:
+        waived, bent = settings.seams.waived, settings.seams.bent
+        limit = settings.max_body_bytes
+        enforced = Rule.BODY_LIMIT not in waived
+        return cls(body_limit=limit if enforced else limit * WAIVED_BODY_FACTOR,
+                   payload_limit=limit if enforced else None,
+                   checks_content_type=Rule.CONTENT_TYPE not in waived,
+                   ended_jobs_serve=Rule.ENDED_JOB_REFUSES in waived,
+                   retry_after_sent=Rule.RETRY_AFTER not in waived,
+                   admin_token_required=Rule.ADMIN_TOKEN not in waived,
+                   request_id_header_sent=Rule.REQUEST_ID_HEADER not in waived,
+                   max_events_capped=Rule.MAX_EVENTS_CAP not in waived,
+                   key_replays=Rule.KEY_REPLAYS not in waived,
+                   bodiless_routes_refuse_body=Rule.BODILESS_ROUTES not in waived,
+                   debug_block_refused=Rule.DEBUG_GATE not in waived,
+                   init_credentials_refused=Rule.INIT_CREDENTIALS not in waived,
+                   multiplex_target_checked=Rule.MULTIPLEX_TARGET not in waived,
+                   sampler_init_checked=Rule.SAMPLER_INIT not in waived,
+                   routing_conflict_refused=Rule.ROUTING_CONFLICT not in waived,
+                   routing_hint_required=Rule.ROUTING_HINT not in waived,
+                   lora_needs_peft=Rule.LORA_PEFT not in waived,
+                   bootstrap_direction_checked=Rule.BOOTSTRAP_DIRECTION not in waived,
+                   reset_sampler_only=Rule.RESET_SAMPLER_ONLY not in waived,
+                   generate_needs_sampler=Rule.SAMPLER_GENERATES not in waived,
+                   refusal_wedges_job=Bend.REFUSAL_WEDGES_JOB in bent,
+                   init_from_any_job=Bend.INIT_ANY_JOB in bent,
+                   stage_logs_unwritten=Bend.STAGE_LOGS_UNWRITTEN in bent,
+                   unknown_operations_run=Bend.UNKNOWN_OP_RUNS in bent,
+                   export_name_from_id=Bend.EXPORT_NAME_FROM_ID in bent,
+                   key_answers_crossed=Bend.KEY_CROSSED_ANSWER in bent)
+
+    def job_serves(self, status: str, wanted: Container[str]) -> bool:
+        """Whether a job in ``status`` serves a call that needs one of ``wanted``."""
+        return status in wanted or (status in JOB_TERMINAL and self.ended_jobs_serve)

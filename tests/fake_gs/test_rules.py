@@ -1,0 +1,76 @@
+"""The store's Rules (fake_gs/state/rules.py): the plain fake enforces every rule and bends
+nothing, and a mutant that waives a rule or bends a behaviour the handlers read changes
+exactly the fields that rule or behaviour decides."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from contract.states import JobState
+from fake_gs.ops.mutants import MUTANTS
+from fake_gs.ops.seams import Bend, Rule
+from fake_gs.settings import FakeSettings
+from fake_gs.state.rules import WAIVED_BODY_FACTOR, Rules
+
+#: Each rule the handlers read through Rules -> the fields its waiver changes.
+FIELDS_OF = {
+    Rule.BODY_LIMIT: {"body_limit", "payload_limit"},
+    Rule.CONTENT_TYPE: {"checks_content_type"},
+    Rule.ENDED_JOB_REFUSES: {"ended_jobs_serve"},
+    Rule.RETRY_AFTER: {"retry_after_sent"},
+    Rule.ADMIN_TOKEN: {"admin_token_required"},
+    Rule.REQUEST_ID_HEADER: {"request_id_header_sent"},
+    Rule.MAX_EVENTS_CAP: {"max_events_capped"},
+    Rule.KEY_REPLAYS: {"key_replays"},
+    Rule.BODILESS_ROUTES: {"bodiless_routes_refuse_body"},
+    Rule.DEBUG_GATE: {"debug_block_refused"},
+    Rule.INIT_CREDENTIALS: {"init_credentials_refused"},
+    Rule.MULTIPLEX_TARGET: {"multiplex_target_checked"},
+    Rule.SAMPLER_INIT: {"sampler_init_checked"},
+    Rule.ROUTING_CONFLICT: {"routing_conflict_refused"},
+    Rule.ROUTING_HINT: {"routing_hint_required"},
+    Rule.LORA_PEFT: {"lora_needs_peft"},
+    Rule.BOOTSTRAP_DIRECTION: {"bootstrap_direction_checked"},
+    Rule.RESET_SAMPLER_ONLY: {"reset_sampler_only"},
+    Rule.SAMPLER_GENERATES: {"generate_needs_sampler"},
+}
+
+#: Each behaviour the handlers read through Rules -> the field its bend sets.
+BENT_FIELD = {
+    Bend.REFUSAL_WEDGES_JOB: "refusal_wedges_job",
+    Bend.INIT_ANY_JOB: "init_from_any_job",
+    Bend.STAGE_LOGS_UNWRITTEN: "stage_logs_unwritten",
+    Bend.UNKNOWN_OP_RUNS: "unknown_operations_run",
+    Bend.EXPORT_NAME_FROM_ID: "export_name_from_id",
+    Bend.KEY_CROSSED_ANSWER: "key_answers_crossed",
+}
+
+
+def test_the_plain_fake_enforces_every_rule() -> None:
+    settings = FakeSettings()
+    rules = Rules.of(settings)
+    assert rules.body_limit == rules.payload_limit == settings.max_body_bytes
+    assert not rules.ended_jobs_serve
+    flags = {f.name: getattr(rules, f.name) for f in dataclasses.fields(rules) if f.type == "bool"}
+    assert flags.pop("ended_jobs_serve") is False
+    assert not any(flags.pop(name) for name in BENT_FIELD.values())
+    assert all(flags.values()), flags
+    assert set().union(*FIELDS_OF.values(), BENT_FIELD.values()) == {f.name for f in dataclasses.fields(rules)}
+    assert not rules.job_serves(JobState.CANCELLED, {JobState.RUNNING}) and rules.job_serves(JobState.RUNNING, {JobState.RUNNING})
+
+
+def test_a_waiver_changes_exactly_its_rules_fields() -> None:
+    plain = Rules.of(FakeSettings())
+    for row in MUTANTS.values():
+        waived = {point.partition(":")[2] for point in row.seams if point.startswith("waive:")}
+        bent = {point.partition(":")[2] for point in row.seams if point.startswith("bend:")}
+        settings = FakeSettings(mutant=row.name, engine=row.engine) if row.engine else FakeSettings(mutant=row.name)
+        rules = Rules.of(settings)
+        changed = {f.name for f in dataclasses.fields(rules) if getattr(rules, f.name) != getattr(plain, f.name)}
+        expected = set().union(set(), *(fields for rule, fields in FIELDS_OF.items() if rule in waived),
+                               {field for bend, field in BENT_FIELD.items() if bend in bent})
+        assert changed == expected, row.name
+        if Rule.BODY_LIMIT in waived:
+            assert rules.body_limit == plain.body_limit * WAIVED_BODY_FACTOR and rules.payload_limit is None
+        if Rule.ENDED_JOB_REFUSES in waived:
+            assert rules.job_serves(JobState.CANCELLED, {JobState.RUNNING})
