@@ -98,6 +98,7 @@ deleted-checkpoint-listed | CKPT-DELETE-1 | waive:checkpoint-delete | a deleted 
 traversal-accepted | CKPT-PATH-1 | bend:export-name-from-id | export file names are built from the checkpoint id
 # Sampling
 generate-drops-one | GEN-COUNT-1 | rewrite:generate-results | generate answers one result fewer than prompts
+generate-results-empty | GEN-TOKENS-1 GEN-TOKENS-3 | rewrite:generate-results | every generate result is an empty object: no text, no token ids
 generate-on-trainer | GEN-SAMPLER-1 | waive:sampler-generates | a job without a sampling sub-job generates with its trainer
 generation-overruns | GEN-SEQLEN-1 | engine:generation-overruns | the shape engine generates max_tokens whatever max_seq_len leaves | shape
 # Operations

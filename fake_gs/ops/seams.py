@@ -204,6 +204,7 @@ REWRITES: Mapping[str, Rewriting] = {
     "last-lr-text": Rewriting(Rewrite.STEP_ANSWER, lambda answer: {**answer, "last_lr": str(answer["last_lr"])}),
     "saved-id-unloadable": Rewriting(Rewrite.SAVED_CHECKPOINT_ID, lambda ckpt_id: ckpt_id + "-unsaved"),
     "generate-drops-one": Rewriting(Rewrite.GENERATE_RESULTS, lambda results: results[:-1]),
+    "generate-results-empty": Rewriting(Rewrite.GENERATE_RESULTS, lambda results: [{} for _ in results]),
     "tail-logs-no-eof": Rewriting(Rewrite.TAIL_LOGS_PAGE, _without("eof")),
     "poll-next-cursor-missing": Rewriting(Rewrite.POLL_TAIL, _without("next_cursor", only_if_none=True)),
     "failed-error-empty": Rewriting(Rewrite.FAILED_REQUEST_ERROR, lambda _error: ""),

@@ -114,6 +114,12 @@ def generate_drops_one(api: Api) -> None:
     assert len(out["results"]) == 1
 
 
+def generate_results_empty(api: Api) -> None:
+    job = api.running_job()
+    out = api.result(job, api.submit_frame(job, "generate", {"prompts": ["a", "b"]}, force_chunk=False))
+    assert out["results"] == [{}, {}]
+
+
 def pickle_accepted(api: Api) -> None:
     job = api.running_job()
     r = api.post(f"/{job}/forward-backward", data=pickle.dumps({"a": 1}), headers=OCTET)
@@ -258,6 +264,7 @@ CHECKS: dict[str, tuple[Callable[[Api], None], dict]] = {
     "unstable-cursor": (unstable_cursor, {"result_delivery": "chunks", "result_chunk_bytes": 8192 + 256}),
     "logprobs-short": (logprobs_short, {}),
     "generate-drops-one": (generate_drops_one, {}),
+    "generate-results-empty": (generate_results_empty, {}),
     "pickle-accepted": (pickle_accepted, {}),
     "frame-500": (frame_500, {}),
     "bare-400": (bare_400, {}),
