@@ -64,6 +64,7 @@ create-no-job-id | JOB-CREATE-1 | bend:create-no-job-id | a valid create answers
 job-id-ignored | JOB-ID-1 | waive:caller-job-id | a create body's job_id is replaced by a random one
 debug-gate-open | JOB-DEBUG-2 | waive:debug-gate | a create body's top-level debug block is ignored
 sp-size-unchecked | JOBV-SP-1 | waive:sp-size | an sp_size that does not divide n_gpus is accepted
+inference-model-trains | JOB-MODEL-1 | waive:trainable-model | a training sub-job on an inference-only model is created and runs
 offload-mode-unchecked | JOBV-OFFLOAD-1 | waive:offload-mode | activation offload is accepted with a mode other than full
 multiplex-id-unchecked | JOBV-MULTIPLEX-1 | waive:multiplex-id | any multiplex_job_id is accepted
 multiplex-any-target | JOBV-MULTIPLEX-2 | waive:multiplex-target | a multiplex_job_id naming no running sub-job of the caller's is accepted

@@ -50,6 +50,7 @@ class Rule(StrEnum):
     DEBUG_GATE = "debug-gate"  # a top-level debug block is refused
     CALLER_JOB_ID = "caller-job-id"  # a create body's job_id is honoured
     SP_SIZE = "sp-size"  # sp_size divides n_gpus
+    TRAINABLE_MODEL = "trainable-model"  # a training sub-job needs a model the service trains
     OFFLOAD_MODE = "offload-mode"  # activation offload needs mode full
     MULTIPLEX_ID = "multiplex-id"  # multiplex_job_id is a complete sub-job id of another job
     MULTIPLEX_TARGET = "multiplex-target"  # multiplex_job_id names a running sub-job the caller holds

@@ -67,6 +67,8 @@ class Rules:
     reset_sampler_only: bool
     #: Generate needs a sampling sub-job.
     generate_needs_sampler: bool
+    #: A training sub-job needs a model the service trains (not an inference-only one).
+    training_needs_trainable_model: bool
 
     #: Bent on purpose (false for the plain fake): a job refusing a malformed frame stops serving.
     refusal_wedges_job: bool
@@ -106,6 +108,7 @@ class Rules:
                    bootstrap_direction_checked=Rule.BOOTSTRAP_DIRECTION not in waived,
                    reset_sampler_only=Rule.RESET_SAMPLER_ONLY not in waived,
                    generate_needs_sampler=Rule.SAMPLER_GENERATES not in waived,
+                   training_needs_trainable_model=Rule.TRAINABLE_MODEL not in waived,
                    refusal_wedges_job=Bend.REFUSAL_WEDGES_JOB in bent,
                    init_from_any_job=Bend.INIT_ANY_JOB in bent,
                    stage_logs_unwritten=Bend.STAGE_LOGS_UNWRITTEN in bent,

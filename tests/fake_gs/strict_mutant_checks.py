@@ -12,6 +12,8 @@ from typing import Any
 
 from fake_gs_api import Api, batch, sampling_config, training_config
 
+from contract.models.catalog import INFERENCE_ONLY_MODELS
+
 TINY: dict[str, Any] = {"engine": "tiny"}
 
 
@@ -94,6 +96,11 @@ def _config_accepted(**extra: Any) -> Callable[[Api], None]:
     return check
 
 
+def inference_model_trains(api: Api) -> None:
+    trainer = {**training_config(), "model_name": INFERENCE_ONLY_MODELS[0]}
+    assert _create(api, trainer).status_code == 200
+
+
 def seq_len_unchecked(api: Api) -> None:
     job = api.running_job(training_config(max_seq_len=8))
     assert api.send_frame(job, "forward-backward", batch(2, 9)).status_code == 200
@@ -136,6 +143,7 @@ STRICT_CHECKS: dict[str, tuple[Callable[[Api], None], dict[str, Any]]] = {
     "reset-any-sub-job": (reset_any_sub_job, {}),
     "generate-on-trainer": (generate_on_trainer, {}),
     "sp-size-unchecked": (_config_accepted(sp_size=3), {}),
+    "inference-model-trains": (inference_model_trains, {}),
     "offload-mode-unchecked": (_config_accepted(ac_config={"mode": "selective", "offload_config": {"enabled": True}}), {}),
     "multiplex-id-unchecked": (_config_accepted(multiplex_job_id="abc"), {}),
     "multiplex-any-target": (_config_accepted(multiplex_job_id=f"{uuid.uuid4()}:training:0"), {}),

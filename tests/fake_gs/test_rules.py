@@ -33,6 +33,7 @@ FIELDS_OF = {
     Rule.BOOTSTRAP_DIRECTION: {"bootstrap_direction_checked"},
     Rule.RESET_SAMPLER_ONLY: {"reset_sampler_only"},
     Rule.SAMPLER_GENERATES: {"generate_needs_sampler"},
+    Rule.TRAINABLE_MODEL: {"training_needs_trainable_model"},
 }
 
 #: Each behaviour the handlers read through Rules -> the field its bend sets.

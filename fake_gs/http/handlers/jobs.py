@@ -80,7 +80,8 @@ def check_models(ctx: Ctx, body: CreateJobRequest) -> None:
                        f"start the fake with {flag_name(FakeSettings, 'allow_any_model')} to accept any name")
             raise ApiError(ErrorCode.UNKNOWN_MODEL, message,
                            [detail_entry(loc, "unknown model", ErrorCode.UNKNOWN_MODEL)])
-        if cfg.job_type == "training" and not is_trainable(cfg.model_name):
+        if (cfg.job_type == "training" and not is_trainable(cfg.model_name)
+                and ctx.store.rules.training_needs_trainable_model):
             message = (f"model {printable(cfg.model_name)[:200]!r} is served for inference only; "
                        f"trainable: {', '.join(TRAINING_MODELS)}")
             raise ApiError(ErrorCode.MODEL_NOT_TRAINABLE, message,
