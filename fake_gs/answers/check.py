@@ -64,6 +64,13 @@ def dumps(obj: Any) -> bytes:
     return _ENCODER.encode(obj).encode("utf-8")
 
 
+def json_response(obj: Any, status: int = 200, headers: Mapping[str, str] | None = None) -> Response:
+    """``obj`` (an answer model, rendered by :func:`render`, or plain JSON data) as a JSON answer."""
+    if isinstance(obj, BaseModel):
+        obj = render(obj)
+    return Response(dumps(obj), status_code=status, headers=dict(headers or {}), media_type="application/json")
+
+
 def encode(answer: BaseModel, spliced: Mapping[str, Sequence[bytes]] | None = None) -> bytes:
     """``answer`` as the JSON bytes the fake sends: :func:`render`'s fields in the model's
     declaration order. A field named in ``spliced`` is written as the given pieces of

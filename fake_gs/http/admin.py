@@ -41,7 +41,7 @@ def _wrap(state: AppState, handler: AdminHandler, *, auth: bool = True) -> Calla
         body = BodyReader(request, state.settings, state.inflight)
         try:
             if auth and state.store.rules.admin_token_required:
-                authenticate_admin(state.settings, request, state.admin_token, state.accounts)
+                authenticate_admin(state.settings, state.store.rules, request, state.admin_token, state.accounts)
             return await handler(state, request, body)
         except ApiError as exc:
             await body.drain()

@@ -33,7 +33,6 @@ from fake_gs.http.handlers import HANDLERS
 from fake_gs.http.handlers.statements import statement_routes
 from fake_gs.http.middleware import RequestContextMiddleware
 from fake_gs.http.routing import path_routes
-from fake_gs.ops.seams import Bend
 from fake_gs.settings import FakeSettings
 
 #: Routes matched first: the hottest ones, whose paths no other route can also match.
@@ -46,7 +45,7 @@ def service_routes(state: AppState) -> list[BaseRoute]:
     matches a poll."""
     return path_routes(routes_for(state.settings.profile),
                        lambda spec: make_endpoint(state, spec, HANDLERS[spec.name]), HOT_ROUTES,
-                       lambda: state.settings.seams.bends(Bend.ALLOW_ONE_ROUTE))
+                       lambda: state.way_out.allow_one_route)
 
 
 async def http_error(request: Request, exc: Exception) -> Response:

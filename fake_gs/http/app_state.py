@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from fake_gs.answers.check import require_in_tests
 from fake_gs.answers.forms import FormsOutward
+from fake_gs.answers.way_out import WayOut
 from fake_gs.clock import SYSTEM_CLOCK, Clock
 from fake_gs.engines import load_engine
 from fake_gs.http.body import InflightBudget
@@ -15,6 +16,7 @@ from fake_gs.http.connections import ConnectionGuard
 from fake_gs.ops.faults import FaultInjector
 from fake_gs.ops.traffic import Accounts, TrafficLog
 from fake_gs.settings import FakeSettings
+from fake_gs.state.rules import Rules
 from fake_gs.state.store import Store
 
 
@@ -37,6 +39,13 @@ class AppState:
         default_factory=lambda: ConnectionGuard(FakeSettings(), SYSTEM_CLOCK))
     #: Set once the engine and its imports are loaded (``fake_gs.http.app.warm_up``).
     warmed_up: threading.Event = field(default_factory=threading.Event)
+    #: The one hook chain every answer leaves through (``fake_gs.answers.way_out``).
+    way_out: WayOut = field(init=False)
+
+    def __post_init__(self) -> None:
+        s = self.settings
+        self.way_out = WayOut.of(s.seams, forms=s.forms, dialect=s.dialect, status_style=s.status_style,
+                                 validate_answers=s.validate_answers)
 
     @classmethod
     def build(cls, settings: FakeSettings, clock: Clock = SYSTEM_CLOCK,
@@ -44,7 +53,8 @@ class AppState:
         """``clock``: the time every timed rule reads (tests pass a ManualClock);
         ``seed_resources``: what the store holds from the start and after each reset."""
         require_in_tests(settings.validate_answers)
-        store = Store(settings, lambda: load_engine(settings.engine, settings.seed, settings.seams.engine_quirks()), clock,
+        quirks = Rules.of(settings).engine_quirks
+        store = Store(settings, lambda: load_engine(settings.engine, settings.seed, quirks), clock,
                       seed_resources=seed_resources, outward=FormsOutward(settings.forms))
         if settings.faults:
             faults = FaultInjector.from_file(settings.faults, settings.seed)

@@ -16,8 +16,8 @@ from starlette.requests import Request
 from contract.auth import AUTHORIZATION_HEADER, TOKEN_TYPE_HEADER, auth_header_problem, bearer_token
 from contract.errors import ErrorCode
 from fake_gs.answers.refusals import ApiError
-from fake_gs.ops.seams import Bend, Rule
 from fake_gs.settings import FakeSettings
+from fake_gs.state.rules import Rules
 
 ANONYMOUS = ""
 
@@ -32,7 +32,7 @@ def _same(token: str, expected: str) -> bool:
     return secrets.compare_digest(token.encode("utf-8", "surrogateescape"), expected.encode("utf-8"))
 
 
-def authenticate_admin(settings: FakeSettings, request: Request, admin_token: str | None,
+def authenticate_admin(settings: FakeSettings, rules: Rules, request: Request, admin_token: str | None,
                        minted: Container[str] = ()) -> None:
     """The admin API: with tokens set, only ``admin_token`` opens it; a service
     token, configured or minted at run time, is 403 ``forbidden`` (one account must not
@@ -43,20 +43,20 @@ def authenticate_admin(settings: FakeSettings, request: Request, admin_token: st
     if token is not None and admin_token is not None and _same(token, admin_token):
         return
     if token is not None and (token in settings.tokens or token in minted):
-        if settings.seams.bends(Bend.SERVICE_TOKEN_ADMIN):
+        if rules.service_token_opens_admin:
             return
         raise ApiError(ErrorCode.FORBIDDEN, "a service token cannot use the admin API; use the --admin-token")
     raise ApiError(ErrorCode.UNAUTHENTICATED, "missing or invalid admin bearer token")
 
 
-def authenticate(settings: FakeSettings, request: Request, *, minted: Container[str] = ()) -> str:
+def authenticate(settings: FakeSettings, rules: Rules, request: Request, *, minted: Container[str] = ()) -> str:
     """The caller's owner key, or 401 ``unauthenticated``. ``minted``: service tokens
     minted at run time (``POST /_fake/tokens``); they never open the admin API."""
     if not settings.tokens:
         return ANONYMOUS
     token = bearer(request)
     known = token is not None and (token in settings.tokens or token in minted)
-    if not settings.seams.enforces(Rule.TOKENS):
+    if not rules.tokens_checked:
         return token if known and token is not None else ANONYMOUS
     if token is None or not known:
         raise ApiError(ErrorCode.UNAUTHENTICATED, "missing or invalid bearer token")

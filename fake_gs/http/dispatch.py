@@ -12,9 +12,8 @@ import logging
 from collections.abc import Callable, Coroutine, Mapping, MutableMapping
 from typing import Any, cast
 
-from pydantic import BaseModel
 from starlette.requests import ClientDisconnect, Request
-from starlette.responses import PlainTextResponse, Response
+from starlette.responses import Response
 
 from contract.errors import ErrorCode, general_code
 from contract.ids import printable
@@ -29,7 +28,6 @@ from fake_gs.http.handlers import Handler
 from fake_gs.http.handlers.context import BodyReader, Ctx, json_response, parse_json_body
 from fake_gs.http.idempotency import keyed
 from fake_gs.ops.faults import FaultAction
-from fake_gs.ops.seams import Bend, Rewrite
 from fake_gs.ops.traffic import note
 
 log = logging.getLogger("fake_gs.http.dispatch")
@@ -46,22 +44,12 @@ def _headers(state: AppState, headers: dict[str, str]) -> dict[str, str]:
 
 def error_answer(state: AppState, found: ErrorEnvelope, status: int,
                  headers: Mapping[str, str] | None = None) -> Response:
-    """An error envelope as the answer, in the fake's dialect (the spec dialect's fixed
-    choice, or the any dialect's per answer: contract.forms error-forms, validation-422)."""
-    answer: BaseModel = found
-    if state.settings.dialect != "kit":
-        answer, status = dialect.error(found, status, state.settings.forms if state.settings.dialect == "any" else None)
-    return json_response(answer, status, headers)
+    """An error envelope as the answer, through the way out (``fake_gs.answers.way_out``)."""
+    return state.way_out.error_envelope(found, status, headers)
 
 
 def error_response(state: AppState, exc: ApiError) -> Response:
-    seams = state.settings.seams
-    if exc.code == ErrorCode.MALFORMED_FRAME and seams.bends(Bend.MALFORMED_FRAME_500):
-        return json_response(envelope(ErrorCode.INTERNAL, exc.message), 500)
-    if exc.status == 400 and seams.bends(Bend.PLAIN_400):
-        return PlainTextResponse("Bad Request", 400)
-    found = seams.rewrite(Rewrite.ERROR_ENVELOPE, exc.envelope())
-    return error_answer(state, found, exc.status, _headers(state, exc.headers))
+    return state.way_out.error(exc, _headers(state, exc.headers))
 
 
 def _seconds(value: float) -> str:
@@ -143,7 +131,7 @@ def guarded(state: AppState, route: Route | None, response: Response, scope: Mut
     """The answer check (:mod:`fake_gs.answers.check`) where it is on: ``response``, or the 500
     that replaces an answer that does not validate (counted as an internal error).
     ``route`` is None for the answers no contract route gives (the router's 404/405)."""
-    if not state.settings.validate_answers or state.settings.seams.points:  # bent on purpose: unchecked
+    if not state.way_out.checks_answers:
         return response
     checked = answers.checked(route, response, scope)
     if checked is not response:
@@ -168,7 +156,7 @@ async def serve(state: AppState, route: Route, handler: Handler, request: Reques
     note(request.scope, "route", route.name)  # one Starlette route serves a path's methods
     body = BodyReader(request, state.settings, state.inflight)
     try:
-        owner = body.owner = authenticate(state.settings, request, minted=state.accounts)
+        owner = body.owner = authenticate(state.settings, state.store.rules, request, minted=state.accounts)
         action = await decide_fault(state, route, request, body)
         if action is not None:
             if action.drop or action.status is not None:

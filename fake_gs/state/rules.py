@@ -14,7 +14,7 @@ from collections.abc import Container
 from dataclasses import dataclass
 
 from contract.states import JOB_TERMINAL
-from fake_gs.ops.seams import Bend, Rule
+from fake_gs.ops.seams import Bend, EngineQuirk, Rule
 from fake_gs.settings import FakeSettings
 
 #: How much larger a body may be when the body limit is waived.
@@ -37,6 +37,8 @@ class Rules:
     # The border's and the routes' own rules, each in force unless waived:
     #: 429 and 503 answers carry Retry-After.
     retry_after_sent: bool
+    #: Service calls need a known bearer token (when tokens are set).
+    tokens_checked: bool
     #: The admin API needs a token when tokens are set.
     admin_token_required: bool
     #: Every answer carries x-snowflake-request-id.
@@ -82,6 +84,10 @@ class Rules:
     export_name_from_id: bool
     #: Bent on purpose (false for the plain fake): a repeated key answers the account's latest answer.
     key_answers_crossed: bool
+    #: Bent on purpose (false for the plain fake): any service token opens the admin API.
+    service_token_opens_admin: bool
+    #: The numeric bugs the engine is built with (none for the plain fake).
+    engine_quirks: frozenset[EngineQuirk]
 
     @classmethod
     def of(cls, settings: FakeSettings) -> Rules:
@@ -93,6 +99,7 @@ class Rules:
                    checks_content_type=Rule.CONTENT_TYPE not in waived,
                    ended_jobs_serve=Rule.ENDED_JOB_REFUSES in waived,
                    retry_after_sent=Rule.RETRY_AFTER not in waived,
+                   tokens_checked=Rule.TOKENS not in waived,
                    admin_token_required=Rule.ADMIN_TOKEN not in waived,
                    request_id_header_sent=Rule.REQUEST_ID_HEADER not in waived,
                    max_events_capped=Rule.MAX_EVENTS_CAP not in waived,
@@ -114,7 +121,9 @@ class Rules:
                    stage_logs_unwritten=Bend.STAGE_LOGS_UNWRITTEN in bent,
                    unknown_operations_run=Bend.UNKNOWN_OP_RUNS in bent,
                    export_name_from_id=Bend.EXPORT_NAME_FROM_ID in bent,
-                   key_answers_crossed=Bend.KEY_CROSSED_ANSWER in bent)
+                   key_answers_crossed=Bend.KEY_CROSSED_ANSWER in bent,
+                   service_token_opens_admin=Bend.SERVICE_TOKEN_ADMIN in bent,
+                   engine_quirks=settings.seams.engine_quirks())
 
     def job_serves(self, status: str, wanted: Container[str]) -> bool:
         """Whether a job in ``status`` serves a call that needs one of ``wanted``."""

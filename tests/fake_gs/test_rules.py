@@ -18,6 +18,7 @@ FIELDS_OF = {
     Rule.CONTENT_TYPE: {"checks_content_type"},
     Rule.ENDED_JOB_REFUSES: {"ended_jobs_serve"},
     Rule.RETRY_AFTER: {"retry_after_sent"},
+    Rule.TOKENS: {"tokens_checked"},
     Rule.ADMIN_TOKEN: {"admin_token_required"},
     Rule.REQUEST_ID_HEADER: {"request_id_header_sent"},
     Rule.MAX_EVENTS_CAP: {"max_events_capped"},
@@ -44,7 +45,11 @@ BENT_FIELD = {
     Bend.UNKNOWN_OP_RUNS: "unknown_operations_run",
     Bend.EXPORT_NAME_FROM_ID: "export_name_from_id",
     Bend.KEY_CROSSED_ANSWER: "key_answers_crossed",
+    Bend.SERVICE_TOKEN_ADMIN: "service_token_opens_admin",
 }
+
+#: The field the ``engine:`` points (the engine's numeric bugs) set.
+QUIRKS_FIELD = "engine_quirks"
 
 
 def test_the_plain_fake_enforces_every_rule() -> None:
@@ -56,7 +61,8 @@ def test_the_plain_fake_enforces_every_rule() -> None:
     assert flags.pop("ended_jobs_serve") is False
     assert not any(flags.pop(name) for name in BENT_FIELD.values())
     assert all(flags.values()), flags
-    assert set().union(*FIELDS_OF.values(), BENT_FIELD.values()) == {f.name for f in dataclasses.fields(rules)}
+    assert not rules.engine_quirks
+    assert set().union(*FIELDS_OF.values(), BENT_FIELD.values(), {QUIRKS_FIELD}) == {f.name for f in dataclasses.fields(rules)}
     assert not rules.job_serves(JobState.CANCELLED, {JobState.RUNNING}) and rules.job_serves(JobState.RUNNING, {JobState.RUNNING})
 
 
@@ -69,7 +75,8 @@ def test_a_waiver_changes_exactly_its_rules_fields() -> None:
         rules = Rules.of(settings)
         changed = {f.name for f in dataclasses.fields(rules) if getattr(rules, f.name) != getattr(plain, f.name)}
         expected = set().union(set(), *(fields for rule, fields in FIELDS_OF.items() if rule in waived),
-                               {field for bend, field in BENT_FIELD.items() if bend in bent})
+                               {field for bend, field in BENT_FIELD.items() if bend in bent},
+                               {QUIRKS_FIELD} if any(point.startswith("engine:") for point in row.seams) else set())
         assert changed == expected, row.name
         if Rule.BODY_LIMIT in waived:
             assert rules.body_limit == plain.body_limit * WAIVED_BODY_FACTOR and rules.payload_limit is None

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, TypeVar
@@ -18,16 +17,14 @@ from starlette.responses import Response
 from contract.errors import ErrorCode, detail_entry
 from contract.models import GenerateStreamSubmitResponse, SubmitResponse, unknown_fields
 from contract.routes import OCTET, Route
-from contract.states import JobState
 from fake_gs.answers import check as answers
-from fake_gs.answers import forms as dialect
-from fake_gs.answers.check import dumps
+from fake_gs.answers.check import json_response
 from fake_gs.answers.forms import Forms
 from fake_gs.answers.refusals import ApiError, validation_error
+from fake_gs.answers.way_out import AnswerPart, WayOut
 from fake_gs.chunking.intake import json_containers
 from fake_gs.http.app_state import AppState
 from fake_gs.http.body import BodyReader
-from fake_gs.ops.seams import Bend, Rewrite
 from fake_gs.ops.traffic import note, note_unknown
 from fake_gs.settings import FakeSettings
 from fake_gs.state.records import JobRec, RequestRec
@@ -37,14 +34,6 @@ M = TypeVar("M", bound=BaseModel)
 
 #: Stands for a percent-encoded slash in a path parameter (see middleware.keep_encoded_slashes).
 ENCODED_SLASH = "\x00"
-
-
-def json_response(obj: Any, status: int = 200, headers: Mapping[str, str] | None = None) -> Response:
-    """``obj`` (an answer model, rendered by :func:`fake_gs.answers.check.render`, or plain JSON
-    data) as a JSON answer."""
-    if isinstance(obj, BaseModel):
-        obj = answers.render(obj)
-    return Response(dumps(obj), status_code=status, headers=dict(headers or {}), media_type="application/json")
 
 
 @dataclass
@@ -60,10 +49,12 @@ class Ctx:
     store: Store = field(init=False)
     settings: FakeSettings = field(init=False)
     forms: Forms = field(init=False)
+    #: The hook chain the answer leaves through (``fake_gs.answers.way_out``).
+    way_out: WayOut = field(init=False)
 
     def __post_init__(self) -> None:
         self.store, self.settings = self.state.store, self.state.settings
-        self.forms = self.settings.forms
+        self.forms, self.way_out = self.settings.forms, self.state.way_out
 
     def param(self, name: str) -> str:
         return str(self.request.path_params[name]).replace(ENCODED_SLASH, "/")
@@ -156,20 +147,17 @@ class Ctx:
         return job
 
     def job_status_text(self, status: str) -> str:
-        if status == JobState.INITIALIZING and self.settings.seams.bends(Bend.INITIALIZING_AS_PLACING):
-            status = JobState.PLACING
-        enum = self.settings.status_style == "enum" or self.settings.seams.bends(Bend.STATUS_ENUM_NAMES)
-        return dialect.job_state(self.forms, status, enum)
+        return self.way_out.job_state(status)
 
     def request_status_text(self, status: str) -> str:
-        return dialect.request_state(self.forms, status, self.settings.status_style == "enum")
+        return self.way_out.request_state(status)
 
     def submitted(self, job: JobRec, req: RequestRec, count: int | None = None) -> Response:
         """The submission answer; generate-stream's carries the prompt ``count``."""
         answer = SubmitResponse(request_id=req.request_id, job_id=job.public_id) if count is None else \
             GenerateStreamSubmitResponse(request_id=req.request_id, job_id=job.public_id, count=count)
         status = 202 if self.forms.use("success-status") else 200
-        return json_response(self.settings.seams.rewrite(Rewrite.SUBMIT_ANSWER, answers.render(answer)), status)
+        return json_response(self.way_out.part(AnswerPart.SUBMIT_ANSWER, answers.render(answer)), status)
 
 
 def integral_floats_as_ints(data: Any) -> Any:

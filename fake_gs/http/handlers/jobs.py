@@ -18,8 +18,8 @@ from contract.states import JobState
 from fake_gs.answers import check as answers
 from fake_gs.answers import forms as dialect
 from fake_gs.answers.refusals import ApiError
+from fake_gs.answers.way_out import AnswerPart
 from fake_gs.http.handlers.context import OFF_LOOP_JSON_BYTES, Ctx, json_response
-from fake_gs.ops.seams import Bend, Rewrite
 from fake_gs.options import flag_name
 from fake_gs.settings import FakeSettings
 from fake_gs.state.create_rules import InitFrom, check_config_rules, check_init, requested_job_id
@@ -52,7 +52,7 @@ def job_view(ctx: Ctx, job: JobRec, *, count_poll: bool = False) -> m.Job:
     shown = ctx.job_status_text(status)
     reason = job.reason
     if status == JobState.FAILED:
-        reason = ctx.settings.seams.rewrite(Rewrite.FAILED_JOB_REASON, reason)
+        reason = ctx.way_out.part(AnswerPart.FAILED_JOB_REASON, reason)
     tokens, forms = ctx.settings.tokens, ctx.forms
     fields: dict[str, Any] = dict(
         job_id=job.public_id,
@@ -209,10 +209,7 @@ async def create_job(ctx: Ctx) -> Response:
             raise ApiError(ErrorCode.INVALID_ARGUMENT, f"cannot create the job: {exc}") from None
         raise
     ctx.store.table.register_job(job)
-    if ctx.settings.seams.bends(Bend.CREATE_NO_JOB_ID):
-        return json_response({})
-    created = ctx.settings.seams.bends(Bend.CREATE_201) or ctx.forms.use("success-status")
-    return json_response(m.CreateJobResponse(job_id=job.public_id), 201 if created else 200)
+    return json_response(*ctx.way_out.created(job.public_id))
 
 
 async def list_jobs(ctx: Ctx) -> Response:
@@ -229,7 +226,7 @@ async def list_jobs(ctx: Ctx) -> Response:
 
 
 async def get_capacity(ctx: Ctx) -> Response:
-    cap = ctx.settings.seams.rewrite(Rewrite.CAPACITY, answers.render(m.Capacity(**ctx.store.table.capacity(ctx.owner))))
+    cap = ctx.way_out.part(AnswerPart.CAPACITY, answers.render(m.Capacity(**ctx.store.table.capacity(ctx.owner))))
     cap = dialect.capped(cap, ctx.forms)
     return json_response(dialect.capacity(cap) if ctx.forms.use("capacity-proto3") else cap)
 

@@ -32,9 +32,9 @@ from contract.states import JobState
 from fake_gs.answers import check as answers
 from fake_gs.answers import forms
 from fake_gs.answers.refusals import ApiError
+from fake_gs.answers.way_out import AnswerPart
 from fake_gs.chunking.intake import decode_frame, refuse_legacy
 from fake_gs.http.handlers.context import Ctx, json_response
-from fake_gs.ops.seams import Rewrite
 from fake_gs.state.records import JobRec, SubJobRec
 from fake_gs.state.training import Training, forward_object
 
@@ -228,7 +228,7 @@ async def op_tail_logs(ctx: Ctx, job: JobRec, target: SubJobRec, payload: Any) -
         placing = ctx.store.table.status(job) == JobState.PLACING
         return json_response(m.TailLogsResult(**forms.log_page(entries, end, eof, placing, payload.cursor)))
     page = answers.render(m.TailLogsResult(entries=entries, next_cursor=str(end), eof=eof))
-    return json_response(ctx.settings.seams.rewrite(Rewrite.TAIL_LOGS_PAGE, page))
+    return json_response(ctx.way_out.part(AnswerPart.TAIL_LOGS_PAGE, page))
 
 
 Handler = Callable[[Ctx, JobRec, SubJobRec, Any], Awaitable[Response]]

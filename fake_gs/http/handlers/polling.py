@@ -21,8 +21,8 @@ from fake_gs.answers import check as answers
 from fake_gs.answers import delivery
 from fake_gs.answers import forms as dialect
 from fake_gs.answers.refusals import ApiError
+from fake_gs.answers.way_out import AnswerPart
 from fake_gs.http.handlers.context import Ctx
-from fake_gs.ops.seams import Rewrite
 from fake_gs.ops.traffic import note, result_form
 from fake_gs.state.records import rfc3339
 
@@ -41,7 +41,7 @@ async def get_request(ctx: Ctx) -> Response:
     the page the request queue decides, and render it in the answer forms (rewrites
     first, then the forms)."""
     job = ctx.job()
-    settings, forms, seams, request_id = ctx.settings, ctx.forms, ctx.settings.seams, ctx.param("request_id")
+    settings, forms, way_out, request_id = ctx.settings, ctx.forms, ctx.way_out, ctx.param("request_id")
     query = ctx.request.query_params
     refusal: ApiError | None = None
     try:
@@ -59,8 +59,8 @@ async def get_request(ctx: Ctx) -> Response:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(waiting, settings.poll_wait_s)
     page = queue.poll(job, req, offset, max_events)
-    error = seams.rewrite(Rewrite.FAILED_REQUEST_ERROR, page.error) if page.error is not None else None
-    tail: dict[str, Any] = seams.rewrite(Rewrite.POLL_TAIL, {"error": error, "next_cursor": page.cursor})
+    error = way_out.part(AnswerPart.FAILED_REQUEST_ERROR, page.error) if page.error is not None else None
+    tail: dict[str, Any] = way_out.part(AnswerPart.POLL_TAIL, {"error": error, "next_cursor": page.cursor})
     status = dialect.request_state(forms, page.status, settings.status_style == "enum")
     created = dialect.timestamp(forms, page.created_at, rfc3339(page.created_at))
     updated = dialect.timestamp(forms, page.updated_at, rfc3339(page.updated_at))

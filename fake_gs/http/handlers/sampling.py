@@ -19,10 +19,10 @@ from contract.models import (
 from fake_gs.answers import check as answers
 from fake_gs.answers.delivery import jsonable
 from fake_gs.answers.refusals import ApiError
+from fake_gs.answers.way_out import AnswerPart
 from fake_gs.chunking.groups import ChunkGroup
 from fake_gs.http.handlers.context import Ctx
 from fake_gs.http.handlers.frame_requests import submit_frame
-from fake_gs.ops.seams import Rewrite
 from fake_gs.state.records import JobRec, RequestRec, SubJobRec
 
 
@@ -95,7 +95,7 @@ def generate_request(ctx: Ctx, job: JobRec, obj: Any) -> GenerateRequest:
 
 def _results(ctx: Ctx, job: JobRec, request: GenerateRequest) -> list[dict[str, Any]]:
     results = list(ctx.store.engine.generate(job.job_id, request))
-    return ctx.settings.seams.rewrite(Rewrite.GENERATE_RESULTS, results) if results else results
+    return ctx.way_out.part(AnswerPart.GENERATE_RESULTS, results) if results else results
 
 
 def build_generate(ctx: Ctx, job: JobRec, obj: Any, group: ChunkGroup | None) -> RequestRec:
