@@ -1,4 +1,4 @@
-"""Issue 39's measures of the fake's layout, held: a poll visits each file once, and the
+"""The fake's layout, as the architecture page measures it, held: a poll visits each file once, and the
 training handlers import few kit modules (``walks.py`` says how each is counted)."""
 
 from __future__ import annotations
