@@ -52,7 +52,7 @@ def _counts(results: dict[str, Any]) -> dict[str, int]:
     return {cid: v["count"] for cid, v in results["violations"].items() if v["count"]}
 
 
-@pytest.mark.slow
+@pytest.mark.long  # CI's slow tier runs a master and workers with the shared secret (test_load_surface)
 @pytest.mark.heavy
 def test_master_and_two_workers_conform_and_a_mutant_fails(tmp_path: Path) -> None:
     profile = tmp_path / "profile.toml"

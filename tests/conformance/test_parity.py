@@ -91,6 +91,8 @@ def test_conformance_tape_never_holds_a_token(tmp_path: Path) -> None:
 def _corpus_tier(tape: Path) -> list[pytest.MarkDecorator]:
     """The two full conformance tapes (kit and spec dialect, 20 s each) replay in ``slow``
     (CI's tests tier keeps to 3 minutes); the small ones in ``tests``."""
+    if tape.name.startswith("conformance-current-kit"):
+        return [pytest.mark.long]  # CI's 8 minutes: the spec tape replays the same run in slow
     return [pytest.mark.slow] if tape.name.startswith("conformance-current-") else []
 
 

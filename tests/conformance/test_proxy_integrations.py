@@ -74,7 +74,7 @@ CASES: list[tuple[str, Any]] = [
 ]
 
 
-@pytest.mark.slow  # two recipe loops through a proxy, judged: about 15 s each on two cores
+@pytest.mark.long  # two recipe loops through a proxy, judged; CI's slow tier proxies grpo_toy's verl and arctic loops
 @pytest.mark.parametrize(("name", "loop"), CASES, ids=[c[0] for c in CASES])
 def test_integration_call_patterns_through_the_proxy_are_green(
         proxied: ProxiedFakes, monkeypatch: pytest.MonkeyPatch, name: str, loop: Any) -> None:

@@ -35,7 +35,7 @@ def pytest_unconfigure(config):
 '''
 
 
-@pytest.mark.slow
+@pytest.mark.long  # an 8 s finalizer in each of two workers
 def test_a_worker_slow_to_finish_prints_no_keyboard_interrupt(tmp_path: Path) -> None:
     (tmp_path / "conftest.py").write_text(SLOW_FINALIZER)
     (tmp_path / "test_one.py").write_text("def test_one() -> None:\n    assert True\n")

@@ -127,6 +127,7 @@ def test_one_job_judges_its_end_and_a_chunked_result(tmp_path: Path) -> None:
     assert "cost: 1 job created" in output
 
 
+@pytest.mark.long  # a URL run for one skip reason; NOTHING JUDGED is held by test_conformance_results
 @pytest.mark.heavy
 def test_an_inline_answer_skips_naming_the_size_tried(tmp_path: Path) -> None:
     """A server that answers even the large result inline: the delivery clauses are skipped,

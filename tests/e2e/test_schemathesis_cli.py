@@ -118,7 +118,7 @@ def run_and_judge(fake: FakeServer, tmp_path: Path, run: tuple[Profile, str], ex
     assert not missing_data, out[-8000:]
 
 
-@pytest.mark.slow
+@pytest.mark.long  # CI's 8 minutes: every suite run has its own schemathesis clause (ERR-SCHEMA-1)
 @pytest.mark.heavy
 @pytest.mark.parametrize("run", RUN_PARAMS)
 def test_schemathesis_cli_finds_nothing_and_reaches_every_operation(fake: FakeServer, tmp_path: Path,
