@@ -304,36 +304,14 @@ class Relay:
         ex.headers = _headers(resp.headers.raw_items())
         head = down.send(h11.Response(status_code=resp.status_code, headers=resp.headers.raw_items(),
                                       reason=resp.reason, http_version=resp.http_version)) or b""
-        while True:
-            event = await _next(up_conn, up_reader)
-            if isinstance(event, h11.Data):
-                got.feed(event.data)
-                writer.writelines([head, *(down.send_with_data_passthrough(event) or ())])
-                head = b""
-                await writer.drain()
-            elif isinstance(event, h11.EndOfMessage):
-                writer.write(head + (down.send(event) or b""))
-                await writer.drain()
-                return
-            else:
-                raise UpstreamGone(f"unexpected {type(event).__name__}")
+        await _relay_h11_body(up_conn, up_reader, down, writer, got, head,
+                              lambda event: UpstreamGone(f"unexpected {type(event).__name__}"))
 
     async def _send_h11_body(self, down: h11.Connection, reader: asyncio.StreamReader, up_conn: h11.Connection,
                              up_writer: asyncio.StreamWriter, sent: Observed, head: bytes) -> None:
         """A body sent in chunked transfer coding: relayed chunk by chunk as h11 reads it."""
-        while True:
-            event = await _next(down, reader)
-            if isinstance(event, h11.Data):
-                sent.feed(event.data)
-                up_writer.writelines([head, *(up_conn.send_with_data_passthrough(event) or ())])
-                head = b""
-                await up_writer.drain()
-            elif isinstance(event, h11.EndOfMessage):
-                up_writer.write(head + (up_conn.send(event) or b""))
-                await up_writer.drain()
-                return
-            else:
-                raise ConnectionError("the client closed mid-request")
+        await _relay_h11_body(down, reader, up_conn, up_writer, sent, head,
+                              lambda _event: ConnectionError("the client closed mid-request"))
 
     async def _send_raw_body(self, first: bytes, length: int, reader: asyncio.StreamReader,
                              down_writer: asyncio.StreamWriter, up_writer: asyncio.StreamWriter,
@@ -408,6 +386,27 @@ def _exchange_of(req: h11.Request, status: int | None) -> Exchange:
     query = dict(p.split("=", 1) for p in urlsplit(url).query.split("&") if "=" in p)
     return Exchange(route_of(method, url), method, url, time.time(), 0, key=headers.get(IDEMPOTENCY_KEY_HEADER),
                     query=query, status=status, request_headers=headers)
+
+
+async def _relay_h11_body(source: h11.Connection, reader: asyncio.StreamReader, sink: h11.Connection,
+                          writer: asyncio.StreamWriter, seen: Observed, head: bytes,
+                          broken: Callable[[Any], Exception]) -> None:
+    """One message's body as ``source`` reads it, re-framed by ``sink`` and written after
+    ``head`` (the message's head, not yet sent), each piece shown to ``seen``; any event but
+    data or the message's end is ``broken(event)``."""
+    while True:
+        event = await _next(source, reader)
+        if isinstance(event, h11.Data):
+            seen.feed(event.data)
+            writer.writelines([head, *(sink.send_with_data_passthrough(event) or ())])
+            head = b""
+            await writer.drain()
+        elif isinstance(event, h11.EndOfMessage):
+            writer.write(head + (sink.send(event) or b""))
+            await writer.drain()
+            return
+        else:
+            raise broken(event)
 
 
 async def _next(conn: h11.Connection, reader: asyncio.StreamReader) -> Any:
