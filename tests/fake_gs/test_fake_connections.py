@@ -197,7 +197,8 @@ def test_the_bypass_is_off_when_what_it_reads_is_not_there(
 def read_answers(sock: socket.socket, n: int) -> list[tuple[int, bytes]]:
     """The status and body of the next ``n`` answers on ``sock``, each framed by its
     Content-Length: a read may end anywhere, inside the first answer or the next one."""
-    data, answers = b"", []
+    data = b""
+    answers: list[tuple[int, bytes]] = []
     sock.settimeout(LIVENESS_TIMEOUT_S)
     while len(answers) < n:
         head, sep, rest = data.partition(b"\r\n\r\n")
