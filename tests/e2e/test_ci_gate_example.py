@@ -1,5 +1,6 @@
 """``examples/ci_gate``, a client team's project using the ``fake_gs`` plugin, run as that
-team would: under ``-n 4``, with the coverage report. Its green test passes, its bad test
+team would: under xdist (``-n 2``, a worker per test: the docs' ``-n 4`` only adds idle
+workers), with the coverage report. Its green test passes, its bad test
 is failed by the gate with the refused exchange named, and neither disturbs the other.
 
 Plugin autoloading is off in the child so the run needs nothing but pytest, xdist and the
@@ -29,7 +30,7 @@ def run_example(*args: str) -> subprocess.CompletedProcess[str]:
 
 @pytest.mark.heavy
 def test_example_project_gate_and_coverage_under_xdist():
-    proc = run_example("-n", "4", "--fake-gs-coverage")
+    proc = run_example("-n", "2", "--fake-gs-coverage")
     out = proc.stdout
     assert proc.returncode == 1, out + proc.stderr  # the bad test failed, nothing else broke
     assert "PASSED test_plumbing_green.py::test_step_sync_and_save" in out, out
