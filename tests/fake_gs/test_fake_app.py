@@ -133,13 +133,13 @@ def test_cli_port_0_prints_its_url_and_answers() -> None:
         match = re.search(r"(http://127\.0\.0\.1:\d+)", line)
         assert match, line
         base = match.group(1)
-        assert requests.get(base + "/_fake/health", timeout=3).json()["status"] == "ok"
+        assert requests.get(base + "/_fake/health", timeout=30).json()["status"] == "ok"
         rest = "".join(proc.stdout.readline() for _ in range(2))
         assert "/api/v2/databases/" in rest
         assert eventually(lambda: _loaded_torch(proc.pid), timeout_s=120.0), \
             "the engine's torch loads at start-up, before any call needs it"
         job = requests.post(base + "/api/v2/databases/D/schemas/S/cortex-training/",
-                            json={"sub_job_configs": [training_config()]}, timeout=10)
+                            json={"sub_job_configs": [training_config()]}, timeout=30)
         assert job.status_code == 200
     finally:
         proc.terminate()
