@@ -1,7 +1,8 @@
 """Shared test settings: hypothesis profiles (small in CI, larger locally), the fake's
 answer check on for every fake a test builds, in this process or a child
 (``fake_gs.answers.check``: an answer that does not validate is a 500; building a fake without
-the check fails here), and the tests marked ``heavy`` collected first."""
+the check fails here), the tests marked ``heavy`` collected first, and ``-n auto`` as one
+worker more than the cores."""
 
 from __future__ import annotations
 
@@ -31,3 +32,10 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     (after its multi-test groups), so the two workers start the long tests early and do not
     end with one of them running a long test alone."""
     items.sort(key=lambda item: item.get_closest_marker("heavy") is None)
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """``-n auto``: one worker more than the cores this process may use. Many tests wait on
+    something other than this machine's CPU (a fake's deadline, a child interpreter starting,
+    a socket), and on 2 cores a third worker computes through those waits."""
+    return len(os.sched_getaffinity(0)) + 1
