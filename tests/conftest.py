@@ -11,6 +11,7 @@ import os
 import pytest
 from hypothesis import HealthCheck, settings
 
+from conformance.planner import MARKERS as PROPERTY_MARKERS
 from fake_gs.answers.check import ENV as VALIDATE_ANSWERS_ENV
 
 os.environ[VALIDATE_ANSWERS_ENV] = "1"
@@ -25,6 +26,13 @@ settings.register_profile(
 settings.register_profile("dev", max_examples=100, deadline=None, print_blob=True)
 settings.register_profile("deep", max_examples=1000, deadline=None, print_blob=True)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The markers properties declare their needs with: tests import property modules
+    without the conformance plugin that registers them."""
+    for name, what in PROPERTY_MARKERS.items():
+        config.addinivalue_line("markers", f"{name}: {what}")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
