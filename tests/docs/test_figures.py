@@ -183,7 +183,7 @@ def test_the_answer_bounds_the_pages_state_are_the_contracts() -> None:
     assert (int(said[1]) * 1024, int(said[2])) == (MAX_ANSWER_BYTES // MiB, small)
     limits = page("client-teams/limits.md")
     assert f"`AnswerTooLarge` at {INFLATION_FREE_BYTES // MiB} MiB decoded" in limits
-    assert f"`AnswerTooBig` at the {MAX_ANSWER_BYTES // MiB // 1024} GiB cap" in limits
+    assert f"`OverlongAnswer` (judged red) at the {MAX_ANSWER_BYTES // MiB // 1024} GiB cap" in limits
     assert f"({MAX_RESULT_BYTES // MiB // 1024} GiB of chunks, `max_result_bytes`)" in limits
 
 
@@ -289,3 +289,194 @@ def test_the_getting_started_pages_budget_and_pins_are_the_projects() -> None:
     torch = re.search(r"pins torch to the CPU build ([0-9.]+)\.", text)
     assert torch and re.search(rf"^torch=={re.escape(torch[1])}(\+cpu)?$", (ROOT / "constraints.txt").read_text(), re.M)
     assert not re.search(r"\d+ minutes on", text), "a duration belongs to the README's figures"
+
+
+def test_the_figures_the_guides_take_from_the_tools_are_the_tools() -> None:
+    """Defaults and bounds the guides quote from a tool's own constants: gs-proxy's hash
+    bound, gs-parity's float tolerances and exit statuses, the suite's examples per property
+    against a URL, the corpus' examples, the Idempotency-Key length, the layout measure's
+    width, the operations each OpenAPI document holds, the house rules' thresholds, gs-load's
+    stop time-out and the long-job benchmark's calls."""
+    from conformance.judge.requests import HASH_UP_TO
+    from conformance.options import EXAMPLES_REAL
+    from conformance.parity import cli as parity_cli
+    from conformance.parity.compare import FLOAT_REL, FLOAT_ZERO
+    from conformance.parity.corpus import EXAMPLES as CORPUS_EXAMPLES
+    from contract.idempotency import MAX_KEY_CHARS
+    from contract.limits import MiB
+    from contract.routes import routes_for
+
+    def said(name: str, pattern: str) -> tuple[str, ...]:
+        found = re.search(pattern, " ".join(page(name).split()))
+        assert found, f"{name} lost {pattern!r}"
+        return found.groups()
+
+    assert int(said("client-teams/proxy.md", r"`--hash-frames-up-to`, (\d+) MiB by default")[0]) * MiB == HASH_UP_TO
+    assert int(said("server-team/proxy.md", r"`--hash-frames-up-to` MiB \((\d+) by default")[0]) * MiB == HASH_UP_TO
+    zero, rel = said("parity/index.md", r"within ([0-9e.-]+) of zero counts as zero\)\. `--floats close` also compares "
+                                        r"float values \(relative ([0-9e.-]+)\)")
+    assert (float(zero), float(rel)) == (FLOAT_ZERO, FLOAT_REL)
+    statuses = said("parity/index.md", r"The exit status is (\d+) only when something was compared and nothing "
+                                       r"diverges \((\d+): a divergence, or no exchange compared; (\d+): a bad tape or "
+                                       r"rule file, (\d+): no server at the URL\)")
+    assert tuple(map(int, statuses)) == (parity_cli.EXIT_OK, parity_cli.EXIT_DIVERGED, parity_cli.EXIT_ERROR,
+                                         parity_cli.EXIT_NO_SERVER)
+    assert int(said("parity/index.md", r"in every dialect \((\d+) examples per property")[0]) == CORPUS_EXAMPLES
+    assert int(said("server-team/costs.md", r"Hypothesis runs (\d+) examples per property by default")[0]) == EXAMPLES_REAL
+    for name in ("client-teams/retries.md", "server-team/schemathesis.md"):
+        assert int(said(name, r"1-(\d+) printable ASCII")[0]) == MAX_KEY_CHARS
+    current, proposed = said("server-team/schemathesis.md", r"2xx from every operation \((\d+) in the current "
+                                                            r"document, (\d+) in the proposed\)")
+    assert (int(current), int(proposed)) == (len(routes_for("current")), len(routes_for("proposed")))
+    layout = (ROOT / "tests" / "conformance" / "test_report_layout.py").read_text(encoding="utf-8")
+    width = re.search(r"^WIDTH, HEIGHT = (\d+), \d+$", layout, re.M)
+    assert width and said("parity/index.md", r"measured in headless Chromium at ([0-9,]+) px")[0].replace(",", "") == width[1]
+    house = (ROOT / "tests" / "test_house.py").read_text(encoding="utf-8")
+    rules = {name: int(n) for name, n in re.findall(r"^(\w+) = (\d+)$", house, re.M)}
+    rules |= {name: int(n) for pair in re.findall(r"^(\w+), (\w+) = (\d+), (\d+)$", house, re.M)
+              for name, n in ((pair[0], pair[2]), (pair[1], pair[3]))}
+    stated = said("layout.md", r"a folder of more than (\d+) modules, and warns on a module over (\d+) lines or a "
+                               r"function over (\d+) \(it fails past (\d+) and (\d+)\)")
+    assert tuple(map(int, stated)) == (rules["MAX_MODULES_PER_FOLDER"], rules["LOOK_MODULE_LINES"],
+                                       rules["LOOK_FUNCTION_LINES"], rules["MAX_MODULE_LINES"],
+                                       rules["MAX_FUNCTION_LINES"])
+    from conformance.load.cli import STOP_TIMEOUT_S
+
+    stop = said("load.md", r"\(up to `--stop-timeout`, (\d+) s unless given\)")[0]
+    assert float(stop) == float(STOP_TIMEOUT_S)
+    long_job = (ROOT / "benchmarks" / "bench_long_job.py").read_text(encoding="utf-8")
+    calls = re.search(r'"--calls", type=int, default=(\d+),', long_job)
+    assert calls and int(said("benchmarks.md", r"a ([0-9,]+)-call job")[0].replace(",", "")) == int(calls[1])
+
+
+def test_the_load_pages_profile_is_the_shipped_default() -> None:
+    """load.md's TOML block, an excerpt of conformance/load/default-profile.toml: every
+    table and value it shows is the shipped one."""
+    import tomllib
+
+    block = re.search(r"^```toml\n(.*?)^```$", page("load.md"), re.M | re.S)
+    assert block, "load.md lost its profile"
+    shown = tomllib.loads(block[1])
+    shipped = tomllib.loads((ROOT / "conformance" / "load" / "default-profile.toml").read_text(encoding="utf-8"))
+    assert set(shown) == set(shipped)
+    for table, values in shown.items():
+        assert values.items() <= shipped[table].items(), (table, values, shipped[table])
+
+
+#: A figure as the pages print it: a signed or unsigned number, thousands with commas; not a
+#: digit inside a word or after a hyphen (``chunk-0``, ``ERR-1``, ``1024x``).
+NUMBER = re.compile(r"(?<![\w.\-/])[+-]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?")
+
+
+def numbers(cell: str) -> list[str]:
+    """The figures of a table cell as printed, code spans (option names, codes) left out."""
+    return NUMBER.findall(re.sub(r"`[^`]*`", "", cell))
+
+
+def printed_as(value: float, printed: str) -> bool:
+    """``value`` rounds to ``printed`` at the decimals printed."""
+    decimals = len(printed.partition(".")[2])
+    return abs(float(printed.replace(",", "")) - value) <= 0.5 * 10 ** -decimals + 1e-9
+
+
+def hardening_rows(text: str) -> dict[str, tuple[str, str, str]]:
+    """Every ``| attack | before | now |`` row of the limits page's hardening tables."""
+    rows: dict[str, tuple[str, str, str]] = {}
+    for table in re.findall(r"^\| attack \| before \| now \|\n\|---\|---\|---\|\n((?:\|.*\|\n)+)", text, re.M):
+        for line in table.splitlines():
+            attack, before, now = (c.strip() for c in line.strip("|").split(" | "))
+            rows[attack] = (attack, before, now)
+    return rows
+
+
+def test_the_hardening_tables_are_the_run_kept_beside_them() -> None:
+    """Every figure of the limits page's two hardening tables, in the attack and now columns
+    (and the poll page's before, which the run measures too), is docs/img/hardening.json's
+    (one ``bench_hardening.py --json`` run, every bound held), rounded as printed; the
+    page's date and load average are the run's, its command is the one that wrote it, and
+    that command's options exist."""
+    import subprocess
+    import sys
+
+    from contract.limits import INFLATION_FREE_BYTES, MAX_ANSWER_BYTES, MAX_RESULT_BYTES, MiB
+    from fake_gs.cli import build_parser
+
+    kept = json.loads((DOCS / "img" / "hardening.json").read_text(encoding="utf-8"))
+    a = kept["attacks"]
+    assert kept["ok"] and not kept["quick"] and kept["round"] == "all", "the kept run missed a bound or was cut short"
+    assert all(f["ok"] for f in a.values())
+    defaults = {x.option_strings[0]: x.default for x in build_parser()._actions if x.option_strings}
+    gib = 1024 * MiB
+    s, c, ac, r, ad, ls, pp, sr, si = (a[k] for k in ("slow_bodies", "chunk0", "accounts", "results", "admin",
+                                                      "log_stage", "poll_page", "shared_reservations",
+                                                      "shared_inflight"))
+    st, ids, dr, gz, eb, rp, js, ti, rt = (a[k] for k in ("stalled", "idle_sockets", "drip", "gzip_bomb",
+                                                          "endless_body", "result_pages", "json_step", "tiny",
+                                                          "retention"))
+    # attack-cell prefix -> (figures of the attack cell, of the now cell, of the before cell
+    # when the run measures it too); 408, 403 and the like are the statuses the run counted.
+    expected: dict[str, tuple[list[float], list[float], list[float] | None]] = {
+        "40 connections": ([s["connections"], s["declared_mib"], s["bytes_sent_each"], s["hold_s"]],
+                           [s["rss_growth_mib"], s["health_worst_ms"], s["probes"], s["answered_408"], 408,
+                            s["hold_s"]], None),
+        "50 chunk-0": ([c["requests"], c["payload_bytes"], c["frame_mib"]], [c["rss_growth_mib"], c["poll_worst_ms"]],
+                       None),
+        "token A at": ([], [ac["b_chunks"], ac["a_statuses"][-1]], None),
+        "2,000 forward": ([r["calls"], r["result_mib"]], [r["peak_growth_mib"], r["rss_start_mib"]], None),
+        "`--token A": ([ad["routes"]], [ad["a_statuses"][0], ad["z_statuses"][0]], None),
+        "unauthenticated PUTs": ([ls["declared_gib"], ls["pushed_gb"], ls["pushed_again_gb"], ls["connections"],
+                                  ls["connections_again"]],
+                                 [int(ls["answers"][0].split()[1]), *ls["fake_rss_mib"], *ls["stage_rss_mib"],
+                                  ls["temp_disk_growth_bytes"]], None),
+        "building one": ([pp["events"], pp["page_mib"]], [pp["spliced_over_page"]], [pp["reserialised_over_page"]]),
+        "4 accounts": ([sr["accounts"], sr["chunk0_bytes"], sr["frame_gib"],
+                        defaults["--max-total-buffered-mib"] * MiB / gib, sr["upload_mib"]],
+                       [sr["reclaimed"], sr["frame_gib"], sr["accounts"] - sr["reclaimed"], sr["peak_growth_mib"]],
+                       None),
+        "one account trickles": ([si["bodies"], si["sent_mib"], si["late_body_kib"]],
+                                 [si["late_status"], si["late_ms"], si["evicted"]], None),
+        "the `fake_gs` pytest fixture": ([], [], None),  # a test's verdict, not a figure
+        "200 partial": ([st["heads"], st["tricklers"], 1, st["trickle_every_s"]],
+                        [st["answered_408"], 408, st["last_closed_after_s"], st["head_timeout_s"],
+                         st["body_timeout_s"], st["rss_growth_mib"],
+                         st["health_worst_ms"]], None),
+        "20,000 idle": ([ids["sockets"]], [ids["cap"], ids["evicted"], ids["health_worst_s"], ids["probes"],
+                                           ids["probe_failures"], ids["rss_growth_mib"]], None),
+        "the client against a drip": ([1, dr["seconds_per_byte"]], [dr["ended_after_s"]], None),
+        "the client against a 0.6": ([gz["gzip_mb"], gz["decoded_mib"]],
+                                     [INFLATION_FREE_BYTES / MiB, gz["client_peak_growth_mib"]], None),
+        "the suite's raw driver": ([], [MAX_ANSWER_BYTES / gib, eb["driver_s"], eb["replayer_sent_mib"]], None),
+        "the client against endless": ([rp["chunk_mib"]], [rp["pages"], MAX_RESULT_BYTES / gib,
+                                                           rp["client_peak_growth_mib"]], None),
+        "a 59 MiB": ([js["over_mib"]], [js["over_status"], js["over_rss_growth_mib"], js["over_health_worst_ms"],
+                                        js["under_mib"], js["under_rss_growth_mib"], js["under_growth_over_body"],
+                                        js["under_health_worst_ms"]], None),
+        "a tiny-engine": ([ti["rows"], ti["cols"]], [ti["big_status"], ti["big_rss_growth_mib"]], None),
+        "NaN advantages": ([], [ti["nan_status"], ti["next_loss"]], None),
+        "12 creates": ([rt["creates"], rt["experiment_name_mib"]],
+                       [rt["create_statuses"][0], rt["creates_rss_growth_mib"]], None),
+        "400 saves": ([rt["saves"], rt["exports"]], [rt["saves_taken"], rt["saves_refused"], 400,
+                                                     rt["saves_rss_growth_mib"], rt["exports_kept"],
+                                                     rt["exports_rss_growth_mib"]], None),
+    }
+    text = page("client-teams/limits.md")
+    rows = hardening_rows(text)
+    assert len(rows) == len(expected), sorted(rows)
+    for key, (attack_figures, now_figures, before_figures) in expected.items():
+        (row,) = [cells for attack, cells in rows.items() if attack.startswith(key)]
+        for cell, figures in zip(row, (attack_figures, before_figures, now_figures), strict=True):
+            if figures is None:
+                continue  # the before column: the dated measurement when each fix landed
+            printed = numbers(cell)
+            assert len(printed) == len(figures), (key, cell, printed, figures)
+            for value, shown in zip(figures, printed, strict=True):
+                assert printed_as(float(value), shown), (key, cell, shown, value)
+    flat = " ".join(text.split())
+    command = "python benchmarks/bench_hardening.py --json docs/img/hardening.json"
+    assert kept["command"] == command and f"`{command}`" in flat
+    measured = kept["measured"]
+    assert f"on {measured['date']}" in flat and f"load average {measured['load_average_1min_after']:.1f}" in flat
+    usage = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_hardening.py"), "--help"],
+                           capture_output=True, text=True, timeout=120, check=True).stdout
+    assert "--json PATH" in usage
+
