@@ -480,3 +480,68 @@ def test_the_hardening_tables_are_the_run_kept_beside_them() -> None:
                            capture_output=True, text=True, timeout=120, check=True).stdout
     assert "--json PATH" in usage
 
+
+def test_the_self_parity_figures_are_the_runs_kept_beside_them() -> None:
+    """tapes.md's self-parity table: each dialect's row is the gs-parity ``--json`` its
+    workflow wrote (docs/img/self_parity_DIALECT.json): the exchanges, nothing divergent or
+    skipped, the tape's size and what its bodies kept; dated as the tapes were recorded; and
+    the option that wrote it is gs-parity's."""
+    from conformance.parity.cli import build_parser
+    from contract.limits import MiB
+
+    text = page("parity/tapes.md")
+    rows = re.findall(r"^\| (kit|spec) \| (.*) \|$", text, re.M)
+    assert [dialect for dialect, _ in rows] == ["kit", "spec"], rows
+    dates = set()
+    for dialect, cells in rows:
+        kept = json.loads((DOCS / "img" / f"self_parity_{dialect}.json").read_text(encoding="utf-8"))
+        (tape,) = kept["tapes"]
+        recorded, bodies = tape["recorded"], tape["recorded"]["bodies"]
+        assert tape["tape"] == "run.gsrec" and tape["target"].startswith("http://127.0.0.1:")
+        assert tape["exchanges"] == recorded["exchanges"] == tape["compared"] + tape["skipped"]
+        figures = [recorded["exchanges"], len(tape["divergent"]), tape["skipped"], recorded["tape_bytes"] / MiB,
+                   bodies["blob_bytes"] / MiB, bodies["blobs"], bodies["stored"], bodies["inline"], bodies["outline"],
+                   bodies["rebuilt"]]
+        printed = numbers(cells.replace(" | ", " "))
+        assert len(printed) == len(figures), (dialect, printed, figures)
+        for value, shown in zip(figures, printed, strict=True):
+            assert printed_as(float(value), shown), (dialect, shown, value)
+        dates.add(recorded["created"][:10])
+        assert f"--json docs/img/self_parity_{dialect}.json" in text or "self_parity_DIALECT.json" in text
+    (date,) = dates
+    assert f"recorded on {date}" in " ".join(text.split())
+    assert "--json" in {s for a in build_parser()._actions for s in a.option_strings}
+    assert "--dialect" in " ".join(text.split())
+
+
+def test_the_skeleton_size_the_tapes_page_states_is_the_recorders() -> None:
+    """tapes.md's skeleton of a list of one-byte tensors, as the recorder's scan makes it:
+    the small count built here, the large one by the fold (only the ``$rep`` count grows)."""
+    import torch
+
+    from contract import wire
+    from contract.tape.frame_stream import FrameScan
+
+    said = re.search(r"a list of ([0-9,]+) one-byte tensors is a skeleton of (\d+) bytes of JSON, and of ([0-9,]+) "
+                     r"such tensors (\d+): only the count grows",
+                     " ".join(page("parity/tapes.md").split()))
+    assert said, "tapes.md lost its skeleton size"
+    small, large = int(said[1].replace(",", "")), int(said[3].replace(",", ""))
+    frame = wire.dumps({"args": [], "kwargs": {"xs": [torch.ones(1, dtype=torch.uint8) for _ in range(small)]}})
+    scan = FrameScan()
+    scan.feed(frame)
+    skeleton = json.dumps(scan.skeleton())
+    assert f'{{"$rep": {small}, ' in skeleton
+    assert int(said[2]) == len(skeleton)
+    assert int(said[4]) == len(skeleton) - len(str(small)) + len(str(large))
+
+
+def test_the_readmes_verdict_line_counts_todays_clauses() -> None:
+    """The README's command 1 ends with a verdict line (a dated run's): its clause total is
+    today's registry, so a clause added or removed fails here until the line is run again."""
+    from contract.clauses import CLAUSES
+
+    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    said = re.search(r"`CONFORMS: profile \w+, (\d+) clauses: (\d+) green, 0 red", readme)
+    assert said, "the README lost command 1's verdict line"
+    assert int(said[1]) == len(CLAUSES) and int(said[2]) <= len(CLAUSES)
