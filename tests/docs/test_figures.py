@@ -322,6 +322,9 @@ def test_the_figures_the_guides_take_from_the_tools_are_the_tools() -> None:
     assert tuple(map(int, statuses)) == (parity_cli.EXIT_OK, parity_cli.EXIT_DIVERGED, parity_cli.EXIT_ERROR,
                                          parity_cli.EXIT_NO_SERVER)
     assert int(said("parity/index.md", r"in every dialect \((\d+) examples per property")[0]) == CORPUS_EXAMPLES
+    from contract.limits import MAX_ANSWER_BYTES
+
+    assert int(said("parity/index.md", r"not the client's (\d+) GiB cap")[0]) * 1024 * MiB == MAX_ANSWER_BYTES
     assert int(said("server-team/costs.md", r"Hypothesis runs (\d+) examples per property by default")[0]) == EXAMPLES_REAL
     for name in ("client-teams/retries.md", "server-team/schemathesis.md"):
         assert int(said(name, r"1-(\d+) printable ASCII")[0]) == MAX_KEY_CHARS
