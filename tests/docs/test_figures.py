@@ -263,7 +263,7 @@ def test_the_at_most_once_table_adds_up() -> None:
     its successes plus its AmbiguousOutcomes, and its duplicates are its executions past
     one per call."""
     text = page("client-teams/retries.md")
-    calls = int(re.search(r"bench_at_most_once.py --calls (\d+)`", text)[1])  # type: ignore[index]
+    calls = int(re.search(r"bench_at_most_once.py --calls (\d+)[ `]", text)[1])  # type: ignore[index]
     rows = re.findall(r"^\|[^|]*\| ([a-z-]+) \| (\d+) \| (\d+) \| (\d+) \| (\d+) \|$", text, re.M)
     assert len(rows) == 16, rows
     for route, succeeded, ambiguous, executions, duplicates in rows:
@@ -548,3 +548,41 @@ def test_the_readmes_verdict_line_counts_todays_clauses() -> None:
     said = re.search(r"`CONFORMS: profile \w+, (\d+) clauses: (\d+) green, 0 red", readme)
     assert said, "the README lost command 1's verdict line"
     assert int(said[1]) == len(CLAUSES) and int(said[2]) <= len(CLAUSES)
+
+
+def test_the_at_most_once_table_is_the_run_kept_beside_it() -> None:
+    """retries.md's measured table is the run kept in docs/img/at_most_once.json (the
+    command the page quotes writes it): each row's figures are its scenario's and route's
+    (a row naming several routes, "N each", holds for every one of them), every scenario and
+    route of the run is on the page, and the page's date and load average are the run's."""
+    kept = json.loads((DOCS / "img" / "at_most_once.json").read_text(encoding="utf-8"))
+    text = page("client-teams/retries.md")
+    flat = " ".join(text.split())
+    command = "python benchmarks/bench_at_most_once.py --calls 40 --json docs/img/at_most_once.json"
+    assert kept["command"] == command and f"`{command}` (seed {kept['seed']})" in flat
+    measured = kept["measured"]
+    assert (f"as it ran on {measured['date']} on the 2 shared cores (load average "
+            f"{measured['load_average_1min_before']:.1f} before it, {measured['load_average_1min_after']:.1f} after)") in flat
+
+    def spelled(name: str) -> str:
+        return name.replace("`retry_ambiguous=True`", "retry_ambiguous").replace("all four faults", "all faults")
+
+    rows = re.findall(r"^\|([^|]*)\| ([a-z/ -]+) \| ([^|]+) \| ([^|]+) \| ([^|]+) \| ([^|]+) \|$", text, re.M)
+    covered: set[tuple[str, str]] = set()
+    scenario = ""
+    for name, routes, *cells in rows:
+        if name.strip() == "scenario":
+            continue  # the header
+        scenario = spelled(name.strip()) or scenario
+        figures = kept["scenarios"][scenario]["routes"]
+        if "/" in routes or routes == "the same six":
+            keys = list(figures)  # "N each": every route of the scenario
+        else:
+            keys = [k for k in figures if k.replace("_", "-") == routes]
+            assert len(keys) == 1, (scenario, routes, list(figures))
+        for key in keys:
+            for column, cell in zip(("succeeded", "ambiguous", "executions", "duplicates"), cells, strict=True):
+                (shown,) = numbers(cell)
+                assert figures[key][column] == int(shown), (scenario, key, column, shown, figures[key][column])
+            covered.add((scenario, key))
+    assert covered == {(name, route) for name, run in kept["scenarios"].items() for route in run["routes"]}
