@@ -586,3 +586,22 @@ def test_the_at_most_once_table_is_the_run_kept_beside_it() -> None:
                 assert figures[key][column] == int(shown), (scenario, key, column, shown, figures[key][column])
             covered.add((scenario, key))
     assert covered == {(name, route) for name, run in kept["scenarios"].items() for route in run["routes"]}
+
+
+def test_the_memory_figures_are_the_run_kept_beside_them() -> None:
+    """The limits page's bench_memory.py paragraph: its bound is the benchmark's, and the
+    kept run's (docs/img/memory_1gib.json, which the command it quotes writes) are its figures."""
+    kept = json.loads((DOCS / "img" / "memory_1gib.json").read_text(encoding="utf-8"))
+    text = " ".join(page("client-teams/limits.md").split())
+    said = re.search(r"it exits 1 at ([0-9.]+)x; .*? Run on (\S+) with its defaults as `([^`]+)`, the 2 cores shared "
+                     r"\(load average ([0-9.]+)\): ([0-9,]+) MiB above idle for the ([0-9,]+) MiB frame, ([0-9.]+)x, "
+                     r"uploaded in ([0-9.]+) s", text)
+    assert said, "the limits page lost bench_memory's figures"
+    bound, date, command, load, above, frame, ratio, uploaded = said.groups()
+    assert kept["ok"] and command == kept["command"] == "python benchmarks/bench_memory.py --json docs/img/memory_1gib.json"
+    assert float(bound) == kept["target"] and date == kept["measured"]["date"]
+    for shown, value in ((load, kept["measured"]["load_average_1min_after"]), (above, kept["peak_above_idle_mib"]),
+                         (frame, kept["frame_mib"]), (ratio, kept["ratio"]), (uploaded, kept["uploaded_s"])):
+        assert printed_as(value, shown), (shown, value)
+    bench = (ROOT / "benchmarks" / "bench_memory.py").read_text(encoding="utf-8")
+    assert re.search(rf"^TARGET = {re.escape(bound)}$", bench, re.M) and '"--json"' in bench
