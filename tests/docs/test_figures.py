@@ -4,8 +4,9 @@ fixes them (the limits, the suite's time-outs). A figure that drifts from its so
 here until the page is brought back to it. (The example URL run of the verdicts page is
 held to the clause registry by test_site_structure.py; the reference pages are generated.)
 A figure only a run can give is either kept in a file beside its page (the curve's CSV, the
-load run's JSON) that a test reads, or stated on its page as the dated measurement it is,
-with the command that took it; what the code fixes is read from the code.
+load run's JSON, the hardening, at-most-once, memory and self-parity runs' JSON, each written
+by the command its page quotes) that a test reads, or stated on its page as the dated
+measurement it is, with the command that took it; what the code fixes is read from the code.
 """
 
 from __future__ import annotations
