@@ -606,3 +606,31 @@ def test_the_memory_figures_are_the_run_kept_beside_them() -> None:
         assert printed_as(value, shown), (shown, value)
     bench = (ROOT / "benchmarks" / "bench_memory.py").read_text(encoding="utf-8")
     assert re.search(rf"^TARGET = {re.escape(bound)}$", bench, re.M) and '"--json"' in bench
+
+
+def test_the_limits_rows_without_an_option_are_the_contracts() -> None:
+    """The limits table's rows that name no fake-gs option: the sampling bounds
+    (``contract.limits.SAMPLING_BOUNDS``), the checkpoint id's length (``contract.ids``) and
+    how long a result read to the end is kept (the fake's settings)."""
+    from contract.ids import MAX_ID_BYTES
+    from contract.limits import SAMPLING_BOUNDS
+    from fake_gs import FakeSettings
+
+    rows = dict(re.findall(r"^\| ([^|]+?) \| ([^|]+?) \| [^|]+ \|$", page("client-teams/limits.md"), re.M))
+
+    def value(cell: str) -> int:
+        power = re.fullmatch(r"2\^(\d+)", cell)
+        return 2 ** int(power[1]) if power else int(cell.replace(",", ""))
+
+    assert value(rows["prompts per generate / log-probs call"]) == SAMPLING_BOUNDS["prompts"]
+    assert value(rows["`top_k` (log-probs), `logprobs` (sampling params)"]) == SAMPLING_BOUNDS["top_k"]
+    assert value(rows["`max_tokens`"]) == SAMPLING_BOUNDS["max_tokens"]
+    assert value(rows["`n` (sampling params)"]) == SAMPLING_BOUNDS["n"]
+    generated = [cell for name, cell in rows.items() if name.startswith("tokens one generate may produce")]
+    entries = [cell for name, cell in rows.items() if name.startswith("top entries one log-probs call")]
+    assert [value(c) for c in generated + entries] == [SAMPLING_BOUNDS["generated_tokens"],
+                                                       SAMPLING_BOUNDS["top_k_entries"]]
+    assert rows["checkpoint id"].endswith(f"at most {MAX_ID_BYTES} bytes")
+    settings = FakeSettings()
+    assert rows["a result read to the end"] == (f"kept {settings.result_grace_s:g} s, at most the "
+                                                f"{settings.results_read_kept} newest read per job")
