@@ -610,8 +610,9 @@ def test_the_memory_figures_are_the_run_kept_beside_them() -> None:
 
 def test_the_limits_rows_without_an_option_are_the_contracts() -> None:
     """The limits table's rows that name no fake-gs option: the sampling bounds
-    (``contract.limits.SAMPLING_BOUNDS``), the checkpoint id's length (``contract.ids``) and
-    how long a result read to the end is kept (the fake's settings)."""
+    (``contract.limits.SAMPLING_BOUNDS``), the checkpoint id's length (``contract.ids``), how
+    long a result read to the end is kept (the fake's settings), and the log lines a running
+    job keeps (the fake's ``MAX_LOG_ENTRIES``, found by name wherever it lives)."""
     from contract.ids import MAX_ID_BYTES
     from contract.limits import SAMPLING_BOUNDS
     from fake_gs import FakeSettings
@@ -631,6 +632,11 @@ def test_the_limits_rows_without_an_option_are_the_contracts() -> None:
     assert [value(c) for c in generated + entries] == [SAMPLING_BOUNDS["generated_tokens"],
                                                        SAMPLING_BOUNDS["top_k_entries"]]
     assert rows["checkpoint id"].endswith(f"at most {MAX_ID_BYTES} bytes")
+    kept_lines = re.search(r"running jobs keep their newest ([0-9,]+) log lines", " ".join(page("client-teams/limits.md").split()))
+    defined = [m[1] for path in (ROOT / "fake_gs").rglob("*.py")
+               for m in re.finditer(r"^MAX_LOG_ENTRIES = ([0-9_]+)$", path.read_text(encoding="utf-8"), re.M)]
+    assert kept_lines and len(defined) == 1, ("the fake's log-line bound (MAX_LOG_ENTRIES) or the page's", defined)
+    assert int(kept_lines[1].replace(",", "")) == int(defined[0].replace("_", ""))
     settings = FakeSettings()
     assert rows["a result read to the end"] == (f"kept {settings.result_grace_s:g} s, at most the "
                                                 f"{settings.results_read_kept} newest read per job")
