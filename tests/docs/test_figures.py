@@ -4,7 +4,7 @@ fixes them (the limits, the suite's time-outs). A figure that drifts from its so
 here until the page is brought back to it. (The example URL run of the verdicts page is
 held to the clause registry by test_site_structure.py; the reference pages are generated.)
 A figure only a run can give is either kept in a file beside its page (the curve's CSV, the
-load run's JSON, the hardening, at-most-once, memory and self-parity runs' JSON, each written
+load run's JSON, the hardening, at-most-once, memory, upload and self-parity runs' JSON, each written
 by the command its page quotes) that a test reads, or stated on its page as the dated
 measurement it is, with the command that took it; what the code fixes is read from the code.
 """
@@ -640,3 +640,28 @@ def test_the_limits_rows_without_an_option_are_the_contracts() -> None:
     settings = FakeSettings()
     assert rows["a result read to the end"] == (f"kept {settings.result_grace_s:g} s, at most the "
                                                 f"{settings.results_read_kept} newest read per job")
+
+
+def test_the_upload_rerun_is_the_run_kept_beside_it() -> None:
+    """The limits page's 64 MiB bench_upload.py re-run: the kit's ratio to the bare loop
+    (median [range] over the rounds), the tensors' ratio and the peak memory are the kept
+    run's (docs/img/upload_64mib.json, which the command it quotes writes)."""
+    import statistics
+
+    kept = json.loads((DOCS / "img" / "upload_64mib.json").read_text(encoding="utf-8"))
+    text = " ".join(page("client-teams/limits.md").split())
+    said = re.search(r"Re-run on (\S+) for (\d+) MiB only, as `([^`]+)` \(load average ([0-9.]+) before it, ([0-9.]+) "
+                     r"after; .*?\): ([0-9.]+)x \[([0-9.]+)-([0-9.]+)\] of the bare loop \(the batch sent as tensors: "
+                     r"([0-9.]+)x \[([0-9.]+)-([0-9.]+)\]\), peak memory over the frame client ([0-9.]+)x, fake "
+                     r"([0-9.]+)x", text)
+    assert said, "the limits page lost bench_upload's re-run"
+    date, size, command, before, after, *shown = said.groups()
+    assert command == kept["command"] and f"--sizes {size} " in command and date == kept["measured"]["date"]
+    clients = kept["uploads"][size]["clients"]
+    kit, tensors = clients["kit, frame bytes"], clients["kit, batch as tensors"]
+    figures = [kept["measured"]["load_average_1min_before"], kept["measured"]["load_average_1min_after"]]
+    for runs in (kit["vs_bare"], tensors["vs_bare"]):
+        figures += [statistics.median(runs), min(runs), max(runs)]
+    figures += [statistics.median(kit["client_peak_over_frame"]), statistics.median(kit["server_peak_over_frame"])]
+    for value, printed in zip(figures, [before, after, *shown], strict=True):
+        assert printed_as(value, printed), (printed, value)
