@@ -17,13 +17,16 @@ process (tensor, frame and chunks) besides the fake's own.
 from __future__ import annotations
 
 import argparse
+import datetime
 import gc
+import json
 import os
 import re
 import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 import psutil
 import requests
@@ -99,7 +102,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--frame-mib", type=int, default=1024, help="size of the frame's tensor in MiB")
     p.add_argument("--chunk-mib", type=int, default=60, help="request chunk size in MiB (the contract's body limit)")
     p.add_argument("--quick", action="store_true", help="a smoke run: a 128 MiB frame")
+    p.add_argument("--json", metavar="PATH", help="also write the figures, the date and the load average to PATH "
+                                                  "(docs/client-teams/limits.md states the kept run's)")
     args = p.parse_args(argv)
+    load_before = os.getloadavg()[0]
     if args.quick:
         args.frame_mib = 128
 
@@ -159,6 +165,16 @@ def main(argv: list[str] | None = None) -> int:
           f"after the request {after_done / MiB:.0f} MiB, after cancel {after_cancel / MiB:.0f} MiB")
     print(f"peak above idle: {(peak - idle) / MiB:.0f} MiB = {ratio:.2f}x the frame (target < {TARGET}x): "
           f"{'OK' if ratio < TARGET else 'OVER'}")
+    if args.json:
+        measured = {"date": datetime.date.today().isoformat(), "cpus": os.cpu_count(),
+                    "load_average_1min_before": load_before, "load_average_1min_after": os.getloadavg()[0]}
+        figures = {"frame_mib": frame_size / MiB, "chunk_mib": args.chunk_mib, "chunks": len(chunks),
+                   "uploaded_s": uploaded, "done_s": elapsed, "idle_mib": idle / MiB, "peak_mib": peak / MiB,
+                   "peak_above_idle_mib": (peak - idle) / MiB, "ratio": ratio, "target": TARGET,
+                   "after_done_mib": after_done / MiB, "after_cancel_mib": after_cancel / MiB}
+        document = {"command": " ".join(["python benchmarks/bench_memory.py", *(argv or sys.argv[1:])]),
+                    "ok": ratio < TARGET, "measured": measured, **figures}
+        Path(args.json).write_text(json.dumps(document, indent=1) + "\n", encoding="utf-8")
     return 0 if ratio < TARGET else 1
 
 

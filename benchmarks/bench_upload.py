@@ -41,6 +41,7 @@ read the ratios.
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import os
 import statistics
@@ -214,7 +215,9 @@ def measure_bare(args: argparse.Namespace) -> dict[str, Any]:
 
     def send() -> None:
         for start in range(0, len(frame), 60 * MiB):
-            answer = session.post(args.url + "/sink", data=frame[start : start + 60 * MiB], headers=OCTET)
+            # A view, not a copy: requests sends any buffer (its stubs name only bytes).
+            answer = session.post(args.url + "/sink", data=frame[start : start + 60 * MiB],  # type: ignore[arg-type]
+                                  headers=OCTET)
             answer.raise_for_status()
 
     send()
@@ -343,8 +346,11 @@ def spread(values: list[float], fmt: str) -> str:
     return f"{format(statistics.median(values), fmt)} [{format(min(values), fmt)}-{format(max(values), fmt)}]"
 
 
-def print_upload(size: int, rows: list[tuple[str, str, str]], results: dict[str, list[dict[str, Any]]]) -> None:
+def print_upload(size: int, rows: list[tuple[str, str, str]],
+                 results: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+    """Print one size's table; return its figures per client, one value per round (``--json``)."""
     frame = results["bare"][0]["frame"]
+    figures: dict[str, Any] = {"frame_mib": frame / MiB, "rounds": len(results["bare"]), "clients": {}}
     print(f"\nupload of a {frame / MiB:.0f} MiB frame ({len(results['bare'])} rounds: median [min-max])")
     print(f"  {'client':34} {'MiB/s':>18} {'vs bare loop':>20} {'client peak/frame':>20} {'server peak/frame':>20}"
           f" {'client CPU s/GiB':>20} {'server CPU s/GiB':>20}")
@@ -358,16 +364,22 @@ def print_upload(size: int, rows: list[tuple[str, str, str]], results: dict[str,
         print(f"  {label:34} {spread(rates, '.0f'):>18} {spread(ratios, '.2f') + 'x':>20} "
               f"{spread(client, '.2f') + 'x':>20} {spread(server, '.2f') + 'x':>20} "
               f"{spread(cpu[0], '.2f'):>20} {spread(cpu[1], '.2f'):>20}")
+        figures["clients"][label] = {"mib_s": rates, "vs_bare": ratios, "client_peak_over_frame": client,
+                                     "server_peak_over_frame": server, "client_cpu_s_gib": cpu[0],
+                                     "server_cpu_s_gib": cpu[1]}
     hashing = [r["sha256_s"]["staged"] for r in results["kit, frame bytes"]]
     in_place = [r["sha256_s"]["in_place"] for r in results["kit, frame bytes"]]
     ceiling = [bare["seconds"] / (bare["seconds"] + h) for h, bare in zip(hashing, results["bare"], strict=True)]
     print(f"  the frame's sha256 alone (in every chunk header, so before chunk 0: spec §9.3): "
           f"{spread(hashing, '.3f')} s staged as the kit hashes, {spread(in_place, '.3f')} s in place; "
           f"the bare loop with the staged hash first: {spread(ceiling, '.2f')}x")
+    return figures
 
 
-def measure_uploads(args: argparse.Namespace, servers: dict[str, Any]) -> None:
+def measure_uploads(args: argparse.Namespace, servers: dict[str, Any]) -> dict[str, Any]:
+    """Every size's uploads, printed; their figures by size in MiB."""
     rows = upload_rows(args, servers)
+    by_size: dict[str, Any] = {}
     for size in args.sizes:
         results: dict[str, list[dict[str, Any]]] = {label: [] for label, _, _ in rows}
         results["bare"] = results["bare requests loop"]
@@ -376,7 +388,8 @@ def measure_uploads(args: argparse.Namespace, servers: dict[str, Any]) -> None:
             for label, kind, server in rows[shift:] + rows[:shift]:
                 proc, tree = servers[server]
                 results[label].append(run_worker(kind, proc.base_url, proc.proc.pid, tree, args, size))
-        print_upload(size, rows, results)
+        by_size[str(size)] = print_upload(size, rows, results)
+    return by_size
 
 
 def measure_small(args: argparse.Namespace, servers: dict[str, Any]) -> None:
@@ -427,6 +440,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--reference", metavar="MODULE:FUNCTION", help="a reference client's upload function")
     p.add_argument("--skip", choices=("upload", "small"), action="append", default=[])
     p.add_argument("--quick", action="store_true", help="one round, 64 MiB, 50 small calls (a smoke run)")
+    p.add_argument("--json", metavar="PATH", help="also write the uploads' figures (one value per round), the "
+                                                  "date and the load average to PATH")
     for name in ("--worker", "--url", "--tree"):
         p.add_argument(name, help=argparse.SUPPRESS)
     p.add_argument("--server-pid", type=int, help=argparse.SUPPRESS)
@@ -444,15 +459,25 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(WORKERS[args.worker](args)))
         return 0
     sys.path[:0] = [ROOT, HERE]
+    load_before = os.getloadavg()[0]
     servers = start_servers(args)
+    uploads: dict[str, Any] = {}
     try:
         if "upload" not in args.skip:
-            measure_uploads(args, servers)
+            uploads = measure_uploads(args, servers)
         if "small" not in args.skip:
             measure_small(args, servers)
     finally:
         for proc, _ in servers.values():
             proc.stop()
+    if args.json:
+        measured = {"date": datetime.date.today().isoformat(), "cpus": os.cpu_count(),
+                    "load_average_1min_before": load_before, "load_average_1min_after": os.getloadavg()[0]}
+        document = {"command": " ".join(["python benchmarks/bench_upload.py", *(argv or sys.argv[1:])]),
+                    "measured": measured, "uploads": uploads}
+        with open(args.json, "w", encoding="utf-8") as out:
+            json.dump(document, out, indent=1)
+            out.write("\n")
     return 0
 
 

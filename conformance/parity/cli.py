@@ -63,7 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
     o.add_argument("--html", help="HTML report path.")
     o.add_argument("--markdown", help="Markdown report path.")
     o.add_argument("--junit", help="JUnit XML path (one test case per exchange group).")
-    o.add_argument("--json", help="Divergences as JSON.")
+    o.add_argument("--json", help="The replay as JSON: divergences, counts, and the tape's size, date and bodies.")
     o.add_argument("--matrix", metavar="PATH", help="Write the parity matrix (per operation: recorded, "
                    "replayed, equal, accepted, divergent, skipped) to PATH.md and PATH.html "
                    "(default: next to the --report/--html/--markdown report, as REPORT.matrix.md/.html).")

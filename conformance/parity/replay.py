@@ -9,6 +9,7 @@ deadline). Each answer is outlined exactly as the recorder outlines, then compar
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -87,6 +88,10 @@ class Replay:
     rebuilt: int = 0
     #: ``--only``: the exchanges reported (the rest replayed only to reach them).
     only: tuple[int, ...] = ()
+    #: The tape's size on disk and its ``end`` line (exchanges, what the bodies kept), as
+    #: recorded: the figures docs/parity/tapes.md states of a run.
+    tape_bytes: int = 0
+    end: dict[str, Any] = field(default_factory=dict)
 
     @property
     def divergent(self) -> list[ExchangeResult]:
@@ -176,7 +181,9 @@ class Replayer:
         by_fake = lines[0].get("source") == "fake-gs"
         recorded = float(ends[-1]["seconds"]) if ends and not by_fake else recorded_span(exchanges)
         return Replay(path, self.targets.describe, results, recorded, time.monotonic() - started, notes,
-                      meta=dict(lines[0]), servers=dict(self.servers), rebuilt=self.bodies.rebuilt)
+                      meta=dict(lines[0]), servers=dict(self.servers), rebuilt=self.bodies.rebuilt,
+                      tape_bytes=os.path.getsize(path) if os.path.isfile(path) else 0,
+                      end=dict(ends[-1]) if ends else {})
 
     def replay_one(self, ex: dict[str, Any], settled: dict[str, Any] | None = None) -> ExchangeResult:
         """One exchange, unless it depends on one that was not replayed; what it created is

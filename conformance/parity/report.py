@@ -291,4 +291,9 @@ def as_json(rep: Replay) -> dict[str, Any]:
         "divergent": [{"seq": r.seq, "group": r.group, "route": r.route, "path": r.path,
                        "divergences": [vars(d) for d in r.divergences]} for r in rep.divergent],
         "skipped": sum(r.skipped is not None for r in rep.results),
+        "rebuilt": rep.rebuilt,
+        # What the tape itself holds, as recorded: its size, when and by what, its end line.
+        "recorded": {"created": rep.meta.get("created"), "source": rep.meta.get("source"),
+                     "tape_bytes": rep.tape_bytes, "exchanges": rep.end.get("exchanges"),
+                     "bodies": rep.end.get("bodies")},
     }

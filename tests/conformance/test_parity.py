@@ -217,7 +217,13 @@ def test_reports_show_each_divergence(tmp_path: Path) -> None:
     assert "| exchange |" in (tmp_path / "r.md").read_text()
     suite = ET.parse(tmp_path / "r.xml").getroot().find("testsuite")
     assert suite is not None and int(suite.get("failures", "0")) >= 1
-    assert json.loads((tmp_path / "r.json").read_text())["tapes"][0]["divergent"]
+    replayed = json.loads((tmp_path / "r.json").read_text())["tapes"][0]
+    assert replayed["divergent"]
+    # What the tape holds, as recorded (the figures docs/parity/tapes.md states of a run).
+    lines = read_tape(str(tape))
+    assert replayed["recorded"] == {"created": lines[0]["created"], "source": lines[0]["source"],
+                                    "tape_bytes": tape.stat().st_size, "exchanges": lines[-1]["exchanges"],
+                                    "bodies": lines[-1]["bodies"]}
 
 
 def test_rule_file_needs_reasons() -> None:

@@ -4,8 +4,9 @@ fixes them (the limits, the suite's time-outs). A figure that drifts from its so
 here until the page is brought back to it. (The example URL run of the verdicts page is
 held to the clause registry by test_site_structure.py; the reference pages are generated.)
 A figure only a run can give is either kept in a file beside its page (the curve's CSV, the
-load run's JSON) that a test reads, or stated on its page as the dated measurement it is,
-with the command that took it; what the code fixes is read from the code.
+load run's JSON, the hardening, at-most-once, memory, upload and self-parity runs' JSON, each written
+by the command its page quotes) that a test reads, or stated on its page as the dated
+measurement it is, with the command that took it; what the code fixes is read from the code.
 """
 
 from __future__ import annotations
@@ -183,7 +184,7 @@ def test_the_answer_bounds_the_pages_state_are_the_contracts() -> None:
     assert (int(said[1]) * 1024, int(said[2])) == (MAX_ANSWER_BYTES // MiB, small)
     limits = page("client-teams/limits.md")
     assert f"`AnswerTooLarge` at {INFLATION_FREE_BYTES // MiB} MiB decoded" in limits
-    assert f"`AnswerTooBig` at the {MAX_ANSWER_BYTES // MiB // 1024} GiB cap" in limits
+    assert f"`OverlongAnswer` (judged red) at the {MAX_ANSWER_BYTES // MiB // 1024} GiB cap" in limits
     assert f"({MAX_RESULT_BYTES // MiB // 1024} GiB of chunks, `max_result_bytes`)" in limits
 
 
@@ -263,7 +264,7 @@ def test_the_at_most_once_table_adds_up() -> None:
     its successes plus its AmbiguousOutcomes, and its duplicates are its executions past
     one per call."""
     text = page("client-teams/retries.md")
-    calls = int(re.search(r"bench_at_most_once.py --calls (\d+)`", text)[1])  # type: ignore[index]
+    calls = int(re.search(r"bench_at_most_once.py --calls (\d+)[ `]", text)[1])  # type: ignore[index]
     rows = re.findall(r"^\|[^|]*\| ([a-z-]+) \| (\d+) \| (\d+) \| (\d+) \| (\d+) \|$", text, re.M)
     assert len(rows) == 16, rows
     for route, succeeded, ambiguous, executions, duplicates in rows:
@@ -289,3 +290,378 @@ def test_the_getting_started_pages_budget_and_pins_are_the_projects() -> None:
     torch = re.search(r"pins torch to the CPU build ([0-9.]+)\.", text)
     assert torch and re.search(rf"^torch=={re.escape(torch[1])}(\+cpu)?$", (ROOT / "constraints.txt").read_text(), re.M)
     assert not re.search(r"\d+ minutes on", text), "a duration belongs to the README's figures"
+
+
+def test_the_figures_the_guides_take_from_the_tools_are_the_tools() -> None:
+    """Defaults and bounds the guides quote from a tool's own constants: gs-proxy's hash
+    bound, gs-parity's float tolerances and exit statuses, the suite's examples per property
+    against a URL, the corpus' examples, the Idempotency-Key length, the layout measure's
+    width, the operations each OpenAPI document holds, the house rules' thresholds, gs-load's
+    stop time-out and the long-job benchmark's calls."""
+    from conformance.judge.requests import HASH_UP_TO
+    from conformance.options import EXAMPLES_REAL
+    from conformance.parity import cli as parity_cli
+    from conformance.parity.compare import FLOAT_REL, FLOAT_ZERO
+    from conformance.parity.corpus import EXAMPLES as CORPUS_EXAMPLES
+    from contract.idempotency import MAX_KEY_CHARS
+    from contract.limits import MiB
+    from contract.routes import routes_for
+
+    def said(name: str, pattern: str) -> tuple[str, ...]:
+        found = re.search(pattern, " ".join(page(name).split()))
+        assert found, f"{name} lost {pattern!r}"
+        return found.groups()
+
+    assert int(said("client-teams/proxy.md", r"`--hash-frames-up-to`, (\d+) MiB by default")[0]) * MiB == HASH_UP_TO
+    assert int(said("server-team/proxy.md", r"`--hash-frames-up-to` MiB \((\d+) by default")[0]) * MiB == HASH_UP_TO
+    zero, rel = said("parity/index.md", r"within ([0-9e.-]+) of zero counts as zero\)\. `--floats close` also compares "
+                                        r"float values \(relative ([0-9e.-]+)\)")
+    assert (float(zero), float(rel)) == (FLOAT_ZERO, FLOAT_REL)
+    statuses = said("parity/index.md", r"The exit status is (\d+) only when something was compared and nothing "
+                                       r"diverges \((\d+): a divergence, or no exchange compared; (\d+): a bad tape or "
+                                       r"rule file, (\d+): no server at the URL\)")
+    assert tuple(map(int, statuses)) == (parity_cli.EXIT_OK, parity_cli.EXIT_DIVERGED, parity_cli.EXIT_ERROR,
+                                         parity_cli.EXIT_NO_SERVER)
+    assert int(said("parity/index.md", r"in every dialect \((\d+) examples per property")[0]) == CORPUS_EXAMPLES
+    from contract.limits import MAX_ANSWER_BYTES
+
+    assert int(said("parity/index.md", r"not the client's (\d+) GiB cap")[0]) * 1024 * MiB == MAX_ANSWER_BYTES
+    assert int(said("server-team/costs.md", r"Hypothesis runs (\d+) examples per property by default")[0]) == EXAMPLES_REAL
+    for name in ("client-teams/retries.md", "server-team/schemathesis.md"):
+        assert int(said(name, r"1-(\d+) printable ASCII")[0]) == MAX_KEY_CHARS
+    current, proposed = said("server-team/schemathesis.md", r"2xx from every operation \((\d+) in the current "
+                                                            r"document, (\d+) in the proposed\)")
+    assert (int(current), int(proposed)) == (len(routes_for("current")), len(routes_for("proposed")))
+    layout = (ROOT / "tests" / "conformance" / "test_report_layout.py").read_text(encoding="utf-8")
+    width = re.search(r"^WIDTH, HEIGHT = (\d+), \d+$", layout, re.M)
+    assert width and said("parity/index.md", r"measured in headless Chromium at ([0-9,]+) px")[0].replace(",", "") == width[1]
+    house = (ROOT / "tests" / "test_house.py").read_text(encoding="utf-8")
+    rules = {name: int(n) for name, n in re.findall(r"^(\w+) = (\d+)$", house, re.M)}
+    rules |= {name: int(n) for pair in re.findall(r"^(\w+), (\w+) = (\d+), (\d+)$", house, re.M)
+              for name, n in ((pair[0], pair[2]), (pair[1], pair[3]))}
+    stated = said("layout.md", r"a folder of more than (\d+) modules, and warns on a module over (\d+) lines or a "
+                               r"function over (\d+) \(it fails past (\d+) and (\d+)\)")
+    assert tuple(map(int, stated)) == (rules["MAX_MODULES_PER_FOLDER"], rules["LOOK_MODULE_LINES"],
+                                       rules["LOOK_FUNCTION_LINES"], rules["MAX_MODULE_LINES"],
+                                       rules["MAX_FUNCTION_LINES"])
+    from conformance.load.cli import STOP_TIMEOUT_S
+
+    stop = said("load.md", r"\(up to `--stop-timeout`, (\d+) s unless given\)")[0]
+    assert float(stop) == float(STOP_TIMEOUT_S)
+    long_job = (ROOT / "benchmarks" / "bench_long_job.py").read_text(encoding="utf-8")
+    calls = re.search(r'"--calls", type=int, default=(\d+),', long_job)
+    assert calls and int(said("benchmarks.md", r"a ([0-9,]+)-call job")[0].replace(",", "")) == int(calls[1])
+
+
+def test_the_load_pages_profile_is_the_shipped_default() -> None:
+    """load.md's TOML block, an excerpt of conformance/load/default-profile.toml: every
+    table and value it shows is the shipped one."""
+    import tomllib
+
+    block = re.search(r"^```toml\n(.*?)^```$", page("load.md"), re.M | re.S)
+    assert block, "load.md lost its profile"
+    shown = tomllib.loads(block[1])
+    shipped = tomllib.loads((ROOT / "conformance" / "load" / "default-profile.toml").read_text(encoding="utf-8"))
+    assert set(shown) == set(shipped)
+    for table, values in shown.items():
+        assert values.items() <= shipped[table].items(), (table, values, shipped[table])
+
+
+#: A figure as the pages print it: a signed or unsigned number, thousands with commas; not a
+#: digit inside a word or after a hyphen (``chunk-0``, ``ERR-1``, ``1024x``).
+NUMBER = re.compile(r"(?<![\w.\-/])[+-]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?")
+
+
+def numbers(cell: str) -> list[str]:
+    """The figures of a table cell as printed, code spans (option names, codes) left out."""
+    return NUMBER.findall(re.sub(r"`[^`]*`", "", cell))
+
+
+def printed_as(value: float, printed: str) -> bool:
+    """``value`` rounds to ``printed`` at the decimals printed."""
+    decimals = len(printed.partition(".")[2])
+    return abs(float(printed.replace(",", "")) - value) <= 0.5 * 10 ** -decimals + 1e-9
+
+
+def hardening_rows(text: str) -> dict[str, tuple[str, str, str]]:
+    """Every ``| attack | before | now |`` row of the limits page's hardening tables."""
+    rows: dict[str, tuple[str, str, str]] = {}
+    for table in re.findall(r"^\| attack \| before \| now \|\n\|---\|---\|---\|\n((?:\|.*\|\n)+)", text, re.M):
+        for line in table.splitlines():
+            attack, before, now = (c.strip() for c in line.strip("|").split(" | "))
+            rows[attack] = (attack, before, now)
+    return rows
+
+
+def test_the_hardening_tables_are_the_run_kept_beside_them() -> None:
+    """Every figure of the limits page's two hardening tables, in the attack and now columns
+    (and the poll page's before, which the run measures too), is docs/img/hardening.json's
+    (one ``bench_hardening.py --json`` run, every bound held), rounded as printed; the
+    page's date and load average are the run's, its command is the one that wrote it, and
+    that command's options exist."""
+    import subprocess
+    import sys
+
+    from contract.limits import INFLATION_FREE_BYTES, MAX_ANSWER_BYTES, MAX_RESULT_BYTES, MiB
+    from fake_gs.cli import build_parser
+
+    kept = json.loads((DOCS / "img" / "hardening.json").read_text(encoding="utf-8"))
+    a = kept["attacks"]
+    assert kept["ok"] and not kept["quick"] and kept["round"] == "all", "the kept run missed a bound or was cut short"
+    assert all(f["ok"] for f in a.values())
+    defaults = {x.option_strings[0]: x.default for x in build_parser()._actions if x.option_strings}
+    gib = 1024 * MiB
+    s, c, ac, r, ad, ls, pp, sr, si = (a[k] for k in ("slow_bodies", "chunk0", "accounts", "results", "admin",
+                                                      "log_stage", "poll_page", "shared_reservations",
+                                                      "shared_inflight"))
+    st, ids, dr, gz, eb, rp, js, ti, rt = (a[k] for k in ("stalled", "idle_sockets", "drip", "gzip_bomb",
+                                                          "endless_body", "result_pages", "json_step", "tiny",
+                                                          "retention"))
+    # attack-cell prefix -> (figures of the attack cell, of the now cell, of the before cell
+    # when the run measures it too); 408, 403 and the like are the statuses the run counted.
+    expected: dict[str, tuple[list[float], list[float], list[float] | None]] = {
+        "40 connections": ([s["connections"], s["declared_mib"], s["bytes_sent_each"], s["hold_s"]],
+                           [s["rss_growth_mib"], s["health_worst_ms"], s["probes"], s["answered_408"], 408,
+                            s["hold_s"]], None),
+        "50 chunk-0": ([c["requests"], c["payload_bytes"], c["frame_mib"]], [c["rss_growth_mib"], c["poll_worst_ms"]],
+                       None),
+        "token A at": ([], [ac["b_chunks"], ac["a_statuses"][-1]], None),
+        "2,000 forward": ([r["calls"], r["result_mib"]], [r["peak_growth_mib"], r["rss_start_mib"]], None),
+        "`--token A": ([ad["routes"]], [ad["a_statuses"][0], ad["z_statuses"][0]], None),
+        "unauthenticated PUTs": ([ls["declared_gib"], ls["pushed_gb"], ls["pushed_again_gb"], ls["connections"],
+                                  ls["connections_again"]],
+                                 [int(ls["answers"][0].split()[1]), *ls["fake_rss_mib"], *ls["stage_rss_mib"],
+                                  ls["temp_disk_growth_bytes"]], None),
+        "building one": ([pp["events"], pp["page_mib"]], [pp["spliced_over_page"]], [pp["reserialised_over_page"]]),
+        "4 accounts": ([sr["accounts"], sr["chunk0_bytes"], sr["frame_gib"],
+                        defaults["--max-total-buffered-mib"] * MiB / gib, sr["upload_mib"]],
+                       [sr["reclaimed"], sr["frame_gib"], sr["accounts"] - sr["reclaimed"], sr["peak_growth_mib"]],
+                       None),
+        "one account trickles": ([si["bodies"], si["sent_mib"], si["late_body_kib"]],
+                                 [si["late_status"], si["late_ms"], si["evicted"]], None),
+        "the `fake_gs` pytest fixture": ([], [], None),  # a test's verdict, not a figure
+        "200 partial": ([st["heads"], st["tricklers"], 1, st["trickle_every_s"]],
+                        [st["answered_408"], 408, st["last_closed_after_s"], st["head_timeout_s"],
+                         st["body_timeout_s"], st["rss_growth_mib"],
+                         st["health_worst_ms"]], None),
+        "20,000 idle": ([ids["sockets"]], [ids["cap"], ids["evicted"], ids["health_worst_s"], ids["probes"],
+                                           ids["probe_failures"], ids["rss_growth_mib"]], None),
+        "the client against a drip": ([1, dr["seconds_per_byte"]], [dr["ended_after_s"]], None),
+        "the client against a 0.6": ([gz["gzip_mb"], gz["decoded_mib"]],
+                                     [INFLATION_FREE_BYTES / MiB, gz["client_peak_growth_mib"]], None),
+        "the suite's raw driver": ([], [MAX_ANSWER_BYTES / gib, eb["driver_s"], eb["replayer_sent_mib"]], None),
+        "the client against endless": ([rp["chunk_mib"]], [rp["pages"], MAX_RESULT_BYTES / gib,
+                                                           rp["client_peak_growth_mib"]], None),
+        "a 59 MiB": ([js["over_mib"]], [js["over_status"], js["over_rss_growth_mib"], js["over_health_worst_ms"],
+                                        js["under_mib"], js["under_rss_growth_mib"], js["under_growth_over_body"],
+                                        js["under_health_worst_ms"]], None),
+        "a tiny-engine": ([ti["rows"], ti["cols"]], [ti["big_status"], ti["big_rss_growth_mib"]], None),
+        "NaN advantages": ([], [ti["nan_status"], ti["next_loss"]], None),
+        "12 creates": ([rt["creates"], rt["experiment_name_mib"]],
+                       [rt["create_statuses"][0], rt["creates_rss_growth_mib"]], None),
+        "400 saves": ([rt["saves"], rt["exports"]], [rt["saves_taken"], rt["saves_refused"], 400,
+                                                     rt["saves_rss_growth_mib"], rt["exports_kept"],
+                                                     rt["exports_rss_growth_mib"]], None),
+    }
+    text = page("client-teams/limits.md")
+    rows = hardening_rows(text)
+    assert len(rows) == len(expected), sorted(rows)
+    for key, (attack_figures, now_figures, before_figures) in expected.items():
+        (row,) = [cells for attack, cells in rows.items() if attack.startswith(key)]
+        for cell, figures in zip(row, (attack_figures, before_figures, now_figures), strict=True):
+            if figures is None:
+                continue  # the before column: the dated measurement when each fix landed
+            printed = numbers(cell)
+            assert len(printed) == len(figures), (key, cell, printed, figures)
+            for value, shown in zip(figures, printed, strict=True):
+                assert printed_as(float(value), shown), (key, cell, shown, value)
+    flat = " ".join(text.split())
+    command = "python benchmarks/bench_hardening.py --json docs/img/hardening.json"
+    assert kept["command"] == command and f"`{command}`" in flat
+    measured = kept["measured"]
+    assert f"on {measured['date']}" in flat and f"load average {measured['load_average_1min_after']:.1f}" in flat
+    usage = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_hardening.py"), "--help"],
+                           capture_output=True, text=True, timeout=120, check=True).stdout
+    assert "--json PATH" in usage
+
+
+def test_the_self_parity_figures_are_the_runs_kept_beside_them() -> None:
+    """tapes.md's self-parity table: each dialect's row is the gs-parity ``--json`` its
+    workflow wrote (docs/img/self_parity_DIALECT.json): the exchanges, nothing divergent or
+    skipped, the tape's size and what its bodies kept; dated as the tapes were recorded; and
+    the option that wrote it is gs-parity's."""
+    from conformance.parity.cli import build_parser
+    from contract.limits import MiB
+
+    text = page("parity/tapes.md")
+    rows = re.findall(r"^\| (kit|spec) \| (.*) \|$", text, re.M)
+    assert [dialect for dialect, _ in rows] == ["kit", "spec"], rows
+    dates = set()
+    for dialect, cells in rows:
+        kept = json.loads((DOCS / "img" / f"self_parity_{dialect}.json").read_text(encoding="utf-8"))
+        (tape,) = kept["tapes"]
+        recorded, bodies = tape["recorded"], tape["recorded"]["bodies"]
+        assert tape["tape"] == "run.gsrec" and tape["target"].startswith("http://127.0.0.1:")
+        assert tape["exchanges"] == recorded["exchanges"] == tape["compared"] + tape["skipped"]
+        figures = [recorded["exchanges"], len(tape["divergent"]), tape["skipped"], recorded["tape_bytes"] / MiB,
+                   bodies["blob_bytes"] / MiB, bodies["blobs"], bodies["stored"], bodies["inline"], bodies["outline"],
+                   bodies["rebuilt"]]
+        printed = numbers(cells.replace(" | ", " "))
+        assert len(printed) == len(figures), (dialect, printed, figures)
+        for value, shown in zip(figures, printed, strict=True):
+            assert printed_as(float(value), shown), (dialect, shown, value)
+        dates.add(recorded["created"][:10])
+        assert f"--json docs/img/self_parity_{dialect}.json" in text or "self_parity_DIALECT.json" in text
+    (date,) = dates
+    assert f"recorded on {date}" in " ".join(text.split())
+    assert "--json" in {s for a in build_parser()._actions for s in a.option_strings}
+    assert "--dialect" in " ".join(text.split())
+
+
+def test_the_skeleton_size_the_tapes_page_states_is_the_recorders() -> None:
+    """tapes.md's skeleton of a list of one-byte tensors, as the recorder's scan makes it:
+    the small count built here, the large one by the fold (only the ``$rep`` count grows)."""
+    import torch
+
+    from contract import wire
+    from contract.tape.frame_stream import FrameScan
+
+    said = re.search(r"a list of ([0-9,]+) one-byte tensors is a skeleton of (\d+) bytes of JSON, and of ([0-9,]+) "
+                     r"such tensors (\d+): only the count grows",
+                     " ".join(page("parity/tapes.md").split()))
+    assert said, "tapes.md lost its skeleton size"
+    small, large = int(said[1].replace(",", "")), int(said[3].replace(",", ""))
+    frame = wire.dumps({"args": [], "kwargs": {"xs": [torch.ones(1, dtype=torch.uint8) for _ in range(small)]}})
+    scan = FrameScan()
+    scan.feed(frame)
+    skeleton = json.dumps(scan.skeleton())
+    assert f'{{"$rep": {small}, ' in skeleton
+    assert int(said[2]) == len(skeleton)
+    assert int(said[4]) == len(skeleton) - len(str(small)) + len(str(large))
+
+
+def test_the_readmes_verdict_line_counts_todays_clauses() -> None:
+    """The README's command 1 ends with a verdict line (a dated run's): its clause total is
+    today's registry, so a clause added or removed fails here until the line is run again."""
+    from contract.clauses import CLAUSES
+
+    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    said = re.search(r"`CONFORMS: profile \w+, (\d+) clauses: (\d+) green, 0 red", readme)
+    assert said, "the README lost command 1's verdict line"
+    assert int(said[1]) == len(CLAUSES) and int(said[2]) <= len(CLAUSES)
+
+
+def test_the_at_most_once_table_is_the_run_kept_beside_it() -> None:
+    """retries.md's measured table is the run kept in docs/img/at_most_once.json (the
+    command the page quotes writes it): each row's figures are its scenario's and route's
+    (a row naming several routes, "N each", holds for every one of them), every scenario and
+    route of the run is on the page, and the page's date and load average are the run's."""
+    kept = json.loads((DOCS / "img" / "at_most_once.json").read_text(encoding="utf-8"))
+    text = page("client-teams/retries.md")
+    flat = " ".join(text.split())
+    command = "python benchmarks/bench_at_most_once.py --calls 40 --json docs/img/at_most_once.json"
+    assert kept["command"] == command and f"`{command}` (seed {kept['seed']})" in flat
+    measured = kept["measured"]
+    assert (f"as it ran on {measured['date']} on the 2 shared cores (load average "
+            f"{measured['load_average_1min_before']:.1f} before it, {measured['load_average_1min_after']:.1f} after)") in flat
+
+    def spelled(name: str) -> str:
+        return name.replace("`retry_ambiguous=True`", "retry_ambiguous").replace("all four faults", "all faults")
+
+    rows = re.findall(r"^\|([^|]*)\| ([a-z/ -]+) \| ([^|]+) \| ([^|]+) \| ([^|]+) \| ([^|]+) \|$", text, re.M)
+    covered: set[tuple[str, str]] = set()
+    scenario = ""
+    for name, routes, *cells in rows:
+        if name.strip() == "scenario":
+            continue  # the header
+        scenario = spelled(name.strip()) or scenario
+        figures = kept["scenarios"][scenario]["routes"]
+        if "/" in routes or routes == "the same six":
+            keys = list(figures)  # "N each": every route of the scenario
+        else:
+            keys = [k for k in figures if k.replace("_", "-") == routes]
+            assert len(keys) == 1, (scenario, routes, list(figures))
+        for key in keys:
+            for column, cell in zip(("succeeded", "ambiguous", "executions", "duplicates"), cells, strict=True):
+                (shown,) = numbers(cell)
+                assert figures[key][column] == int(shown), (scenario, key, column, shown, figures[key][column])
+            covered.add((scenario, key))
+    assert covered == {(name, route) for name, run in kept["scenarios"].items() for route in run["routes"]}
+
+
+def test_the_memory_figures_are_the_run_kept_beside_them() -> None:
+    """The limits page's bench_memory.py paragraph: its bound is the benchmark's, and the
+    kept run's (docs/img/memory_1gib.json, which the command it quotes writes) are its figures."""
+    kept = json.loads((DOCS / "img" / "memory_1gib.json").read_text(encoding="utf-8"))
+    text = " ".join(page("client-teams/limits.md").split())
+    said = re.search(r"it exits 1 at ([0-9.]+)x; .*? Run on (\S+) with its defaults as `([^`]+)`, the 2 cores shared "
+                     r"\(load average ([0-9.]+)\): ([0-9,]+) MiB above idle for the ([0-9,]+) MiB frame, ([0-9.]+)x, "
+                     r"uploaded in ([0-9.]+) s", text)
+    assert said, "the limits page lost bench_memory's figures"
+    bound, date, command, load, above, frame, ratio, uploaded = said.groups()
+    assert kept["ok"] and command == kept["command"] == "python benchmarks/bench_memory.py --json docs/img/memory_1gib.json"
+    assert float(bound) == kept["target"] and date == kept["measured"]["date"]
+    for shown, value in ((load, kept["measured"]["load_average_1min_after"]), (above, kept["peak_above_idle_mib"]),
+                         (frame, kept["frame_mib"]), (ratio, kept["ratio"]), (uploaded, kept["uploaded_s"])):
+        assert printed_as(value, shown), (shown, value)
+    bench = (ROOT / "benchmarks" / "bench_memory.py").read_text(encoding="utf-8")
+    assert re.search(rf"^TARGET = {re.escape(bound)}$", bench, re.M) and '"--json"' in bench
+
+
+def test_the_limits_rows_without_an_option_are_the_contracts() -> None:
+    """The limits table's rows that name no fake-gs option: the sampling bounds
+    (``contract.limits.SAMPLING_BOUNDS``), the checkpoint id's length (``contract.ids``), how
+    long a result read to the end is kept (the fake's settings), and the log lines a running
+    job keeps (the fake's ``MAX_LOG_ENTRIES``, found by name wherever it lives)."""
+    from contract.ids import MAX_ID_BYTES
+    from contract.limits import SAMPLING_BOUNDS
+    from fake_gs import FakeSettings
+
+    rows = dict(re.findall(r"^\| ([^|]+?) \| ([^|]+?) \| [^|]+ \|$", page("client-teams/limits.md"), re.M))
+
+    def value(cell: str) -> int:
+        power = re.fullmatch(r"2\^(\d+)", cell)
+        return 2 ** int(power[1]) if power else int(cell.replace(",", ""))
+
+    assert value(rows["prompts per generate / log-probs call"]) == SAMPLING_BOUNDS["prompts"]
+    assert value(rows["`top_k` (log-probs), `logprobs` (sampling params)"]) == SAMPLING_BOUNDS["top_k"]
+    assert value(rows["`max_tokens`"]) == SAMPLING_BOUNDS["max_tokens"]
+    assert value(rows["`n` (sampling params)"]) == SAMPLING_BOUNDS["n"]
+    generated = [cell for name, cell in rows.items() if name.startswith("tokens one generate may produce")]
+    entries = [cell for name, cell in rows.items() if name.startswith("top entries one log-probs call")]
+    assert [value(c) for c in generated + entries] == [SAMPLING_BOUNDS["generated_tokens"],
+                                                       SAMPLING_BOUNDS["top_k_entries"]]
+    assert rows["checkpoint id"].endswith(f"at most {MAX_ID_BYTES} bytes")
+    kept_lines = re.search(r"running jobs keep their newest ([0-9,]+) log lines", " ".join(page("client-teams/limits.md").split()))
+    defined = [m[1] for path in (ROOT / "fake_gs").rglob("*.py")
+               for m in re.finditer(r"^MAX_LOG_ENTRIES = ([0-9_]+)$", path.read_text(encoding="utf-8"), re.M)]
+    assert kept_lines and len(defined) == 1, ("the fake's log-line bound (MAX_LOG_ENTRIES) or the page's", defined)
+    assert int(kept_lines[1].replace(",", "")) == int(defined[0].replace("_", ""))
+    settings = FakeSettings()
+    assert rows["a result read to the end"] == (f"kept {settings.result_grace_s:g} s, at most the "
+                                                f"{settings.results_read_kept} newest read per job")
+
+
+def test_the_upload_rerun_is_the_run_kept_beside_it() -> None:
+    """The limits page's 64 MiB bench_upload.py re-run: the kit's ratio to the bare loop
+    (median [range] over the rounds), the tensors' ratio and the peak memory are the kept
+    run's (docs/img/upload_64mib.json, which the command it quotes writes)."""
+    import statistics
+
+    kept = json.loads((DOCS / "img" / "upload_64mib.json").read_text(encoding="utf-8"))
+    text = " ".join(page("client-teams/limits.md").split())
+    said = re.search(r"Re-run on (\S+) for (\d+) MiB only, as `([^`]+)` \(load average ([0-9.]+) before it, ([0-9.]+) "
+                     r"after; .*?\): ([0-9.]+)x \[([0-9.]+)-([0-9.]+)\] of the bare loop \(the batch sent as tensors: "
+                     r"([0-9.]+)x \[([0-9.]+)-([0-9.]+)\]\), peak memory over the frame client ([0-9.]+)x, fake "
+                     r"([0-9.]+)x", text)
+    assert said, "the limits page lost bench_upload's re-run"
+    date, size, command, before, after, *shown = said.groups()
+    assert command == kept["command"] and f"--sizes {size} " in command and date == kept["measured"]["date"]
+    clients = kept["uploads"][size]["clients"]
+    kit, tensors = clients["kit, frame bytes"], clients["kit, batch as tensors"]
+    figures = [kept["measured"]["load_average_1min_before"], kept["measured"]["load_average_1min_after"]]
+    for runs in (kit["vs_bare"], tensors["vs_bare"]):
+        figures += [statistics.median(runs), min(runs), max(runs)]
+    figures += [statistics.median(kit["client_peak_over_frame"]), statistics.median(kit["server_peak_over_frame"])]
+    for value, printed in zip(figures, [before, after, *shown], strict=True):
+        assert printed_as(value, printed), (printed, value)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import socket
 from pathlib import Path
+from typing import Any
 
 import requests
 from stress_helpers import rest_client
@@ -32,6 +33,24 @@ def new_run(base_url: str, token: str) -> tuple[str, StageCredentials]:
                            headers=auth_headers(token), timeout=30)
     assert answer.status_code == 200, answer.text
     return job_id, parse_stage_credentials(answer.json()["data"][0][0])
+
+
+def s3_of(endpoint: str, key: str, secret: str, token: str | None) -> Any:
+    """A boto3 S3 client of the stage (path-style, one attempt per call)."""
+    import boto3
+    from botocore.config import Config
+
+    return boto3.client("s3", endpoint_url=endpoint, region_name="us-west-2", aws_access_key_id=key,
+                        aws_secret_access_key=secret, aws_session_token=token,
+                        config=Config(s3={"addressing_style": "path"}, retries={"max_attempts": 1}))
+
+
+def warm_stage(creds: StageCredentials) -> None:
+    """A signed listing of the run's bucket, as a client makes one: moto imports its S3
+    paths lazily, so an attack measured before it would count those imports."""
+    assert creds.endpoint is not None
+    s3_of(creds.endpoint, creds.access_key_id, creds.secret_access_key, creds.session_token).list_objects_v2(
+        Bucket=creds.bucket)
 
 
 def tree_bytes(root: str) -> int:

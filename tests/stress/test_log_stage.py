@@ -26,10 +26,9 @@ import requests
 pytest.importorskip("moto")
 boto3 = pytest.importorskip("boto3")
 
-from botocore.config import Config  # noqa: E402
 from botocore.exceptions import ClientError  # noqa: E402
 from example_loader import load_example  # noqa: E402
-from stage_attacks import new_run, push_unsigned_put, tree_bytes  # noqa: E402
+from stage_attacks import new_run, push_unsigned_put, s3_of, tree_bytes, warm_stage  # noqa: E402
 from stress_helpers import rest_client, rss_bytes  # noqa: E402
 
 from client.errors import UnsafeLogKey  # noqa: E402
@@ -74,12 +73,6 @@ def sealed(request: pytest.FixtureRequest) -> FakeServer:
     new_run(server.base_url, A)
     assert server.state.store.execution_logs.stage().moto_path == request.param
     return server
-
-
-def s3_of(endpoint: str, key: str, secret: str, token: str | None) -> Any:
-    return boto3.client("s3", endpoint_url=endpoint, region_name="us-west-2", aws_access_key_id=key,
-                        aws_secret_access_key=secret, aws_session_token=token,
-                        config=Config(s3={"addressing_style": "path"}, retries={"max_attempts": 1}))
 
 
 def client_of(creds: StageCredentials, **change: str | None) -> Any:
@@ -153,7 +146,7 @@ def test_unsigned_put_of_a_gigabyte_costs_the_stage_nothing(fake: FakeServer) ->
     """Small version (64 MiB pushed); benchmarks/bench_hardening.py pushes 1 GiB."""
     _, creds = new_run(fake.base_url, A)
     stage: StageProcess = fake.state.store.execution_logs.stage()
-    client_of(creds).list_objects_v2(Bucket=creds.bucket)  # warm: moto imports lazily
+    warm_stage(creds)
     push_unsigned_put(str(creds.endpoint), 1 << 30, MiB)
     rss0, disk0 = rss_bytes(stage.proc.pid), tree_bytes(stage.tmp)
     answer, sent = push_unsigned_put(str(creds.endpoint), 1 << 30, 64 * MiB)
