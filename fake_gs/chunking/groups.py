@@ -69,12 +69,13 @@ class ChunkGroup(GroupState):
             return None
         return self.buffer.span(*self.span(idx))
 
-    def keep(self, idx: int, payload: memoryview, written_in: GroupBuffer | None) -> None:
-        """Chunk ``idx`` is in: its bytes are copied to their offset unless they were
-        written there as they arrived (``written_in`` is this group's buffer)."""
+    def keep(self, idx: int, payload: memoryview | None, written_in: GroupBuffer | None) -> None:
+        """Chunk ``idx`` is in: its bytes (``payload``) are copied to their offset unless they
+        were written there as they arrived (``written_in`` is this group's buffer)."""
         assert self.buffer is not None
         start, end = self.span(idx)
         if written_in is not self.buffer:
+            assert payload is not None
             self.buffer.write(start, payload)
         self.buffer.written += end - start
         self.received.add(idx)

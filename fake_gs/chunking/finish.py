@@ -1,0 +1,80 @@
+"""A chunk group's final chunk: its frame verified, decoded and run exactly once; a replayed
+final chunk answers the original execution (CG-IDEM-1).
+
+A failure drops the group and is what replays meet; done, the group keeps only its request
+id (its bytes are released unless the rules in force keep them).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any, Protocol, TypeVar
+
+from contract.errors import ErrorCode
+from fake_gs.answers.refusals import ApiError
+from fake_gs.chunking import machine as cm
+from fake_gs.chunking.decode import decode
+from fake_gs.chunking.groups import DONE, FAILED, ChunkGroup, malformed
+from fake_gs.settings import FakeSettings
+
+
+class Submitted(Protocol):
+    """A request a route built (the store's request record)."""
+
+    @property
+    def request_id(self) -> str: ...
+
+
+R = TypeVar("R", bound=Submitted)
+
+
+async def run_once(group: ChunkGroup, run: cm.Execute, groups: dict[str, ChunkGroup], lock: threading.RLock,
+                   settings: FakeSettings, deep_crashes: bool, build: Callable[[Any, ChunkGroup | None], R],
+                   build_unread: Callable[[ChunkGroup | None], R]) -> R:
+    """Verify the whole frame, decode it, release the buffer, build (as ``run`` says), once;
+    a failure drops the group and is what replays meet."""
+    try:
+        if run.missing:  # only when the machine's missing-chunks rule is waived
+            req = build_unread(group)
+        else:
+            if run.verify_sha and await group.digest() != group.frame_sha256:
+                raise malformed(f"chunk group {group.group_id}: reassembled frame does not match frame_sha256")
+            frame = group.frame()
+            if run.release_bytes:  # the frame view keeps the bytes until the decoded batch lets go
+                group.release()
+            obj = await decode(settings, frame, deep_crashes=deep_crashes, frame_limits=run.frame_limits)
+            del frame
+            req = build(obj, group)
+            if run.keep_decoded:
+                group.decoded = obj
+    except BaseException as exc:
+        with lock:
+            if groups.get(group.group_id) is group:
+                del groups[group.group_id]
+            group.release()
+            group.status = FAILED
+            group.failure = exc if isinstance(exc, ApiError) else ApiError(ErrorCode.INTERNAL, "chunk group failed")
+        group.finished.set()
+        raise
+    with lock:
+        if run.release_bytes:
+            group.release()
+        group.request_id = req.request_id
+        group.status = DONE
+    group.finished.set()
+    return req
+
+
+async def replay(group: ChunkGroup, again: cm.Replay, build: Callable[[Any, ChunkGroup | None], R],
+                 original: Callable[[str], R]) -> R:
+    """A repeated final chunk: the original execution's request (CG-IDEM-1)."""
+    await group.finished.wait()
+    if group.failure is not None:
+        raise group.failure
+    if again.execute_again and group.decoded is not None:
+        rerun = build(group.decoded, None if again.quietly else group)
+        if not again.quietly:
+            return rerun
+    assert group.request_id is not None
+    return original(group.request_id)

@@ -1,0 +1,93 @@
+"""A request chunk judged once its payload is in: the machine's decision (through the
+rules in force, :mod:`fake_gs.chunking.hooks`), carried out on the job's groups.
+
+Carrying a decision out opens the group a first chunk starts, keeps a chunk's bytes (the
+payload was written in place as it arrived, or is copied in now), marks a group whose
+final chunk is in as finalizing and counts a replay; a refusal becomes the contract error.
+A non-final chunk is answered here (:class:`Acknowledged`); a final one goes on to
+:mod:`fake_gs.chunking.finish`.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from contract.errors import ErrorCode
+from contract.models import ChunkAccepted
+from fake_gs.answers import check as answers
+from fake_gs.answers.refusals import ApiError
+from fake_gs.chunking import hooks
+from fake_gs.chunking import machine as cm
+from fake_gs.chunking.groups import FINALIZING, ChunkGroup, new_group
+from fake_gs.chunking.payload import Sink
+from fake_gs.chunking.registry import GroupRegistry
+
+
+@dataclass(frozen=True)
+class Acknowledged:
+    """A non-final chunk kept (or a repeat of one): its progress answer (202, CG-NONFINAL-1)."""
+
+    answer: dict[str, Any]
+
+
+def decide(registry: GroupRegistry, points: frozenset[str], chunk: cm.Chunk, group: ChunkGroup | None,
+           owner: str, job_key: str) -> cm.Decision:
+    """The machine's decision (under the lock) with the ``chunk:`` points in force; room the
+    server's budgets need for a new group is first reclaimed from accounts over their fair
+    share, once."""
+    for attempt in range(2):
+        usage = registry.usage(owner, job_key) if group is None else cm.NO_USAGE
+        decision = hooks.decide(points, chunk, group, registry.settings, usage)
+        if not isinstance(decision, cm.Reclaim):
+            return decision
+        if attempt == 0:
+            registry.reclaim(owner, decision)
+    return cm.Refuse(ErrorCode.CHUNK_GROUP_LIMIT, "the server's chunk budgets are full and nothing could be "
+                     "reclaimed from other accounts; retry later")
+
+
+def refusal(refused: cm.Refuse) -> ApiError:
+    """The contract error a refusal answers."""
+    return ApiError(refused.code, refused.message, list(refused.detail) if refused.detail else None)
+
+
+def carry_out(decision: cm.Decision, sink: Sink, chunk: cm.Chunk, groups: dict[str, ChunkGroup],
+              now: float, job_key: str, owner: str) -> ChunkGroup:
+    """Apply the machine's decision to the job's groups (under the lock), stamped ``now``
+    (the registry clock's monotonic time, so group expiry follows an injected clock)."""
+    gid, idx, _ = chunk.position
+    group = groups.get(gid)
+    if isinstance(decision, cm.Refuse):
+        if decision.touches_group and group is not None:
+            group.touched_at = now
+        raise refusal(decision)
+    assert not isinstance(decision, cm.Reclaim)
+    if group is None:
+        assert not isinstance(decision, cm.Replay) and decision.new_range_size is not None
+        group = new_group(job_key, chunk.route, chunk.desc, decision.new_range_size, now,
+                          owner, sink.buffer if sink.fresh else None)
+    group.touched_at = now
+    if isinstance(decision, cm.Replay):
+        group.replays += 1
+        return group
+    if decision.keep and group.buffer is not None:
+        group.keep(idx, None if group.buffer is sink.buffer else sink.view(), sink.buffer)
+        if group.buffer is not sink.buffer:  # copied in: hashed from the buffer
+            group.advance_hash()
+    if decision.new_range_size is not None:
+        groups[gid] = group
+    if isinstance(decision, cm.Execute):
+        group.status = FINALIZING
+    return group
+
+
+def acknowledge(group: ChunkGroup, idx: int, ack: cm.Ack) -> Acknowledged:
+    """A non-final chunk's answer: progress, never a request id (CG-NONFINAL-1)."""
+    body = answers.render(ChunkAccepted(chunk_group_id=group.group_id, chunk_idx=idx,
+                                        received_chunks=len(group.received), total_chunks=group.total))
+    if ack.leak_request_id:
+        body["request_id"] = str(uuid.uuid4())
+        body["job_id"] = group.job_id
+    return Acknowledged(body)
