@@ -14,8 +14,7 @@ from typing import Any
 from starlette.concurrency import run_in_threadpool
 
 from contract import wire
-from fake_gs.chunking.groups import malformed
-from fake_gs.chunking.stream import check_header, refuse_legacy
+from fake_gs.chunking.stream import check_header, malformed, refuse_legacy
 from fake_gs.ops.seams import Bend, Seams
 from fake_gs.settings import FakeSettings
 

@@ -15,7 +15,8 @@ from contract.errors import ErrorCode
 from fake_gs.answers.refusals import ApiError
 from fake_gs.chunking import machine as cm
 from fake_gs.chunking.decode import decode
-from fake_gs.chunking.groups import DONE, FAILED, ChunkGroup, malformed
+from fake_gs.chunking.groups import DONE, FAILED, ChunkGroup
+from fake_gs.chunking.stream import malformed
 from fake_gs.settings import FakeSettings
 
 
@@ -38,9 +39,15 @@ async def run_once(group: ChunkGroup, run: cm.Execute, groups: dict[str, ChunkGr
         if run.missing:  # only when the machine's missing-chunks rule is waived
             req = build_unread(group)
         else:
-            if run.verify_sha and await group.digest() != group.frame_sha256:
-                raise malformed(f"chunk group {group.group_id}: reassembled frame does not match frame_sha256")
-            frame = group.frame()
+            if run.verify_sha:  # the frame's sha256, hashed in frame order as its chunks came
+                hashed = group.buffer.hash if group.buffer is not None else None
+                if hashed is None or hashed.next != group.total:
+                    raise ApiError(ErrorCode.CHUNK_GROUP_MISSING_CHUNKS, f"chunk group {group.group_id} is incomplete")
+                if await hashed.digest.hexdigest() != group.frame_sha256:
+                    raise malformed(f"chunk group {group.group_id}: reassembled frame does not match frame_sha256")
+            if group.buffer is None:
+                raise ApiError(ErrorCode.CHUNK_GROUP_RESTART_REQUIRED, f"chunk group {group.group_id} was released")
+            frame = group.buffer.view  # the whole frame, in place: nothing is joined
             if run.release_bytes:  # the frame view keeps the bytes until the decoded batch lets go
                 group.release()
             obj = await decode(settings, frame, deep_crashes=deep_crashes, frame_limits=run.frame_limits)

@@ -19,12 +19,9 @@ module, each stage called once and in order:
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol
-
-from starlette.concurrency import run_in_threadpool
 
 from fake_gs.answers.refusals import ApiError
 from fake_gs.chunking import judge, payload, stream
@@ -102,48 +99,24 @@ async def take(call: Frames[R]) -> Acknowledged | R:
         return call.build(obj, None)
     assert not isinstance(found, str)
     # A request chunk. Before its payload: the refusal its header alone rules out (a new
-    # group over the caps, reclaiming room first if it is within its share), or where its
-    # bytes go.
+    # group over the caps, reclaiming room first if it is within its share).
     registry.expire(call.job_key)
     groups = registry.job_groups(call.job_key)
     chunk = cm.Chunk(call.job_id, call.route, found.desc, found.payload_len)
-    gid, idx, _ = chunk.position
+    gid = found.desc["chunk_group_id"]
     arrived = len(head.data) >= found.payload_start + found.payload_len  # nothing left to stream
-    with registry.lock:
-        early: cm.Decision | None = cm.descriptor_refusal(found.desc, found.payload_len, settings.max_body_bytes)
-        if early is None and gid not in groups and not arrived:
+    early: cm.Decision | None = None
+    if gid not in groups and not arrived:
+        with registry.lock:
             early = judge.decide(registry, rules.chunk_points, chunk, None, call.owner, call.job_key)
-        if not isinstance(early, cm.Refuse):
-            whole = memoryview(head.data)[found.payload_start :] if arrived else None
-            sink = payload.choose_sink(groups.get(gid), call.route, found.desc, found.payload_len, whole)
     if isinstance(early, cm.Refuse):  # answered as soon as the body is in; none of it is kept
         await stream.discard_rest(head)
         raise judge.refusal(early)
-    # The payload, received where it stays, then judged and carried out; the slot and the
-    # hash the chunk held are settled whatever happens.
-    kept = False
-    try:
-        received = await payload.receive_payload(call.body, head, found.payload_start, sink)
-        if sink.group is None:  # a copy of its own: wait for a copy writing in place to be judged
-            await payload.settled(groups.get(gid), idx)
-        held = groups.get(gid)
-        stored = held.stored(idx) if held is not None else None
-        if stored is not None:  # the group holds this chunk: the same bytes? (compared in a worker thread)
-            chunk = chunk._replace(differs_from_stored=len(stored) != len(received)
-                                   or not await run_in_threadpool(operator.eq, stored, received))
-        del received, stored
-        with registry.lock:
-            decision = judge.decide(registry, rules.chunk_points, chunk, groups.get(gid), call.owner, call.job_key)
-            group = judge.carry_out(decision, sink, chunk, groups, registry.clock.monotonic(), call.job_key,
-                                    call.owner)
-            kept = isinstance(decision, (cm.Ack, cm.Execute)) and decision.keep and group.buffer is sink.buffer
-    finally:
-        with registry.lock:
-            sink.finish(kept)
-            if kept:
-                group.advance_hash()
+    # The payload, received where it stays, then judged and carried out.
+    sink = await payload.receive(call.body, head, found, groups.get(gid), call.route, registry.lock)
+    decision, group = await judge.judge(registry, rules.chunk_points, chunk, sink, groups, call.owner, call.job_key)
     if isinstance(decision, cm.Ack):
-        return judge.acknowledge(group, idx, decision)
+        return judge.acknowledge(group, found.desc["chunk_idx"], decision)
     if isinstance(decision, cm.Replay):
         return await replay(group, decision, call.build, call.original)
     assert isinstance(decision, cm.Execute)  # carrying out raised every refusal

@@ -10,9 +10,12 @@ A non-final chunk is answered here (:class:`Acknowledged`); a final one goes on 
 
 from __future__ import annotations
 
+import operator
 import uuid
 from dataclasses import dataclass
 from typing import Any
+
+from starlette.concurrency import run_in_threadpool
 
 from contract.errors import ErrorCode
 from contract.models import ChunkAccepted
@@ -53,12 +56,42 @@ def refusal(refused: cm.Refuse) -> ApiError:
     return ApiError(refused.code, refused.message, list(refused.detail) if refused.detail else None)
 
 
-def carry_out(decision: cm.Decision, sink: Sink, chunk: cm.Chunk, groups: dict[str, ChunkGroup],
-              now: float, job_key: str, owner: str) -> ChunkGroup:
-    """Apply the machine's decision to the job's groups (under the lock), stamped ``now``
-    (the registry clock's monotonic time, so group expiry follows an injected clock)."""
-    gid, idx, _ = chunk.position
+async def judge(registry: GroupRegistry, points: frozenset[str], chunk: cm.Chunk, sink: Sink,
+                groups: dict[str, ChunkGroup], owner: str, job_key: str) -> tuple[cm.Decision, ChunkGroup]:
+    """The received chunk judged and the decision carried out (a refusal raised); a chunk
+    not kept gives its slot back and its bytes are rolled out of the frame hash."""
+    gid, idx = chunk.desc["chunk_group_id"], chunk.desc["chunk_idx"]
+    kept = False
+    try:
+        held = groups.get(gid)
+        if sink.group is None:  # a copy of its own: wait for a copy writing in place to be judged
+            while held is not None and (arriving := held.arriving.get(idx)) is not None:
+                await arriving.wait()
+        held = groups.get(gid)
+        if held is not None and held.buffer is not None and idx in held.received:
+            # The group holds this chunk: the same bytes? (compared in a worker thread)
+            stored, received = held.buffer.span(*held.span(idx)), sink.view()
+            chunk = chunk._replace(differs_from_stored=len(stored) != len(received)
+                                   or not await run_in_threadpool(operator.eq, stored, received))
+            del stored, received
+        with registry.lock:
+            decision, group, kept = _carried_out(registry, points, chunk, sink, groups, owner, job_key)
+    finally:
+        if not kept:
+            with registry.lock:
+                sink.finish(kept=False)
+    return decision, group
+
+
+def _carried_out(registry: GroupRegistry, points: frozenset[str], chunk: cm.Chunk, sink: Sink,
+                 groups: dict[str, ChunkGroup], owner: str, job_key: str) -> tuple[cm.Decision, ChunkGroup, bool]:
+    """Decide, then apply the decision to the job's groups (under the lock), stamped with
+    the registry clock's monotonic time, so group expiry follows an injected clock; whether
+    the chunk was kept where it was written."""
+    gid, idx = chunk.desc["chunk_group_id"], chunk.desc["chunk_idx"]
     group = groups.get(gid)
+    decision = decide(registry, points, chunk, group, owner, job_key)
+    now = registry.clock.monotonic()
     if isinstance(decision, cm.Refuse):
         if decision.touches_group and group is not None:
             group.touched_at = now
@@ -71,16 +104,17 @@ def carry_out(decision: cm.Decision, sink: Sink, chunk: cm.Chunk, groups: dict[s
     group.touched_at = now
     if isinstance(decision, cm.Replay):
         group.replays += 1
-        return group
+        return decision, group, False
+    kept = decision.keep and group.buffer is not None and group.buffer is sink.buffer
     if decision.keep and group.buffer is not None:
-        group.keep(idx, None if group.buffer is sink.buffer else sink.view(), sink.buffer)
-        if group.buffer is not sink.buffer:  # copied in: hashed from the buffer
-            group.advance_hash()
+        group.keep(idx, None if kept else sink.view(), sink.buffer, streamed=sink.hashing)
+        if kept:  # its slot and its hash settled by keeping it
+            sink.group, sink.hashing = None, False
     if decision.new_range_size is not None:
         groups[gid] = group
     if isinstance(decision, cm.Execute):
         group.status = FINALIZING
-    return group
+    return decision, group, kept
 
 
 def acknowledge(group: ChunkGroup, idx: int, ack: cm.Ack) -> Acknowledged:

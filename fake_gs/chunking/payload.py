@@ -12,13 +12,15 @@ body breaks off, leaves nothing behind.
 from __future__ import annotations
 
 import asyncio
+import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-from fake_gs.chunking.buffer import GroupBuffer
-from fake_gs.chunking.groups import ChunkGroup, malformed
-from fake_gs.chunking.machine import OPEN, chunk_span
-from fake_gs.chunking.stream import BodyReader, Head
+from contract import wire
+from fake_gs.chunking.buffer import GroupBuffer, chunk_span
+from fake_gs.chunking.groups import ChunkGroup
+from fake_gs.chunking.machine import OPEN
+from fake_gs.chunking.stream import BodyReader, Head, malformed
 
 #: Bytes of a chunk's payload handed to the frame hash at once (pieces arrive in 64-256 KiB).
 #: Each span's hash ends by taking the GIL back from the loop, which is busy receiving: 1 MiB
@@ -46,42 +48,9 @@ class Sink:
     hashing: bool = False
     #: ``buffer`` is the arrived bytes themselves (a one-chunk frame that came whole).
     adopted: bool = False
-    #: Payload bytes already fed to the frame hash (it is fed in spans of ``HASH_SPAN``).
-    hashed: int = 0
-
-    def write(self, data: Any) -> None:
-        if self.written + len(data) > self.length:
-            raise malformed(f"malformed DSSST1 frame: the chunk carries more than the {self.length} payload "
-                            "bytes its header declares")
-        if self.buffer is not None:
-            pos = self.start + self.written
-            if not self.adopted:
-                self.buffer.write(pos, data)
-        else:
-            self.private += data
-        self.written += len(data)
-        if self.hashing:
-            self._feed_hash()
-
-    def _feed_hash(self) -> None:
-        """Hand the bytes written since the last span to the frame hash once a span is full
-        or the payload is complete: from the buffer (a hash running behind holds no piece
-        alive), in spans, so the hashing threads are woken once per span, not per piece."""
-        if self.written - self.hashed < HASH_SPAN and self.written != self.length:
-            return
-        assert self.buffer is not None
-        self.buffer.hash.digest.feed(self.buffer.span(self.start + self.hashed, self.start + self.written))
-        self.hashed = self.written
-
-    def finish(self, kept: bool) -> None:
-        """The chunk's fate is decided: kept in ``buffer`` (its hash stays in) or not (rolled
-        back out); another copy of it waiting for the slot may go on."""
-        if self.hashing and self.buffer is not None:
-            self.buffer.hash.finish(self.idx, kept)
-        self.hashing = False
-        self.done()
 
     def view(self) -> memoryview:
+        """The payload as received."""
         if self.buffer is not None:
             return self.buffer.span(self.start, self.start + self.length)
         return memoryview(self.private)
@@ -93,22 +62,21 @@ class Sink:
         else:
             self.private.clear()
 
-    def done(self) -> None:
+    def finish(self, kept: bool) -> None:
+        """The chunk's fate is decided: another copy of it waiting for the slot may go on, and
+        its bytes stay in ``buffer``'s hash (kept) or are rolled back out."""
         if self.group is not None:
             settled = self.group.arriving.pop(self.idx, None)
             if settled is not None:
                 settled.set()
             self.group = None
+        if self.hashing and self.buffer is not None:
+            self.buffer.hash.finish(self.idx, kept)
+        self.hashing = False
 
 
-async def settled(group: ChunkGroup | None, idx: int) -> None:
-    """Wait until no other copy of chunk ``idx`` is being written into the group's buffer."""
-    while group is not None and (arriving := group.arriving.get(idx)) is not None:
-        await arriving.wait()
-
-
-def choose_sink(group: ChunkGroup | None, route: str, desc: dict[str, Any], length: int,
-                arrived: memoryview | None = None) -> Sink:
+def _sink(group: ChunkGroup | None, route: str, desc: dict[str, Any], length: int,
+          arrived: memoryview | None) -> Sink:
     """Where a chunk's payload should be written as it arrives (under the store lock);
     ``arrived``: the whole payload, already in (a one-chunk frame is then kept in place)."""
     idx, total, size = desc["chunk_idx"], desc["total_chunks"], desc["frame_size_bytes"]
@@ -116,7 +84,7 @@ def choose_sink(group: ChunkGroup | None, route: str, desc: dict[str, Any], leng
         if idx == 0 and 0 < length <= size:  # opens a group: its buffer, from the start
             whole = arrived is not None and total == 1 and len(arrived) == length
             fresh = GroupBuffer(size, arrived if whole else None)
-            return Sink(length, fresh, fresh=True, idx=0, hashing=fresh.hash.start(0), adopted=whole)
+            return Sink(length, fresh, fresh=True, idx=0, adopted=whole)
         return Sink(length)
     buffer = group.buffer
     usable = (group.status == OPEN and group.route == route
@@ -126,25 +94,53 @@ def choose_sink(group: ChunkGroup | None, route: str, desc: dict[str, Any], leng
         start, end = chunk_span(idx, total, group.range_size, size)
         if end - start == length:
             group.arriving[idx] = asyncio.Event()
-            return Sink(length, buffer, start, group=group, idx=idx, hashing=buffer.hash.start(idx))
+            return Sink(length, buffer, start, group=group, idx=idx)
     return Sink(length)
 
 
-async def receive_payload(body: BodyReader, head: Head, payload_start: int, sink: Sink) -> memoryview:
-    """Write the chunk's payload (what came with the head, then the rest) into ``sink``;
-    the body must carry exactly the declared payload."""
+async def receive(body: BodyReader, head: Head, found: wire.ChunkHead, group: ChunkGroup | None, route: str,
+                  lock: threading.RLock) -> Sink:
+    """Choose where the chunk's payload goes (under the lock), then write it there as it
+    arrives (what came with the head, then the rest), handing it to the frame hash in spans
+    of :data:`HASH_SPAN` when it is the next chunk in frame order. The body must carry
+    exactly the declared payload; one that does not, or breaks off, leaves nothing behind."""
+    length, arrived = found.payload_len, len(head.data) >= found.payload_start + found.payload_len
+    with lock:
+        sink = _sink(group, route, found.desc, length, memoryview(head.data)[found.payload_start :] if arrived else None)
+        if sink.buffer is not None:  # a chunk not hashed as it streams is hashed from the buffer once kept
+            sink.hashing = sink.buffer.hash.start(sink.idx)
     body.on_evict = sink.forget
+    hashed = 0
     try:
-        with memoryview(head.data) as arrived:
-            sink.write(arrived[payload_start:])
-        async for piece in head.rest:
-            sink.write(piece)
-        if sink.written != sink.length:
+        piece: Any = memoryview(head.data)[found.payload_start :]
+        while True:
+            if sink.written + len(piece) > length:
+                raise malformed(f"malformed DSSST1 frame: the chunk carries more than the {length} payload "
+                                "bytes its header declares")
+            if sink.buffer is None:
+                sink.private += piece
+            elif not sink.adopted:
+                sink.buffer.write(sink.start + sink.written, piece)
+            sink.written += len(piece)
+            del piece
+            # Hashed from the buffer (a hash running behind holds no piece alive), once a span
+            # is full or the payload complete: the hashing threads wake once per span.
+            if sink.hashing and (sink.written - hashed >= HASH_SPAN or sink.written == length):
+                assert sink.buffer is not None
+                sink.buffer.hash.feed(sink.buffer.span(sink.start + hashed, sink.start + sink.written))
+                hashed = sink.written
+            try:
+                piece = await anext(head.rest)
+            except StopAsyncIteration:
+                break
+        if sink.written != length:
             raise malformed(f"malformed DSSST1 frame: the chunk's payload ended after {sink.written} of the "
-                            f"{sink.length} bytes its header declares")
+                            f"{length} bytes its header declares")
     except BaseException:
         sink.forget()
+        with lock:
+            sink.finish(kept=False)
         raise
     finally:
         body.on_evict = None
-    return sink.view()
+    return sink

@@ -13,13 +13,12 @@ by :mod:`fake_gs.chunking.payload`). A refused body is read to its end and dropp
 from __future__ import annotations
 
 import struct
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any, Literal, NamedTuple, Protocol
 
 from contract import wire
 from contract.errors import ErrorCode
 from fake_gs.answers.refusals import ApiError
-from fake_gs.chunking.groups import malformed
 from fake_gs.settings import FakeSettings
 
 
@@ -68,7 +67,8 @@ async def read_head(body: BodyReader, limit: int, max_header: int) -> Head:
 def opening(data: bytearray, media_refusal: ApiError | None, legacy_refused: bool,
             settings: FakeSettings) -> wire.ChunkHead | None | Literal["unread"]:
     """What the head alone says of a body: refused (ApiError), a request chunk (its head),
-    a plain frame (None), or :data:`UNREAD` (a legacy payload the waived rules let in)."""
+    a plain frame (None), or :data:`UNREAD` (a legacy payload the waived rules let in).
+    A request chunk's descriptor is judged here too (:func:`descriptor_problem`)."""
     if media_refusal is not None:
         raise media_refusal
     if not data:
@@ -80,7 +80,32 @@ def opening(data: bytearray, media_refusal: ApiError | None, legacy_refused: boo
     found = chunk_head(data)
     if found is not None and found.kind != "request":
         raise malformed("expected a request chunk, got a result chunk")
+    if found is not None:
+        problem = descriptor_problem(found.desc, found.payload_len, settings.max_body_bytes)
+        if problem is not None:
+            raise malformed(problem)
     return found
+
+
+def descriptor_problem(desc: Mapping[str, Any], payload_len: int, max_body: int) -> str | None:
+    """What is wrong with a request chunk's descriptor that the codec does not check (its
+    index in range, sizes that add up), or None."""
+    idx, total, size = desc["chunk_idx"], desc["total_chunks"], desc["frame_size_bytes"]
+    if idx >= total:
+        return f"chunk_idx {idx} out of range for total_chunks {total}"
+    if size > total * max_body:
+        return f"frame_size_bytes {size} cannot fit in {total} chunks"
+    if payload_len > size:
+        return f"chunk payload of {payload_len} bytes exceeds frame_size_bytes {size}"
+    if total == 1 and payload_len != size:
+        return f"single chunk carries {payload_len} bytes, frame_size_bytes is {size}"
+    if not str(desc.get("chunk_group_id", "")).strip():
+        return "request chunk descriptor has an empty chunk_group_id"
+    return None
+
+
+def malformed(message: str) -> ApiError:
+    return ApiError(ErrorCode.MALFORMED_FRAME, message)
 
 
 def refuse_legacy(data: Any) -> None:
