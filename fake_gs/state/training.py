@@ -127,12 +127,13 @@ class Training:
 
         def work() -> dict[str, Any]:
             out = store.engine.forward_backward(job.job_id, request)
-            store.note_execution(job, group, forward_backward=True)
             loss = -float(out["avg_loss"]) if flip else float(out["avg_loss"])
-            store.table.trained(job, loss)
-            return answers.render(m.ForwardBackwardResult(
+            answer = answers.render(m.ForwardBackwardResult(
                 job_id=job.public_id, avg_loss=loss, metrics=full_metrics(out.get("metrics")) if proposed else {},
                 post_process_outputs=out.get("post_process_outputs") or {}))
+            store.table.ran_frame(job, group, forward_backward=True)
+            store.table.trained(job, loss)
+            return answer
 
         return store.queue.submit(job, "forward_backward", work, group_id=group.group_id if group else None)
 
@@ -157,7 +158,7 @@ class Training:
         store = self.store
 
         def work() -> dict[str, Any]:
-            store.note_execution(job, group, forward_backward=op == "forward_backward")
+            store.table.ran_frame(job, group, forward_backward=op == "forward_backward")
             return answers.render(m.ForwardBackwardResult(job_id=job.public_id, avg_loss=0.0, metrics={},
                                                           post_process_outputs={}))
 
