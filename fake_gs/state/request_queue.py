@@ -118,22 +118,48 @@ class RequestQueue:
     # --- execution ------------------------------------------------------------------------
 
     def execute(self, req: RequestRec) -> None:
-        """Run the request's work (on its job's executor thread) and record the outcome."""
+        """Run the request's work (on its job's executor thread), record the outcome (none for
+        a request cancelled before it started), then wake whoever waits for it: its done
+        event and the pollers' futures."""
         with self.lock:
             work, req.work = req.work, None
-            if req.cancelled or work is None:
-                self._finish(req)
-                return
-            req.started = True
-            req.updated_at = self.clock.time()
-        outcome = self._run(req, work)
-        if req.request_id in self._run_twice:  # bend crowded-step-twice
-            with self.lock:
-                self._run_twice.discard(req.request_id)
-                self.executed_by_op[req.op] += 1
+            runs = not req.cancelled and work is not None
+            if runs:
+                req.started = True
+                req.updated_at = self.clock.time()
+        outcome: Outcome | None = None
+        if runs and work is not None:
             outcome = self._run(req, work)
+            if req.request_id in self._run_twice:  # bend crowded-step-twice
+                with self.lock:
+                    self._run_twice.discard(req.request_id)
+                    self.executed_by_op[req.op] += 1
+                outcome = self._run(req, work)
         del work
-        self._record(req, outcome)
+        with self.lock:
+            if outcome is not None:
+                error, delivered, events, nbytes = outcome
+                req.executed = True
+                self.executed_by_op[req.op] += 1
+                req.updated_at = self.clock.time()
+                if not req.cancelled:
+                    req.error = error
+                    if delivered is not None:
+                        req.result_raw, req.events_raw = delivered.raw, delivered.events
+                        req.result_form, req.result_bytes = delivered.form, nbytes
+                    req.stream_events.extend(events)
+                job = self._jobs.get(req.job_id)
+                if job is not None:
+                    if delivered is not None and not req.cancelled and job.status not in JOB_TERMINAL:
+                        result_retention.stored(self.settings, job, req, self.clock.monotonic())
+                    job.log(f"request {req.request_id} ({req.op}) {RequestState.FAILED if error else RequestState.DONE}")
+            req.done_event.set()
+            waiters, req.waiters = req.waiters, []
+            for loop, fut in waiters:
+                try:
+                    loop.call_soon_threadsafe(_resolve, fut)
+                except RuntimeError:  # loop closed: nobody is waiting any more
+                    pass
 
     def _run(self, req: RequestRec, work: Callable[[], Any]) -> Outcome:
         """Call ``work`` outside the lock; an error becomes the request's error body."""
@@ -157,35 +183,6 @@ class RequestQueue:
             with self.lock:
                 self.internal_errors += 1
             return error_body(ErrorCode.INTERNAL, f"{req.op} crashed: {type(exc).__name__}: {exc}"[:2000]), None, [], 0
-
-    def _record(self, req: RequestRec, outcome: Outcome) -> None:
-        error, delivered, events, nbytes = outcome
-        with self.lock:
-            req.executed = True
-            self.executed_by_op[req.op] += 1
-            req.updated_at = self.clock.time()
-            if not req.cancelled:
-                req.error = error
-                if delivered is not None:
-                    req.result_raw, req.events_raw = delivered.raw, delivered.events
-                    req.result_form = delivered.form
-                    req.result_bytes = nbytes
-                req.stream_events.extend(events)
-            job = self._jobs.get(req.job_id)
-            if job is not None:
-                if delivered is not None and not req.cancelled and job.status not in JOB_TERMINAL:
-                    result_retention.stored(self.settings, job, req, self.clock.monotonic())
-                job.log(f"request {req.request_id} ({req.op}) {RequestState.FAILED if error else RequestState.DONE}")
-            self._finish(req)
-
-    def _finish(self, req: RequestRec) -> None:
-        req.done_event.set()
-        waiters, req.waiters = req.waiters, []
-        for loop, fut in waiters:
-            try:
-                loop.call_soon_threadsafe(_resolve, fut)
-            except RuntimeError:  # loop closed: nobody is waiting any more
-                pass
 
     def waiter(self, req: RequestRec) -> asyncio.Future[None] | None:
         """A future resolved when ``req`` executes, or None if it already has."""
