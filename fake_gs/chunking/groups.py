@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fake_gs.answers.refusals import ApiError
-from fake_gs.chunking.buffer import GroupBuffer, chunk_span
+from fake_gs.chunking.buffer import GroupBuffer
 from fake_gs.chunking.machine import DONE, FAILED, FINALIZING, OPEN, GroupState
 
 __all__ = ["DONE", "FAILED", "FINALIZING", "OPEN", "ChunkGroup", "new_group"]
@@ -58,29 +58,6 @@ class ChunkGroup(GroupState):
     def reserved_bytes(self) -> int:
         """What the group counts against the caps: its whole frame until it is released."""
         return self.frame_size if self.buffer is not None else 0
-
-    def span(self, idx: int) -> tuple[int, int]:
-        return chunk_span(idx, self.total, self.range_size, self.frame_size)
-
-    def keep(self, idx: int, payload: memoryview | None, written_in: GroupBuffer | None, streamed: bool) -> None:
-        """Chunk ``idx`` is in: its bytes (``payload``) are copied to their offset unless they
-        were written there as they arrived (``written_in`` is this group's buffer: a copy of
-        the chunk waiting for that slot may go on, and the bytes stay in the frame hash when
-        they were ``streamed`` into it); the hash then takes the chunks now in frame order."""
-        assert self.buffer is not None
-        start, end = self.span(idx)
-        if written_in is not self.buffer:
-            assert payload is not None
-            self.buffer.write(start, payload)
-        self.buffer.written += end - start
-        self.received.add(idx)
-        if written_in is self.buffer:
-            arriving = self.arriving.pop(idx, None)
-            if arriving is not None:
-                arriving.set()
-            if streamed:
-                self.buffer.hash.finish(idx, kept=True)
-        self.buffer.hash_in_order(self.received, self.total, self.range_size)
 
     def release(self) -> None:
         """Forget the buffer: its memory goes once nothing decoded from it is left."""

@@ -2,8 +2,9 @@
 rules in force, :mod:`fake_gs.chunking.hooks`), carried out on the job's groups.
 
 Carrying a decision out opens the group a first chunk starts, keeps a chunk's bytes (the
-payload was written in place as it arrived, or is copied in now), marks a group whose
-final chunk is in as finalizing and counts a replay; a refusal becomes the contract error.
+payload was written in place as it arrived, or is copied in now) and moves the frame hash
+over the chunks now in frame order, marks a group whose final chunk is in as finalizing
+and counts a replay; a refusal becomes the contract error.
 A non-final chunk is answered here (:class:`Acknowledged`); a final one goes on to
 :mod:`fake_gs.chunking.finish`.
 """
@@ -23,6 +24,7 @@ from fake_gs.answers import check as answers
 from fake_gs.answers.refusals import ApiError
 from fake_gs.chunking import hooks
 from fake_gs.chunking import machine as cm
+from fake_gs.chunking.buffer import chunk_span
 from fake_gs.chunking.groups import FINALIZING, ChunkGroup, new_group
 from fake_gs.chunking.payload import Sink
 from fake_gs.chunking.registry import GroupRegistry
@@ -70,7 +72,8 @@ async def judge(registry: GroupRegistry, points: frozenset[str], chunk: cm.Chunk
         held = groups.get(gid)
         if held is not None and held.buffer is not None and idx in held.received:
             # The group holds this chunk: the same bytes? (compared in a worker thread)
-            stored, received = held.buffer.span(*held.span(idx)), sink.view()
+            stored = held.buffer.span(*chunk_span(idx, held.total, held.range_size, held.frame_size))
+            received = sink.view()
             chunk = chunk._replace(differs_from_stored=len(stored) != len(received)
                                    or not await run_in_threadpool(operator.eq, stored, received))
             del stored, received
@@ -105,11 +108,22 @@ def _carried_out(registry: GroupRegistry, points: frozenset[str], chunk: cm.Chun
     if isinstance(decision, cm.Replay):
         group.replays += 1
         return decision, group, False
-    kept = decision.keep and group.buffer is not None and group.buffer is sink.buffer
-    if decision.keep and group.buffer is not None:
-        group.keep(idx, None if kept else sink.view(), sink.buffer, streamed=sink.hashing)
-        if kept:  # its slot and its hash settled by keeping it
+    buffer = group.buffer
+    kept = decision.keep and buffer is not None and buffer is sink.buffer
+    if decision.keep and buffer is not None:  # the chunk is in: its bytes at their offset
+        start, end = chunk_span(idx, group.total, group.range_size, group.frame_size)
+        if not kept:  # a copy of its own: copied in, then hashed from the buffer
+            buffer.write(start, sink.view())
+        buffer.written += end - start
+        group.received.add(idx)
+        if kept:  # written in place: its slot is free for a copy waiting, its streamed bytes stay hashed
+            arriving = group.arriving.pop(idx, None)
+            if arriving is not None:
+                arriving.set()
+            if sink.hashing:
+                buffer.hash.finish(idx, kept=True)
             sink.group, sink.hashing = None, False
+        buffer.hash_in_order(group.received, group.total, group.range_size)
     if decision.new_range_size is not None:
         groups[gid] = group
     if isinstance(decision, cm.Execute):
