@@ -1,7 +1,7 @@
 """A request chunk's payload, received where it stays.
 
-Once the chunk's header is read (:mod:`fake_gs.chunking.stream`), its payload streams straight to the offset it takes in
-its group's buffer (:class:`~fake_gs.chunking.buffer.GroupBuffer`): chunk 0 of a new group
+Once the chunk's header is read (:mod:`fake_gs.chunking.stream`), its payload streams
+straight to the offset it takes in its group's buffer (:class:`~fake_gs.chunking.buffer.GroupBuffer`): chunk 0 of a new group
 into a fresh buffer that becomes the group's, a next chunk of a known open group into that
 group's buffer. Only a chunk that cannot go there (a resend of bytes already kept, one
 racing another copy of itself, one of a group not known here) gets a buffer of its own.
