@@ -6,9 +6,9 @@ acknowledgement or the submitted request, calling one module per stage, in order
 it also expires, loses and reclaims them), ``payload`` (where a chunk's bytes go, received
 there, into ``buffer``: the group's frame and its hash, fed through ``digest``), ``judge``
 (the decision of the pure state machine, ``machine``, through the rules in force,
-``hooks``, carried out on the group, ``groups``), ``finish`` (the final chunk run once, a
-replay answered) and ``decode`` (the whole frame decoded in place). ``shares`` splits
-server-wide budgets fairly between accounts.
+``hooks``, carried out on the group, ``groups``), ``outcome`` (a chunk's answer: its
+progress, or the final chunk run once, or a replay answered) and ``decode`` (the whole
+frame decoded in place). ``shares`` splits server-wide budgets fairly between accounts.
 
 May import: ``fake_gs.engines``, ``fake_gs.answers.check``, ``fake_gs.ops`` and ``contract``;
 never ``fake_gs.http.app_state`` or ``fake_gs.http``.

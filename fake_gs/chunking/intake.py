@@ -12,9 +12,10 @@ module, each stage called once and in order:
    (:mod:`~fake_gs.chunking.payload`, into :mod:`~fake_gs.chunking.buffer`, hashed as it
    arrives).
 3. Judged by the chunk machine through the rules in force and carried out on the group
-   (:mod:`~fake_gs.chunking.judge`): a non-final chunk is acknowledged (:class:`Acknowledged`).
-4. The final chunk verifies, decodes and builds the request exactly once, and a replayed
-   final chunk resolves to the original request, CG-IDEM-1 (:mod:`~fake_gs.chunking.finish`).
+   (:mod:`~fake_gs.chunking.judge`).
+4. Its answer (:mod:`~fake_gs.chunking.outcome`): a non-final chunk is acknowledged
+   (:class:`Acknowledged`); the final chunk verifies, decodes and builds the request
+   exactly once, and a replayed final chunk resolves to the original request (CG-IDEM-1).
 """
 
 from __future__ import annotations
@@ -27,9 +28,8 @@ from fake_gs.answers.refusals import ApiError
 from fake_gs.chunking import judge, payload, stream
 from fake_gs.chunking import machine as cm
 from fake_gs.chunking.decode import REQUEST_LIMITS, decode, decode_frame, request_limits
-from fake_gs.chunking.finish import R, Submitted, replay, run_once
 from fake_gs.chunking.groups import ChunkGroup
-from fake_gs.chunking.judge import Acknowledged
+from fake_gs.chunking.outcome import Acknowledged, R, Submitted, acknowledge, replay, run_once
 from fake_gs.chunking.registry import GroupRegistry
 from fake_gs.chunking.stream import check_header, json_containers, refuse_legacy
 
@@ -116,7 +116,7 @@ async def take(call: Frames[R]) -> Acknowledged | R:
     sink = await payload.receive(call.body, head, found, groups.get(gid), call.route, registry.lock)
     decision, group = await judge.judge(registry, rules.chunk_points, chunk, sink, groups, call.owner, call.job_key)
     if isinstance(decision, cm.Ack):
-        return judge.acknowledge(group, found.desc["chunk_idx"], decision)
+        return acknowledge(group, found.desc["chunk_idx"], decision)
     if isinstance(decision, cm.Replay):
         return await replay(group, decision, call.build, call.original)
     assert isinstance(decision, cm.Execute)  # carrying out raised every refusal

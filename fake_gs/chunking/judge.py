@@ -5,22 +5,16 @@ Carrying a decision out opens the group a first chunk starts, keeps a chunk's by
 payload was written in place as it arrived, or is copied in now) and moves the frame hash
 over the chunks now in frame order, marks a group whose final chunk is in as finalizing
 and counts a replay; a refusal becomes the contract error.
-A non-final chunk is answered here (:class:`Acknowledged`); a final one goes on to
-:mod:`fake_gs.chunking.finish`.
+What the chunk then answers is :mod:`fake_gs.chunking.outcome`'s.
 """
 
 from __future__ import annotations
 
 import operator
-import uuid
-from dataclasses import dataclass
-from typing import Any
 
 from starlette.concurrency import run_in_threadpool
 
 from contract.errors import ErrorCode
-from contract.models import ChunkAccepted
-from fake_gs.answers import check as answers
 from fake_gs.answers.refusals import ApiError
 from fake_gs.chunking import hooks
 from fake_gs.chunking import machine as cm
@@ -28,13 +22,6 @@ from fake_gs.chunking.buffer import chunk_span
 from fake_gs.chunking.groups import FINALIZING, ChunkGroup, new_group
 from fake_gs.chunking.payload import Sink
 from fake_gs.chunking.registry import GroupRegistry
-
-
-@dataclass(frozen=True)
-class Acknowledged:
-    """A non-final chunk kept (or a repeat of one): its progress answer (202, CG-NONFINAL-1)."""
-
-    answer: dict[str, Any]
 
 
 def decide(registry: GroupRegistry, points: frozenset[str], chunk: cm.Chunk, group: ChunkGroup | None,
@@ -129,13 +116,3 @@ def _carried_out(registry: GroupRegistry, points: frozenset[str], chunk: cm.Chun
     if isinstance(decision, cm.Execute):
         group.status = FINALIZING
     return decision, group, kept
-
-
-def acknowledge(group: ChunkGroup, idx: int, ack: cm.Ack) -> Acknowledged:
-    """A non-final chunk's answer: progress, never a request id (CG-NONFINAL-1)."""
-    body = answers.render(ChunkAccepted(chunk_group_id=group.group_id, chunk_idx=idx,
-                                        received_chunks=len(group.received), total_chunks=group.total))
-    if ack.leak_request_id:
-        body["request_id"] = str(uuid.uuid4())
-        body["job_id"] = group.job_id
-    return Acknowledged(body)

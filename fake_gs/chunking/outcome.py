@@ -1,23 +1,35 @@
-"""A chunk group's final chunk: its frame verified, decoded and run exactly once; a replayed
-final chunk answers the original execution (CG-IDEM-1).
+"""What a judged request chunk answers: a non-final chunk its progress (:class:`Acknowledged`,
+never a request id); the final chunk the request its frame built, verified, decoded and run
+exactly once; a replayed final chunk the original execution's request (CG-IDEM-1).
 
-A failure drops the group and is what replays meet; done, the group keeps only its request
-id (its bytes are released unless the rules in force keep them).
+A failed run drops the group and is what replays meet; done, the group keeps only its
+request id (its bytes are released unless the rules in force keep them).
 """
 
 from __future__ import annotations
 
 import threading
+import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
 from contract.errors import ErrorCode
+from contract.models import ChunkAccepted
+from fake_gs.answers import check as answers
 from fake_gs.answers.refusals import ApiError
 from fake_gs.chunking import machine as cm
 from fake_gs.chunking.decode import decode
 from fake_gs.chunking.groups import DONE, FAILED, ChunkGroup
 from fake_gs.chunking.stream import malformed
 from fake_gs.settings import FakeSettings
+
+
+@dataclass(frozen=True)
+class Acknowledged:
+    """A non-final chunk kept (or a repeat of one): its progress answer (202, CG-NONFINAL-1)."""
+
+    answer: dict[str, Any]
 
 
 class Submitted(Protocol):
@@ -28,6 +40,16 @@ class Submitted(Protocol):
 
 
 R = TypeVar("R", bound=Submitted)
+
+
+def acknowledge(group: ChunkGroup, idx: int, ack: cm.Ack) -> Acknowledged:
+    """A non-final chunk's answer: progress, never a request id (CG-NONFINAL-1)."""
+    body = answers.render(ChunkAccepted(chunk_group_id=group.group_id, chunk_idx=idx,
+                                        received_chunks=len(group.received), total_chunks=group.total))
+    if ack.leak_request_id:
+        body["request_id"] = str(uuid.uuid4())
+        body["job_id"] = group.job_id
+    return Acknowledged(body)
 
 
 async def run_once(group: ChunkGroup, run: cm.Execute, groups: dict[str, ChunkGroup], lock: threading.RLock,
