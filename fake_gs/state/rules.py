@@ -1,8 +1,7 @@
 """The rules the fake's handlers and border read, in one object: how large a body may be,
 whether a content type is checked, whether a job in a given state serves a call, and the
-other rules of the border, of the frame intake (``fake_gs/chunking/``: its ``IntakeRules``)
-and of the job, operation and sampling routes a variation may waive, or the behaviours
-it may bend.
+other rules of the border and of the job, operation and sampling routes a variation may
+waive, or the behaviours it may bend.
 
 The running variation (``fake_gs/ops/seams.py``) may waive any of them; the border reads
 this object and never the seams, so an HTTP handler reads a rule by its name here. The
