@@ -1,12 +1,14 @@
 """Request chunk groups (spec §9.3, §6.1): how a frame sent in chunks becomes whole.
 
 ``intake`` takes one octet body (a plain frame or a request chunk) and answers an
-acknowledgement or the submitted request; ``stream`` reads the body as it arrives, into
-where its bytes stay; ``machine`` is the protocol as one pure state machine (the restart
-rule lives there); ``hooks`` is where the rules of the running fake change it, by name; ``groups`` keeps one
-group's chunks per job; ``buffer`` is where a group's frame lands as bytes arrive;
-``registry`` finds, expires and loses groups; ``digest`` hashes bytes as they arrive;
-``shares`` splits server-wide budgets fairly between accounts.
+acknowledgement or the submitted request, calling one module per stage, in order:
+``stream`` (the body's head and what it alone rules out), ``registry`` (the job's groups;
+it also expires, loses and reclaims them), ``payload`` (where a chunk's bytes go, received
+there, into ``buffer``: the group's frame and its hash, fed through ``digest``), ``judge``
+(the decision of the pure state machine, ``machine``, through the rules in force,
+``hooks``, carried out on the group, ``groups``), ``outcome`` (a chunk's answer: its
+progress, or the final chunk run once, or a replay answered) and ``decode`` (the whole
+frame decoded in place). ``shares`` splits server-wide budgets fairly between accounts.
 
 May import: ``fake_gs.engines``, ``fake_gs.answers.check``, ``fake_gs.ops`` and ``contract``;
 never ``fake_gs.http.app_state`` or ``fake_gs.http``.

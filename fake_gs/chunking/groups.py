@@ -18,12 +18,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from contract.errors import ErrorCode
 from fake_gs.answers.refusals import ApiError
 from fake_gs.chunking.buffer import GroupBuffer
-from fake_gs.chunking.machine import DONE, FAILED, FINALIZING, OPEN, GroupState, chunk_span
+from fake_gs.chunking.machine import DONE, FAILED, FINALIZING, OPEN, GroupState
 
-__all__ = ["DONE", "FAILED", "FINALIZING", "OPEN", "ChunkGroup", "malformed", "new_group"]
+__all__ = ["DONE", "FAILED", "FINALIZING", "OPEN", "ChunkGroup", "new_group"]
 
 
 @dataclass(kw_only=True)
@@ -60,31 +59,6 @@ class ChunkGroup(GroupState):
         """What the group counts against the caps: its whole frame until it is released."""
         return self.frame_size if self.buffer is not None else 0
 
-    def span(self, idx: int) -> tuple[int, int]:
-        return chunk_span(idx, self.total, self.range_size, self.frame_size)
-
-    def stored(self, idx: int) -> memoryview | None:
-        """The bytes kept for chunk ``idx``, if any."""
-        if self.buffer is None or idx not in self.received:
-            return None
-        return self.buffer.span(*self.span(idx))
-
-    def keep(self, idx: int, payload: memoryview, written_in: GroupBuffer | None) -> None:
-        """Chunk ``idx`` is in: its bytes are copied to their offset unless they were
-        written there as they arrived (``written_in`` is this group's buffer)."""
-        assert self.buffer is not None
-        start, end = self.span(idx)
-        if written_in is not self.buffer:
-            self.buffer.write(start, payload)
-        self.buffer.written += end - start
-        self.received.add(idx)
-
-    def frame(self) -> memoryview:
-        """The whole frame, in place: a view of the buffer (nothing is joined)."""
-        if self.buffer is None:
-            raise ApiError(ErrorCode.CHUNK_GROUP_RESTART_REQUIRED, f"chunk group {self.group_id} was released")
-        return self.buffer.view
-
     def release(self) -> None:
         """Forget the buffer: its memory goes once nothing decoded from it is left."""
         self.buffer = None
@@ -104,30 +78,6 @@ class ChunkGroup(GroupState):
             "replays": self.replays,
             "request_id": self.request_id,
         }
-
-    # --- hashing in frame order ----------------------------------------------------------
-
-    def advance_hash(self) -> None:
-        """Queue the chunks now contiguous with the hashed ones (hashed on worker threads,
-        off the event loop); a chunk hashed as it streamed in is already there."""
-        buffer = self.buffer
-        if buffer is None:
-            return
-        frame_hash = buffer.hash
-        while frame_hash.streaming is None and frame_hash.next in self.received:
-            frame_hash.digest.feed(buffer.span(*self.span(frame_hash.next)))
-            frame_hash.next += 1
-
-    async def digest(self) -> str:
-        """The full frame's sha256 once every chunk is in."""
-        buffer = self.buffer
-        if buffer is None or buffer.hash.next != self.total:
-            raise ApiError(ErrorCode.CHUNK_GROUP_MISSING_CHUNKS, f"chunk group {self.group_id} is incomplete")
-        return await buffer.hash.digest.hexdigest()
-
-
-def malformed(message: str) -> ApiError:
-    return ApiError(ErrorCode.MALFORMED_FRAME, message)
 
 
 def new_group(job_id: str, route: str, desc: Mapping[str, Any], range_size: int, now: float,

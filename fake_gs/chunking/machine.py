@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from contract.errors import ErrorCode, detail_entry
 from fake_gs.chunking import shares
+from fake_gs.chunking.buffer import chunk_span
+from fake_gs.chunking.stream import descriptor_problem
 
 if TYPE_CHECKING:  # the machine reads only the chunk caps of the fake's settings
     from fake_gs.settings import FakeSettings as Limits
@@ -167,19 +169,10 @@ def _malformed(message: str) -> Refuse:
 
 
 def descriptor_refusal(desc: Mapping[str, Any], payload_len: int, max_body: int) -> Refuse | None:
-    """Descriptor facts the codec does not check: index range and sizes that add up."""
-    idx, total, size = desc["chunk_idx"], desc["total_chunks"], desc["frame_size_bytes"]
-    if idx >= total:
-        return _malformed(f"chunk_idx {idx} out of range for total_chunks {total}")
-    if size > total * max_body:
-        return _malformed(f"frame_size_bytes {size} cannot fit in {total} chunks")
-    if payload_len > size:
-        return _malformed(f"chunk payload of {payload_len} bytes exceeds frame_size_bytes {size}")
-    if total == 1 and payload_len != size:
-        return _malformed(f"single chunk carries {payload_len} bytes, frame_size_bytes is {size}")
-    if not str(desc.get("chunk_group_id", "")).strip():
-        return _malformed("request chunk descriptor has an empty chunk_group_id")
-    return None
+    """Descriptor facts the codec does not check: index range and sizes that add up
+    (:func:`fake_gs.chunking.stream.descriptor_problem`, which the intake asks at the door)."""
+    problem = descriptor_problem(desc, payload_len, max_body)
+    return None if problem is None else _malformed(problem)
 
 
 def first_range_size(desc: Mapping[str, Any], payload_len: int) -> int | Refuse:
@@ -210,13 +203,6 @@ def conflict_field(group: GroupState, route: str, desc: Mapping[str, Any]) -> st
         if desc.get(name) != value:
             return name
     return None
-
-
-def chunk_span(idx: int, total: int, range_size: int, frame_size: int) -> tuple[int, int]:
-    """The frame bytes chunk ``idx`` carries: equal ranges, the last one takes the rest."""
-    start = idx * range_size
-    end = frame_size if idx == total - 1 else start + range_size
-    return start, end
 
 
 def first_missing(received: Set[int], total: int, limit: int = MISSING_NAMED) -> list[int]:

@@ -1,26 +1,25 @@
-"""An octet body read as it arrives: its frame header first, then its bytes go where they stay.
+"""An octet body's head: read until its frame header is in, and what that header alone
+rules out, before any more of the body is kept.
 
-A plain frame is read whole (it is decoded from that one buffer, in place). A request
-chunk's header is read first; its payload then streams straight to the offset it takes in
-its group's buffer (:class:`~fake_gs.chunking.buffer.GroupBuffer`): chunk 0 of a new group
-into a fresh buffer that becomes the group's, a next chunk of a known open group into that
-group's buffer. Only a chunk that cannot go there (a resend of bytes already kept, one
-racing another copy of itself, one of a group not known here) gets a buffer of its own.
-The chunk machine still decides once the payload is in; a chunk it refuses, or one whose
-body breaks off, leaves nothing behind.
+The door of the frame intake (:func:`fake_gs.chunking.intake.take`): the body's first
+bytes are read until the frame header is in (:func:`read_head`), then judged
+(:func:`opening`): the content type, an empty body, a legacy pickle payload, a header over
+its length or container caps, a result chunk where a request chunk belongs. What is left
+is a plain frame (read whole, :func:`read_rest`) or a request chunk (its payload streamed
+by :mod:`fake_gs.chunking.payload`). A refused body is read to its end and dropped
+(:func:`discard_rest`).
 """
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass, field
-from typing import Any, NamedTuple, Protocol
+import struct
+from collections.abc import AsyncIterator, Callable, Mapping
+from typing import Any, Literal, NamedTuple, Protocol
 
 from contract import wire
-from fake_gs.chunking.buffer import GroupBuffer
-from fake_gs.chunking.groups import ChunkGroup, malformed
-from fake_gs.chunking.machine import OPEN, chunk_span
+from contract.errors import ErrorCode
+from fake_gs.answers.refusals import ApiError
+from fake_gs.settings import FakeSettings
 
 
 class BodyReader(Protocol):
@@ -31,18 +30,17 @@ class BodyReader(Protocol):
 
     def chunks(self, limit: int) -> AsyncIterator[bytes | bytearray]: ...
 
-#: Bytes of a chunk's payload handed to the frame hash at once (pieces arrive in 64-256 KiB).
-#: Each span's hash ends by taking the GIL back from the loop, which is busy receiving: 1 MiB
-#: spans made 512 such waits per 512 MiB frame, and the final chunk was answered 46-114 ms
-#: after its last byte; with 8 MiB spans, 14-33 ms.
-HASH_SPAN = 8 * 1024 * 1024
-
 
 class Head(NamedTuple):
     """What arrived of a body before its frame header could be read, and the rest of it."""
 
     data: bytearray
     rest: AsyncIterator[bytes | bytearray]
+
+
+#: What :func:`opening` finds a body to be when the payload rules are waived and it holds
+#: a legacy payload: nothing to decode (the route submits its stand-in request).
+UNREAD: Literal["unread"] = "unread"
 
 
 async def read_head(body: BodyReader, limit: int, max_header: int) -> Head:
@@ -64,6 +62,93 @@ async def read_head(body: BodyReader, limit: int, max_header: int) -> Head:
     finally:
         body.on_evict = None
     return Head(data, rest)
+
+
+def opening(data: bytearray, media_refusal: ApiError | None, legacy_refused: bool,
+            settings: FakeSettings) -> wire.ChunkHead | None | Literal["unread"]:
+    """What the head alone says of a body: refused (ApiError), a request chunk (its head),
+    a plain frame (None), or :data:`UNREAD` (a legacy payload the waived rules let in).
+    A request chunk's descriptor is judged here too (:func:`descriptor_problem`)."""
+    if media_refusal is not None:
+        raise media_refusal
+    if not data:
+        raise ApiError(ErrorCode.MALFORMED_FRAME, "empty body: expected a DSSST1 frame")
+    if wire.sniff_refused_payload(data) is not None and not legacy_refused:
+        return UNREAD
+    refuse_legacy(data)
+    check_header(data, settings)
+    found = chunk_head(data)
+    if found is not None and found.kind != "request":
+        raise malformed("expected a request chunk, got a result chunk")
+    if found is not None:
+        problem = descriptor_problem(found.desc, found.payload_len, settings.max_body_bytes)
+        if problem is not None:
+            raise malformed(problem)
+    return found
+
+
+def descriptor_problem(desc: Mapping[str, Any], payload_len: int, max_body: int) -> str | None:
+    """What is wrong with a request chunk's descriptor that the codec does not check (its
+    index in range, sizes that add up), or None."""
+    idx, total, size = desc["chunk_idx"], desc["total_chunks"], desc["frame_size_bytes"]
+    if idx >= total:
+        return f"chunk_idx {idx} out of range for total_chunks {total}"
+    if size > total * max_body:
+        return f"frame_size_bytes {size} cannot fit in {total} chunks"
+    if payload_len > size:
+        return f"chunk payload of {payload_len} bytes exceeds frame_size_bytes {size}"
+    if total == 1 and payload_len != size:
+        return f"single chunk carries {payload_len} bytes, frame_size_bytes is {size}"
+    if not str(desc.get("chunk_group_id", "")).strip():
+        return "request chunk descriptor has an empty chunk_group_id"
+    return None
+
+
+def malformed(message: str) -> ApiError:
+    return ApiError(ErrorCode.MALFORMED_FRAME, message)
+
+
+def refuse_legacy(data: Any) -> None:
+    kind = wire.sniff_refused_payload(data)
+    if kind is not None:
+        raise ApiError(ErrorCode.LEGACY_PAYLOAD_REFUSED,
+                       f"legacy pickle/torch.save payloads are refused ({kind}); send a DSSST1 frame")
+
+
+def check_header(data: Any, settings: FakeSettings) -> None:
+    """Refuse a frame whose header is over the length cap, or holds more JSON arrays and
+    objects than allowed, before anything parses it (bounded time and memory)."""
+    if len(data) < 8:
+        return
+    (size,) = struct.unpack_from("<Q", data, 0)
+    if size > settings.max_frame_header_bytes:
+        raise malformed(f"malformed DSSST1 frame: header length {size} exceeds the "
+                        f"{settings.max_frame_header_bytes} byte cap")
+    if size > len(data) - 8:
+        return  # the codec refuses it with the precise reason
+    buf = data if isinstance(data, (bytes, bytearray)) else bytes(memoryview(data)[: 8 + size])
+    if json_containers(buf, 8, 8 + size) > settings.max_json_containers:
+        raise malformed(f"malformed DSSST1 frame: the header holds more than {settings.max_json_containers} "
+                        "JSON arrays/objects")
+
+
+def json_containers(data: bytes | bytearray, start: int = 0, end: int | None = None) -> int:
+    """An upper bound of the arrays and objects a JSON text holds (brackets in strings
+    count too), found without parsing it."""
+    end = len(data) if end is None else end
+    return data.count(b"[", start, end) + data.count(b"{", start, end)
+
+
+def chunk_head(data: bytearray) -> wire.ChunkHead | None:
+    """The request or result chunk ``data`` starts with; None for a plain frame, or for a
+    body that ended before its header did (the codec then says what is wrong with it)."""
+    size = wire.frame_head_size(data)
+    if size is None or len(data) < size:
+        return None
+    try:
+        return wire.read_chunk_head(data)
+    except wire.WireError as exc:
+        raise malformed(f"malformed DSSST1 frame: {exc}") from None
 
 
 def request_chunk_head(data: bytearray) -> wire.ChunkHead | None:
@@ -96,126 +181,3 @@ async def read_rest(body: BodyReader, head: Head) -> bytearray:
     finally:
         body.on_evict = None
     return data
-
-
-@dataclass
-class Sink:
-    """Where one chunk's payload goes: ``buffer`` at ``start`` (a group's, or a new one that
-    becomes the new group's), or a private bytearray."""
-
-    length: int
-    buffer: GroupBuffer | None = None
-    start: int = 0
-    #: ``buffer`` was made for this chunk (chunk 0 of a group not known yet).
-    fresh: bool = False
-    #: The group whose ``arriving`` slot this write holds until its fate is decided.
-    group: ChunkGroup | None = None
-    idx: int = -1
-    private: bytearray = field(default_factory=bytearray)
-    written: int = 0
-    #: The bytes are hashed into ``buffer``'s frame hash as they arrive.
-    hashing: bool = False
-    #: ``buffer`` is the arrived bytes themselves (a one-chunk frame that came whole).
-    adopted: bool = False
-    #: Payload bytes already fed to the frame hash (it is fed in spans of ``HASH_SPAN``).
-    hashed: int = 0
-
-    def write(self, data: Any) -> None:
-        if self.written + len(data) > self.length:
-            raise malformed(f"malformed DSSST1 frame: the chunk carries more than the {self.length} payload "
-                            "bytes its header declares")
-        if self.buffer is not None:
-            pos = self.start + self.written
-            if not self.adopted:
-                self.buffer.write(pos, data)
-        else:
-            self.private += data
-        self.written += len(data)
-        if self.hashing:
-            self._feed_hash()
-
-    def _feed_hash(self) -> None:
-        """Hand the bytes written since the last span to the frame hash once a span is full
-        or the payload is complete: from the buffer (a hash running behind holds no piece
-        alive), in spans, so the hashing threads are woken once per span, not per piece."""
-        if self.written - self.hashed < HASH_SPAN and self.written != self.length:
-            return
-        assert self.buffer is not None
-        self.buffer.hash.digest.feed(self.buffer.span(self.start + self.hashed, self.start + self.written))
-        self.hashed = self.written
-
-    def finish(self, kept: bool) -> None:
-        """The chunk's fate is decided: kept in ``buffer`` (its hash stays in) or not (rolled
-        back out); another copy of it waiting for the slot may go on."""
-        if self.hashing and self.buffer is not None:
-            self.buffer.hash.finish(self.idx, kept)
-        self.hashing = False
-        self.done()
-
-    def view(self) -> memoryview:
-        if self.buffer is not None:
-            return self.buffer.span(self.start, self.start + self.length)
-        return memoryview(self.private)
-
-    def forget(self) -> None:
-        """Free what was written (the body was dropped or broke off)."""
-        if self.buffer is not None:
-            self.buffer.forget(self.start, self.start + self.written)
-        else:
-            self.private.clear()
-
-    def done(self) -> None:
-        if self.group is not None:
-            settled = self.group.arriving.pop(self.idx, None)
-            if settled is not None:
-                settled.set()
-            self.group = None
-
-
-async def settled(group: ChunkGroup | None, idx: int) -> None:
-    """Wait until no other copy of chunk ``idx`` is being written into the group's buffer."""
-    while group is not None and (arriving := group.arriving.get(idx)) is not None:
-        await arriving.wait()
-
-
-def choose_sink(group: ChunkGroup | None, route: str, desc: dict[str, Any], length: int,
-                arrived: memoryview | None = None) -> Sink:
-    """Where a chunk's payload should be written as it arrives (under the store lock);
-    ``arrived``: the whole payload, already in (a one-chunk frame is then kept in place)."""
-    idx, total, size = desc["chunk_idx"], desc["total_chunks"], desc["frame_size_bytes"]
-    if group is None:
-        if idx == 0 and 0 < length <= size:  # opens a group: its buffer, from the start
-            whole = arrived is not None and total == 1 and len(arrived) == length
-            fresh = GroupBuffer(size, arrived if whole else None)
-            return Sink(length, fresh, fresh=True, idx=0, hashing=fresh.hash.start(0), adopted=whole)
-        return Sink(length)
-    buffer = group.buffer
-    usable = (group.status == OPEN and group.route == route
-              and idx not in group.received and idx not in group.arriving
-              and (group.total, group.frame_size) == (total, size) and idx < total)
-    if usable and buffer is not None:
-        start, end = chunk_span(idx, total, group.range_size, size)
-        if end - start == length:
-            group.arriving[idx] = asyncio.Event()
-            return Sink(length, buffer, start, group=group, idx=idx, hashing=buffer.hash.start(idx))
-    return Sink(length)
-
-
-async def receive_payload(body: BodyReader, head: Head, payload_start: int, sink: Sink) -> memoryview:
-    """Write the chunk's payload (what came with the head, then the rest) into ``sink``;
-    the body must carry exactly the declared payload."""
-    body.on_evict = sink.forget
-    try:
-        with memoryview(head.data) as arrived:
-            sink.write(arrived[payload_start:])
-        async for piece in head.rest:
-            sink.write(piece)
-        if sink.written != sink.length:
-            raise malformed(f"malformed DSSST1 frame: the chunk's payload ended after {sink.written} of the "
-                            f"{sink.length} bytes its header declares")
-    except BaseException:
-        sink.forget()
-        raise
-    finally:
-        body.on_evict = None
-    return sink.view()

@@ -27,6 +27,7 @@ from contract.states import (
     normalize_job_state,
 )
 from fake_gs.answers.refusals import ApiError
+from fake_gs.chunking.groups import ChunkGroup
 from fake_gs.clock import Clock
 from fake_gs.ops.seams import Bend, Rule
 from fake_gs.settings import FakeSettings
@@ -285,6 +286,15 @@ class JobTable:
             }
 
     # --- what training does to a job -------------------------------------------------------
+
+    def ran_frame(self, job: JobRec, group: ChunkGroup | None, *, forward_backward: bool) -> None:
+        """A frame's work ran: one more execution of its chunk group (the at-most-once proof
+        the state dump shows) and, for a forward-backward, of the job."""
+        with self.lock:
+            if group is not None:
+                group.executions += 1
+            if forward_backward:
+                job.fb_executions += 1
 
     def trained(self, job: JobRec, loss: float) -> None:
         """A forward-backward ran: the job's last loss (a save keeps it with the checkpoint)."""

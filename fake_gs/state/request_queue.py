@@ -32,8 +32,9 @@ log = logging.getLogger("fake_gs.state.store")
 
 #: Request failures caused by the request's content rather than by a bug.
 INPUT_ERRORS = (ValueError, LookupError, TypeError, RuntimeError, ArithmeticError)
-#: What one execution produced: (error body, delivered result, stream events).
-Outcome = tuple[dict[str, Any] | None, delivery.Delivered | None, list[dict[str, Any]]]
+#: What one execution produced: (error body, delivered result, stream events, the bytes the
+#: delivered result holds: sized once, outside the lock).
+Outcome = tuple[dict[str, Any] | None, delivery.Delivered | None, list[dict[str, Any]], int]
 
 
 class Page(NamedTuple):
@@ -81,35 +82,31 @@ class RequestQueue:
         rid = request_id or self.outward.request_id()
         req = RequestRec(request_id=rid, job_id=job.job_id, op=op, created_at=self.clock.time(),
                          work=work, force_frame=force_frame, stream=stream, group_id=group_id)
+        bent = self.settings.seams.bent
         with self.lock:
             # Checked again here, under the lock: the job may have ended while the call's
             # body was arriving; a call that loses that race leaves nothing behind (409).
-            if job.status in JOB_ENDED_OR_ENDING and self.settings.seams.enforces(Rule.LATE_BODY_REFUSED):
+            if job.status in JOB_ENDED_OR_ENDING and Rule.LATE_BODY_REFUSED not in self.settings.seams.waived:
                 raise ApiError(ErrorCode.JOB_NOT_RUNNING,
                                f"job {job.public_id} is {job.status}: it ended before the call's body arrived")
-            self._crowded_bends(req)
+            # The crowded bends act only while another request is in flight on the server
+            # (queued or running, any job), as a server that breaks under concurrency would;
+            # the scan of every request costs only while one of them is bent.
+            crowded = Bend.CROWDED_500 in bent and op in ("step", "save")
+            twice = Bend.CROWDED_STEP_TWICE in bent and op == "step"
+            if (crowded or twice) and any(not r.executed and not r.cancelled for r in self.requests.values()):
+                if twice:
+                    self._run_twice.add(req.request_id)
+                else:
+                    self._crowded += 1
+                    if self._crowded % 3 == 1:  # one in three, the first included
+                        raise ApiError(ErrorCode.INTERNAL, f"{op} failed while other requests were in flight")
             self.requests[req.request_id] = req
             self.requests_submitted += 1
             job.requests_total += 1
             self.requests_by_op[op] += 1
             self.executors.queue(job.job_id).submit(lambda: self.execute(req))
         return req
-
-    def _crowded_bends(self, req: RequestRec) -> None:
-        """The crowded bends, acting only while another request is in flight on the
-        server (queued or running, any job), as a server that breaks under concurrency would.
-        Called under the lock; the scan of every request costs only while one is active."""
-        crowded = self.settings.seams.bends(Bend.CROWDED_500) and req.op in ("step", "save")
-        twice = self.settings.seams.bends(Bend.CROWDED_STEP_TWICE) and req.op == "step"
-        if not (crowded or twice) or not any(not r.executed and not r.cancelled
-                                             for r in self.requests.values()):
-            return
-        if twice:
-            self._run_twice.add(req.request_id)
-            return
-        self._crowded += 1
-        if self._crowded % 3 == 1:  # one in three, the first included
-            raise ApiError(ErrorCode.INTERNAL, f"{req.op} failed while other requests were in flight")
 
     def request_for(self, job: JobRec, request_id: str) -> RequestRec:
         with self.lock:
@@ -121,22 +118,48 @@ class RequestQueue:
     # --- execution ------------------------------------------------------------------------
 
     def execute(self, req: RequestRec) -> None:
-        """Run the request's work (on its job's executor thread) and record the outcome."""
+        """Run the request's work (on its job's executor thread), record the outcome (none for
+        a request cancelled before it started), then wake whoever waits for it: its done
+        event and the pollers' futures."""
         with self.lock:
             work, req.work = req.work, None
-            if req.cancelled or work is None:
-                self._finish(req)
-                return
-            req.started = True
-            req.updated_at = self.clock.time()
-        outcome = self._run(req, work)
-        if req.request_id in self._run_twice:  # bend crowded-step-twice
-            with self.lock:
-                self._run_twice.discard(req.request_id)
-                self.executed_by_op[req.op] += 1
+            runs = not req.cancelled and work is not None
+            if runs:
+                req.started = True
+                req.updated_at = self.clock.time()
+        outcome: Outcome | None = None
+        if runs and work is not None:
             outcome = self._run(req, work)
+            if req.request_id in self._run_twice:  # bend crowded-step-twice
+                with self.lock:
+                    self._run_twice.discard(req.request_id)
+                    self.executed_by_op[req.op] += 1
+                outcome = self._run(req, work)
         del work
-        self._record(req, outcome)
+        with self.lock:
+            if outcome is not None:
+                error, delivered, events, nbytes = outcome
+                req.executed = True
+                self.executed_by_op[req.op] += 1
+                req.updated_at = self.clock.time()
+                if not req.cancelled:
+                    req.error = error
+                    if delivered is not None:
+                        req.result_raw, req.events_raw = delivered.raw, delivered.events
+                        req.result_form, req.result_bytes = delivered.form, nbytes
+                    req.stream_events.extend(events)
+                job = self._jobs.get(req.job_id)
+                if job is not None:
+                    if delivered is not None and not req.cancelled and job.status not in JOB_TERMINAL:
+                        result_retention.stored(self.settings, job, req, self.clock.monotonic())
+                    job.log(f"request {req.request_id} ({req.op}) {RequestState.FAILED if error else RequestState.DONE}")
+            req.done_event.set()
+            waiters, req.waiters = req.waiters, []
+            for loop, fut in waiters:
+                try:
+                    loop.call_soon_threadsafe(_resolve, fut)
+                except RuntimeError:  # loop closed: nobody is waiting any more
+                    pass
 
     def _run(self, req: RequestRec, work: Callable[[], Any]) -> Outcome:
         """Call ``work`` outside the lock; an error becomes the request's error body."""
@@ -144,50 +167,22 @@ class RequestQueue:
             result = work()
             outward, key = self.outward, req.request_id
             if req.stream:
-                return None, None, [outward.result(f"{key}/{i}", e) for i, e in enumerate(result)]
+                return None, None, [outward.result(f"{key}/{i}", e) for i, e in enumerate(result)], 0
             s = self.settings
             mode = outward.delivery(s.result_delivery, key)
-            return None, delivery.prepare(outward.result(key, result), force_frame=req.force_frame,
-                                          mode=mode, chunk_bytes=s.result_chunk_bytes), []
+            delivered = delivery.prepare(outward.result(key, result), force_frame=req.force_frame,
+                                         mode=mode, chunk_bytes=s.result_chunk_bytes)
+            return None, delivered, [], delivered.nbytes
         except ApiError as exc:
-            return exc.body(), None, []
+            return exc.body(), None, [], 0
         except INPUT_ERRORS as exc:
             log.info("request %s (%s) failed: %s", req.request_id, req.op, exc)
-            return error_body(ErrorCode.INVALID_ARGUMENT, f"{req.op} failed: {exc}"[:2000]), None, []
+            return error_body(ErrorCode.INVALID_ARGUMENT, f"{req.op} failed: {exc}"[:2000]), None, [], 0
         except Exception as exc:
             log.exception("request %s (%s) crashed", req.request_id, req.op)
             with self.lock:
                 self.internal_errors += 1
-            return error_body(ErrorCode.INTERNAL, f"{req.op} crashed: {type(exc).__name__}: {exc}"[:2000]), None, []
-
-    def _record(self, req: RequestRec, outcome: Outcome) -> None:
-        error, delivered, events = outcome
-        with self.lock:
-            req.executed = True
-            self.executed_by_op[req.op] += 1
-            req.updated_at = self.clock.time()
-            if not req.cancelled:
-                req.error = error
-                if delivered is not None:
-                    req.result_raw, req.events_raw = delivered.raw, delivered.events
-                    req.result_form = delivered.form
-                    req.result_bytes = delivered.nbytes
-                req.stream_events.extend(events)
-            job = self._jobs.get(req.job_id)
-            if job is not None:
-                if delivered is not None and not req.cancelled and job.status not in JOB_TERMINAL:
-                    result_retention.stored(self.settings, job, req, self.clock.monotonic())
-                job.log(f"request {req.request_id} ({req.op}) {RequestState.FAILED if error else RequestState.DONE}")
-            self._finish(req)
-
-    def _finish(self, req: RequestRec) -> None:
-        req.done_event.set()
-        waiters, req.waiters = req.waiters, []
-        for loop, fut in waiters:
-            try:
-                loop.call_soon_threadsafe(_resolve, fut)
-            except RuntimeError:  # loop closed: nobody is waiting any more
-                pass
+            return error_body(ErrorCode.INTERNAL, f"{req.op} crashed: {type(exc).__name__}: {exc}"[:2000]), None, [], 0
 
     def waiter(self, req: RequestRec) -> asyncio.Future[None] | None:
         """A future resolved when ``req`` executes, or None if it already has."""

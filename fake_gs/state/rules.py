@@ -71,6 +71,8 @@ class Rules:
     generate_needs_sampler: bool
     #: A training sub-job needs a model the service trains (not an inference-only one).
     training_needs_trainable_model: bool
+    #: A legacy pickle/torch.save body is refused (else a frame route submits a stand-in).
+    legacy_payloads_refused: bool
 
     #: Bent on purpose (false for the plain fake): a job refusing a malformed frame stops serving.
     refusal_wedges_job: bool
@@ -86,8 +88,13 @@ class Rules:
     key_answers_crossed: bool
     #: Bent on purpose (false for the plain fake): any service token opens the admin API.
     service_token_opens_admin: bool
+    #: Bent on purpose (false for the plain fake): a frame past the depth limit crashes the decoder.
+    deep_frame_crashes: bool
     #: The numeric bugs the engine is built with (none for the plain fake).
     engine_quirks: frozenset[EngineQuirk]
+    #: The rules of the chunk-group machine waived and its decisions transformed, by the
+    #: names ``fake_gs/chunking/hooks.py`` knows (none for the plain fake).
+    chunk_points: frozenset[str]
 
     @classmethod
     def of(cls, settings: FakeSettings) -> Rules:
@@ -116,6 +123,7 @@ class Rules:
                    reset_sampler_only=Rule.RESET_SAMPLER_ONLY not in waived,
                    generate_needs_sampler=Rule.SAMPLER_GENERATES not in waived,
                    training_needs_trainable_model=Rule.TRAINABLE_MODEL not in waived,
+                   legacy_payloads_refused=Rule.PAYLOAD_REFUSED not in waived,
                    refusal_wedges_job=Bend.REFUSAL_WEDGES_JOB in bent,
                    init_from_any_job=Bend.INIT_ANY_JOB in bent,
                    stage_logs_unwritten=Bend.STAGE_LOGS_UNWRITTEN in bent,
@@ -123,7 +131,9 @@ class Rules:
                    export_name_from_id=Bend.EXPORT_NAME_FROM_ID in bent,
                    key_answers_crossed=Bend.KEY_CROSSED_ANSWER in bent,
                    service_token_opens_admin=Bend.SERVICE_TOKEN_ADMIN in bent,
-                   engine_quirks=settings.seams.engine_quirks())
+                   deep_frame_crashes=Bend.DEEP_FRAME_500 in bent,
+                   engine_quirks=settings.seams.engine_quirks(),
+                   chunk_points=settings.seams.named("chunk"))
 
     def job_serves(self, status: str, wanted: Container[str]) -> bool:
         """Whether a job in ``status`` serves a call that needs one of ``wanted``."""

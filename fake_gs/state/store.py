@@ -132,13 +132,6 @@ class Store:
             engine.drop_job(job.job_id)
         trim_heap()
 
-    def note_execution(self, job: JobRec, group: ChunkGroup | None, *, forward_backward: bool) -> None:
-        with self.lock:
-            if group is not None:
-                group.executions += 1
-            if forward_backward:
-                job.fb_executions += 1
-
     # --- admin ----------------------------------------------------------------------------
 
     def dump(self, labels: Callable[[str], str] | None = None) -> dict[str, Any]:

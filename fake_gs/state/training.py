@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from contract import models as m
@@ -25,6 +26,7 @@ from fake_gs.answers.refusals import ApiError
 from fake_gs.chunking.groups import ChunkGroup
 from fake_gs.engines.protocol import BatchRefused
 from fake_gs.ops.seams import Bend, Rewrite, Rule
+from fake_gs.settings import FakeSettings
 from fake_gs.state.create_rules import dp_compatible, restores_optimizer
 from fake_gs.state.quotas import check_checkpoint_room
 from fake_gs.state.records import CheckpointRec, JobRec, RequestRec, SubJobRec
@@ -93,12 +95,15 @@ def _peak_memory_wanted(sub: SubJobRec) -> bool:
     return bool(cfg is not None and (cfg.model_extra or {}).get("step_peak_memory_log"))
 
 
+@dataclass(frozen=True)
 class Training:
     """The training routes over one store (see the module docstring)."""
 
-    def __init__(self, store: Store) -> None:
-        self.store = store
-        self.settings = store.settings
+    store: Store
+
+    @property
+    def settings(self) -> FakeSettings:
+        return self.store.settings
 
     def admit_batch(self, request: dict[str, Any]) -> None:
         """The engine's refusal of a batch it will not run, as a 400 at submission: over its
@@ -122,12 +127,13 @@ class Training:
 
         def work() -> dict[str, Any]:
             out = store.engine.forward_backward(job.job_id, request)
-            store.note_execution(job, group, forward_backward=True)
             loss = -float(out["avg_loss"]) if flip else float(out["avg_loss"])
-            store.table.trained(job, loss)
-            return answers.render(m.ForwardBackwardResult(
+            answer = answers.render(m.ForwardBackwardResult(
                 job_id=job.public_id, avg_loss=loss, metrics=full_metrics(out.get("metrics")) if proposed else {},
                 post_process_outputs=out.get("post_process_outputs") or {}))
+            store.table.ran_frame(job, group, forward_backward=True)
+            store.table.trained(job, loss)
+            return answer
 
         return store.queue.submit(job, "forward_backward", work, group_id=group.group_id if group else None)
 
@@ -146,6 +152,17 @@ class Training:
             return out
 
         return work
+
+    def unread(self, job: JobRec, op: str, group: ChunkGroup | None = None) -> RequestRec:
+        """What a fake that waives the payload rules runs instead of a frame it cannot decode."""
+        store = self.store
+
+        def work() -> dict[str, Any]:
+            store.table.ran_frame(job, group, forward_backward=op == "forward_backward")
+            return answers.render(m.ForwardBackwardResult(job_id=job.public_id, avg_loss=0.0, metrics={},
+                                                          post_process_outputs={}))
+
+        return store.queue.submit(job, op, work)
 
     def forward_no_grad(self, job: JobRec, obj: Any, group: ChunkGroup | None) -> RequestRec:
         request = forward_object(obj)

@@ -15,6 +15,7 @@ from fake_gs_api import OCTET, Api, batch, eventually
 
 from conformance.drivers.rawhttp import read_answer, request_head
 from contract import wire
+from fake_gs.chunking import payload
 
 MAX = 64 * 1024
 
@@ -75,6 +76,24 @@ def test_a_chunk_cut_off_mid_payload_leaves_nothing(make_api) -> None:
     assert eventually(lambda: 1 not in _group(api.server, job, gid).arriving)
     group = _group(api.server, job, gid)
     assert group.received == {0} and group.buffered_bytes == len(wire.chunk_payload(chunks[0]))
+    for chunk in chunks[1:-1]:
+        assert _post(api, job, chunk).status_code == 202
+    final = _post(api, job, chunks[-1])
+    assert final.status_code == 200, final.text
+    assert "avg_loss" in api.result(job, final.json()["request_id"]) and group.executions == 1
+
+
+def test_a_chunk_cut_off_after_spans_were_hashed_is_rolled_back_out_of_the_frame_hash(make_api, monkeypatch) -> None:
+    """Half a chunk hashed as it streamed in (in spans of 4 KiB here), then cut off: its
+    bytes leave the frame hash, so the group, sent again from that chunk, checks out."""
+    monkeypatch.setattr(payload, "HASH_SPAN", 4096)
+    api = make_api()
+    job, gid, _, chunks, sock = _half_of_chunk_1(api)
+    group = _group(api.server, job, gid)
+    assert eventually(lambda: group.buffer.hash.digest.fed > len(wire.chunk_payload(chunks[0])))  # spans of chunk 1 in
+    sock.close()
+    assert eventually(lambda: 1 not in _group(api.server, job, gid).arriving)
+    assert group.buffer.hash.next == 1 and group.buffer.hash.streaming is None
     for chunk in chunks[1:-1]:
         assert _post(api, job, chunk).status_code == 202
     final = _post(api, job, chunks[-1])

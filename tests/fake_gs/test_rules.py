@@ -35,6 +35,7 @@ FIELDS_OF = {
     Rule.RESET_SAMPLER_ONLY: {"reset_sampler_only"},
     Rule.SAMPLER_GENERATES: {"generate_needs_sampler"},
     Rule.TRAINABLE_MODEL: {"training_needs_trainable_model"},
+    Rule.PAYLOAD_REFUSED: {"legacy_payloads_refused"},
 }
 
 #: Each behaviour the handlers read through Rules -> the field its bend sets.
@@ -46,10 +47,13 @@ BENT_FIELD = {
     Bend.EXPORT_NAME_FROM_ID: "export_name_from_id",
     Bend.KEY_CROSSED_ANSWER: "key_answers_crossed",
     Bend.SERVICE_TOKEN_ADMIN: "service_token_opens_admin",
+    Bend.DEEP_FRAME_500: "deep_frame_crashes",
 }
 
 #: The field the ``engine:`` points (the engine's numeric bugs) set.
 QUIRKS_FIELD = "engine_quirks"
+#: The field the ``chunk:`` points (the chunk machine's waivers and transforms) set.
+CHUNK_FIELD = "chunk_points"
 
 
 def test_the_plain_fake_enforces_every_rule() -> None:
@@ -61,8 +65,9 @@ def test_the_plain_fake_enforces_every_rule() -> None:
     assert flags.pop("ended_jobs_serve") is False
     assert not any(flags.pop(name) for name in BENT_FIELD.values())
     assert all(flags.values()), flags
-    assert not rules.engine_quirks
-    assert set().union(*FIELDS_OF.values(), BENT_FIELD.values(), {QUIRKS_FIELD}) == {f.name for f in dataclasses.fields(rules)}
+    assert not rules.engine_quirks and not rules.chunk_points
+    assert set().union(*FIELDS_OF.values(), BENT_FIELD.values(), {QUIRKS_FIELD, CHUNK_FIELD}) \
+        == {f.name for f in dataclasses.fields(rules)}
     assert not rules.job_serves(JobState.CANCELLED, {JobState.RUNNING}) and rules.job_serves(JobState.RUNNING, {JobState.RUNNING})
 
 
@@ -76,7 +81,8 @@ def test_a_waiver_changes_exactly_its_rules_fields() -> None:
         changed = {f.name for f in dataclasses.fields(rules) if getattr(rules, f.name) != getattr(plain, f.name)}
         expected = set().union(set(), *(fields for rule, fields in FIELDS_OF.items() if rule in waived),
                                {field for bend, field in BENT_FIELD.items() if bend in bent},
-                               {QUIRKS_FIELD} if any(point.startswith("engine:") for point in row.seams) else set())
+                               {QUIRKS_FIELD} if any(point.startswith("engine:") for point in row.seams) else set(),
+                               {CHUNK_FIELD} if any(point.startswith("chunk:") for point in row.seams) else set())
         assert changed == expected, row.name
         if Rule.BODY_LIMIT in waived:
             assert rules.body_limit == plain.body_limit * WAIVED_BODY_FACTOR and rules.payload_limit is None

@@ -2,37 +2,26 @@
 
 Each handler parses the call, hands it to the training backend (``fake_gs.state.training``:
 the rules and the work, beside the job state it changes) and answers the request id; a
-frame goes through the frame intake first (``frame_requests.submit_frame``).
+frame goes through the frame intake first (``frame_requests.take_frame``), which calls the
+backend's method with the decoded frame.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
 from starlette.responses import Response
 
 from contract.models import LoadRequest, SaveRequest, StepRequest
-from fake_gs.chunking.groups import ChunkGroup
 from fake_gs.http.handlers.context import Ctx
-from fake_gs.http.handlers.frame_requests import submit_frame
-from fake_gs.state.records import JobRec, RequestRec
+from fake_gs.http.handlers.frame_requests import take_frame
 from fake_gs.state.training import Training
 
 
-def build_forward_backward(ctx: Ctx, job: JobRec, obj: Any, group: ChunkGroup | None) -> RequestRec:
-    return Training(ctx.store).forward_backward(job, obj, group)
-
-
-def build_forward_no_grad(ctx: Ctx, job: JobRec, obj: Any, group: ChunkGroup | None) -> RequestRec:
-    return Training(ctx.store).forward_no_grad(job, obj, group)
-
-
 async def forward_backward(ctx: Ctx) -> Response:
-    return await submit_frame(ctx, ctx.job(), build_forward_backward)
+    return await take_frame(ctx, Training(ctx.store).forward_backward)
 
 
 async def forward_no_grad(ctx: Ctx) -> Response:
-    return await submit_frame(ctx, ctx.job(), build_forward_no_grad)
+    return await take_frame(ctx, Training(ctx.store).forward_no_grad)
 
 
 async def step(ctx: Ctx) -> Response:
