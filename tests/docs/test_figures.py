@@ -665,3 +665,14 @@ def test_the_upload_rerun_is_the_run_kept_beside_it() -> None:
     figures += [statistics.median(kit["client_peak_over_frame"]), statistics.median(kit["server_peak_over_frame"])]
     for value, printed in zip(figures, [before, after, *shown], strict=True):
         assert printed_as(value, printed), (printed, value)
+
+
+def test_the_service_client_configurations_are_the_tests() -> None:
+    """integrations.md's "seeds 0 to N" of the any dialect are the seeds the service client's
+    tests run (``CONFIGURATIONS`` in tests/e2e/test_service_client.py, read as text: importing
+    it would need the client checkout)."""
+    source = (ROOT / "tests" / "e2e" / "test_service_client.py").read_text(encoding="utf-8")
+    seeds = re.search(r'f"any-\{seed\}": \{"dialect": "any", "seed": seed\} for seed in range\((\d+)\)', source)
+    said = re.search(r"`--dialect any` with seeds 0 to\s+(\d+)", page("integrations.md"))
+    assert seeds and said, "the configurations or the page's sentence changed shape"
+    assert int(said[1]) == int(seeds[1]) - 1
