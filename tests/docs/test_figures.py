@@ -676,3 +676,53 @@ def test_the_service_client_configurations_are_the_tests() -> None:
     said = re.search(r"`--dialect any` with seeds 0 to\s+(\d+)", page("integrations.md"))
     assert seeds and said, "the configurations or the page's sentence changed shape"
     assert int(said[1]) == int(seeds[1]) - 1
+
+
+def test_the_proxy_cpu_figures_are_the_runs_kept_beside_them() -> None:
+    """proxy.md's CPU seconds per GiB relayed, splice on (the default hash bound) and with
+    every byte hashed (``--hash-frames-up-to 1024``): the median over the rounds of the two
+    bench_proxy.py runs kept in docs/img/ (the commands the page quotes write them), with
+    the date, the rounds and the load average."""
+    import statistics
+
+    text = " ".join(page("server-team/proxy.md").split())
+    said = re.search(r"little CPU: ([0-9.]+) CPU seconds per GiB relayed \(the median of (\d+) rounds\), as `([^`]+)` "
+                     r"measured it on (\S+) \(load average ([0-9.]+) before it;", text)
+    hashed = re.search(r"hashing every byte \(([0-9.]+) CPU seconds per GiB in the same measurement with `([^`]+)`, "
+                       r"run just after it\)", text)
+    assert said and hashed, "proxy.md lost gs-proxy's CPU figures"
+    relayed = json.loads((DOCS / "img" / "proxy_64mib.json").read_text(encoding="utf-8"))
+    every = json.loads((DOCS / "img" / "proxy_64mib_hashed.json").read_text(encoding="utf-8"))
+    assert relayed["command"] == said[3] and relayed["hash_frames_up_to_mib"] is None
+    assert every["command"] == f"{said[3].rpartition(' --json ')[0]} {hashed[2]}"
+    assert every["hash_frames_up_to_mib"] == 1024
+    assert relayed["measured"]["date"] == every["measured"]["date"] == said[4]
+    assert relayed["runs"] == every["runs"] == int(said[2])
+    assert printed_as(relayed["measured"]["load_average_1min_before"], said[5])
+    for kept, shown in ((relayed, said[1]), (every, hashed[1])):
+        (rounds,) = kept["uploads"].values()
+        assert len(rounds["proxy"]) == kept["runs"]
+        assert printed_as(statistics.median(r["cpu_s_gib"] for r in rounds["proxy"]), shown), (shown, kept["command"])
+
+
+def test_the_published_wheels_facts_are_the_ones_kept() -> None:
+    """integrations.md's account of PyPI's arctic-platform wheel (its size, modules, packages
+    and requirements) is docs/img/arctic_platform_wheel.json, which docs/wheel_facts.py wrote
+    from the downloaded wheel (CI does not download it)."""
+    kept = json.loads((DOCS / "img" / "arctic_platform_wheel.json").read_text(encoding="utf-8"))
+    text = " ".join(page("integrations.md").split())
+    said = re.search(r"\(([0-9.]+), measured on (\S+) by `docs/wheel_facts.py`, whose output is kept in `([^`]+)` and "
+                     r"holds this paragraph: a (\d+) kB wheel of (\d+) modules\) ships `([\w.]+)` and `(\w+)` only", text)
+    assert said, "integrations.md lost the wheel's figures"
+    version, date, path, kb, modules, *packages = said.groups()
+    assert path == "docs/img/arctic_platform_wheel.json" and kept["wheel"].startswith(f"arctic_platform-{version}-")
+    assert date == kept["measured"]["date"] and kept["command"].endswith(f"--json {path}")
+    assert (int(kb), int(modules)) == (round(kept["bytes"] / 1000), kept["modules"])
+    assert [p.replace(".", "/") for p in packages] == [p.removeprefix("arctic_platform/") if "testing" in p else p
+                                                       for p in kept["packages"]]
+    requires = re.search(r"while it requires (.*?)\. Against", text)
+    assert requires, "integrations.md lost the wheel's requirements"
+    for named in re.findall(r"`([^`]+)`", requires[1]):
+        assert any(r == named or r.startswith(f"{named},") or re.split(r"[<>=!]", r)[0] == named
+                   for r in kept["requires_dist"] if ";" not in r), named
+    assert "torch" in kept["requires_dist"] and "an unpinned `torch`" in requires[1]
