@@ -17,8 +17,6 @@ import json
 import re
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
 
@@ -67,37 +65,61 @@ def test_the_proxy_pages_report_line_adds_up() -> None:
     assert int(judged[1]) <= int(judged[2])
 
 
-def test_the_load_pages_figures_agree() -> None:
-    """load.md's pasted run: calls per second are calls over seconds, its p95s and fake CPU
-    are the table's first row; every row is dated and its CPU share is its CPU-seconds
-    over its seconds; the dated 2026-12-07 row is the run kept in docs/img/load_10_users.json."""
+def test_the_load_pages_figures_are_the_runs_kept_beside_it() -> None:
+    """load.md's table: one row per gs-load run kept in docs/img/load_*.json (the
+    ``--results-json`` file it wrote, its date and load average added), each row's calls per
+    second, p95s, fake CPU and seconds the file's; the pasted report is one of those runs,
+    line for line as gs-load renders it (its cost line by the kit's own writer); and the
+    refused saves the page counts are that file's."""
+    from conformance.reporting.cost import cost_line
+
     text = page("load.md")
-    run = re.search(r"(\d+) calls in ([0-9.]+) s \(([0-9.]+)/s\)", text)
-    cpu = re.search(r"embedded fake ([0-9.]+) CPU-s \((\d+)% of one core\)", text)
-    assert run and cpu
-    calls, seconds, rate = int(run[1]), float(run[2]), float(run[3])
-    assert calls / seconds == pytest.approx(rate, abs=0.15)
-    assert round(float(cpu[1]) / 60 * 100) == int(cpu[2])
-    pasted = {m[1]: int(m[2]) for m in re.finditer(r"^(?:GET|POST) (\w+) +\d+ +\d+ +\d+ +(\d+) ", text, re.M)}
-    rows = re.findall(r"^\| ([^|]+) \| ([^|]+), (\d{1,2} \w{3} \d{4}) \| ([0-9.]+) \| ([0-9, ]+) \| ([0-9.]+) CPU-s "
+    kept = {path.name: json.loads(path.read_text(encoding="utf-8")) for path in sorted((DOCS / "img").glob("load_*.json"))}
+    rows = re.findall(r"^\| (\d+) \| load ([0-9.]+), (\d{1,2} \w{3} \d{4}) \| ([0-9.]+) \| ([0-9, ]+) \| ([0-9.]+) CPU-s "
                       r"in ([0-9.]+) s \((\d+) ?%", text, re.M)
-    assert len(rows) == 6, rows
-    first = rows[0]
-    assert (first[0].strip(), first[3], first[5]) == ("10", run[3], cpu[1])
-    p95 = [int(n) for n in first[4].split(",")]
-    assert p95[:3] == [pasted["get_request"], pasted["forward_backward"], pasted["step"]], (p95, pasted)
-    for _users, _machine, _date, _rate, _p95, cpu_s, over_s, share in rows:
-        assert round(float(cpu_s) / float(over_s) * 100) == int(share), (cpu_s, over_s, share)
-    kept = json.loads((DOCS / "img" / "load_10_users.json").read_text(encoding="utf-8"))
-    kept_on = datetime.date.fromisoformat(kept["measured"]["date"])
-    (row,) = [r for r in rows if datetime.datetime.strptime(r[2], "%d %b %Y").date() == kept_on]
-    by_route = {r["key"].split()[1]: r["p95"] for r in kept["routes"]}
-    assert row[0].strip() == "10" and float(row[3]) == round(kept["calls_per_s"], 1)
-    assert [int(n) for n in row[4].split(",")] == [by_route[k] for k in (
-        "get_request", "forward_backward", "step", "generate", "generate_stream")]
-    assert (float(row[5]), float(row[6])) == (kept["fake_cpu_s"], round(kept["duration_s"], 1))
-    assert f"load {kept['measured']['load_average_1min_after']:.1f}" in row[1]
-    assert f"over the run's {round(kept['duration_s'], 1)} s" in text
+    assert len(rows) == len(kept), (rows, sorted(kept))
+    used: set[str] = set()
+    for users, load, date, rate, p95, cpu_s, over_s, share in rows:
+        day = datetime.datetime.strptime(date, "%d %b %Y").date().isoformat()
+        (name,) = [n for n, k in kept.items() if k["measured"]["date"] == day and f"--users {users} " in
+                   k["measured"]["command"] and f"{k['measured']['load_average_1min_after']:.1f}" == load]
+        run, used = kept[name], used | {name}
+        by_route = {r["key"].split()[1]: r["p95"] for r in run["routes"]}
+        assert float(rate) == round(run["calls_per_s"], 1), name
+        assert [int(n) for n in p95.split(",")] == [by_route[k] for k in (
+            "get_request", "forward_backward", "step", "generate", "generate_stream")], name
+        assert printed_as(run["fake_cpu_s"], cpu_s) and printed_as(run["duration_s"], over_s), name
+        assert int(share) == round(100 * run["fake_cpu_s"] / run["duration_s"]), name
+    assert used == set(kept)
+    block = re.search(r"^```text\ngs-load: per route\n(.*?)^```$", text, re.M | re.S)
+    assert block, "load.md lost its pasted run"
+    lines = block[1].splitlines()
+    (name,) = [n for n, k in kept.items() if k["verdict"] in lines]
+    run = kept[name]
+    assert f"(`docs/img/{name}`)" in text
+    routes = {r["key"]: r for r in run["routes"]}
+    for line in lines[2:]:
+        if line == "...":
+            break
+        key, figures = " ".join(line.split()[:2]), line.split()[2:]
+        r = routes[key]
+        assert [int(f) for f in figures[:5]] == [r["calls"], r["failures"], r["p50"], r["p95"], r["p99"]], line
+        assert figures[5:] == [f"{r['mib_s_sent']:.3f}", f"{r['mib_s_received']:.3f}"], line
+    share = 100.0 * run["fake_cpu_s"] / run["duration_s"]
+    assert (f"cpu: embedded fake {run['fake_cpu_s']:.1f} CPU-s ({share:.0f}% of one core), load generator "
+            f"{run['load_cpu_s']:.1f} CPU-s") in lines
+    assert cost_line(run["cost"]) in lines
+    assert f"no violation of {len(run['violations'])} judged clause(s)" in block[1]
+    from contract.limits import RETENTION_BOUNDS
+
+    said = re.search(r"holds its (\d+) checkpoints \(`--max-checkpoints-per-account`\).*?: (\d+) of the (\d+)-user run's "
+                     r"(\d+) saves", " ".join(text.split()))
+    assert said, "load.md lost the refused saves"
+    (save,) = [r for k in kept.values() if f"--users {said[3]} " in k["measured"]["command"]
+               for r in k["routes"] if r["key"] == "POST save"]
+    assert int(said[1]) == RETENTION_BOUNDS["checkpoints"]
+    assert (int(said[2]), int(said[4])) == (save["failures"], save["calls"])
+    assert save["calls"] - save["failures"] == RETENTION_BOUNDS["checkpoints"]
 
 
 def test_limits_the_pages_state_are_the_contracts() -> None:
@@ -650,7 +672,7 @@ def test_the_upload_rerun_is_the_run_kept_beside_it() -> None:
 
     kept = json.loads((DOCS / "img" / "upload_64mib.json").read_text(encoding="utf-8"))
     text = " ".join(page("client-teams/limits.md").split())
-    said = re.search(r"Re-run on (\S+) for (\d+) MiB only, as `([^`]+)` \(load average ([0-9.]+) before it, ([0-9.]+) "
+    said = re.search(r"Run on (\S+) for (\d+) MiB only, as `([^`]+)` \(load average ([0-9.]+) before it, ([0-9.]+) "
                      r"after; .*?\): ([0-9.]+)x \[([0-9.]+)-([0-9.]+)\] of the bare loop \(the batch sent as tensors: "
                      r"([0-9.]+)x \[([0-9.]+)-([0-9.]+)\]\), peak memory over the frame client ([0-9.]+)x, fake "
                      r"([0-9.]+)x", text)
@@ -726,3 +748,30 @@ def test_the_published_wheels_facts_are_the_ones_kept() -> None:
         assert any(r == named or r.startswith(f"{named},") or re.split(r"[<>=!]", r)[0] == named
                    for r in kept["requires_dist"] if ";" not in r), named
     assert "torch" in kept["requires_dist"] and "an unpinned `torch`" in requires[1]
+
+
+def test_the_retries_pages_opening_figures_are_the_kept_run() -> None:
+    """retries.md's opening: what resending costs (the kit's client with ``retry_ambiguous``
+    through a proxy losing answers) is the kept bench_at_most_once.py run's, its rate and
+    calls included."""
+    kept = json.loads((DOCS / "img" / "at_most_once.json").read_text(encoding="utf-8"))
+    said = re.search(r"losing the answers of (\d+)% of the POSTs, (\d+) steps ran (\d+) times, (\d+) saves (\d+) times "
+                     r"and (\d+) generates (\d+) times \(the run kept", " ".join(page("client-teams/retries.md").split()))
+    assert said, "retries.md lost its opening figures"
+    rate, *pairs = map(int, said.groups())
+    assert rate == round(kept["rate"] * 100)
+    routes = kept["scenarios"]["current, retry_ambiguous, answers lost"]["routes"]
+    for route, (calls, ran) in zip(("step", "save", "generate"), zip(pairs[::2], pairs[1::2], strict=True), strict=True):
+        assert (calls, ran) == (kept["calls"], routes[route]["executions"]), route
+
+
+def test_the_hardening_before_column_states_only_figures_held() -> None:
+    """The "before" column of the limits page's hardening tables describes a kit that no
+    longer exists and whose runs were not kept: no figure in it but the poll page's (the
+    kept run measures the old way too, held above) and the fake's option defaults (held by
+    test_the_hardening_rows_name_the_fakes_defaults)."""
+    held_options = (r"for the \d+ s idle window", r"waits \d+ s \(`--body-idle-s`\)")
+    for attack, before, _now in hardening_rows(page("client-teams/limits.md")).values():
+        if attack.startswith("building one"):
+            continue
+        assert not numbers(re.sub("|".join(held_options), "", before)), (attack, before)
