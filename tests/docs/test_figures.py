@@ -2,11 +2,14 @@
 from (the GRPO curve's CSV, a pasted report line, whose parts must add up) or the code that
 fixes them (the limits, the suite's time-outs). A figure that drifts from its source fails
 here until the page is brought back to it. (The example URL run of the verdicts page is
-held to the clause registry by test_site_structure.py; the reference pages are generated.)
-A figure only a run can give is either kept in a file beside its page (the curve's CSV, the
-load run's JSON, the hardening, at-most-once, memory, upload and self-parity runs' JSON, each written
-by the command its page quotes) that a test reads, or stated on its page as the dated
-measurement it is, with the command that took it; what the code fixes is read from the code.
+held to the clause registry by test_site_structure.py; the recipe walk-through's log lines
+by test_readme_recipe.py, which runs it; the reference pages are generated.)
+A figure only a run can give is kept in a file beside its page (the curve's CSV; the load
+runs', the hardening, at-most-once, memory, upload, proxy and self-parity runs' JSON; the
+published wheel's facts), each written by the command its page quotes, and a test here
+reads it; what the code fixes is read from the code. A figure of a run that was not kept
+(the code that gave it gone) is not stated: the hardening tables' "before" column is held
+to that.
 """
 
 from __future__ import annotations
