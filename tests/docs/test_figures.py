@@ -282,6 +282,13 @@ def test_the_figures_the_pages_take_from_the_code_are_the_codes() -> None:
     assert int(said("recipes/recipes.md", r"the newest (\d+) ended jobs are kept")[0]) == MAX_ARCHIVED_JOBS
     body, default, cap = said("contract.md", r"\| (\d+) MiB bodies, `max_events` (\d+)/(\d+)")
     assert (int(body) * MiB, int(default), int(cap)) == (MAX_BODY_BYTES, DEFAULT_MAX_EVENTS, MAX_EVENTS_CAP)
+    from fake_gs.state.log_stage import IDLE_S, MAX_CONNECTIONS
+    from fake_gs.state.moto_account import TESTED_MOTO
+
+    connections, idle = said("client-teams/limits.md", r"connections are capped \((\d+)\) and idle ones dropped "
+                                                      r"\(([0-9.]+) s\)")
+    assert (int(connections), float(idle)) == (MAX_CONNECTIONS, IDLE_S)
+    assert said("client-teams/limits.md", r"naming the moto it was tested on \(`([^`]+)`:")[0] == TESTED_MOTO
 
 
 def test_the_at_most_once_table_adds_up() -> None:
