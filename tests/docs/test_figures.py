@@ -2,10 +2,10 @@
 from (the GRPO curve's CSV, a pasted report line, whose parts must add up) or the code that
 fixes them (the limits, the suite's time-outs). A figure that drifts from its source fails
 here until the page is brought back to it. (The example URL run of the verdicts page is
-held to the clause registry by test_site_structure.py; the recipe walk-through's log lines
+held to its kept report here and to the clause registry by test_site_structure.py; the recipe walk-through's log lines
 by test_readme_recipe.py, which runs it; the reference pages are generated.)
 A figure only a run can give is kept in a file beside its page (the curve's CSV; the load
-runs', the hardening, at-most-once, memory, upload, proxy and self-parity runs' JSON; the
+runs', the hardening, at-most-once, memory, upload, proxy, self-parity and URL runs' JSON; the
 published wheel's facts), each written by the command its page quotes, and a test here
 reads it; what the code fixes is read from the code. A figure of a run that was not kept
 (the code that gave it gone) is not stated: the hardening tables' "before" column is held
@@ -785,3 +785,22 @@ def test_the_hardening_before_column_states_only_figures_held() -> None:
         if attack.startswith("building one"):
             continue
         assert not numbers(re.sub("|".join(held_options), "", before)), (attack, before)
+
+
+def test_the_verdicts_pages_url_run_is_the_report_kept_beside_it() -> None:
+    """verdicts.md's pasted URL run (judged fraction, what would judge more, cost, headline)
+    is what the kit's own summary writer renders from the report that run wrote, kept in
+    docs/img/verdicts_url_run.json, line for line; its date is the page's."""
+    from conformance.reporting.summary import summary_lines
+    from conformance.reporting.verdicts import RunResults
+
+    text = page("server-team/verdicts.md")
+    kept = json.loads((DOCS / "img" / "verdicts_url_run.json").read_text(encoding="utf-8"))
+    block = re.search(r"^  ```text\n(  judged .*?)^  ```$", text, re.M | re.S)
+    said = re.search(r"default options, run on (\S+) as `gs-conformance --url URL --report "
+                     r"docs/img/verdicts_url_run.json`", " ".join(text.split()))
+    assert block and said, "the verdicts page lost its URL run"
+    shown = [line.removeprefix("  ") for line in block[1].splitlines()]
+    assert shown == [*summary_lines(RunResults.from_json(kept)), kept["verdict"]["headline"]]
+    assert kept["target"].startswith("http://127.0.0.1:") and kept["cost"]["jobs_created"] == 1
+    assert said[1] == kept["measured"]["date"]
