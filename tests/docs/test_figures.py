@@ -56,16 +56,31 @@ def test_the_recipe_pages_rewards_are_the_curves_csv() -> None:
     assert (float(said[1]), float(said[3])) == (round(sum(first) / 3, 3), round(sum(last) / 3, 3))
 
 
-def test_the_proxy_pages_report_line_adds_up() -> None:
+def test_the_proxy_pages_run_is_the_report_kept_beside_it() -> None:
+    """proxy.md's pasted gs-proxy run: its ending (judged fraction, what would judge more,
+    the failures box, the verdict) is what the kit's own writers render from the report that
+    run wrote (docs/img/proxy_last_lr_text.json), line for line, and its live RED line names
+    the clause and reason of the report's failure."""
+    from conformance.reporting.formats.text import ending
+    from conformance.reporting.render import verdict_of
+    from conformance.reporting.summary import summary_lines
+    from conformance.reporting.verdicts import RunResults
+
     text = page("server-team/proxy.md")
-    head = re.search(r"profile \w+, (\d+) clauses: (\d+) green, (\d+) red, (\d+) skipped, (\d+) "
-                     r"not-applicable; MUST (\d+)/(\d+) judged green", text)
-    judged = re.search(r"judged (\d+) of (\d+) MUST clauses on this target", text)
-    assert head and judged
-    total, green, red, skipped, na, must_green, must_judged = map(int, head.groups())
-    assert total == green + red + skipped + na
-    assert int(judged[1]) == must_judged and must_green == must_judged - red
-    assert int(judged[1]) <= int(judged[2])
+    kept = json.loads((DOCS / "img" / "proxy_last_lr_text.json").read_text(encoding="utf-8"))
+    blocks = re.findall(r"^```text\n(.*?)^```$", text, re.M | re.S)
+    live = [b for b in blocks if b.startswith("gs-proxy: RED ")]
+    end = [b for b in blocks if b.startswith("judged ")]
+    assert len(live) == len(end) == 1, "proxy.md lost its pasted run"
+    res = RunResults.from_json(kept)
+    assert end[0].splitlines() == [*summary_lines(res), *ending(verdict_of(res))]
+    (failure,) = kept["verdict"]["failures"]
+    clause = re.match(r"gs-proxy: RED (\w+) ([A-Z0-9-]+) \(MUST, ([^)]+)\): (.*)$", live[0].strip())
+    assert clause, live[0]
+    (row,) = [v for v in kept["verdicts"] if v["id"] == failure["what"]]
+    assert (clause[1], clause[2], clause[3]) == (failure["side"], failure["what"], row["source"])
+    assert f"[{failure['side']}] {clause[4]}" in failure["reason"]
+    assert f"a real run on {kept['measured']['date']}" in " ".join(text.split())
 
 
 def test_the_load_pages_figures_are_the_runs_kept_beside_it() -> None:
