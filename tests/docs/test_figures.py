@@ -811,11 +811,11 @@ def test_the_verdicts_pages_url_run_is_the_report_kept_beside_it() -> None:
 
     text = page("server-team/verdicts.md")
     kept = json.loads((DOCS / "img" / "verdicts_url_run.json").read_text(encoding="utf-8"))
-    block = re.search(r"^  ```text\n(  judged .*?)^  ```$", text, re.M | re.S)
+    block = re.search(r"^    ```text\n(    judged .*?)^    ```$", text, re.M | re.S)
     said = re.search(r"default options, run on (\S+) as `gs-conformance --url URL --report "
                      r"docs/img/verdicts_url_run.json`", " ".join(text.split()))
     assert block and said, "the verdicts page lost its URL run"
-    shown = [line.removeprefix("  ") for line in block[1].splitlines()]
+    shown = [line.removeprefix("    ") for line in block[1].splitlines()]
     assert shown == [*summary_lines(RunResults.from_json(kept)), kept["verdict"]["headline"]]
     assert kept["target"].startswith("http://127.0.0.1:") and kept["cost"]["jobs_created"] == 1
     assert said[1] == kept["measured"]["date"]
