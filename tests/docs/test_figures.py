@@ -395,6 +395,14 @@ def test_the_figures_the_guides_take_from_the_tools_are_the_tools() -> None:
 
     stop = said("load.md", r"\(up to `--stop-timeout`, (\d+) s unless given\)")[0]
     assert float(stop) == float(STOP_TIMEOUT_S)
+    from conformance import cli as conformance_cli
+
+    assert int(said("server-team/costs.md", r"no server answering at URL: <reason>` \(exit status (\d+)\)")[0]) == \
+        conformance_cli.EXIT_NO_SERVER
+    schemathesis_test = (ROOT / "tests" / "e2e" / "test_schemathesis_cli.py").read_text(encoding="utf-8")
+    count, seed = said("server-team/schemathesis.md", r"at a small count \(`ST_MAX_EXAMPLES=(\d+)`, seed (\d+)\)")
+    assert f'os.environ.get("ST_MAX_EXAMPLES", "{count}")' in schemathesis_test
+    assert re.search(rf'^SEED = os.environ.get\("ST_SEED", "{seed}"\)$', schemathesis_test, re.M)
     long_job = (ROOT / "benchmarks" / "bench_long_job.py").read_text(encoding="utf-8")
     calls = re.search(r'"--calls", type=int, default=(\d+),', long_job)
     assert calls and int(said("benchmarks.md", r"a ([0-9,]+)-call job")[0].replace(",", "")) == int(calls[1])
