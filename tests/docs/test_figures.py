@@ -397,9 +397,9 @@ def test_the_figures_the_guides_take_from_the_tools_are_the_tools() -> None:
     assert float(stop) == float(STOP_TIMEOUT_S)
     from contract.limits import RetryPolicy
 
-    statuses, retries = said("client-teams/client.md", r"Retries: connection errors, time-outs and HTTP ([0-9/]+), (\w+) "
-                                                       r"retries,")
-    assert {int(n) for n in statuses.split("/")} == set(RetryPolicy().statuses)
+    retried, retries = said("client-teams/client.md", r"Retries: connection errors, time-outs and HTTP ([0-9/]+), (\w+) "
+                                                      r"retries,")
+    assert {int(n) for n in retried.split("/")} == set(RetryPolicy().statuses)
     words = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve")
     assert words.index(retries) == RetryPolicy().retries
     from conformance import cli as conformance_cli
