@@ -21,13 +21,16 @@ is printed before and after (on a shared machine, run it when the load is lowest
 body passes the proxy socket to socket in the kernel once the judge has its chunk header
 (frames past ``--hash-frames-up-to``, 16 MiB by default, are not hashed), so the proxy's CPU
 per GiB is the figure that shows the relay's own cost. Run: ``python
-benchmarks/bench_proxy.py [--sizes 64] [--runs 1]``. Absolute numbers depend on the machine and
+benchmarks/bench_proxy.py [--sizes 64] [--runs 1] [--json PATH]`` (``--json``: every round's figures,
+the date and the load average, as the docs keep them). Absolute numbers depend on the machine and
 its load; read the ratios.
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime
+import json
 import os
 import statistics
 import sys
@@ -93,12 +96,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--calls", type=int, default=300, help="small calls per round (default 300)")
     p.add_argument("--hash-frames-up-to", type=float, metavar="MIB",
                    help="gs-proxy's bound on the frames whose chunks it hashes (default: its own, 16)")
+    p.add_argument("--json", metavar="PATH", help="also write every round's figures, the date and the load average "
+                                                  "to PATH")
     args = p.parse_args(argv)
     env = {"PYTHONPATH": ROOT}
     fake = Proc([sys.executable, "-m", "fake_gs", "--port", "0", "--log-level", "warning"], cwd=ROOT, env=env)
     bound = [] if args.hash_frames_up_to is None else ["--hash-frames-up-to", str(args.hash_frames_up_to)]
     proxy = Proc([sys.executable, "-m", "conformance.proxy", "--upstream", fake.base_url, "--quiet", *bound],
                  cwd=ROOT, env=env)
+    load_before = os.getloadavg()[0]
+    uploads: dict[str, Any] = {}
     try:
         print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())} (1, 5, 15 min) at the start")
         print(f"gs-proxy idle RSS {idle_rss(proxy.proc.pid) / MiB:.0f} MiB")
@@ -109,6 +116,7 @@ def main(argv: list[str] | None = None) -> int:
                 rounds["direct"].append(upload(fake.base_url, frame, proxy.proc.pid))
                 rounds["proxy"].append(upload(proxy.base_url, frame, proxy.proc.pid))
             del frame
+            uploads[str(size)] = rounds
             direct = [r["mib_s"] for r in rounds["direct"]]
             through = [r["mib_s"] for r in rounds["proxy"]]
             ratio = [t / d for t, d in zip(through, direct, strict=True)]
@@ -136,6 +144,17 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         proxy.stop()
         fake.stop()
+    if args.json:
+        measured = {"date": datetime.date.today().isoformat(), "cpus": os.cpu_count(),
+                    "load_average_1min_before": load_before, "load_average_1min_after": os.getloadavg()[0]}
+        small = {"direct_ms": [s * 1000 for s in direct_s], "proxy_ms": [s * 1000 for s in proxy_s],
+                 "added_ms": added, "proxy_cpu_ms": cpu_ms}
+        document = {"command": " ".join(["python benchmarks/bench_proxy.py", *(argv or sys.argv[1:])]),
+                    "hash_frames_up_to_mib": args.hash_frames_up_to, "runs": args.runs, "calls": args.calls,
+                    "measured": measured, "uploads": uploads, "small_calls": small}
+        with open(args.json, "w", encoding="utf-8") as out:
+            json.dump(document, out, indent=1)
+            out.write("\n")
     return 0
 
 

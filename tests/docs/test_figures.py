@@ -2,11 +2,14 @@
 from (the GRPO curve's CSV, a pasted report line, whose parts must add up) or the code that
 fixes them (the limits, the suite's time-outs). A figure that drifts from its source fails
 here until the page is brought back to it. (The example URL run of the verdicts page is
-held to the clause registry by test_site_structure.py; the reference pages are generated.)
-A figure only a run can give is either kept in a file beside its page (the curve's CSV, the
-load run's JSON, the hardening, at-most-once, memory, upload and self-parity runs' JSON, each written
-by the command its page quotes) that a test reads, or stated on its page as the dated
-measurement it is, with the command that took it; what the code fixes is read from the code.
+held to its kept report here and to the clause registry by test_site_structure.py; the recipe walk-through's log lines
+by test_readme_recipe.py, which runs it; the reference pages are generated.)
+A figure only a run can give is kept in a file beside its page (the curve's CSV; the load
+runs', the hardening, at-most-once, memory, upload, proxy, self-parity and URL runs' JSON; the
+published wheel's facts), each written by the command its page quotes, and a test here
+reads it; what the code fixes is read from the code. A figure of a run that was not kept
+(the code that gave it gone) is not stated: the hardening tables' "before" column is held
+to that.
 """
 
 from __future__ import annotations
@@ -16,8 +19,6 @@ import datetime
 import json
 import re
 from pathlib import Path
-
-import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
@@ -55,49 +56,88 @@ def test_the_recipe_pages_rewards_are_the_curves_csv() -> None:
     assert (float(said[1]), float(said[3])) == (round(sum(first) / 3, 3), round(sum(last) / 3, 3))
 
 
-def test_the_proxy_pages_report_line_adds_up() -> None:
+def test_the_proxy_pages_run_is_the_report_kept_beside_it() -> None:
+    """proxy.md's pasted gs-proxy run: its ending (judged fraction, what would judge more,
+    the failures box, the verdict) is what the kit's own writers render from the report that
+    run wrote (docs/img/proxy_last_lr_text.json), line for line, and its live RED line names
+    the clause and reason of the report's failure."""
+    from conformance.reporting.formats.text import ending
+    from conformance.reporting.render import verdict_of
+    from conformance.reporting.summary import summary_lines
+    from conformance.reporting.verdicts import RunResults
+
     text = page("server-team/proxy.md")
-    head = re.search(r"profile \w+, (\d+) clauses: (\d+) green, (\d+) red, (\d+) skipped, (\d+) "
-                     r"not-applicable; MUST (\d+)/(\d+) judged green", text)
-    judged = re.search(r"judged (\d+) of (\d+) MUST clauses on this target", text)
-    assert head and judged
-    total, green, red, skipped, na, must_green, must_judged = map(int, head.groups())
-    assert total == green + red + skipped + na
-    assert int(judged[1]) == must_judged and must_green == must_judged - red
-    assert int(judged[1]) <= int(judged[2])
+    kept = json.loads((DOCS / "img" / "proxy_last_lr_text.json").read_text(encoding="utf-8"))
+    blocks = re.findall(r"^```text\n(.*?)^```$", text, re.M | re.S)
+    live = [b for b in blocks if b.startswith("gs-proxy: RED ")]
+    end = [b for b in blocks if b.startswith("judged ")]
+    assert len(live) == len(end) == 1, "proxy.md lost its pasted run"
+    res = RunResults.from_json(kept)
+    assert end[0].splitlines() == [*summary_lines(res), *ending(verdict_of(res))]
+    (failure,) = kept["verdict"]["failures"]
+    clause = re.match(r"gs-proxy: RED (\w+) ([A-Z0-9-]+) \(MUST, ([^)]+)\): (.*)$", live[0].strip())
+    assert clause, live[0]
+    (row,) = [v for v in kept["verdicts"] if v["id"] == failure["what"]]
+    assert (clause[1], clause[2], clause[3]) == (failure["side"], failure["what"], row["source"])
+    assert f"[{failure['side']}] {clause[4]}" in failure["reason"]
+    assert f"a real run on {kept['measured']['date']}" in " ".join(text.split())
 
 
-def test_the_load_pages_figures_agree() -> None:
-    """load.md's pasted run: calls per second are calls over seconds, its p95s and fake CPU
-    are the table's first row; every row is dated and its CPU share is its CPU-seconds
-    over its seconds; the dated 2026-12-07 row is the run kept in docs/img/load_10_users.json."""
+def test_the_load_pages_figures_are_the_runs_kept_beside_it() -> None:
+    """load.md's table: one row per gs-load run kept in docs/img/load_*.json (the
+    ``--results-json`` file it wrote, its date and load average added), each row's calls per
+    second, p95s, fake CPU and seconds the file's; the pasted report is one of those runs,
+    line for line as gs-load renders it (its cost line by the kit's own writer); and the
+    refused saves the page counts are that file's."""
+    from conformance.reporting.cost import cost_line
+
     text = page("load.md")
-    run = re.search(r"(\d+) calls in ([0-9.]+) s \(([0-9.]+)/s\)", text)
-    cpu = re.search(r"embedded fake ([0-9.]+) CPU-s \((\d+)% of one core\)", text)
-    assert run and cpu
-    calls, seconds, rate = int(run[1]), float(run[2]), float(run[3])
-    assert calls / seconds == pytest.approx(rate, abs=0.15)
-    assert round(float(cpu[1]) / 60 * 100) == int(cpu[2])
-    pasted = {m[1]: int(m[2]) for m in re.finditer(r"^(?:GET|POST) (\w+) +\d+ +\d+ +\d+ +(\d+) ", text, re.M)}
-    rows = re.findall(r"^\| ([^|]+) \| ([^|]+), (\d{1,2} \w{3} \d{4}) \| ([0-9.]+) \| ([0-9, ]+) \| ([0-9.]+) CPU-s "
+    kept = {path.name: json.loads(path.read_text(encoding="utf-8")) for path in sorted((DOCS / "img").glob("load_*.json"))}
+    rows = re.findall(r"^\| (\d+) \| load ([0-9.]+), (\d{1,2} \w{3} \d{4}) \| ([0-9.]+) \| ([0-9, ]+) \| ([0-9.]+) CPU-s "
                       r"in ([0-9.]+) s \((\d+) ?%", text, re.M)
-    assert len(rows) == 6, rows
-    first = rows[0]
-    assert (first[0].strip(), first[3], first[5]) == ("10", run[3], cpu[1])
-    p95 = [int(n) for n in first[4].split(",")]
-    assert p95[:3] == [pasted["get_request"], pasted["forward_backward"], pasted["step"]], (p95, pasted)
-    for _users, _machine, _date, _rate, _p95, cpu_s, over_s, share in rows:
-        assert round(float(cpu_s) / float(over_s) * 100) == int(share), (cpu_s, over_s, share)
-    kept = json.loads((DOCS / "img" / "load_10_users.json").read_text(encoding="utf-8"))
-    kept_on = datetime.date.fromisoformat(kept["measured"]["date"])
-    (row,) = [r for r in rows if datetime.datetime.strptime(r[2], "%d %b %Y").date() == kept_on]
-    by_route = {r["key"].split()[1]: r["p95"] for r in kept["routes"]}
-    assert row[0].strip() == "10" and float(row[3]) == round(kept["calls_per_s"], 1)
-    assert [int(n) for n in row[4].split(",")] == [by_route[k] for k in (
-        "get_request", "forward_backward", "step", "generate", "generate_stream")]
-    assert (float(row[5]), float(row[6])) == (kept["fake_cpu_s"], round(kept["duration_s"], 1))
-    assert f"load {kept['measured']['load_average_1min_after']:.1f}" in row[1]
-    assert f"over the run's {round(kept['duration_s'], 1)} s" in text
+    assert len(rows) == len(kept), (rows, sorted(kept))
+    used: set[str] = set()
+    for users, load, date, rate, p95, cpu_s, over_s, share in rows:
+        day = datetime.datetime.strptime(date, "%d %b %Y").date().isoformat()
+        (name,) = [n for n, k in kept.items() if k["measured"]["date"] == day and f"--users {users} " in
+                   k["measured"]["command"] and f"{k['measured']['load_average_1min_after']:.1f}" == load]
+        run, used = kept[name], used | {name}
+        by_route = {r["key"].split()[1]: r["p95"] for r in run["routes"]}
+        assert float(rate) == round(run["calls_per_s"], 1), name
+        assert [int(n) for n in p95.split(",")] == [by_route[k] for k in (
+            "get_request", "forward_backward", "step", "generate", "generate_stream")], name
+        assert printed_as(run["fake_cpu_s"], cpu_s) and printed_as(run["duration_s"], over_s), name
+        assert int(share) == round(100 * run["fake_cpu_s"] / run["duration_s"]), name
+    assert used == set(kept)
+    block = re.search(r"^```text\ngs-load: per route\n(.*?)^```$", text, re.M | re.S)
+    assert block, "load.md lost its pasted run"
+    lines = block[1].splitlines()
+    (name,) = [n for n, k in kept.items() if k["verdict"] in lines]
+    run = kept[name]
+    assert f"(`docs/img/{name}`)" in text
+    routes = {r["key"]: r for r in run["routes"]}
+    for line in lines[2:]:
+        if line == "...":
+            break
+        key, figures = " ".join(line.split()[:2]), line.split()[2:]
+        r = routes[key]
+        assert [int(f) for f in figures[:5]] == [r["calls"], r["failures"], r["p50"], r["p95"], r["p99"]], line
+        assert figures[5:] == [f"{r['mib_s_sent']:.3f}", f"{r['mib_s_received']:.3f}"], line
+    share = 100.0 * run["fake_cpu_s"] / run["duration_s"]
+    assert (f"cpu: embedded fake {run['fake_cpu_s']:.1f} CPU-s ({share:.0f}% of one core), load generator "
+            f"{run['load_cpu_s']:.1f} CPU-s") in lines
+    assert cost_line(run["cost"]) in lines
+    assert f"no violation of {len(run['violations'])} judged clause(s)" in block[1]
+    from contract.limits import RETENTION_BOUNDS
+
+    said = re.search(r"holds its (\d+) checkpoints \(`--max-checkpoints-per-account`\).*?: (\d+) of the (\d+)-user run's "
+                     r"(\d+) saves", " ".join(text.split()))
+    assert said, "load.md lost the refused saves"
+    (save,) = [r for k in kept.values() if f"--users {said[3]} " in k["measured"]["command"]
+               for r in k["routes"] if r["key"] == "POST save"]
+    assert int(said[1]) == RETENTION_BOUNDS["checkpoints"]
+    assert (int(said[2]), int(said[4])) == (save["failures"], save["calls"])
+    assert save["calls"] - save["failures"] == RETENTION_BOUNDS["checkpoints"]
 
 
 def test_limits_the_pages_state_are_the_contracts() -> None:
@@ -257,6 +297,13 @@ def test_the_figures_the_pages_take_from_the_code_are_the_codes() -> None:
     assert int(said("recipes/recipes.md", r"the newest (\d+) ended jobs are kept")[0]) == MAX_ARCHIVED_JOBS
     body, default, cap = said("contract.md", r"\| (\d+) MiB bodies, `max_events` (\d+)/(\d+)")
     assert (int(body) * MiB, int(default), int(cap)) == (MAX_BODY_BYTES, DEFAULT_MAX_EVENTS, MAX_EVENTS_CAP)
+    from fake_gs.state.log_stage import IDLE_S, MAX_CONNECTIONS
+    from fake_gs.state.moto_account import TESTED_MOTO
+
+    connections, idle = said("client-teams/limits.md", r"connections are capped \((\d+)\) and idle ones dropped "
+                                                      r"\(([0-9.]+) s\)")
+    assert (int(connections), float(idle)) == (MAX_CONNECTIONS, IDLE_S)
+    assert said("client-teams/limits.md", r"naming the moto it was tested on \(`([^`]+)`:")[0] == TESTED_MOTO
 
 
 def test_the_at_most_once_table_adds_up() -> None:
@@ -348,6 +395,21 @@ def test_the_figures_the_guides_take_from_the_tools_are_the_tools() -> None:
 
     stop = said("load.md", r"\(up to `--stop-timeout`, (\d+) s unless given\)")[0]
     assert float(stop) == float(STOP_TIMEOUT_S)
+    from contract.limits import RetryPolicy
+
+    retried, retries = said("client-teams/client.md", r"Retries: connection errors, time-outs and HTTP ([0-9/]+), (\w+) "
+                                                      r"retries,")
+    assert {int(n) for n in retried.split("/")} == set(RetryPolicy().statuses)
+    words = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve")
+    assert words.index(retries) == RetryPolicy().retries
+    from conformance import cli as conformance_cli
+
+    assert int(said("server-team/costs.md", r"no server answering at URL: <reason>` \(exit status (\d+)\)")[0]) == \
+        conformance_cli.EXIT_NO_SERVER
+    schemathesis_test = (ROOT / "tests" / "e2e" / "test_schemathesis_cli.py").read_text(encoding="utf-8")
+    count, seed = said("server-team/schemathesis.md", r"at a small count \(`ST_MAX_EXAMPLES=(\d+)`, seed (\d+)\)")
+    assert f'os.environ.get("ST_MAX_EXAMPLES", "{count}")' in schemathesis_test
+    assert re.search(rf'^SEED = os.environ.get\("ST_SEED", "{seed}"\)$', schemathesis_test, re.M)
     long_job = (ROOT / "benchmarks" / "bench_long_job.py").read_text(encoding="utf-8")
     calls = re.search(r'"--calls", type=int, default=(\d+),', long_job)
     assert calls and int(said("benchmarks.md", r"a ([0-9,]+)-call job")[0].replace(",", "")) == int(calls[1])
@@ -650,7 +712,7 @@ def test_the_upload_rerun_is_the_run_kept_beside_it() -> None:
 
     kept = json.loads((DOCS / "img" / "upload_64mib.json").read_text(encoding="utf-8"))
     text = " ".join(page("client-teams/limits.md").split())
-    said = re.search(r"Re-run on (\S+) for (\d+) MiB only, as `([^`]+)` \(load average ([0-9.]+) before it, ([0-9.]+) "
+    said = re.search(r"Run on (\S+) for (\d+) MiB only, as `([^`]+)` \(load average ([0-9.]+) before it, ([0-9.]+) "
                      r"after; .*?\): ([0-9.]+)x \[([0-9.]+)-([0-9.]+)\] of the bare loop \(the batch sent as tensors: "
                      r"([0-9.]+)x \[([0-9.]+)-([0-9.]+)\]\), peak memory over the frame client ([0-9.]+)x, fake "
                      r"([0-9.]+)x", text)
@@ -676,3 +738,99 @@ def test_the_service_client_configurations_are_the_tests() -> None:
     said = re.search(r"`--dialect any` with seeds 0 to\s+(\d+)", page("integrations.md"))
     assert seeds and said, "the configurations or the page's sentence changed shape"
     assert int(said[1]) == int(seeds[1]) - 1
+
+
+def test_the_proxy_cpu_figures_are_the_runs_kept_beside_them() -> None:
+    """proxy.md's CPU seconds per GiB relayed, splice on (the default hash bound) and with
+    every byte hashed (``--hash-frames-up-to 1024``): the median over the rounds of the two
+    bench_proxy.py runs kept in docs/img/ (the commands the page quotes write them), with
+    the date, the rounds and the load average."""
+    import statistics
+
+    text = " ".join(page("server-team/proxy.md").split())
+    said = re.search(r"little CPU: ([0-9.]+) CPU seconds per GiB relayed \(the median of (\d+) rounds\), as `([^`]+)` "
+                     r"measured it on (\S+) \(load average ([0-9.]+) before it;", text)
+    hashed = re.search(r"hashing every byte \(([0-9.]+) CPU seconds per GiB in the same measurement with `([^`]+)`, "
+                       r"run just after it\)", text)
+    assert said and hashed, "proxy.md lost gs-proxy's CPU figures"
+    relayed = json.loads((DOCS / "img" / "proxy_64mib.json").read_text(encoding="utf-8"))
+    every = json.loads((DOCS / "img" / "proxy_64mib_hashed.json").read_text(encoding="utf-8"))
+    assert relayed["command"] == said[3] and relayed["hash_frames_up_to_mib"] is None
+    assert every["command"] == f"{said[3].rpartition(' --json ')[0]} {hashed[2]}"
+    assert every["hash_frames_up_to_mib"] == 1024
+    assert relayed["measured"]["date"] == every["measured"]["date"] == said[4]
+    assert relayed["runs"] == every["runs"] == int(said[2])
+    assert printed_as(relayed["measured"]["load_average_1min_before"], said[5])
+    for kept, shown in ((relayed, said[1]), (every, hashed[1])):
+        (rounds,) = kept["uploads"].values()
+        assert len(rounds["proxy"]) == kept["runs"]
+        assert printed_as(statistics.median(r["cpu_s_gib"] for r in rounds["proxy"]), shown), (shown, kept["command"])
+
+
+def test_the_published_wheels_facts_are_the_ones_kept() -> None:
+    """integrations.md's account of PyPI's arctic-platform wheel (its size, modules, packages
+    and requirements) is docs/img/arctic_platform_wheel.json, which docs/wheel_facts.py wrote
+    from the downloaded wheel (CI does not download it)."""
+    kept = json.loads((DOCS / "img" / "arctic_platform_wheel.json").read_text(encoding="utf-8"))
+    text = " ".join(page("integrations.md").split())
+    said = re.search(r"\(([0-9.]+), measured on (\S+) by `docs/wheel_facts.py`, whose output is kept in `([^`]+)` and "
+                     r"holds this paragraph: a (\d+) kB wheel of (\d+) modules\) ships `([\w.]+)` and `(\w+)` only", text)
+    assert said, "integrations.md lost the wheel's figures"
+    version, date, path, kb, modules, *packages = said.groups()
+    assert path == "docs/img/arctic_platform_wheel.json" and kept["wheel"].startswith(f"arctic_platform-{version}-")
+    assert date == kept["measured"]["date"] and kept["command"].endswith(f"--json {path}")
+    assert (int(kb), int(modules)) == (round(kept["bytes"] / 1000), kept["modules"])
+    assert [p.replace(".", "/") for p in packages] == [p.removeprefix("arctic_platform/") if "testing" in p else p
+                                                       for p in kept["packages"]]
+    requires = re.search(r"while it requires (.*?)\. Against", text)
+    assert requires, "integrations.md lost the wheel's requirements"
+    for named in re.findall(r"`([^`]+)`", requires[1]):
+        assert any(r == named or r.startswith(f"{named},") or re.split(r"[<>=!]", r)[0] == named
+                   for r in kept["requires_dist"] if ";" not in r), named
+    assert "torch" in kept["requires_dist"] and "an unpinned `torch`" in requires[1]
+
+
+def test_the_retries_pages_opening_figures_are_the_kept_run() -> None:
+    """retries.md's opening: what resending costs (the kit's client with ``retry_ambiguous``
+    through a proxy losing answers) is the kept bench_at_most_once.py run's, its rate and
+    calls included."""
+    kept = json.loads((DOCS / "img" / "at_most_once.json").read_text(encoding="utf-8"))
+    said = re.search(r"losing the answers of (\d+)% of the POSTs, (\d+) steps ran (\d+) times, (\d+) saves (\d+) times "
+                     r"and (\d+) generates (\d+) times \(the run kept", " ".join(page("client-teams/retries.md").split()))
+    assert said, "retries.md lost its opening figures"
+    rate, *pairs = map(int, said.groups())
+    assert rate == round(kept["rate"] * 100)
+    routes = kept["scenarios"]["current, retry_ambiguous, answers lost"]["routes"]
+    for route, (calls, ran) in zip(("step", "save", "generate"), zip(pairs[::2], pairs[1::2], strict=True), strict=True):
+        assert (calls, ran) == (kept["calls"], routes[route]["executions"]), route
+
+
+def test_the_hardening_before_column_states_only_figures_held() -> None:
+    """The "before" column of the limits page's hardening tables describes a kit that no
+    longer exists and whose runs were not kept: no figure in it but the poll page's (the
+    kept run measures the old way too, held above) and the fake's option defaults (held by
+    test_the_hardening_rows_name_the_fakes_defaults)."""
+    held_options = (r"for the \d+ s idle window", r"waits \d+ s \(`--body-idle-s`\)")
+    for attack, before, _now in hardening_rows(page("client-teams/limits.md")).values():
+        if attack.startswith("building one"):
+            continue
+        assert not numbers(re.sub("|".join(held_options), "", before)), (attack, before)
+
+
+def test_the_verdicts_pages_url_run_is_the_report_kept_beside_it() -> None:
+    """verdicts.md's pasted URL run (judged fraction, what would judge more, cost, headline)
+    is what the kit's own summary writer renders from the report that run wrote, kept in
+    docs/img/verdicts_url_run.json, line for line; its date is the page's."""
+    from conformance.reporting.summary import summary_lines
+    from conformance.reporting.verdicts import RunResults
+
+    text = page("server-team/verdicts.md")
+    kept = json.loads((DOCS / "img" / "verdicts_url_run.json").read_text(encoding="utf-8"))
+    block = re.search(r"^    ```text\n(    judged .*?)^    ```$", text, re.M | re.S)
+    said = re.search(r"default options, run on (\S+) as `gs-conformance --url URL --report "
+                     r"docs/img/verdicts_url_run.json`", " ".join(text.split()))
+    assert block and said, "the verdicts page lost its URL run"
+    shown = [line.removeprefix("    ") for line in block[1].splitlines()]
+    assert shown == [*summary_lines(RunResults.from_json(kept)), kept["verdict"]["headline"]]
+    assert kept["target"].startswith("http://127.0.0.1:") and kept["cost"]["jobs_created"] == 1
+    assert said[1] == kept["measured"]["date"]

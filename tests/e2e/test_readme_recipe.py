@@ -11,6 +11,7 @@ must learn (the reward rises), leave a loadable tokenizer, and download each sub
 from __future__ import annotations
 
 import csv
+import json
 import os
 import re
 import shutil
@@ -55,9 +56,21 @@ def test_the_docs_walkthrough_runs_as_written(tmp_path: Path) -> None:
     start, end = sum(rewards[:3]) / 3, sum(rewards[-3:]) / 3
     print(f"walk-through reward: first 3 {rewards[:3]} last 3 {rewards[-3:]}")
     assert start < 0.05 and end > 0.5, rewards
+    with (ROOT / "docs" / "img" / "grpo_toy.csv").open() as fh:  # the curve whose figures the page states
+        kept = [float(row["mean_reward"]) for row in csv.DictReader(fh)]
+    assert [round(r, 3) for r in rewards] == [round(r, 3) for r in kept]
     assert (tmp_path / "tiny-tokenizer" / "tokenizer.json").is_file()
     logs = sorted(p.relative_to(tmp_path / "logs").as_posix() for p in (tmp_path / "logs").rglob("*.jsonl"))
     assert [p.split("_", 1)[1] for p in logs] == ["sampling_0/execution.jsonl", "training_0/execution.jsonl"]
     assert "job cancelled" in (tmp_path / "logs" / logs[1]).read_text()
     assert "execution log:" in proc.stdout
+    # the page's account of the run: the training log's line count as the example prints
+    # it, and its first line's message
+    said = " ".join(RECIPE_PAGE.read_text().split())
+    stated = re.search(r"`execution log: logs/<job_id>_training_0/execution.jsonl \((\d+) lines\)`", said)
+    printed = re.search(r"execution log: \S+_training_0/execution.jsonl \((\d+) lines\)", proc.stdout)
+    first = re.search(r'"message": "([^"]+)"\}`\.', said)
+    assert stated and printed and first, (proc.stdout[-2000:], "the page or the example changed its wording")
+    assert stated[1] == printed[1], (stated[1], printed[1])
+    assert json.loads((tmp_path / "logs" / logs[1]).read_text().splitlines()[0])["message"] == first[1]
     assert not (tmp_path / "fake.env").exists()  # the fake was stopped and cleaned up
