@@ -98,7 +98,10 @@ def main(argv: list[str] | None = None) -> int:
                    help="gs-proxy's bound on the frames whose chunks it hashes (default: its own, 16)")
     p.add_argument("--json", metavar="PATH", help="also write every round's figures, the date and the load average "
                                                   "to PATH")
+    p.add_argument("--quick", action="store_true", help="a smoke run: one round of a 16 MiB frame and 30 small calls")
     args = p.parse_args(argv)
+    if args.quick:
+        args.sizes, args.runs, args.calls = [16], 1, 30
     env = {"PYTHONPATH": ROOT}
     fake = Proc([sys.executable, "-m", "fake_gs", "--port", "0", "--log-level", "warning"], cwd=ROOT, env=env)
     bound = [] if args.hash_frames_up_to is None else ["--hash-frames-up-to", str(args.hash_frames_up_to)]
