@@ -23,10 +23,12 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from contract.errors import ErrorCode, detail_entry
+from fake_gs.answers.check import json_response
 from fake_gs.answers.refusals import ApiError, validation_error
 from fake_gs.http.app_state import AppState
 from fake_gs.http.auth import authenticate_admin
-from fake_gs.http.handlers.context import BodyReader, json_response, parse_json
+from fake_gs.http.body import BodyReader
+from fake_gs.http.json_body import parse_json
 from fake_gs.ops.faults import FaultRule, parse_rules
 from fake_gs.ops.mutants import MUTANTS
 from fake_gs.state.records import JobRec

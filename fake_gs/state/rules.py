@@ -71,6 +71,20 @@ class Rules:
     generate_needs_sampler: bool
     #: A training sub-job needs a model the service trains (not an inference-only one).
     training_needs_trainable_model: bool
+    #: A create body's job_id is honoured (when it is a UUID).
+    caller_job_id_honoured: bool
+    #: sp_size divides n_gpus (JOBV-SP-1).
+    sp_size_checked: bool
+    #: Activation offload needs mode full (JOBV-OFFLOAD-1).
+    offload_mode_checked: bool
+    #: multiplex_job_id is a complete sub-job id of another job (JOBV-MULTIPLEX-1).
+    multiplex_id_checked: bool
+    #: A data-parallel size change needs load_optimizer_states false (at create and on load).
+    dp_size_change_refused: bool
+    #: Forward-backward frames fit the training sub-job's max_seq_len.
+    seq_len_checked: bool
+    #: Forward-backward results carry the metrics block (proposed profile).
+    proposed_metrics_sent: bool
 
     #: Bent on purpose (false for the plain fake): a job refusing a malformed frame stops serving.
     refusal_wedges_job: bool
@@ -86,6 +100,8 @@ class Rules:
     key_answers_crossed: bool
     #: Bent on purpose (false for the plain fake): any service token opens the admin API.
     service_token_opens_admin: bool
+    #: Bent on purpose (false for the plain fake): a large batch's forward-backward loss is negated.
+    large_batch_loss_flipped: bool
     #: The numeric bugs the engine is built with (none for the plain fake).
     engine_quirks: frozenset[EngineQuirk]
 
@@ -116,6 +132,13 @@ class Rules:
                    reset_sampler_only=Rule.RESET_SAMPLER_ONLY not in waived,
                    generate_needs_sampler=Rule.SAMPLER_GENERATES not in waived,
                    training_needs_trainable_model=Rule.TRAINABLE_MODEL not in waived,
+                   caller_job_id_honoured=Rule.CALLER_JOB_ID not in waived,
+                   sp_size_checked=Rule.SP_SIZE not in waived,
+                   offload_mode_checked=Rule.OFFLOAD_MODE not in waived,
+                   multiplex_id_checked=Rule.MULTIPLEX_ID not in waived,
+                   dp_size_change_refused=Rule.DP_SIZE_CHANGE not in waived,
+                   seq_len_checked=Rule.SEQ_LEN not in waived,
+                   proposed_metrics_sent=Rule.PROPOSED_METRICS not in waived,
                    refusal_wedges_job=Bend.REFUSAL_WEDGES_JOB in bent,
                    init_from_any_job=Bend.INIT_ANY_JOB in bent,
                    stage_logs_unwritten=Bend.STAGE_LOGS_UNWRITTEN in bent,
@@ -123,6 +146,7 @@ class Rules:
                    export_name_from_id=Bend.EXPORT_NAME_FROM_ID in bent,
                    key_answers_crossed=Bend.KEY_CROSSED_ANSWER in bent,
                    service_token_opens_admin=Bend.SERVICE_TOKEN_ADMIN in bent,
+                   large_batch_loss_flipped=Bend.LARGE_BATCH_LOSS_FLIPPED in bent,
                    engine_quirks=settings.seams.engine_quirks())
 
     def job_serves(self, status: str, wanted: Container[str]) -> bool:
