@@ -1,10 +1,10 @@
-"""The rules the fake's handlers and border read, in one object: how large a body may be,
+"""The rules the fake's backends and border read, in one object: how large a body may be,
 whether a content type is checked, whether a job in a given state serves a call, and the
 other rules of the border and of the job, operation and sampling routes a variation may
 waive, or the behaviours it may bend.
 
-The running variation (``fake_gs/ops/seams.py``) may waive any of them; the border reads
-this object and never the seams, so an HTTP handler reads a rule by its name here. The
+The running variation (``fake_gs/ops/seams.py``) may waive any of them; the border and the
+backends read this object and never the seams, so a rule is read by its name here. The
 settings are frozen, so the rules are decided once, when the store is built.
 """
 

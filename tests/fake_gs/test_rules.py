@@ -79,7 +79,7 @@ def test_a_waiver_changes_exactly_its_rules_fields() -> None:
     for row in MUTANTS.values():
         waived = {point.partition(":")[2] for point in row.seams if point.startswith("waive:")}
         bent = {point.partition(":")[2] for point in row.seams if point.startswith("bend:")}
-        settings = FakeSettings(mutant=row.name, engine=row.engine) if row.engine else FakeSettings(mutant=row.name)
+        settings = FakeSettings(variation=row.name, engine=row.engine) if row.engine else FakeSettings(variation=row.name)
         rules = Rules.of(settings)
         changed = {f.name for f in dataclasses.fields(rules) if getattr(rules, f.name) != getattr(plain, f.name)}
         expected = set().union(set(), *(fields for rule, fields in FIELDS_OF.items() if rule in waived),
