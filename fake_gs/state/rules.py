@@ -1,10 +1,10 @@
-"""The rules the fake's backends and border read, in one object: how large a body may be,
+"""The rules the fake's handlers and border read, in one object: how large a body may be,
 whether a content type is checked, whether a job in a given state serves a call, and the
 other rules of the border and of the job, operation and sampling routes a variation may
 waive, or the behaviours it may bend.
 
-The running variation (``fake_gs/ops/seams.py``) may waive any of them; the border and the
-backends read this object and never the seams, so a rule is read by its name here. The
+The running variation (``fake_gs/ops/seams.py``) may waive any of them; the border reads
+this object and never the seams, so an HTTP handler reads a rule by its name here. The
 settings are frozen, so the rules are decided once, when the store is built.
 """
 
@@ -51,6 +51,16 @@ class Rules:
     bodiless_routes_refuse_body: bool
     #: A create body's top-level debug block is refused.
     debug_block_refused: bool
+    #: A create body's job_id is honoured (when it is a UUID).
+    caller_job_id_honoured: bool
+    #: sp_size divides n_gpus (JOBV-SP-1).
+    sp_size_checked: bool
+    #: Activation offload needs mode full (JOBV-OFFLOAD-1).
+    offload_mode_checked: bool
+    #: multiplex_job_id is a complete sub-job id of another job (JOBV-MULTIPLEX-1).
+    multiplex_id_checked: bool
+    #: A data-parallel size change needs load_optimizer_states false (at create and on load).
+    dp_size_change_refused: bool
     #: A ``source_checkpoint_info`` carrying stage_info is refused.
     init_credentials_refused: bool
     #: ``multiplex_job_id`` names a running sub-job the caller holds.
@@ -71,20 +81,6 @@ class Rules:
     generate_needs_sampler: bool
     #: A training sub-job needs a model the service trains (not an inference-only one).
     training_needs_trainable_model: bool
-    #: A create body's job_id is honoured (when it is a UUID).
-    caller_job_id_honoured: bool
-    #: sp_size divides n_gpus (JOBV-SP-1).
-    sp_size_checked: bool
-    #: Activation offload needs mode full (JOBV-OFFLOAD-1).
-    offload_mode_checked: bool
-    #: multiplex_job_id is a complete sub-job id of another job (JOBV-MULTIPLEX-1).
-    multiplex_id_checked: bool
-    #: A data-parallel size change needs load_optimizer_states false (at create and on load).
-    dp_size_change_refused: bool
-    #: Forward-backward frames fit the training sub-job's max_seq_len.
-    seq_len_checked: bool
-    #: Forward-backward results carry the metrics block (proposed profile).
-    proposed_metrics_sent: bool
 
     #: Bent on purpose (false for the plain fake): a job refusing a malformed frame stops serving.
     refusal_wedges_job: bool
@@ -100,8 +96,6 @@ class Rules:
     key_answers_crossed: bool
     #: Bent on purpose (false for the plain fake): any service token opens the admin API.
     service_token_opens_admin: bool
-    #: Bent on purpose (false for the plain fake): a large batch's forward-backward loss is negated.
-    large_batch_loss_flipped: bool
     #: The numeric bugs the engine is built with (none for the plain fake).
     engine_quirks: frozenset[EngineQuirk]
 
@@ -122,6 +116,11 @@ class Rules:
                    key_replays=Rule.KEY_REPLAYS not in waived,
                    bodiless_routes_refuse_body=Rule.BODILESS_ROUTES not in waived,
                    debug_block_refused=Rule.DEBUG_GATE not in waived,
+                   caller_job_id_honoured=Rule.CALLER_JOB_ID not in waived,
+                   sp_size_checked=Rule.SP_SIZE not in waived,
+                   offload_mode_checked=Rule.OFFLOAD_MODE not in waived,
+                   multiplex_id_checked=Rule.MULTIPLEX_ID not in waived,
+                   dp_size_change_refused=Rule.DP_SIZE_CHANGE not in waived,
                    init_credentials_refused=Rule.INIT_CREDENTIALS not in waived,
                    multiplex_target_checked=Rule.MULTIPLEX_TARGET not in waived,
                    sampler_init_checked=Rule.SAMPLER_INIT not in waived,
@@ -132,13 +131,6 @@ class Rules:
                    reset_sampler_only=Rule.RESET_SAMPLER_ONLY not in waived,
                    generate_needs_sampler=Rule.SAMPLER_GENERATES not in waived,
                    training_needs_trainable_model=Rule.TRAINABLE_MODEL not in waived,
-                   caller_job_id_honoured=Rule.CALLER_JOB_ID not in waived,
-                   sp_size_checked=Rule.SP_SIZE not in waived,
-                   offload_mode_checked=Rule.OFFLOAD_MODE not in waived,
-                   multiplex_id_checked=Rule.MULTIPLEX_ID not in waived,
-                   dp_size_change_refused=Rule.DP_SIZE_CHANGE not in waived,
-                   seq_len_checked=Rule.SEQ_LEN not in waived,
-                   proposed_metrics_sent=Rule.PROPOSED_METRICS not in waived,
                    refusal_wedges_job=Bend.REFUSAL_WEDGES_JOB in bent,
                    init_from_any_job=Bend.INIT_ANY_JOB in bent,
                    stage_logs_unwritten=Bend.STAGE_LOGS_UNWRITTEN in bent,
@@ -146,7 +138,6 @@ class Rules:
                    export_name_from_id=Bend.EXPORT_NAME_FROM_ID in bent,
                    key_answers_crossed=Bend.KEY_CROSSED_ANSWER in bent,
                    service_token_opens_admin=Bend.SERVICE_TOKEN_ADMIN in bent,
-                   large_batch_loss_flipped=Bend.LARGE_BATCH_LOSS_FLIPPED in bent,
                    engine_quirks=settings.seams.engine_quirks())
 
     def job_serves(self, status: str, wanted: Container[str]) -> bool:

@@ -24,7 +24,7 @@ from fake_gs.answers import check as answers
 from fake_gs.answers.refusals import ApiError
 from fake_gs.chunking.groups import ChunkGroup
 from fake_gs.engines.protocol import BatchRefused
-from fake_gs.ops.seams import Rewrite
+from fake_gs.ops.seams import Bend, Rewrite, Rule
 from fake_gs.state.create_rules import dp_compatible, restores_optimizer
 from fake_gs.state.quotas import check_checkpoint_room
 from fake_gs.state.records import CheckpointRec, JobRec, RequestRec, SubJobRec
@@ -113,12 +113,12 @@ class Training:
 
     def forward_backward(self, job: JobRec, obj: Any, group: ChunkGroup | None) -> RequestRec:
         """A decoded forward-backward frame: checked, then run once on the job's executor."""
-        store, rules = self.store, self.store.rules
+        store, seams = self.store, self.settings.seams
         trainer = training_sub_job(job)
-        request = forward_object(obj, trainer.max_seq_len if rules.seq_len_checked else None)
+        request = forward_object(obj, trainer.max_seq_len if Rule.SEQ_LEN not in seams.waived else None)
         self.admit_batch(request)
-        proposed = self.settings.profile == "proposed" and rules.proposed_metrics_sent
-        flip = rules.large_batch_loss_flipped and tensor_bytes(request) > LARGE_BATCH_BYTES
+        proposed = self.settings.profile == "proposed" and Rule.PROPOSED_METRICS not in seams.waived
+        flip = Bend.LARGE_BATCH_LOSS_FLIPPED in seams.bent and tensor_bytes(request) > LARGE_BATCH_BYTES
 
         def work() -> dict[str, Any]:
             out = store.engine.forward_backward(job.job_id, request)
@@ -226,7 +226,7 @@ class Training:
             target = named
         into = target or training_sub_job(job)
         checkpoint_id, source_job_id = body.checkpoint_id, body.source_job_id
-        dp_rule = store.rules.dp_size_change_refused
+        dp_rule = Rule.DP_SIZE_CHANGE not in self.settings.seams.waived
 
         def work() -> dict[str, Any]:
             # The route is asynchronous and names only its 400/501 refusals as immediate (spec

@@ -25,6 +25,11 @@ FIELDS_OF = {
     Rule.KEY_REPLAYS: {"key_replays"},
     Rule.BODILESS_ROUTES: {"bodiless_routes_refuse_body"},
     Rule.DEBUG_GATE: {"debug_block_refused"},
+    Rule.CALLER_JOB_ID: {"caller_job_id_honoured"},
+    Rule.SP_SIZE: {"sp_size_checked"},
+    Rule.OFFLOAD_MODE: {"offload_mode_checked"},
+    Rule.MULTIPLEX_ID: {"multiplex_id_checked"},
+    Rule.DP_SIZE_CHANGE: {"dp_size_change_refused"},
     Rule.INIT_CREDENTIALS: {"init_credentials_refused"},
     Rule.MULTIPLEX_TARGET: {"multiplex_target_checked"},
     Rule.SAMPLER_INIT: {"sampler_init_checked"},
@@ -35,13 +40,6 @@ FIELDS_OF = {
     Rule.RESET_SAMPLER_ONLY: {"reset_sampler_only"},
     Rule.SAMPLER_GENERATES: {"generate_needs_sampler"},
     Rule.TRAINABLE_MODEL: {"training_needs_trainable_model"},
-    Rule.CALLER_JOB_ID: {"caller_job_id_honoured"},
-    Rule.SP_SIZE: {"sp_size_checked"},
-    Rule.OFFLOAD_MODE: {"offload_mode_checked"},
-    Rule.MULTIPLEX_ID: {"multiplex_id_checked"},
-    Rule.DP_SIZE_CHANGE: {"dp_size_change_refused"},
-    Rule.SEQ_LEN: {"seq_len_checked"},
-    Rule.PROPOSED_METRICS: {"proposed_metrics_sent"},
 }
 
 #: Each behaviour the handlers read through Rules -> the field its bend sets.
@@ -53,7 +51,6 @@ BENT_FIELD = {
     Bend.EXPORT_NAME_FROM_ID: "export_name_from_id",
     Bend.KEY_CROSSED_ANSWER: "key_answers_crossed",
     Bend.SERVICE_TOKEN_ADMIN: "service_token_opens_admin",
-    Bend.LARGE_BATCH_LOSS_FLIPPED: "large_batch_loss_flipped",
 }
 
 #: The field the ``engine:`` points (the engine's numeric bugs) set.
