@@ -3,7 +3,7 @@
 One method per route, next to the job table it changes: each checks the route's rules
 (spec §5, §6.5, §8) and asks the store's :class:`~fake_gs.state.rules.Rules` for the
 rules a variation may waive. The handlers (``fake_gs.http.handlers.jobs``) parse the
-call, call a method, and render its answer in the fake's answer forms; what a job shows
+call, call a method, and render its answer as the answer side spells it; what a job shows
 (:class:`JobFacts`) is decided here, how it is spelled there.
 """
 
@@ -49,7 +49,7 @@ def sub_job_fields(sub: SubJobRec) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class JobFacts:
-    """What a job object shows (spec §5.2), before the answer forms spell it."""
+    """What a job object shows (spec §5.2), before the answer side spells it."""
 
     job_id: str
     #: A :class:`~contract.states.JobState` value.

@@ -4,7 +4,7 @@ Each method checks its operation's rules, asking the store's
 :class:`~fake_gs.state.rules.Rules` for those a variation may waive, and does the work:
 ``forward`` and ``weight-sync`` submit a request to poll; the rest answer at once. The
 handler (``fake_gs.http.handlers.operations``) parses the envelope and the payload, calls
-a method and renders its answer in the fake's answer forms.
+a method and renders its answer as the answer side spells it.
 """
 
 from __future__ import annotations
