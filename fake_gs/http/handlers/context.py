@@ -21,7 +21,7 @@ from fake_gs.http.body import BodyReader
 from fake_gs.http.json_body import OFF_LOOP_JSON_BYTES, parse_json_body, validate_model
 from fake_gs.state.records import JobRec, RequestRec
 
-__all__ = ["ENCODED_SLASH", "OFF_LOOP_JSON_BYTES", "Ctx", "Handler", "json_response"]
+__all__ = ["ENCODED_SLASH", "Ctx", "Handler", "json_response"]
 
 M = TypeVar("M", bound=BaseModel)
 
