@@ -135,7 +135,7 @@ def bench_results(calls: int) -> Figures:
 def bench_admin() -> Figures:
     with fake_process("--token", "A", "--token", "B", "--admin-token", "Z") as fake:
         base = fake.base_url
-        routes = [("GET", "health"), ("GET", "state"), ("GET", "mutants"), ("GET", "faults"), ("PUT", "faults"),
+        routes = [("GET", "health"), ("GET", "state"), ("GET", "variations"), ("GET", "faults"), ("PUT", "faults"),
                   ("POST", "faults"), ("DELETE", "faults"), ("POST", "jobs/x/state"), ("POST", "reset")]
         seen: dict[str, set[int]] = {"A": set(), "B": set(), "Z": set()}
         for method, path in routes:

@@ -28,7 +28,7 @@ def admin_of(target: Target) -> AdminApi:
 def faults_fake(make_variant: Callable[..., Target], name: str, seed: int) -> Iterator[tuple[Target, AdminApi]]:
     """For a fixture: a fake without mutant reserved for fault rules (``gs_variant`` makes
     it), and its admin; the rules are cleared when the test is done."""
-    target = make_variant(name, seed=seed, mutant=None)
+    target = make_variant(name, seed=seed, variation=None)
     admin = admin_of(target)
     yield target, admin
     admin.clear_faults()

@@ -193,7 +193,7 @@ OPTIONS: tuple[Option, ...] = (
     _opt("no_shrink", "Skip hypothesis shrinking: faster, but failing examples are not "
          "minimal.", _R, kind="flag"),
     _opt("mutant", "Run the embedded fake with this deliberate contract violation (a mutant: "
-         "fake-gs --mutant).", _F, metavar="NAME"),
+         "fake-gs --variation).", _F, metavar="NAME"),
     _opt("engine", "Engine of the embedded fake.", _F, choices=FakeEngines()),
     _opt("status_style", "Status spelling of the embedded fake.", _F,
          default=DEFAULT_STATUS_STYLE, choices=STATUS_STYLES),

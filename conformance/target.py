@@ -186,7 +186,7 @@ class EmbeddedFakes:
             "dialect": o.dialect,
             "seed": o.fake_seed,
             "engine": o.engine,
-            "mutant": o.mutant,
+            "variation": o.mutant,
             "log_level": "warning",
             # The run's jobs are cancelled only at its end, all on one account (capacity is
             # per account): a ceiling no run reaches keeps late jobs from queueing pending.

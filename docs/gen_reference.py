@@ -346,7 +346,7 @@ def mutants_page() -> str:
                  else "allowed form: stays green" if m.allowed else (m.engine or "fake"))
         rows.append([code(m.name), " ".join(f"[{c}](clauses.md#{c})" for c in m.clauses), where, cell(m.description)])
     intro = f"""
-The {len(MUTANTS)} deliberate variations of `fake_gs.ops.mutants`: `fake-gs --mutant NAME`,
+The {len(MUTANTS)} deliberate variations of `fake_gs.ops.mutants`: `fake-gs --variation NAME`,
 `gs-conformance --mutant NAME`, `gs-parity --mutant NAME`. Each contract violation must turn
 its clauses red (the suite's self-test) or, marked *parity only*, diverge in a replay; one
 marked *allowed form* answers in a form the spec allows and must leave the clauses it lists

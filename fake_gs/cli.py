@@ -61,7 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="fake-gs",
         description="A fake Cortex Training server: every route of the contract, shape-aware results, "
-                    "chunk groups, dialects, auth, mutants. Serves on loopback by default.",
+                    "chunk groups, dialects, auth, variations. Serves on loopback by default.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     groups = {title: p.add_argument_group(title, about) for title, about in FLAG_GROUPS.items()}
@@ -70,7 +70,11 @@ def build_parser() -> argparse.ArgumentParser:
         flag = flag_of(f)
         if flag is not None:
             where = groups[flag.group] if flag.group else p
-            where.add_argument(flag.name, **_argument(f, flag, hints[f.name], getattr(defaults, f.name)))
+            how = _argument(f, flag, hints[f.name], getattr(defaults, f.name))
+            where.add_argument(flag.name, **how)
+            for alias in flag.aliases:
+                where.add_argument(alias, **{**how, "dest": flag.dest, "help": argparse.SUPPRESS,
+                                             "default": argparse.SUPPRESS, "action": _deprecated(flag.name)})
     # Not a setting of the server: where this process writes the exports once serving.
     groups[RECIPE_GROUP].add_argument(
         "--env-file", type=Path, default=None, metavar="PATH",
@@ -79,6 +83,18 @@ def build_parser() -> argparse.ArgumentParser:
              "execution-log stage with the logs extra) to PATH for `source`; removed when the "
              "fake stops")
     return p
+
+
+def _deprecated(name: str) -> type[argparse.Action]:
+    """An older spelling of the flag ``name``: stores as it does, and warns."""
+
+    class Deprecated(argparse.Action):
+        def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                     values: Any, option_string: str | None = None) -> None:
+            print(f"{parser.prog}: {option_string} is deprecated; use {name}", file=sys.stderr)
+            setattr(namespace, self.dest, values)
+
+    return Deprecated
 
 
 def _argument(f: Field[Any], flag: Flag, hint: Any, default: Any) -> dict[str, Any]:
@@ -178,8 +194,8 @@ def announcement(settings: FakeSettings, base: str, host_port: str, tls: Any,
     does to a caller's batches."""
     extras = [f"profile={settings.profile}", f"dialect={settings.dialect}", f"engine={settings.engine}",
               f"auth={'on' if settings.tokens else 'off'}", f"tls={'on' if tls else 'off'}"]
-    if settings.mutant:
-        extras.append(f"MUTANT={settings.mutant}")
+    if settings.variation:
+        extras.append(f"VARIATION={settings.variation}")
     if settings.record:
         extras.append(f"recording to {settings.record}")
     return [

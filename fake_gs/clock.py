@@ -10,8 +10,10 @@ measures intervals.
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
+from datetime import UTC, datetime
 from typing import Protocol
 
 
@@ -63,3 +65,14 @@ class ManualClock:
 
 #: The clock of every fake built without an explicit one.
 SYSTEM_CLOCK: Clock = SystemClock()
+
+
+def format_rfc3339(ts: float) -> str:
+    """``2025-01-02T03:04:05.678Z``: RFC 3339 in UTC with milliseconds."""
+    return datetime.fromtimestamp(ts, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+#: Cached for the timestamps polls repeat (a request's or a job's). Small on purpose: a big
+#: cache that keeps churning leaves long-lived entries in every pymalloc arena, so freed
+#: memory can never go back to the OS (the soak test measured +10% RSS from 8192 entries).
+rfc3339 = functools.lru_cache(maxsize=64)(format_rfc3339)

@@ -30,6 +30,9 @@ class Flag:
     metavar: str | None = None
     unit: int = 1
     choices: tuple[str, ...] | None = None
+    #: Older spellings the parser still accepts: hidden from the help, each use warned as
+    #: deprecated.
+    aliases: tuple[str, ...] = ()
 
     @property
     def dest(self) -> str:

@@ -29,8 +29,7 @@ from contract.wire import MIN_RESULT_CHUNK_BYTES
 from fake_gs.answers.check import on_by_env
 from fake_gs.answers.forms import Forms, forms_for
 from fake_gs.engines import ENGINES
-from fake_gs.ops.mutants import MUTANTS
-from fake_gs.ops.seams import Seams, seams_for
+from fake_gs.ops.seams import VARIATION_FLAG_ALIASES, VARIATIONS, Seams, seams_for
 from fake_gs.options import bound_of, option
 
 #: The variable that sets the default answer dialect (``--dialect``) of every fake built.
@@ -102,7 +101,7 @@ class FakeSettings:
     allow_any_model: bool = option(False, "--allow-any-model", "accept any model name (default: only the models the real service caches)")
     engine: str = option("shape", "--engine", "shape: seeded synthetic results; tiny: a small real causal LM on CPU", choices=tuple(sorted(ENGINES)))
     tiny_max_batch_tokens: int = option(65_536, "--tiny-max-batch-tokens", "tiny engine: tokens (rows x sequence length) of one forward(-backward) batch; more answers 400 limit_exceeded, as does rows x length^2 over 1024 times it", bound="positive")
-    mutant: str | None = option(None, "--mutant", "run with a deliberate contract violation (for conformance self-tests): %(choices)s", metavar="NAME", choices=tuple(sorted(MUTANTS)))
+    variation: str | None = option(None, "--variation", "run with a deliberate violation of the contract (for conformance self-tests): %(choices)s", metavar="NAME", choices=tuple(sorted(VARIATIONS)), aliases=VARIATION_FLAG_ALIASES)
     faults: str | None = option(None, "--faults", "fault rules file (JSON or YAML); also set at run time via /_fake/faults", metavar="FILE")
     log_level: str = option("info", "--log-level", "log verbosity", choices=("critical", "error", "warning", "info", "debug"))
     tls: bool = option(False, "--tls", "serve HTTPS with a certificate from a throwaway CA made now (needs the tls extra); prints the CA bundle and the exports a client needs", group=RECIPE_GROUP)
@@ -187,8 +186,8 @@ class FakeSettings:
             raise ValueError("idempotency_window_s must be > 0")
         if self.admin_token is not None and (not self.admin_token or self.admin_token in self.tokens):
             raise ValueError("admin_token must be non-empty and differ from every service --token")
-        if self.mutant is not None:
-            self._check_mutant(self.mutant)
+        if self.variation is not None:
+            self._check_variation(self.variation)
 
     def _check_choices(self) -> None:
         """Fields typed with a Literal take only its values (the CLI offers the same)."""
@@ -205,11 +204,11 @@ class FakeSettings:
             if bound == "non_negative" and not value >= 0:
                 raise ValueError(f"{f.name} must be >= 0")
 
-    def _check_mutant(self, mutant: str) -> None:
-        if mutant not in MUTANTS:
-            raise ValueError(f"unknown mutant {mutant!r}; known: {', '.join(sorted(MUTANTS))}")
-        if MUTANTS[mutant].engine not in (None, self.engine):
-            raise ValueError(f"mutant {mutant!r} needs --engine {MUTANTS[mutant].engine}")
+    def _check_variation(self, name: str) -> None:
+        if name not in VARIATIONS:
+            raise ValueError(f"unknown variation {name!r}; known: {', '.join(sorted(VARIATIONS))}")
+        if VARIATIONS[name].engine not in (None, self.engine):
+            raise ValueError(f"variation {name!r} needs --engine {VARIATIONS[name].engine}")
 
     def with_overrides(self, **overrides: Any) -> FakeSettings:
         known = {f.name for f in fields(self)}
@@ -220,8 +219,8 @@ class FakeSettings:
 
     @property
     def seams(self) -> Seams:
-        """Where the running mutant acts (``fake_gs/ops/seams.py``; none for the plain fake)."""
-        return seams_for(self.mutant)
+        """Where the running variation acts (``fake_gs/ops/seams.py``; none for the plain fake)."""
+        return seams_for(self.variation)
 
     @property
     def auth_enabled(self) -> bool:

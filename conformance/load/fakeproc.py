@@ -61,7 +61,7 @@ class EmbeddedFake:
         auth = ["--token", tokens[0], "--admin-token", tokens[1]] if tokens else []
         self.argv = [sys.executable, "-m", "fake_gs", "--host", host, "--port", "0",
                      "--max-total-gpus", str(CAPACITY_GPUS), "--log-level", "warning",
-                     *(["--mutant", mutant] if mutant else []), *args, *auth]
+                     *(["--variation", mutant] if mutant else []), *args, *auth]
         self.proc: subprocess.Popen[str] | None = None
         self.url = ""
         self.tail: deque[str] = deque(maxlen=40)

@@ -138,6 +138,8 @@ class EmbeddedTargets:
             settings = info.get("settings") or {}
             recorded = dict(settings) if isinstance(settings, dict) else {}
             count = recorded.pop("token_count", 0) or 0
+        if "mutant" in recorded:  # a tape recorded before the fake's setting was named "variation"
+            recorded.setdefault("variation", recorded.pop("mutant"))
         count = min(count, REPLAY_TOKEN_COUNT) if isinstance(count, int) and count > 0 else 0
         known = {f.name for f in fields(FakeSettings)}
         unknown = sorted(set(recorded) - known)
@@ -154,9 +156,9 @@ class EmbeddedTargets:
                       admin_token=self.admin_token if count else None)
         mutant = self.overrides.get("mutant")
         values.update({k: v for k, v in self.overrides.items() if k != "mutant"})
-        if mutant and not values.get("mutant"):
+        if mutant and not values.get("variation"):
             try:
-                return FakeSettings(**(values | {"mutant": mutant}))
+                return FakeSettings(**(values | {"variation": mutant}))
             except ValueError:
                 pass  # the mutant lives in another engine: this server runs without it
         return FakeSettings(**values)

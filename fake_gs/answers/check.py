@@ -59,6 +59,13 @@ def render(answer: BaseModel) -> dict[str, Any]:
     return answer.model_dump(by_alias=True, exclude_unset=True)
 
 
+def submission(request_id: str, job_id: str, count: int | None = None) -> dict[str, Any]:
+    """A submission's answer, rendered; generate-stream's carries the prompt ``count``."""
+    if count is None:
+        return render(m.SubmitResponse(request_id=request_id, job_id=job_id))
+    return render(m.GenerateStreamSubmitResponse(request_id=request_id, job_id=job_id, count=count))
+
+
 def dumps(obj: Any) -> bytes:
     """Compact JSON bytes, as every answer is sent (NaN and infinities refused)."""
     return _ENCODER.encode(obj).encode("utf-8")

@@ -40,6 +40,7 @@ from contract.forms import (
 from contract.models import DetailListError, ErrorEnvelope, MessageCodeError
 from contract.states import job_state_enum_spelling, request_state_enum_spelling
 from fake_gs.answers.check import dumps
+from fake_gs.clock import rfc3339
 
 __all__ = ["DIALECTS", "Dialect", "Forms", "FormsOutward", "forms_for"]
 T = TypeVar("T")
@@ -254,12 +255,12 @@ def list_entry(forms: Forms, job: dict[str, Any]) -> dict[str, Any]:
     return {"job_id": job["job_id"], "status": job["status"], "sub_jobs": subs or []}
 
 
-def timestamp(forms: Forms, ts: float, kit: str) -> str:
-    """``kit`` (RFC 3339, milliseconds, ``Z``), or the same instant with microseconds or a
-    ``+00:00`` offset (RFC 3339 still)."""
+def timestamp(forms: Forms, ts: float) -> str:
+    """The kit's form (RFC 3339, milliseconds, ``Z``), or the same instant with
+    microseconds or a ``+00:00`` offset (RFC 3339 still)."""
     shape = forms.pick("timestamp-form", ("kit", "micro", "offset"))
     if shape == "kit":
-        return kit
+        return rfc3339(ts)
     moment = datetime.fromtimestamp(ts, UTC)
     return moment.isoformat(timespec="microseconds") if shape == "micro" else moment.isoformat(timespec="seconds")
 

@@ -20,7 +20,10 @@ from pydantic import BaseModel
 from starlette.responses import PlainTextResponse, Response
 
 from contract.errors import ErrorCode
-from contract.models import CreateJobResponse, ErrorEnvelope
+from contract.models import (
+    CreateJobResponse,
+    ErrorEnvelope,
+)
 from contract.states import JobState
 from fake_gs.answers import forms as dialect
 from fake_gs.answers.check import json_response
@@ -77,6 +80,10 @@ class WayOut:
             return {}, 200
         created = Bend.CREATE_201 in self._seams.bent or self.forms.use("success-status")
         return CreateJobResponse(job_id=job_id), 201 if created else 200
+
+    def submitted(self, answer: dict[str, Any]) -> tuple[dict[str, Any], int]:
+        """A submission's answer (:func:`fake_gs.answers.check.submission`) and its status."""
+        return self.part(AnswerPart.SUBMIT_ANSWER, answer), 202 if self.forms.use("success-status") else 200
 
     def error(self, exc: ApiError, headers: Mapping[str, str] | None = None) -> Response:
         """A refusal as the answer (``headers``: those it keeps)."""

@@ -2,7 +2,7 @@
 
 health, reset, a JSON state dump (execution counters for at-most-once proofs), the open
 connections (what their deadlines and cap did), forcing a job's state, holding a job's
-executor, fault rules at run time, mutant info, the export downloads, and for plumbing gates (:mod:`fake_gs.ops.traffic`) minted per-test tokens and the
+executor, fault rules at run time, the variations, the export downloads, and for plumbing gates (:mod:`fake_gs.ops.traffic`) minted per-test tokens and the
 per-account traffic log. Export downloads need no bearer token: their random URL token is
 the credential (like a presigned URL). With tokens configured, only the admin token
 (``--admin-token``, or a random one printed at start-up) opens the rest: service tokens,
@@ -23,12 +23,14 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from contract.errors import ErrorCode, detail_entry
+from fake_gs.answers.check import json_response
 from fake_gs.answers.refusals import ApiError, validation_error
 from fake_gs.http.app_state import AppState
 from fake_gs.http.auth import authenticate_admin
-from fake_gs.http.handlers.context import BodyReader, json_response, parse_json
+from fake_gs.http.body import BodyReader
+from fake_gs.http.json_body import parse_json
 from fake_gs.ops.faults import FaultRule, parse_rules
-from fake_gs.ops.mutants import MUTANTS
+from fake_gs.ops.seams import VARIATIONS, VARIATIONS_ADMIN_ALIASES
 from fake_gs.state.records import JobRec
 
 ADMIN_PREFIX = "/_fake"
@@ -54,7 +56,7 @@ def _wrap(state: AppState, handler: AdminHandler, *, auth: bool = True) -> Calla
 
 async def health(state: AppState, request: Request, body: BodyReader) -> Response:
     s = state.settings
-    return json_response({"status": "ok", "profile": s.profile, "engine": s.engine, "mutant": s.mutant})
+    return json_response({"status": "ok", "profile": s.profile, "engine": s.engine, "variation": s.variation})
 
 
 async def reset(state: AppState, request: Request, body: BodyReader) -> Response:
@@ -205,11 +207,12 @@ async def delete_traffic(state: AppState, request: Request, body: BodyReader) ->
     return json_response({})
 
 
-async def mutants(state: AppState, request: Request, body: BodyReader) -> Response:
+async def variations(state: AppState, request: Request, body: BodyReader) -> Response:
+    """The variation the fake runs with, and every one it knows."""
     return json_response({
-        "active": state.settings.mutant,
-        "known": [{"name": m.name, "clauses": list(m.clauses), "description": m.description}
-                  for m in MUTANTS.values()],
+        "active": state.settings.variation,
+        "known": [{"name": v.name, "clauses": list(v.clauses), "description": v.description}
+                  for v in VARIATIONS.values()],
     })
 
 
@@ -235,7 +238,8 @@ _ADMIN_TABLE: tuple[tuple[str, str, AdminHandler], ...] = (
     ("PUT", "/faults", put_faults),
     ("POST", "/faults", post_faults),
     ("DELETE", "/faults", delete_faults),
-    ("GET", "/mutants", mutants),
+    ("GET", "/variations", variations),
+    *(("GET", path, variations) for path in VARIATIONS_ADMIN_ALIASES),  # older spellings
     ("POST", "/tokens", mint_token),
     ("GET", "/traffic", get_traffic),
     ("DELETE", "/traffic", delete_traffic),

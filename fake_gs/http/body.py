@@ -19,7 +19,7 @@ from typing import Any, NoReturn
 
 from starlette.requests import ClientDisconnect, Request
 
-from contract.errors import ErrorCode
+from contract.errors import ErrorCode, detail_entry
 from fake_gs.answers.refusals import ApiError
 from fake_gs.chunking import shares
 from fake_gs.http.connections import BODY_DEADLINE_KEY
@@ -125,6 +125,23 @@ class BodyReader:
         self.on_evict: Callable[[], None] | None = None
         #: Sees every piece as it arrives (the proposed profile's key fingerprint).
         self.tap: Callable[[Any], None] | None = None
+
+    def media_type(self) -> str:
+        return self.request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+
+    def require_media_type(self, expected: str, what: str, *, checked: bool = True) -> None:
+        """415 unless the body is sent as ``expected`` (``what`` takes it; ``checked``: the
+        rule in force)."""
+        got = self.media_type()
+        if checked and got != expected:
+            raise ApiError(ErrorCode.UNSUPPORTED_MEDIA_TYPE, f"{what} takes {expected}, got {got or 'no content type'}")
+
+    @staticmethod
+    def refuse_unwanted(data: bytes | bytearray, what: str) -> None:
+        """A body sent to a call that takes none (``what``) is refused."""
+        if data:
+            message = f"{what} takes no body"
+            raise ApiError(ErrorCode.VALIDATION_FAILED, message, [detail_entry((), message, "no_body")])
 
     async def _receive(self) -> Any:
         if self.idle_s <= 0:

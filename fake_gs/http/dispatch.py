@@ -24,9 +24,10 @@ from fake_gs.answers import forms as dialect
 from fake_gs.answers.refusals import ApiError, envelope
 from fake_gs.http.app_state import AppState
 from fake_gs.http.auth import authenticate
-from fake_gs.http.handlers import Handler
-from fake_gs.http.handlers.context import BodyReader, Ctx, json_response, parse_json_body
+from fake_gs.http.body import BodyReader
+from fake_gs.http.handlers.context import Ctx, Handler, json_response
 from fake_gs.http.idempotency import keyed
+from fake_gs.http.json_body import parse_json_body
 from fake_gs.ops.faults import FaultAction
 from fake_gs.ops.traffic import note
 

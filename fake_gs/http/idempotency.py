@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from starlette.requests import Request
 
     from fake_gs.http.app_state import AppState
-    from fake_gs.http.handlers.context import BodyReader
+    from fake_gs.http.body import BodyReader
 
 #: How long a repeat waits for the first call with its key to finish.
 PENDING_WAIT_S = 30.0

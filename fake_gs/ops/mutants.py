@@ -41,6 +41,11 @@ class Mutant:
     allowed: bool = False
 
 
+#: Spellings from before the fake called these variations, still accepted (hidden and
+#: deprecated): fake-gs's command-line flag, and the admin API's path listing them.
+LEGACY_FLAG = "--mutant"
+LEGACY_ADMIN_PATH = "/mutants"
+
 #: The mutants, one :class:`Mutant` each, in one block per area of the service.
 _TABLE: tuple[Mutant, ...] = (
     # Addressing, content types and the error envelope

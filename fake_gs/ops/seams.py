@@ -28,9 +28,17 @@ from typing import Any, TypeVar, cast
 
 from contract.errors import ErrorCode
 from contract.models import ErrorEnvelope
-from fake_gs.ops.mutants import MUTANTS
+from fake_gs.ops.mutants import LEGACY_ADMIN_PATH, LEGACY_FLAG, MUTANTS, Mutant
 
 T = TypeVar("T")
+
+#: The variations the fake can be started with (``--variation NAME``), by name: the rows of
+#: the mutant table (the conformance suite's kill score calls them mutants).
+VARIATIONS: Mapping[str, Mutant] = MUTANTS
+#: Older spellings still accepted (hidden, deprecated): of the ``--variation`` flag, and of
+#: the admin path listing the variations.
+VARIATION_FLAG_ALIASES: tuple[str, ...] = (LEGACY_FLAG,)
+VARIATIONS_ADMIN_ALIASES: tuple[str, ...] = (LEGACY_ADMIN_PATH,)
 
 
 class Rule(StrEnum):

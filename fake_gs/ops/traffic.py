@@ -29,7 +29,6 @@ from typing import Any
 
 from contract.auth import bearer_token
 from contract.routes import ROUTES_BY_NAME
-from contract.states import RequestState
 
 #: Scope key of the facts handlers add to an exchange.
 NOTES = "fake_gs.notes"
@@ -83,14 +82,6 @@ def note_unknown(scope: MutableMapping[str, Any], names: list[str]) -> None:
 def _count(counter: Counter[str], key: str) -> None:
     """Count ``key``, or :data:`OTHER` once the counter holds :data:`MAX_TALLY_KEYS` keys."""
     counter[key if key in counter or len(counter) < MAX_TALLY_KEYS else OTHER] += 1
-
-
-def result_form(req: Any) -> str | None:
-    """How a finished request's result was delivered: ``json``, ``inline``, ``chunks`` or
-    ``stream``; None while it is not done (a :class:`fake_gs.state.records.RequestRec`)."""
-    if getattr(req, "final_status", None) != RequestState.DONE:
-        return None
-    return "stream" if req.stream else str(req.result_form)
 
 
 class Accounts:
@@ -189,6 +180,16 @@ class TrafficLog:
     def enabled(self) -> bool:
         return self.limit > 0
 
+    def note(self, scope: MutableMapping[str, Any], key: str, value: Any) -> None:
+        """:func:`note`, when the log keeps anything."""
+        if self.enabled:
+            note(scope, key, value)
+
+    def note_unknown(self, scope: MutableMapping[str, Any], names: list[str]) -> None:
+        """:func:`note_unknown`, when the log keeps anything."""
+        if self.enabled:
+            note_unknown(scope, names)
+
     def record(self, account: str, exchange: dict[str, Any]) -> None:
         with self._lock:
             self._seq += 1
@@ -285,4 +286,4 @@ def exchange(scope: dict[str, Any], status: int, error_body: bytes, started: flo
 
 
 __all__ = ["RESULT_FORMS", "Accounts", "TrafficLog", "bearer_of", "exchange", "note", "note_unknown",
-           "result_form", "short"]
+           "short"]

@@ -2,7 +2,7 @@
 
 Why here: a fake that accepts a config the service refuses hides the client's bug until
 production. Each check raises :class:`ApiError` with the field it blames; a rule that may be
-waived asks its seam (``fake_gs/ops/seams.py``).
+waived asks the store's :class:`~fake_gs.state.rules.Rules`.
 """
 
 from __future__ import annotations
@@ -14,27 +14,28 @@ from contract.errors import ErrorCode, detail_entry
 from contract.jobrules import config_problems
 from contract.models import CreateJobRequest, SubJobConfig
 from fake_gs.answers.refusals import ApiError
-from fake_gs.ops.seams import Rule, Seams
 from fake_gs.state.records import CheckpointRec
+from fake_gs.state.rules import Rules
 
 Loc = tuple[str | int, ...]
-#: The create-time config rules that may be waived -> the clause each one's problems carry.
-CONFIG_RULES = {
-    Rule.SP_SIZE: "JOBV-SP-1",
-    Rule.OFFLOAD_MODE: "JOBV-OFFLOAD-1",
-    Rule.MULTIPLEX_ID: "JOBV-MULTIPLEX-1",
-}
+
+
+def _waived_config_clauses(rules: Rules) -> set[str]:
+    """The clauses of the create-time config rules (contract.jobrules) a variation waives."""
+    checked = {"JOBV-SP-1": rules.sp_size_checked, "JOBV-OFFLOAD-1": rules.offload_mode_checked,
+               "JOBV-MULTIPLEX-1": rules.multiplex_id_checked}
+    return {clause for clause, on in checked.items() if not on}
 
 
 def _refuse(code: ErrorCode, loc: Loc, message: str, kind: str = "value_error") -> ApiError:
     return ApiError(code, message, [detail_entry(loc, message, kind)])
 
 
-def requested_job_id(body: CreateJobRequest, seams: Seams) -> str | None:
+def requested_job_id(body: CreateJobRequest, rules: Rules) -> str | None:
     """The caller's job id, which must be a UUID (honoured when the caller
     holds no job of that id; the store answers 409 when it does, whatever other accounts
     hold). With the rule waived the id is ignored, as the old fake did."""
-    if body.job_id is None or not seams.enforces(Rule.CALLER_JOB_ID):
+    if body.job_id is None or not rules.caller_job_id_honoured:
         return None
     try:
         uuid.UUID(body.job_id)
@@ -43,10 +44,10 @@ def requested_job_id(body: CreateJobRequest, seams: Seams) -> str | None:
     return body.job_id
 
 
-def check_config_rules(body: CreateJobRequest, own_job_id: str | None, seams: Seams) -> None:
+def check_config_rules(body: CreateJobRequest, own_job_id: str | None, rules: Rules) -> None:
     """400 naming every field that breaks a create-time config rule (contract.jobrules),
     except a rule waived."""
-    dropped = {clause for rule, clause in CONFIG_RULES.items() if not seams.enforces(rule)}
+    dropped = _waived_config_clauses(rules)
     problems = [p for p in config_problems(body, own_job_id) if p.clause not in dropped]
     if problems:
         raise ApiError(ErrorCode.VALIDATION_FAILED, "; ".join(p.message for p in problems),
@@ -76,16 +77,16 @@ def restores_optimizer(ckpt: CheckpointRec, cfg: SubJobConfig) -> bool:
     return bool(train is not None and ckpt.checkpoint_type == "resumable" and train.load_optimizer_states is not False)
 
 
-def check_init(i: int, cfg: SubJobConfig, ckpt: CheckpointRec, seams: Seams) -> InitFrom:
+def check_init(i: int, cfg: SubJobConfig, ckpt: CheckpointRec, rules: Rules) -> InitFrom:
     """The create-time init rules of spec §6.5 for one sub-job and its resolved checkpoint."""
     loc: Loc = ("sub_job_configs", i, "source_checkpoint_info", "checkpoint_id")
     if cfg.job_type == "training":
-        if not dp_compatible(ckpt, cfg) and seams.enforces(Rule.DP_SIZE_CHANGE):
+        if not dp_compatible(ckpt, cfg) and rules.dp_size_change_refused:
             raise _refuse(ErrorCode.DP_SIZE_MISMATCH, ("sub_job_configs", i, "training_config", "load_optimizer_states"),
                           f"checkpoint {ckpt.checkpoint_id!r} was saved with n_gpus={ckpt.n_gpus}; a different "
                           "data-parallel size needs load_optimizer_states false")
         return InitFrom(i, ckpt, restores_optimizer(ckpt, cfg))
-    if ckpt.checkpoint_type != "weights-only" and seams.enforces(Rule.SAMPLER_INIT):
+    if ckpt.checkpoint_type != "weights-only" and rules.sampler_init_checked:
         raise _refuse(ErrorCode.CHECKPOINT_TYPE_MISMATCH, loc,
                       f"a {cfg.job_type} sub-job starts from a weights-only checkpoint; "
                       f"{ckpt.checkpoint_id!r} is {ckpt.checkpoint_type}")

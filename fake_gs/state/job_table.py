@@ -11,7 +11,7 @@ from __future__ import annotations
 import secrets
 import threading
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Container
 from typing import Any
 
 from contract.errors import ErrorCode
@@ -33,6 +33,7 @@ from fake_gs.ops.seams import Bend, Rule
 from fake_gs.settings import FakeSettings
 from fake_gs.state.outward import KIT_OUTWARD, Outward
 from fake_gs.state.records import CheckpointRec, ExportRec, JobRec, SubJobRec
+from fake_gs.state.rules import Rules
 
 #: Start-up states a read may advance (the last of JOB_STARTUP_ORDER is where it ends).
 STARTING = JOB_STARTUP_ORDER[:-1]
@@ -167,6 +168,17 @@ class JobTable:
             if job is None:
                 raise ApiError(ErrorCode.JOB_NOT_FOUND, f"job {job_id!r} not found")
             return job
+
+    def serving_job(self, owner: str, job_id: str, wanted: Container[str], rules: Rules) -> JobRec:
+        """The caller's job ``job_id`` (404 when the caller holds none), when its state is
+        one of ``wanted`` (none: any state); 412 ``job_not_running`` else, unless the
+        ``rules`` let an ended job serve."""
+        job = self.job_for(owner, job_id)
+        if wanted:
+            status = self.status(job)
+            if not rules.job_serves(status, wanted):
+                raise ApiError(ErrorCode.JOB_NOT_RUNNING, f"job {job.public_id} is {status}, not running")
+        return job
 
     # --- admission and start-up -----------------------------------------------------------
 

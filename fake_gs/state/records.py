@@ -6,28 +6,16 @@ Mutated only under the store lock; the serial executor reads a request's ``work`
 from __future__ import annotations
 
 import asyncio
-import functools
 import threading
 import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
 from contract.models import SubJobConfig
-from contract.states import JobState
-
-
-def format_rfc3339(ts: float) -> str:
-    """``2025-01-02T03:04:05.678Z``: RFC 3339 in UTC with milliseconds."""
-    return datetime.fromtimestamp(ts, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-#: Cached for the timestamps polls repeat (a request's or a job's). Small on purpose: a big
-#: cache that keeps churning leaves long-lived entries in every pymalloc arena, so freed
-#: memory can never go back to the OS (the soak test measured +10% RSS from 8192 entries).
-rfc3339 = functools.lru_cache(maxsize=64)(format_rfc3339)
+from contract.states import JobState, RequestState
+from fake_gs.clock import format_rfc3339
 
 
 @dataclass
@@ -109,6 +97,13 @@ class RequestRec:
     def __post_init__(self) -> None:
         if not self.updated_at:
             self.updated_at = self.created_at
+
+    def delivered_as(self) -> str | None:
+        """How a finished request's result was delivered: ``json``, ``inline``, ``chunks``
+        or ``stream`` (the traffic log's ``delivery``); None while it is not done."""
+        if self.final_status != RequestState.DONE:
+            return None
+        return "stream" if self.stream else self.result_form
 
 
 #: Log lines a job keeps (tail-logs cursors past dropped lines resume at the oldest kept).

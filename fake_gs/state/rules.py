@@ -51,6 +51,16 @@ class Rules:
     bodiless_routes_refuse_body: bool
     #: A create body's top-level debug block is refused.
     debug_block_refused: bool
+    #: A create body's job_id is honoured (when it is a UUID).
+    caller_job_id_honoured: bool
+    #: sp_size divides n_gpus (JOBV-SP-1).
+    sp_size_checked: bool
+    #: Activation offload needs mode full (JOBV-OFFLOAD-1).
+    offload_mode_checked: bool
+    #: multiplex_job_id is a complete sub-job id of another job (JOBV-MULTIPLEX-1).
+    multiplex_id_checked: bool
+    #: A data-parallel size change needs load_optimizer_states false (at create and on load).
+    dp_size_change_refused: bool
     #: A ``source_checkpoint_info`` carrying stage_info is refused.
     init_credentials_refused: bool
     #: ``multiplex_job_id`` names a running sub-job the caller holds.
@@ -113,6 +123,11 @@ class Rules:
                    key_replays=Rule.KEY_REPLAYS not in waived,
                    bodiless_routes_refuse_body=Rule.BODILESS_ROUTES not in waived,
                    debug_block_refused=Rule.DEBUG_GATE not in waived,
+                   caller_job_id_honoured=Rule.CALLER_JOB_ID not in waived,
+                   sp_size_checked=Rule.SP_SIZE not in waived,
+                   offload_mode_checked=Rule.OFFLOAD_MODE not in waived,
+                   multiplex_id_checked=Rule.MULTIPLEX_ID not in waived,
+                   dp_size_change_refused=Rule.DP_SIZE_CHANGE not in waived,
                    init_credentials_refused=Rule.INIT_CREDENTIALS not in waived,
                    multiplex_target_checked=Rule.MULTIPLEX_TARGET not in waived,
                    sampler_init_checked=Rule.SAMPLER_INIT not in waived,

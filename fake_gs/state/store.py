@@ -174,7 +174,7 @@ def _settings(store: Store) -> dict[str, Any]:
     return {
         "profile": s.profile,
         "engine": s.engine,
-        "mutant": s.mutant,
+        "variation": s.variation,
         "status_style": s.status_style,
         "startup": str(s.startup),
         "latency": str(s.latency),

@@ -40,7 +40,7 @@ def metered(mutant: str | None = None, client: dict[str, Any] | None = None,
             **settings: Any) -> Iterator[SimpleNamespace]:
     """A fake (its counters read first), a job on it, and the kit's client through a meter
     (``client``: more ClientConfig fields)."""
-    config = FakeSettings(port=0, mutant=mutant, log_level="warning", **settings)
+    config = FakeSettings(port=0, variation=mutant, log_level="warning", **settings)
     with serve_in_background(config) as url:
         target = Target(url, "DB", "PUBLIC", "cortex-training", valid_bodies.TRAINING_MODEL, embedded=True)
         pool = JobPool(target, 60.0)

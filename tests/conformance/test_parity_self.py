@@ -96,7 +96,7 @@ def test_conformance_url_run_self_parity(dialect: str, tmp_path: Path) -> None:
     assert any(x["kind"] == "exchange" and x["response"]["status"] == 0 for x in lines)
     _replay_both(dialect, run, seen)
     # A fake answering a large batch wrongly: the replay points at that batch's answer.
-    with serve_in_background(_fake(dialect, mutant=LARGE_BATCH_MUTANT)) as wrong:
+    with serve_in_background(_fake(dialect, variation=LARGE_BATCH_MUTANT)) as wrong:
         rep = replay(run, url=wrong, token=TOKEN)
     found = [(r.group, d.field, d.kind) for r in rep.divergent for d in r.divergences if d.accepted is None]
     assert found == [("data/test_limits.py::test_exactly_at_limit_accepted", "body.result.avg_loss", "sign")], found

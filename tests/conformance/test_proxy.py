@@ -95,7 +95,7 @@ FAST_MUTANTS = ("last-lr-text", "nonfinal-chunk-request-id")
 @pytest.mark.parametrize("mutant", [m if m in FAST_MUTANTS else pytest.param(m, marks=pytest.mark.long)
                                     for m in sorted(VISIBLE)])
 def test_a_mutant_a_passive_observer_sees_is_red_on_the_server(tmp_path: Path, mutant: str) -> None:
-    with _fake(mutant=mutant) as url, proxy(url, tmp_path, "--quiet", "--dialect", "kit") as run:
+    with _fake(variation=mutant) as url, proxy(url, tmp_path, "--quiet", "--dialect", "kit") as run:
         headers = auth_headers(TOKEN)
         requests.get(f"{run.base_url}{PREFIX}/capacity", headers=headers, timeout=30)
         requests.post(f"{run.base_url}{PREFIX}/", headers=headers, json={"training": 7}, timeout=30)
@@ -112,7 +112,7 @@ def test_a_mutant_a_passive_observer_sees_is_red_on_the_server(tmp_path: Path, m
 
 
 def test_live_lines_name_each_violation_as_it_happens(tmp_path: Path) -> None:
-    with _fake(mutant="no-request-id-header") as url, proxy(url, tmp_path, "--dialect", "kit") as run:
+    with _fake(variation="no-request-id-header") as url, proxy(url, tmp_path, "--dialect", "kit") as run:
         requests.get(f"{run.base_url}{PREFIX}/capacity", headers=auth_headers(TOKEN), timeout=30)
         run.stop()
     assert re.search(r"gs-proxy: RED server ADDR-REQID-1 \(MUST, decided\): GET .*capacity -> 200", run.err), run.err
@@ -165,7 +165,7 @@ def test_a_group_that_is_not_the_frame_it_names_is_red(tmp_path: Path, mutant: s
     """The chunk-group hash, judged passively: the client's fault (a payload byte flipped under
     an unchanged frame_sha256); a server that accepts it (the chunk-sha-unchecked mutant) is red
     too; the kit client's own groups are green."""
-    with _fake(**({"mutant": mutant} if mutant else {})) as url, \
+    with _fake(**({"variation": mutant} if mutant else {})) as url, \
             proxy(url, tmp_path, "--quiet", "--dialect", "kit") as run:
         job = _job(run.base_url)
         fb = f"{run.base_url}{PREFIX}/{job}/forward-backward"

@@ -81,7 +81,7 @@ def fake_url(mutant: str | None = None, **settings: Any) -> Iterator[str]:
     """The fake as ``python -m fake_gs.cli --port 0`` serves it (auth off), on loopback."""
     from fake_gs import FakeSettings, serve_in_background
 
-    config = FakeSettings(port=0, mutant=mutant, log_level="warning", **settings)
+    config = FakeSettings(port=0, variation=mutant, log_level="warning", **settings)
     with serve_in_background(config) as url:
         yield str(url)
 

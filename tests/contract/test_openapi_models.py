@@ -19,7 +19,7 @@ from schemathesis import GenerationMode
 
 from contract import models as m
 from contract.openapi import build_openapi
-from fake_gs.http.handlers.context import integral_floats_as_ints
+from fake_gs.http.json_body import integral_floats_as_ints
 
 BODIES: dict[str, type[m.Body]] = {
     "create_job": m.CreateJobRequest,

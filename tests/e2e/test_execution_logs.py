@@ -112,7 +112,7 @@ def test_without_the_logs_extra_the_route_names_it(monkeypatch: pytest.MonkeyPat
 
 
 def test_mutant_stage_empty_downloads_nothing() -> None:
-    server = start_in_background(FakeSettings(mutant="logs-stage-empty"))
+    server = start_in_background(FakeSettings(variation="logs-stage-empty"))
     try:
         client = create_client(ClientConfig(base_url=server.base_url, **FAST))
         client.start()

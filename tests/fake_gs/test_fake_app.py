@@ -96,9 +96,12 @@ def test_admin_health_state_reset(make_api) -> None:
     assert api.state()["jobs"] == {} and api.get("/").json() == {"jobs": []}
 
 
-def test_admin_mutants_listing(api: Api) -> None:
-    body = api.get("/_fake/mutants").json()
+def test_admin_variations_listing(api: Api) -> None:
+    body = api.get("/_fake/variations").json()
     assert body["active"] is None and len(body["known"]) >= 25
+    assert api.get("/_fake/mutants").json() == body  # the older path, still answered
+    assert api.get("/_fake/health").json()["variation"] is None
+    assert api.state()["settings"]["variation"] is None
 
 
 def test_serve_in_background_starts_and_stops() -> None:
@@ -156,18 +159,36 @@ def test_cli_help_documents_every_option() -> None:
     out = subprocess.run([sys.executable, "-m", "fake_gs", "--help"], capture_output=True, text=True, check=True).stdout
     for option in ("--host", "--port", "--profile", "--seed", "--token", "--strict", "--status-style", "--startup",
                    "--latency", "--result-delivery", "--result-chunk-bytes", "--max-total-gpus",
-                   "--allow-any-model", "--engine", "--mutant", "--faults", "--log-level",
+                   "--allow-any-model", "--engine", "--variation", "--faults", "--log-level",
                    "--body-idle-s", "--max-inflight-mib", "--max-results-mib", "--admin-token"):
         assert option in out, option
 
 
-def test_cli_rejects_unknown_mutant_and_bad_timing() -> None:
-    for args in (["--mutant", "no-such-mutant"], ["--latency", "polls:x"], ["--startup", "hours:3"]):
+def test_cli_rejects_unknown_variation_and_bad_timing() -> None:
+    for args in (["--variation", "no-such-variation"], ["--mutant", "no-such-variation"], ["--latency", "polls:x"],
+                 ["--startup", "hours:3"]):
         proc = subprocess.run([sys.executable, "-m", "fake_gs", "--port", "0", *args],
                               capture_output=True, text=True, timeout=20)
         assert proc.returncode != 0
 
 
-def test_settings_reject_unknown_mutant() -> None:
-    with pytest.raises(ValueError, match="unknown mutant"):
-        FakeSettings(mutant="nope")
+def test_settings_reject_unknown_variation() -> None:
+    with pytest.raises(ValueError, match="unknown variation"):
+        FakeSettings(variation="nope")
+
+
+def test_the_older_variation_flag_still_parses_hidden_and_warned() -> None:
+    """``--mutant`` (the flag's spelling before the rename) sets the variation, is not in
+    the help, and warns that it is deprecated."""
+    import contextlib
+    import io
+
+    from fake_gs.cli import build_parser, settings_from_args
+
+    parser, err = build_parser(), io.StringIO()
+    with contextlib.redirect_stderr(err):
+        args = parser.parse_args(["--mutant", "bare-400"])
+    assert settings_from_args(args).variation == "bare-400"
+    assert "--mutant is deprecated; use --variation" in err.getvalue()
+    assert settings_from_args(parser.parse_args([])).variation is None
+    assert "--mutant" not in parser.format_help()

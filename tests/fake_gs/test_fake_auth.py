@@ -54,7 +54,7 @@ def test_admin_needs_a_token_exports_do_not(make_server) -> None:
     srv = make_server(tokens=("t",), admin_token="z")
     anon, ok = Api(srv.base_url), Api(srv.base_url, "t")
     admin = {"Authorization": "Bearer z"}
-    for path in ("/_fake/health", "/_fake/state", "/_fake/mutants"):
+    for path in ("/_fake/health", "/_fake/state", "/_fake/variations", "/_fake/mutants"):
         r = anon.get(path)
         assert r.status_code == 401 and r.json()["code"] == "unauthenticated"
         assert requests.get(srv.base_url + path, headers=admin, timeout=10).status_code == 200
@@ -72,7 +72,7 @@ def test_service_tokens_get_403_on_every_admin_route(make_server) -> None:
     could read, fault, force or reset each other's jobs); Z gets 200."""
     srv = make_server(tokens=("A", "B"), admin_token="Z")
     job_b = Api(srv.base_url, "B").running_job()
-    routes: list[tuple[str, str, dict[str, Any] | None]] = [("GET", "/_fake/health", None), ("GET", "/_fake/state", None), ("GET", "/_fake/mutants", None),
+    routes: list[tuple[str, str, dict[str, Any] | None]] = [("GET", "/_fake/health", None), ("GET", "/_fake/state", None), ("GET", "/_fake/variations", None),
               ("GET", "/_fake/faults", None), ("PUT", "/_fake/faults", {"rules": []}),
               ("POST", "/_fake/faults", {"rules": []}), ("DELETE", "/_fake/faults", None),
               ("POST", f"/_fake/jobs/{job_b}/state", {"status": "failed", "reason": "x"}),

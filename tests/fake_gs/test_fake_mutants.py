@@ -313,12 +313,12 @@ def test_every_mutant_has_a_check() -> None:
 @pytest.mark.parametrize("name", sorted(CHECKS))
 def test_mutant_is_live(make_api, name: str) -> None:
     check, extra = CHECKS[name]
-    check(make_api(mutant=name, **extra))
+    check(make_api(variation=name, **extra))
 
 
 def test_auth_mutants(make_server) -> None:
-    srv = make_server(mutant="auth-ignored", tokens=("a",))
+    srv = make_server(variation="auth-ignored", tokens=("a",))
     assert Api(srv.base_url).get("/").status_code == 200
-    srv = make_server(mutant="cross-token-visible", tokens=("a", "b"))
+    srv = make_server(variation="cross-token-visible", tokens=("a", "b"))
     job = Api(srv.base_url, "a").create_job(training_config(), sampling_config())
     assert Api(srv.base_url, "b").get(f"/{job}").status_code == 200

@@ -48,7 +48,10 @@ def test_every_flag_is_one_option_with_its_help() -> None:
         assert flag is not None and flag.name in actions, f.name
         assert actions[flag.name].help == flag.help and flag.help
         assert actions[flag.name].dest == flag.dest
-    assert set(actions) == {*names, "-h", "--help", "--env-file"}
+        for alias in flag.aliases:  # an older spelling: the same setting, hidden from the help
+            assert actions[alias].dest == flag.dest and actions[alias].help == argparse.SUPPRESS
+    aliases = [alias for f in FLAGGED for alias in flag_of(f).aliases]  # type: ignore[union-attr]
+    assert set(actions) == {*names, *aliases, "-h", "--help", "--env-file"}
 
 
 def test_units_scale_both_ways() -> None:

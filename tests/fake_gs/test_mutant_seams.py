@@ -38,7 +38,7 @@ def test_no_fake_module_asks_for_a_mutant_by_name() -> None:
              for path in sorted(root.rglob("*.py")) if path.relative_to(root).as_posix() not in _TABLE_MODULES
              for hit in names.finditer(path.read_text(encoding="utf-8"))]
     calls = [str(path.relative_to(root)) for path in sorted(root.rglob("*.py"))
-             if re.search(r"\.mutant\(|\bmutant\s*[!=]=", path.read_text(encoding="utf-8"))]
+             if re.search(r"\.(mutant|variation)\(|\b(mutant|variation)\s*[!=]=", path.read_text(encoding="utf-8"))]
     assert found == [] and calls == []
 
 

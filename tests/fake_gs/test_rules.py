@@ -25,6 +25,11 @@ FIELDS_OF = {
     Rule.KEY_REPLAYS: {"key_replays"},
     Rule.BODILESS_ROUTES: {"bodiless_routes_refuse_body"},
     Rule.DEBUG_GATE: {"debug_block_refused"},
+    Rule.CALLER_JOB_ID: {"caller_job_id_honoured"},
+    Rule.SP_SIZE: {"sp_size_checked"},
+    Rule.OFFLOAD_MODE: {"offload_mode_checked"},
+    Rule.MULTIPLEX_ID: {"multiplex_id_checked"},
+    Rule.DP_SIZE_CHANGE: {"dp_size_change_refused"},
     Rule.INIT_CREDENTIALS: {"init_credentials_refused"},
     Rule.MULTIPLEX_TARGET: {"multiplex_target_checked"},
     Rule.SAMPLER_INIT: {"sampler_init_checked"},
@@ -76,7 +81,7 @@ def test_a_waiver_changes_exactly_its_rules_fields() -> None:
     for row in MUTANTS.values():
         waived = {point.partition(":")[2] for point in row.seams if point.startswith("waive:")}
         bent = {point.partition(":")[2] for point in row.seams if point.startswith("bend:")}
-        settings = FakeSettings(mutant=row.name, engine=row.engine) if row.engine else FakeSettings(mutant=row.name)
+        settings = FakeSettings(variation=row.name, engine=row.engine) if row.engine else FakeSettings(variation=row.name)
         rules = Rules.of(settings)
         changed = {f.name for f in dataclasses.fields(rules) if getattr(rules, f.name) != getattr(plain, f.name)}
         expected = set().union(set(), *(fields for rule, fields in FIELDS_OF.items() if rule in waived),

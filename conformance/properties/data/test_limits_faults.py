@@ -260,7 +260,7 @@ def test_serves_normally_after_hostile_input(
 
 
 @checks("AUTH-ADMIN-1")
-@pytest.mark.parametrize("path", ["state", "faults", "health", "mutants"])
+@pytest.mark.parametrize("path", ["state", "faults", "health", "variations"])
 def test_admin_api_needs_a_token(gs_target: Target, gs_admin: AdminApi, path: str) -> None:
     """With tokens set, admin calls without a token or with a wrong one answer 401; the
     configured token is accepted."""
@@ -292,7 +292,7 @@ def test_admin_api_needs_a_token(gs_target: Target, gs_admin: AdminApi, path: st
 
 
 @checks("AUTH-ADMIN-2")
-@pytest.mark.parametrize("path", ["state", "faults", "health", "mutants"])
+@pytest.mark.parametrize("path", ["state", "faults", "health", "variations"])
 def test_service_tokens_are_not_admin_tokens(
     gs_target: Target, gs_admin: AdminApi, path: str
 ) -> None:

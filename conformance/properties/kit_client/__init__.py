@@ -15,7 +15,7 @@ from conformance.target import Target
 
 #: Client-subject clauses judge the client, so the fakes they use never carry the mutant
 #: under test (a broken server would make a correct client look wrong).
-CLEAN = {"mutant": None}
+CLEAN = {"variation": None}
 
 
 class Sleeps:

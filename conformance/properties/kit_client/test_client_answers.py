@@ -31,7 +31,7 @@ def test_nonfinal_request_id_is_protocol_error(gs_variant: Variant, gs_opts: GsO
     """A non-final chunk answered with a request_id makes the client fail (ProtocolError)."""
     from client.errors import ProtocolError
 
-    target = gs_variant("client-bad-acks", mutant="nonfinal-chunk-request-id")
+    target = gs_variant("client-bad-acks", variation="nonfinal-chunk-request-id")
     client = client_for(target, gs_opts, max_chunk_bytes=CHUNK_HEADER_ALLOWANCE + 512)
     with pytest.raises(ProtocolError):
         client.call("fwd-bwd", {"input_ids": tensor((2, 200), "int64", 9)})

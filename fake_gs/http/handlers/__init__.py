@@ -2,16 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-
-from starlette.responses import Response
-
 from fake_gs.http.handlers import checkpoints, jobs, operations, polling, sampling, training
-from fake_gs.http.handlers.context import Ctx
 
-Handler = Callable[[Ctx], Awaitable[Response]]
-
-HANDLERS: dict[str, Handler] = {
+#: Each a :data:`fake_gs.http.handlers.context.Handler`.
+HANDLERS = {
     "create_job": jobs.create_job,
     "list_jobs": jobs.list_jobs,
     "get_capacity": jobs.get_capacity,

@@ -20,11 +20,8 @@ from contract.models import RequestStatus
 from fake_gs.answers import check as answers
 from fake_gs.answers import delivery
 from fake_gs.answers import forms as dialect
-from fake_gs.answers.refusals import ApiError
 from fake_gs.answers.way_out import AnswerPart
 from fake_gs.http.handlers.context import Ctx
-from fake_gs.ops.traffic import note, result_form
-from fake_gs.state.records import rfc3339
 
 
 def render(status: RequestStatus, result: bytes, events: Sequence[bytes]) -> bytes:
@@ -37,23 +34,20 @@ def render(status: RequestStatus, result: bytes, events: Sequence[bytes]) -> byt
 
 async def get_request(ctx: Ctx) -> Response:
     """Find the job and the request, read the query (its refusal comes after the lookups:
-    an unknown request is 404 whatever the query), wait briefly for a due request, take
-    the page the request queue decides, and render it in the answer forms (rewrites
-    first, then the forms)."""
+    an unknown request is 404 whatever the query), wait briefly for a due request, take the page the
+    request queue decides, and render it in the answer forms (rewrites first, then the
+    forms)."""
     job = ctx.job()
     settings, forms, way_out, request_id = ctx.settings, ctx.forms, ctx.way_out, ctx.param("request_id")
-    query = ctx.request.query_params
-    refusal: ApiError | None = None
+    queue, query = ctx.store.queue, ctx.request.query_params
     try:
         max_events = delivery.parse_max_events(query.get("max_events"), uncapped=not ctx.store.rules.max_events_capped,
                                                cap=settings.max_events_cap)
         offset = delivery.decode_cursor(request_id, query.get("cursor"))
-    except ApiError as exc:
-        refusal = exc
-    queue = ctx.store.queue
+    except Exception:
+        queue.request_for(job, request_id)  # an unknown request is 404 whatever the query
+        raise
     req = queue.request_for(job, request_id)
-    if refusal is not None:
-        raise refusal
     waiting = queue.begin_poll(req)
     if waiting is not None:
         with contextlib.suppress(TimeoutError):
@@ -62,8 +56,8 @@ async def get_request(ctx: Ctx) -> Response:
     error = way_out.part(AnswerPart.FAILED_REQUEST_ERROR, page.error) if page.error is not None else None
     tail: dict[str, Any] = way_out.part(AnswerPart.POLL_TAIL, {"error": error, "next_cursor": page.cursor})
     status = dialect.request_state(forms, page.status, settings.status_style == "enum")
-    created = dialect.timestamp(forms, page.created_at, rfc3339(page.created_at))
-    updated = dialect.timestamp(forms, page.updated_at, rfc3339(page.updated_at))
+    created = dialect.timestamp(forms, page.created_at)
+    updated = dialect.timestamp(forms, page.updated_at)
     if settings.dialect == "spec":
         tail = dialect.poll(tail)
     elif settings.dialect == "any":
@@ -71,6 +65,5 @@ async def get_request(ctx: Ctx) -> Response:
     answer = RequestStatus(request_id=page.request_id, status=status, created_at=created, updated_at=updated, **tail)
     body = answers.encode(answer, {"result": [page.result], "events": answers.array(page.events)})
     answers.expect(ctx.request.scope, **answers.polled_result(req.op, req.result_form))
-    if ctx.state.traffic.enabled:
-        note(ctx.request.scope, "delivery", result_form(req))
+    ctx.state.traffic.note(ctx.request.scope, "delivery", req.delivered_as())
     return Response(body, media_type="application/json")
