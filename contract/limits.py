@@ -37,7 +37,7 @@ SAMPLING_BOUNDS: dict[str, int] = {
 #: Decided bounds on what a server keeps for one account: one free-text string
 #: of a create body (``experiment_name``, model names, open config keys and values) in
 #: UTF-8 bytes, the job configs of all its jobs (the memory they keep, not their JSON
-#: size: a config of small values costs ~5x its JSON as objects; ``list_jobs`` answers them
+#: size: a config of small values costs several times its JSON as objects; ``list_jobs`` answers them
 #: all), its jobs, its checkpoints over all its jobs, and its live exports (oldest freed
 #: first). 12 creates with a 50 MiB ``experiment_name`` kept +602 MiB, 400 saves/exports
 #: +210 MiB each, two accounts' 130 MiB of JSON configs +1.3 GiB and 5,000 jobs +219 MiB

@@ -15,7 +15,6 @@ from starlette.concurrency import run_in_threadpool
 
 from contract import wire
 from fake_gs.chunking.stream import check_header, malformed, refuse_legacy
-from fake_gs.ops.seams import Bend, Seams
 from fake_gs.settings import FakeSettings
 
 #: Decoder limits for request frames with the default settings (LIMIT-FRAME-1).
@@ -47,11 +46,6 @@ async def decode(settings: FakeSettings, data: Any, *, deep_crashes: bool, frame
         refuse_legacy(data)
         check_header(data, settings)
     return await run_in_threadpool(_decode, data, limits, deep_crashes)
-
-
-async def decode_frame(settings: FakeSettings, rules: Seams, data: Any, *, frame_limits: bool = True) -> Any:
-    """:func:`decode` as the operation routes call it, with the running seams."""
-    return await decode(settings, data, deep_crashes=rules.bends(Bend.DEEP_FRAME_500), frame_limits=frame_limits)
 
 
 def _decode(data: Any, limits: wire.WireLimits, deep_500: bool = False) -> Any:

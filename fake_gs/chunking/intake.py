@@ -27,14 +27,14 @@ from typing import Any, Generic, Protocol
 from fake_gs.answers.refusals import ApiError
 from fake_gs.chunking import judge, payload, stream
 from fake_gs.chunking import machine as cm
-from fake_gs.chunking.decode import REQUEST_LIMITS, decode, decode_frame, request_limits
+from fake_gs.chunking.decode import REQUEST_LIMITS, decode, request_limits
 from fake_gs.chunking.groups import ChunkGroup
 from fake_gs.chunking.outcome import Acknowledged, R, Submitted, acknowledge, replay, run_once
 from fake_gs.chunking.registry import GroupRegistry
 from fake_gs.chunking.stream import check_header, json_containers, refuse_legacy
 
-__all__ = ["REQUEST_LIMITS", "Acknowledged", "Frames", "IntakeRules", "Submitted", "check_header",
-           "decode_frame", "json_containers", "refuse_legacy", "request_limits", "take"]
+__all__ = ["REQUEST_LIMITS", "Acknowledged", "ChunkGroup", "Frames", "IntakeRules", "Submitted", "check_header",
+           "json_containers", "refuse_legacy", "request_limits", "take"]
 
 
 class IntakeRules(Protocol):

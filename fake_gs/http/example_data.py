@@ -21,8 +21,8 @@ from contract.example_resources import (
 )
 from contract.models import CreateJobRequest
 from fake_gs.http.auth import ANONYMOUS
+from fake_gs.state.backends.training import save_result
 from fake_gs.state.records import CheckpointRec, JobRec
-from fake_gs.state.training import save_result
 
 if TYPE_CHECKING:
     from fake_gs.state.store import Store

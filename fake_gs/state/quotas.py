@@ -40,7 +40,7 @@ def weigh_config(data: Any, settings: FakeSettings) -> int:
     """Refuse a create body holding a string (or key) over ``max_text_bytes``; else the
     bytes its config costs kept in memory: the sizes of the objects ``data`` (the body as
     the job keeps it) is made of, plus each sub-job's records. A JSON string of 13 bytes is
-    a 60-byte object and a pointer; a body of small values costs ~5x its JSON."""
+    a 60-byte object and a pointer; a body of small values costs several times its JSON (about 9 to 13 times)."""
     cap = settings.max_text_bytes
     cost = 0
     stack: list[Any] = [data]
@@ -106,7 +106,7 @@ def check_job_room(store: Store, owner: str, cost: int) -> None:
                        f"this account's job configs keep {used} bytes in memory; this one would "
                        f"add {cost}, over the fake's max_account_config_bytes "
                        f"{settings.max_account_config_bytes} (configs are counted as kept, "
-                       "~5x their JSON for small values)")
+                       "several times their JSON for small values)")
     if used_total + cost > settings.max_config_bytes_total:
         raise ApiError(ErrorCode.LIMIT_EXCEEDED,
                        f"the fake's job configs keep {used_total} bytes in memory over all "

@@ -83,6 +83,10 @@ class Rules:
     training_needs_trainable_model: bool
     #: A legacy pickle/torch.save body is refused (else a frame route submits a stand-in).
     legacy_payloads_refused: bool
+    #: A forward-backward frame must fit the training sub-job's ``max_seq_len``.
+    seq_len_checked: bool
+    #: The proposed profile's forward-backward results carry the extra metrics.
+    proposed_metrics_sent: bool
 
     #: Bent on purpose (false for the plain fake): a job refusing a malformed frame stops serving.
     refusal_wedges_job: bool
@@ -100,6 +104,8 @@ class Rules:
     service_token_opens_admin: bool
     #: Bent on purpose (false for the plain fake): a frame past the depth limit crashes the decoder.
     deep_frame_crashes: bool
+    #: Bent on purpose (false for the plain fake): a large batch answers the negated loss.
+    large_batch_loss_flipped: bool
     #: The numeric bugs the engine is built with (none for the plain fake).
     engine_quirks: frozenset[EngineQuirk]
     #: The rules of the chunk-group machine waived and its decisions transformed, by the
@@ -139,6 +145,8 @@ class Rules:
                    generate_needs_sampler=Rule.SAMPLER_GENERATES not in waived,
                    training_needs_trainable_model=Rule.TRAINABLE_MODEL not in waived,
                    legacy_payloads_refused=Rule.PAYLOAD_REFUSED not in waived,
+                   seq_len_checked=Rule.SEQ_LEN not in waived,
+                   proposed_metrics_sent=Rule.PROPOSED_METRICS not in waived,
                    refusal_wedges_job=Bend.REFUSAL_WEDGES_JOB in bent,
                    init_from_any_job=Bend.INIT_ANY_JOB in bent,
                    stage_logs_unwritten=Bend.STAGE_LOGS_UNWRITTEN in bent,
@@ -147,6 +155,7 @@ class Rules:
                    key_answers_crossed=Bend.KEY_CROSSED_ANSWER in bent,
                    service_token_opens_admin=Bend.SERVICE_TOKEN_ADMIN in bent,
                    deep_frame_crashes=Bend.DEEP_FRAME_500 in bent,
+                   large_batch_loss_flipped=Bend.LARGE_BATCH_LOSS_FLIPPED in bent,
                    engine_quirks=settings.seams.engine_quirks(),
                    chunk_points=settings.seams.named("chunk"))
 

@@ -39,9 +39,9 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("conformance/properties/whole/test_proposed.py", "done"): "a completion's text sent to log-probs",
     ("fake_gs/chunking/machine.py", "done"): "a chunk group's own state, named once here",
     ("fake_gs/chunking/machine.py", "failed"): "a chunk group's own state, named once here",
-    ("fake_gs/http/handlers/sampling.py", "done"): "the stream's closing event's type tag (StreamDoneEvent)",
+    ("fake_gs/state/backends/sampling.py", "done"): "the stream's closing event's type tag (StreamDoneEvent)",
     ("fake_gs/answers/forms.py", "failed"): "the fallback message of a failed request's error",
-    ("fake_gs/state/training.py", "/checkpoints/"): "a checkpoint's fake-gs:// storage URI",
+    ("fake_gs/state/backends/training.py", "/checkpoints/"): "a checkpoint's fake-gs:// storage URI",
     ("fake_gs/ops/traffic.py", "unauthenticated"): "the account label of traffic with an unknown token",
     ("client/config.py", "request_timeout"): "a field name of upstream's unified client config",
 }

@@ -41,6 +41,8 @@ FIELDS_OF = {
     Rule.SAMPLER_GENERATES: {"generate_needs_sampler"},
     Rule.TRAINABLE_MODEL: {"training_needs_trainable_model"},
     Rule.PAYLOAD_REFUSED: {"legacy_payloads_refused"},
+    Rule.SEQ_LEN: {"seq_len_checked"},
+    Rule.PROPOSED_METRICS: {"proposed_metrics_sent"},
 }
 
 #: Each behaviour the handlers read through Rules -> the field its bend sets.
@@ -53,6 +55,7 @@ BENT_FIELD = {
     Bend.KEY_CROSSED_ANSWER: "key_answers_crossed",
     Bend.SERVICE_TOKEN_ADMIN: "service_token_opens_admin",
     Bend.DEEP_FRAME_500: "deep_frame_crashes",
+    Bend.LARGE_BATCH_LOSS_FLIPPED: "large_batch_loss_flipped",
 }
 
 #: The field the ``engine:`` points (the engine's numeric bugs) set.

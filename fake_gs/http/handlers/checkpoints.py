@@ -1,5 +1,5 @@
 """Checkpoint list, export, delete: each handler parses the call, calls the checkpoint
-routes' backend (``fake_gs.state.checkpoints``) and renders its answer."""
+routes' backend (``fake_gs.state.backends.checkpoints``) and renders its answer."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from starlette.responses import Response
 from contract import models as m
 from fake_gs.answers import forms as dialect
 from fake_gs.http.handlers.context import Ctx, json_response
-from fake_gs.state.checkpoints import Checkpoints
+from fake_gs.state.backends.checkpoints import Checkpoints
 
 
 async def list_checkpoints(ctx: Ctx) -> Response:

@@ -18,15 +18,14 @@ from starlette.responses import Response
 from contract.routes import OCTET
 from fake_gs.answers.refusals import ApiError
 from fake_gs.chunking import intake
-from fake_gs.chunking.groups import ChunkGroup
 from fake_gs.http.handlers.context import Ctx, json_response
+from fake_gs.state.backends.training import Training
 from fake_gs.state.records import JobRec, RequestRec
-from fake_gs.state.training import Training
 
 #: (job, decoded frame object, chunk group or None) -> submitted request: a backend method.
-Build = Callable[[JobRec, Any, ChunkGroup | None], RequestRec]
+Build = Callable[[JobRec, Any, intake.ChunkGroup | None], RequestRec]
 #: (ctx, job, decoded frame object, chunk group or None) -> submitted request.
-Builder = Callable[[Ctx, JobRec, Any, ChunkGroup | None], RequestRec]
+Builder = Callable[[Ctx, JobRec, Any, intake.ChunkGroup | None], RequestRec]
 
 
 async def submit_frame(ctx: Ctx, job: JobRec, builder: Builder) -> Response:

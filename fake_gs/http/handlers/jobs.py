@@ -1,6 +1,6 @@
 """Control plane: create, list, get, cancel jobs; capacity; experiment-run names.
 
-Each handler parses the call, calls the control plane's backend (``fake_gs.state.jobs``:
+Each handler parses the call, calls the control plane's backend (``fake_gs.state.backends.jobs``:
 the rules and the work, beside the job table) and renders the answer in the fake's
 answer forms.
 """
@@ -17,7 +17,7 @@ from fake_gs.answers import check as answers
 from fake_gs.answers import forms as dialect
 from fake_gs.answers.way_out import AnswerPart
 from fake_gs.http.handlers.context import Ctx, json_response
-from fake_gs.state.jobs import JobFacts, Jobs
+from fake_gs.state.backends.jobs import JobFacts, Jobs
 
 
 def job_view(ctx: Ctx, facts: JobFacts) -> m.Job:

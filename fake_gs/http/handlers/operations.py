@@ -1,5 +1,5 @@
 """POST /{job_id}/operation: the envelope and payload parsed, the operation route's
-backend (``fake_gs.state.operations``: routing hints, each operation's rules and work)
+backend (``fake_gs.state.backends.operations``: routing hints, each operation's rules and work)
 called, and its answer rendered in the fake's answer forms (spec §7).
 
 ``forward`` and ``weight-sync`` answer a request id to poll; the rest answer inline.
@@ -16,7 +16,7 @@ from fake_gs.answers import check as answers
 from fake_gs.answers import forms
 from fake_gs.answers.way_out import AnswerPart
 from fake_gs.http.handlers.context import Ctx, json_response
-from fake_gs.state.operations import OperationCall, Operations
+from fake_gs.state.backends.operations import OperationCall, Operations
 
 
 async def op_forward(ctx: Ctx, backend: Operations, call: OperationCall) -> Response:

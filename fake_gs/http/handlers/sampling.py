@@ -1,6 +1,6 @@
 """Sampling data plane: generate (frame or chunks), generate-stream (events), log-probs.
 
-Each handler parses the call, hands it to the sampling backend (``fake_gs.state.sampling``:
+Each handler parses the call, hands it to the sampling backend (``fake_gs.state.backends.sampling``:
 the bounds, the sampler's rules and the work) and answers the request id; a frame goes
 through the frame intake first (``frame_requests.submit_frame``).
 """
@@ -16,7 +16,7 @@ from contract.models import GenerateRequest, LogProbsRequest
 from fake_gs.answers.way_out import AnswerPart
 from fake_gs.http.handlers.context import Ctx
 from fake_gs.http.handlers.frame_requests import submit_frame
-from fake_gs.state.sampling import Sampling
+from fake_gs.state.backends.sampling import Sampling
 
 
 def shape_results(ctx: Ctx) -> Callable[[list[dict[str, Any]]], list[dict[str, Any]]]:

@@ -3,7 +3,7 @@
 The route sits outside the cortex-training prefix, as the Snowflake SQL API does (spec
 §2.1), and goes through the same wrapper as every service route (auth, faults, error
 envelope). The handler parses the body, hands it to the statement backend
-(``fake_gs.state.statements``: the one statement it runs, spec §12.2) and answers its
+(``fake_gs.state.backends.statements``: the one statement it runs, spec §12.2) and answers its
 one row in the SQL API's result form.
 """
 
@@ -21,7 +21,7 @@ from contract.models import StatementColumn, StatementMetaData, StatementResult
 from fake_gs.http.app_state import AppState
 from fake_gs.http.dispatch import make_endpoint
 from fake_gs.http.handlers.context import Ctx, json_response
-from fake_gs.state.statements import Statements
+from fake_gs.state.backends.statements import Statements
 
 #: Snowflake's SQL API success code and SQL state.
 SQL_SUCCESS = "090001"

@@ -1,6 +1,6 @@
 """Training data plane: forward-backward, forward-no-grad, step, save, load.
 
-Each handler parses the call, hands it to the training backend (``fake_gs.state.training``:
+Each handler parses the call, hands it to the training backend (``fake_gs.state.backends.training``:
 the rules and the work, beside the job state it changes) and answers the request id; a
 frame goes through the frame intake first (``frame_requests.take_frame``), which calls the
 backend's method with the decoded frame.
@@ -13,7 +13,7 @@ from starlette.responses import Response
 from contract.models import LoadRequest, SaveRequest, StepRequest
 from fake_gs.http.handlers.context import Ctx
 from fake_gs.http.handlers.frame_requests import take_frame
-from fake_gs.state.training import Training
+from fake_gs.state.backends.training import Training
 
 
 async def forward_backward(ctx: Ctx) -> Response:

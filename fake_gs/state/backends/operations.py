@@ -31,10 +31,10 @@ from contract.models import (
 from contract.states import JobState
 from fake_gs.answers import check as answers
 from fake_gs.answers.refusals import ApiError
-from fake_gs.chunking.intake import decode_frame, refuse_legacy
+from fake_gs.chunking.intake import decode, refuse_legacy
+from fake_gs.state.backends.training import Training, forward_object
 from fake_gs.state.records import JobRec, RequestRec, SubJobRec
 from fake_gs.state.store import Store
-from fake_gs.state.training import Training, forward_object
 
 RUNNING = frozenset({JobState.RUNNING})
 #: tail-logs also works while the job starts (placing, and initializing after it).
@@ -172,7 +172,7 @@ class Operations:
         if not data:
             raise ApiError(ErrorCode.MALFORMED_FRAME, "payload.payload_b64 is empty")
         refuse_legacy(data)
-        request = forward_object(await decode_frame(settings, settings.seams, data))
+        request = forward_object(await decode(settings, data, deep_crashes=self.rules.deep_frame_crashes))
         work = Training(self.store).forward_work(call.job, request, reference=bool(request.get("reference_model")))
         return self.store.queue.submit(call.job, "op:forward", work, force_frame=True)
 

@@ -25,7 +25,7 @@ from fake_gs.answers import check as answers
 from fake_gs.answers.refusals import ApiError
 from fake_gs.chunking.groups import ChunkGroup
 from fake_gs.engines.protocol import BatchRefused
-from fake_gs.ops.seams import Bend, Rewrite, Rule
+from fake_gs.ops.seams import Rewrite
 from fake_gs.settings import FakeSettings
 from fake_gs.state.create_rules import dp_compatible, restores_optimizer
 from fake_gs.state.quotas import check_checkpoint_room
@@ -118,12 +118,12 @@ class Training:
 
     def forward_backward(self, job: JobRec, obj: Any, group: ChunkGroup | None) -> RequestRec:
         """A decoded forward-backward frame: checked, then run once on the job's executor."""
-        store, seams = self.store, self.settings.seams
+        store, rules, settings = self.store, self.store.rules, self.settings
         trainer = training_sub_job(job)
-        request = forward_object(obj, trainer.max_seq_len if Rule.SEQ_LEN not in seams.waived else None)
+        request = forward_object(obj, trainer.max_seq_len if rules.seq_len_checked else None)
         self.admit_batch(request)
-        proposed = self.settings.profile == "proposed" and Rule.PROPOSED_METRICS not in seams.waived
-        flip = Bend.LARGE_BATCH_LOSS_FLIPPED in seams.bent and tensor_bytes(request) > LARGE_BATCH_BYTES
+        proposed = settings.profile == "proposed" and rules.proposed_metrics_sent
+        flip = rules.large_batch_loss_flipped and tensor_bytes(request) > LARGE_BATCH_BYTES
 
         def work() -> dict[str, Any]:
             out = store.engine.forward_backward(job.job_id, request)
@@ -243,7 +243,7 @@ class Training:
             target = named
         into = target or training_sub_job(job)
         checkpoint_id, source_job_id = body.checkpoint_id, body.source_job_id
-        dp_rule = Rule.DP_SIZE_CHANGE not in self.settings.seams.waived
+        dp_rule = self.store.rules.dp_size_change_refused
 
         def work() -> dict[str, Any]:
             # The route is asynchronous and names only its 400/501 refusals as immediate (spec
