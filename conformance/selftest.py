@@ -26,7 +26,7 @@ def mutant_args(name: str) -> list[str]:
     """The run that can see a mutant: its clauses, its engine, the semantic profile for
     semantic clauses (an empty list when it declares none)."""
     from contract.clauses import CLAUSES
-    from fake_gs.ops.mutants import MUTANTS
+    from fake_gs.controls.mutants import MUTANTS
 
     mutant = MUTANTS[name]
     if not mutant.clauses:

@@ -43,7 +43,7 @@ OPERATION_IDEMPOTENCY: dict[str, Idempotency] = {
     "tail-logs": "read",
 }
 
-#: The kit's client mutant (see ``fake_gs.ops.mutants``): on a resend, the key is left off.
+#: The kit's client mutant (see ``fake_gs.controls.mutants``): on a resend, the key is left off.
 CLIENT_MUTANT_KEY_DROPPED = "client-key-dropped-on-retry"
 
 

@@ -43,8 +43,8 @@ from contract.errors import (
     STATUS_OF,
     ErrorCode,
 )
-from fake_gs.ops.faults import FaultRule
-from fake_gs.ops.mutants import MUTANTS
+from fake_gs.controls.faults import FaultRule
+from fake_gs.controls.mutants import MUTANTS
 from fake_gs.options import flag_of
 from fake_gs.settings import FLAG_GROUPS, FakeSettings
 
@@ -346,7 +346,7 @@ def mutants_page() -> str:
                  else "allowed form: stays green" if m.allowed else (m.engine or "fake"))
         rows.append([code(m.name), " ".join(f"[{c}](clauses.md#{c})" for c in m.clauses), where, cell(m.description)])
     intro = f"""
-The {len(MUTANTS)} deliberate variations of `fake_gs.ops.mutants`: `fake-gs --variation NAME`,
+The {len(MUTANTS)} deliberate variations of `fake_gs.controls.mutants`: `fake-gs --variation NAME`,
 `gs-conformance --mutant NAME`, `gs-parity --mutant NAME`. Each contract violation must turn
 its clauses red (the suite's self-test) or, marked *parity only*, diverge in a replay; one
 marked *allowed form* answers in a form the spec allows and must leave the clauses it lists
@@ -372,7 +372,7 @@ def faults_page() -> str:
         kind = " \\| ".join(code(part.strip()) for part in type_name(info.annotation).split("|"))
         rows.append([code(name), kind, field_default(info), cell(info.description or "")])
     intro = """
-The fields of a fault rule (`fake_gs.ops.faults.FaultRule`), read strictly: an unknown field,
+The fields of a fault rule (`fake_gs.controls.faults.FaultRule`), read strictly: an unknown field,
 a wrong type or a value out of range is refused. A rule needs one action (`status`, `drop`,
 `delay_s`, `lose_group`, `lose_answer`); `status`, `drop` and `lose_answer` exclude each
 other. Guide: [fault injection](../client-teams/faults.md)."""

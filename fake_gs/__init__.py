@@ -5,7 +5,7 @@ pytest plugin and gate fixture) and ``server`` start it; ``http/`` is the wire s
 the ASGI app down to one route's handler; ``state/`` is what it keeps; ``chunking/`` the
 request chunk-group protocol; ``engines/`` compute results (``shape``, ``tiny/``);
 ``answers/`` say what an answer looks like (forms per dialect, refusals, delivery);
-``ops/`` are what an operator turns on (faults, variations and their seams, traffic).
+``controls/`` are what an operator turns on (faults, variations and their seams, traffic).
 ``settings``/``options`` hold every knob, ``clock`` the one source of time.
 
 ``create_app(settings)`` builds the ASGI app; ``serve_in_background()`` runs one on a free

@@ -28,8 +28,8 @@ from contract.tape.body_store import BODY_MODES, BUDGET_MIB, DEFAULT_BODY_MODE
 from contract.wire import MIN_RESULT_CHUNK_BYTES
 from fake_gs.answers.check import on_by_env
 from fake_gs.answers.forms import Forms, forms_for
+from fake_gs.controls.seams import VARIATION_FLAG_ALIASES, VARIATIONS, Seams, seams_for
 from fake_gs.engines import ENGINES
-from fake_gs.ops.seams import VARIATION_FLAG_ALIASES, VARIATIONS, Seams, seams_for
 from fake_gs.options import bound_of, option
 
 #: The variable that sets the default answer dialect (``--dialect``) of every fake built.
@@ -219,7 +219,7 @@ class FakeSettings:
 
     @property
     def seams(self) -> Seams:
-        """Where the running variation acts (``fake_gs/ops/seams.py``; none for the plain fake)."""
+        """Where the running variation acts (``fake_gs/controls/seams.py``; none for the plain fake)."""
         return seams_for(self.variation)
 
     @property

@@ -44,7 +44,7 @@ def _drop_key_on_resend(attempt: int, headers: dict[str, str]) -> None:
         headers.pop(IDEMPOTENCY_KEY_HEADER, None)
 
 
-#: The kit's client mutants (``client=True`` in ``fake_gs.ops.mutants``): each a hook the
+#: The kit's client mutants (``client=True`` in ``fake_gs.controls.mutants``): each a hook the
 #: client is given as its ``before_send`` seam, so the shipped client carries none of them.
 CLIENT_MUTANTS: dict[str, BeforeSend] = {CLIENT_MUTANT_KEY_DROPPED: _drop_key_on_resend}
 

@@ -41,7 +41,7 @@ def _engines(lines: list[dict]) -> set[str]:
 
 def hunt(mutant: str, tapes: list[Path], rules_path: str | None, floats: str = "sign") -> Kill:
     """Replay tapes against the fake with ``mutant`` until one diverges."""
-    from fake_gs.ops.mutants import MUTANTS
+    from fake_gs.controls.mutants import MUTANTS
 
     started = time.monotonic()
     wanted_engine = MUTANTS[mutant].engine
@@ -65,7 +65,7 @@ def hunt(mutant: str, tapes: list[Path], rules_path: str | None, floats: str = "
 
 
 def main(argv: list[str] | None = None) -> int:
-    from fake_gs.ops.mutants import MUTANTS
+    from fake_gs.controls.mutants import MUTANTS
 
     p = argparse.ArgumentParser(prog="python -m conformance.parity.selftest", description=__doc__)
     p.add_argument("tapes", nargs="*", help="Tapes (default: every tape in parity/).")

@@ -3,7 +3,7 @@
 A handler builds the answer the contract asks for and hands it, or the value of one of
 its parts, to :class:`WayOut`; the chain gives it the form it leaves in. In order: the
 running variation's rewrite of the kit's own value and its bends of the answer's shape
-(``fake_gs/ops/seams.py``: status names, the create answer, the error answer), then the
+(``fake_gs/controls/seams.py``: status names, the create answer, the error answer), then the
 answer forms of ``--dialect`` and ``--status-style`` (:mod:`fake_gs.answers.forms`). The
 fault rules act at the border (``fake_gs/http/dispatch.py``): an answer they pick replaces
 the handler's. So the HTTP side asks this object and never a seam. Built once per app:
@@ -29,7 +29,7 @@ from fake_gs.answers import forms as dialect
 from fake_gs.answers.check import json_response
 from fake_gs.answers.forms import Forms
 from fake_gs.answers.refusals import ApiError, envelope
-from fake_gs.ops.seams import Bend, Rewrite, Seams
+from fake_gs.controls.seams import Bend, Rewrite, Seams
 
 T = TypeVar("T")
 

@@ -10,6 +10,6 @@ there, into ``buffer``: the group's frame and its hash, fed through ``digest``),
 progress, or the final chunk run once, or a replay answered) and ``decode`` (the whole
 frame decoded in place). ``shares`` splits server-wide budgets fairly between accounts.
 
-May import: ``fake_gs.engines``, ``fake_gs.answers.check``, ``fake_gs.ops`` and ``contract``;
+May import: ``fake_gs.engines``, ``fake_gs.answers.check``, ``fake_gs.controls`` and ``contract``;
 never ``fake_gs.http.app_state`` or ``fake_gs.http``.
 """

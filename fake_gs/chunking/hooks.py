@@ -4,7 +4,7 @@ A ``chunk:`` seam point either waives one named rule of :mod:`fake_gs.chunking.m
 machine then decides as if the rule did not exist) or transforms the decision it reached
 (what an ``Ack``, ``Execute`` or ``Replay`` does). The chunk protocol asks only this seam;
 which row names which point (and the clauses it breaks) is the table's business
-(``fake_gs/ops/``).
+(``fake_gs/controls/``).
 """
 
 from __future__ import annotations

@@ -20,8 +20,8 @@ from fake_gs.chunking import shares
 from fake_gs.chunking.groups import DONE, FAILED, OPEN, ChunkGroup
 from fake_gs.chunking.machine import Load, Reclaim, Usage
 from fake_gs.clock import Clock
+from fake_gs.controls.seams import Rule
 from fake_gs.heap import trim_heap
-from fake_gs.ops.seams import Rule
 from fake_gs.settings import FakeSettings
 
 #: Group statuses that hold no open upload any more (FAILED: its execution was refused).

@@ -10,11 +10,11 @@ import importlib
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from fake_gs.controls.seams import EngineQuirk
     from fake_gs.engines.protocol import Engine
-    from fake_gs.ops.seams import EngineQuirk
 
 #: name -> "module:Class"; each class takes ``seed`` as its first argument (and ``quirks=``,
-#: the ``engine:`` seam points in force, fake_gs/ops/seams.py).
+#: the ``engine:`` seam points in force, fake_gs/controls/seams.py).
 ENGINES: dict[str, str] = {
     "shape": "fake_gs.engines.shape:ShapeEngine",
     "tiny": "fake_gs.engines.tiny:TinyEngine",

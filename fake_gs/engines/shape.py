@@ -16,8 +16,8 @@ from typing import Any
 
 from contract.models import GenerateRequest, LogProbsRequest, SubJobConfig
 from contract.shapes import forward_expectation
+from fake_gs.controls.seams import EngineQuirk
 from fake_gs.engines.protocol import warm_torch
-from fake_gs.ops.seams import EngineQuirk
 
 DEFAULT_LR = 1e-4
 VOCAB = 32_000

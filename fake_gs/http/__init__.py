@@ -12,6 +12,6 @@ accounts; ``idempotency`` answers a repeated ``Idempotency-Key``; ``admin`` serv
 per group of routes.
 
 May import: ``fake_gs.http.app_state``, ``fake_gs.chunking``, ``fake_gs.engines``,
-``fake_gs.answers.check``, ``fake_gs.ops`` and ``contract``; nothing below imports it
+``fake_gs.answers.check``, ``fake_gs.controls`` and ``contract``; nothing below imports it
 (import-linter's layers contract for the fake, ``.importlinter``).
 """

@@ -2,7 +2,7 @@
 
 health, reset, a JSON state dump (execution counters for at-most-once proofs), the open
 connections (what their deadlines and cap did), forcing a job's state, holding a job's
-executor, fault rules at run time, the variations, the export downloads, and for plumbing gates (:mod:`fake_gs.ops.traffic`) minted per-test tokens and the
+executor, fault rules at run time, the variations, the export downloads, and for plumbing gates (:mod:`fake_gs.controls.traffic`) minted per-test tokens and the
 per-account traffic log. Export downloads need no bearer token: their random URL token is
 the credential (like a presigned URL). With tokens configured, only the admin token
 (``--admin-token``, or a random one printed at start-up) opens the rest: service tokens,
@@ -25,12 +25,12 @@ from starlette.routing import Route
 from contract.errors import ErrorCode, detail_entry
 from fake_gs.answers.check import json_response
 from fake_gs.answers.refusals import ApiError, validation_error
+from fake_gs.controls.faults import FaultRule, parse_rules
+from fake_gs.controls.seams import VARIATIONS, VARIATIONS_ADMIN_ALIASES
 from fake_gs.http.app_state import AppState
 from fake_gs.http.auth import authenticate_admin
 from fake_gs.http.body import BodyReader
 from fake_gs.http.json_body import parse_json
-from fake_gs.ops.faults import FaultRule, parse_rules
-from fake_gs.ops.seams import VARIATIONS, VARIATIONS_ADMIN_ALIASES
 from fake_gs.state.records import JobRec
 
 ADMIN_PREFIX = "/_fake"

@@ -10,11 +10,11 @@ from fake_gs.answers.check import require_in_tests
 from fake_gs.answers.forms import FormsOutward
 from fake_gs.answers.way_out import WayOut
 from fake_gs.clock import SYSTEM_CLOCK, Clock
+from fake_gs.controls.faults import FaultInjector
+from fake_gs.controls.traffic import Accounts, TrafficLog
 from fake_gs.engines import load_engine
 from fake_gs.http.body import InflightBudget
 from fake_gs.http.connections import ConnectionGuard
-from fake_gs.ops.faults import FaultInjector
-from fake_gs.ops.traffic import Accounts, TrafficLog
 from fake_gs.settings import FakeSettings
 from fake_gs.state.rules import Rules
 from fake_gs.state.store import Store

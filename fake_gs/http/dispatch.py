@@ -22,14 +22,14 @@ from contract.routes import Route
 from fake_gs.answers import check as answers
 from fake_gs.answers import forms as dialect
 from fake_gs.answers.refusals import ApiError, envelope
+from fake_gs.controls.faults import FaultAction
+from fake_gs.controls.traffic import note
 from fake_gs.http.app_state import AppState
 from fake_gs.http.auth import authenticate
 from fake_gs.http.body import BodyReader
 from fake_gs.http.handlers.context import Ctx, Handler, json_response
 from fake_gs.http.idempotency import keyed
 from fake_gs.http.json_body import parse_json_body
-from fake_gs.ops.faults import FaultAction
-from fake_gs.ops.traffic import note
 
 log = logging.getLogger("fake_gs.http.dispatch")
 

@@ -21,10 +21,10 @@ from contract.redact import scrub_text
 from fake_gs.answers import check as answers
 from fake_gs.answers.check import render
 from fake_gs.answers.refusals import envelope
+from fake_gs.controls.traffic import ERROR_BODY_CAP, bearer_of, exchange
 from fake_gs.http.app_state import AppState
 from fake_gs.http.dispatch import DropConnection, guarded
 from fake_gs.http.handlers.context import ENCODED_SLASH
-from fake_gs.ops.traffic import ERROR_BODY_CAP, bearer_of, exchange
 
 access_log = logging.getLogger("fake_gs.access")
 log = logging.getLogger("fake_gs")

@@ -18,5 +18,5 @@ takes, and moto's public API when they are gone).
 
 May import: ``fake_gs.chunking``, ``fake_gs.engines``, ``fake_gs.answers.check`` and
 ``delivery`` (never the answer shapes: the store is handed them, ``outward``),
-``fake_gs.ops`` and ``contract``; never ``fake_gs.http``.
+``fake_gs.controls`` and ``contract``; never ``fake_gs.http``.
 """

@@ -29,7 +29,7 @@ from contract.states import (
 from fake_gs.answers.refusals import ApiError
 from fake_gs.chunking.groups import ChunkGroup
 from fake_gs.clock import Clock
-from fake_gs.ops.seams import Bend, Rule
+from fake_gs.controls.seams import Bend, Rule
 from fake_gs.settings import FakeSettings
 from fake_gs.state.outward import KIT_OUTWARD, Outward
 from fake_gs.state.records import CheckpointRec, ExportRec, JobRec, SubJobRec

@@ -20,7 +20,7 @@ from fake_gs.answers import delivery
 from fake_gs.answers.check import dumps
 from fake_gs.answers.refusals import ApiError
 from fake_gs.clock import Clock
-from fake_gs.ops.seams import Bend, Rule
+from fake_gs.controls.seams import Bend, Rule
 from fake_gs.settings import FakeSettings
 from fake_gs.state import result_retention
 from fake_gs.state.executor import Executors

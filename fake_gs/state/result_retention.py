@@ -11,7 +11,7 @@ clock's monotonic reading.
 
 from __future__ import annotations
 
-from fake_gs.ops.seams import Rule
+from fake_gs.controls.seams import Rule
 from fake_gs.settings import FakeSettings
 from fake_gs.state.records import JobRec, RequestRec
 

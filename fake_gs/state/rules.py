@@ -3,7 +3,7 @@ whether a content type is checked, whether a job in a given state serves a call,
 other rules of the border and of the job, operation and sampling routes a variation may
 waive, or the behaviours it may bend.
 
-The running variation (``fake_gs/ops/seams.py``) may waive any of them; the border reads
+The running variation (``fake_gs/controls/seams.py``) may waive any of them; the border reads
 this object and never the seams, so an HTTP handler reads a rule by its name here. The
 settings are frozen, so the rules are decided once, when the store is built.
 """
@@ -14,7 +14,7 @@ from collections.abc import Container
 from dataclasses import dataclass
 
 from contract.states import JOB_TERMINAL
-from fake_gs.ops.seams import Bend, EngineQuirk, Rule
+from fake_gs.controls.seams import Bend, EngineQuirk, Rule
 from fake_gs.settings import FakeSettings
 
 #: How much larger a body may be when the body limit is waived.

@@ -20,7 +20,7 @@ from contract.errors import ErrorCode
 from contract.forms import StatusStyle
 from contract.models import OPERATION_TYPES
 from contract.routes import Profile, routes_for
-from fake_gs.ops.traffic import RESULT_FORMS
+from fake_gs.controls.traffic import RESULT_FORMS
 from fake_gs.settings import FakeSettings
 
 #: Settings of the fake that choose a dialect (``dialect`` exists once the fake has one).

@@ -37,7 +37,7 @@ def test_every_client_mutant_has_its_hook() -> None:
     """A ``client=True`` mutant of the fake's table is applied through the client's
     ``before_send`` seam; one without a hook would run the plain client and survive."""
     from conformance.judging.at_most_once import CLIENT_MUTANTS, client_mutant_seams
-    from fake_gs.ops.mutants import MUTANTS
+    from fake_gs.controls.mutants import MUTANTS
 
     assert set(CLIENT_MUTANTS) == {name for name, m in MUTANTS.items() if m.client}
     assert client_mutant_seams(None) == {}

@@ -10,7 +10,7 @@ from collections import defaultdict
 
 import conformance.properties as props
 from contract.clauses import CLAUSES, clauses_of, for_profile
-from fake_gs.ops.mutants import MUTANTS
+from fake_gs.controls.mutants import MUTANTS
 
 
 def property_clauses() -> dict[str, set[str]]:

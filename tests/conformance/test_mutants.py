@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from contract.clauses import CLAUSES
-from fake_gs.ops.mutants import MUTANTS
+from fake_gs.controls.mutants import MUTANTS
 
 SHARDS = 3
 EXAMPLES = "3"

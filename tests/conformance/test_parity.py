@@ -182,7 +182,7 @@ BEYOND_REPLAY = {
 @pytest.mark.long
 def test_every_answer_changing_mutant_diverges(capsys: pytest.CaptureFixture[str]) -> None:
     """The full parity self-test (tox -e parity-selftest): every mutant, every tape."""
-    from fake_gs.ops.mutants import MUTANTS
+    from fake_gs.controls.mutants import MUTANTS
 
     fakes = sorted(name for name, m in MUTANTS.items() if not m.client and name not in BEYOND_REPLAY)
     kills = [hunt(name, corpus_tapes(), RULES) for name in fakes]

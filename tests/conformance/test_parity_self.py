@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parents[2]
 #: (the large batch whose answer the mutant below changes).
 SMALL = "CLIENT-RETRY-2,POLL-CHUNKS-1,CG-NONFINAL-1,CLIENT-CHUNK-1"
 SMALL_URL = SMALL + ",LIMIT-BODY-2"
-#: The mutant that changes a large batch's answer (fake_gs/ops/mutants.py).
+#: The mutant that changes a large batch's answer (fake_gs/controls/mutants.py).
 LARGE_BATCH_MUTANT = "avg-loss-flipped-large"
 SMALL_ARGS = ["--profile", "current", "--clauses", SMALL_URL, "--max-result-mib", "2", "--examples", "1"]
 

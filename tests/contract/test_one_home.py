@@ -42,7 +42,7 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("fake_gs/state/backends/sampling.py", "done"): "the stream's closing event's type tag (StreamDoneEvent)",
     ("fake_gs/answers/forms.py", "failed"): "the fallback message of a failed request's error",
     ("fake_gs/state/backends/training.py", "/checkpoints/"): "a checkpoint's fake-gs:// storage URI",
-    ("fake_gs/ops/traffic.py", "unauthenticated"): "the account label of traffic with an unknown token",
+    ("fake_gs/controls/traffic.py", "unauthenticated"): "the account label of traffic with an unknown token",
     ("client/config.py", "request_timeout"): "a field name of upstream's unified client config",
 }
 

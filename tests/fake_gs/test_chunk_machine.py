@@ -14,8 +14,8 @@ import pytest
 from contract.errors import ErrorCode
 from fake_gs.chunking import hooks as chunk_hooks
 from fake_gs.chunking import machine as cm
-from fake_gs.ops.mutants import MUTANTS
-from fake_gs.ops.seams import seams_for
+from fake_gs.controls.mutants import MUTANTS
+from fake_gs.controls.seams import seams_for
 from fake_gs.settings import FakeSettings
 
 ROUTE = "forward_backward"

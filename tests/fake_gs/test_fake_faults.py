@@ -9,7 +9,7 @@ import pytest
 import requests
 from fake_gs_api import Api
 
-from fake_gs.ops.faults import FaultInjector, FaultRule, parse_rules
+from fake_gs.controls.faults import FaultInjector, FaultRule, parse_rules
 
 
 def test_no_rules_is_a_no_op() -> None:

@@ -28,7 +28,7 @@ from verdict_mutant_checks import VERDICT_CHECKS
 from contract import wire
 from contract.clauses import CLAUSES
 from contract.errors import REQUEST_ID_HEADER
-from fake_gs.ops.mutants import MUTANTS
+from fake_gs.controls.mutants import MUTANTS
 
 REQUIRED = {
     "nonfinal-chunk-request-id", "chunk-sha-unchecked", "replay-double-exec", "unstable-cursor", "logprobs-short",

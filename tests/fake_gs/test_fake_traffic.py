@@ -131,7 +131,7 @@ def test_traffic_off_by_default_and_clearable(make_api):
 
 
 def test_log_memory_is_bounded_across_accounts():
-    from fake_gs.ops.traffic import TrafficLog
+    from fake_gs.controls.traffic import TrafficLog
 
     log = TrafficLog(limit=2)
     log.budget = 5  # the real floor is 50,000 exchanges; the rule is the same
@@ -145,7 +145,7 @@ def test_log_memory_is_bounded_across_accounts():
 
 
 def test_unknown_field_names_per_exchange_are_capped(make_api):
-    from fake_gs.ops.traffic import MAX_UNKNOWN_NAMES
+    from fake_gs.controls.traffic import MAX_UNKNOWN_NAMES
 
     adm = admin(make_api)
     user, account = minted(adm)
@@ -158,7 +158,7 @@ def test_unknown_field_names_per_exchange_are_capped(make_api):
 def test_every_text_a_caller_chose_is_kept_short(make_api):
     """Field names and an operation type of 200,000 characters each are kept cut to
     MAX_TEXT (10 names of 50 MiB each were once kept whole: +511 MiB)."""
-    from fake_gs.ops.traffic import MAX_TEXT
+    from fake_gs.controls.traffic import MAX_TEXT
 
     adm = admin(make_api)
     user, account = minted(adm)

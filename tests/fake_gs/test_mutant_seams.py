@@ -9,11 +9,11 @@ from pathlib import Path
 import fake_gs
 from contract.errors import ErrorCode
 from contract.models import ErrorEnvelope
-from fake_gs.ops.mutants import MUTANTS
-from fake_gs.ops.seams import REWRITES, Bend, Rewrite, Rule, seams_for, unknown_points
+from fake_gs.controls.mutants import MUTANTS
+from fake_gs.controls.seams import REWRITES, Bend, Rewrite, Rule, seams_for, unknown_points
 
 #: The two modules allowed to name mutants: the table and its seams' effects.
-_TABLE_MODULES = {"ops/mutants.py", "ops/seams.py"}
+_TABLE_MODULES = {"controls/mutants.py", "controls/seams.py"}
 
 
 def test_every_row_names_known_seam_points() -> None:

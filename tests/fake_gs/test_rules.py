@@ -7,8 +7,8 @@ from __future__ import annotations
 import dataclasses
 
 from contract.states import JobState
-from fake_gs.ops.mutants import MUTANTS
-from fake_gs.ops.seams import Bend, Rule
+from fake_gs.controls.mutants import MUTANTS
+from fake_gs.controls.seams import Bend, Rule
 from fake_gs.settings import FakeSettings
 from fake_gs.state.rules import WAIVED_BODY_FACTOR, Rules
 

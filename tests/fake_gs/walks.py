@@ -40,7 +40,7 @@ PACKAGE = ROOT / "fake_gs"
 EDGE = frozenset({
     "http/app.py", "http/app_state.py", "http/middleware.py", "http/connections.py", "http/h11_internals.py",
     "http/dispatch.py", "http/auth.py", "http/recording.py", "http/routing.py", "http/idempotency.py",
-    "http/body.py", "http/admin.py", "ops/traffic.py", "ops/faults.py", "server.py",
+    "http/body.py", "http/admin.py", "controls/traffic.py", "controls/faults.py", "server.py",
 })
 #: Modules read as vocabulary, not walked: records and errors, the clock, the settings.
 VOCABULARY = frozenset({

@@ -3,7 +3,7 @@
 Judged against clean embedded fakes (the fake's fault rules, and a loopback
 :class:`~conformance.drivers.faultproxy.FaultProxy` that loses, cuts and delays exchanges),
 comparing what the fake executed (``/_fake/state``) with what the client reported. A
-client mutant of ``fake_gs.ops.mutants`` (``client=True``) given with ``--gs-mutant`` is
+client mutant of ``fake_gs.controls.mutants`` (``client=True``) given with ``--gs-mutant`` is
 applied to the client driven here, so the self-test proves these properties have teeth.
 """
 
@@ -62,7 +62,7 @@ FAKE = {"poll_wait_s": 0.02, **CLEAN}
 
 
 def _client_mutant(gs_opts: Any) -> str | None:
-    from fake_gs.ops.mutants import MUTANTS
+    from fake_gs.controls.mutants import MUTANTS
 
     name = gs_opts.mutant
     return name if name and MUTANTS[name].client else None

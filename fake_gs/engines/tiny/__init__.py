@@ -41,7 +41,7 @@ Conventions (decided here, documented for clients):
   with such ids is refused (ValueError -> a failed request), as a real sampler would.
 - snapshots are in-memory tensor copies; nothing is pickled or ``torch.save``-d.
 
-``quirks`` are the ``engine:`` seam points in force (``fake_gs/ops/seams.py``):
+``quirks`` are the ``engine:`` seam points in force (``fake_gs/controls/seams.py``):
 deliberate numeric bugs (one conditional each) that the conformance suite's semantic clauses
 must catch.
 """

@@ -18,6 +18,7 @@ import torch
 import torch.nn.functional as F
 
 from contract.models import GenerateRequest, LogProbsRequest, SubJobConfig
+from fake_gs.controls.seams import EngineQuirk
 from fake_gs.engines.protocol import warm_torch
 from fake_gs.engines.tiny.batch import Batch
 from fake_gs.engines.tiny.budget import check_batch
@@ -36,7 +37,6 @@ from fake_gs.engines.tiny.per_job import (
     weights_of,
 )
 from fake_gs.engines.tiny.sampler import Row, sample
-from fake_gs.ops.seams import EngineQuirk
 
 
 class TinyEngine:

@@ -1,7 +1,7 @@
 """The tiny engine's losses: verl's PPO-clip policy loss with its KL and entropy terms, and SFT.
 
 Each term is its own function so the order of operations (and so every number) stays
-that of verl's actor; ``quirks`` are the engine seam points in force (``fake_gs/ops/seams.py``).
+that of verl's actor; ``quirks`` are the engine seam points in force (``fake_gs/controls/seams.py``).
 """
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
+from fake_gs.controls.seams import EngineQuirk
 from fake_gs.engines.tiny.batch import Batch, as_tensor
 from fake_gs.engines.tiny.byte_tokenizer import VOCAB_SIZE
 from fake_gs.engines.tiny.model import TinyLM, shifted_entropy, shifted_logprobs
-from fake_gs.ops.seams import EngineQuirk
 
 METRIC_KEYS = ("pg_loss", "ppo_kl", "pg_clipfrac", "pg_clipfrac_lower", "kl_loss", "kl_coef")
 

@@ -85,7 +85,7 @@ class Ctx:
         expect(self.request.scope, **what)
 
     def note(self, key: str, value: Any) -> None:
-        """A fact for this exchange's traffic record (see :mod:`fake_gs.ops.traffic`)."""
+        """A fact for this exchange's traffic record (see :mod:`fake_gs.controls.traffic`)."""
         self.state.traffic.note(self.request.scope, key, value)
 
     async def json_model(self, model: type[M]) -> M:

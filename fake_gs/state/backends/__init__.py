@@ -5,5 +5,5 @@ execution-log SQL statement). A handler parses its call, makes one call here, an
 
 May import: the rest of ``fake_gs.state`` (the store, the job table, the request queue,
 the records), ``fake_gs.chunking``, ``fake_gs.engines``, ``fake_gs.answers.check`` and
-``delivery``, ``fake_gs.ops`` and ``contract``; never ``fake_gs.http``.
+``delivery``, ``fake_gs.controls`` and ``contract``; never ``fake_gs.http``.
 """

@@ -24,8 +24,8 @@ from contract.shapes import ShapeError, forward_expectation
 from fake_gs.answers import check as answers
 from fake_gs.answers.refusals import ApiError
 from fake_gs.chunking.groups import ChunkGroup
+from fake_gs.controls.seams import Rewrite
 from fake_gs.engines.protocol import BatchRefused
-from fake_gs.ops.seams import Rewrite
 from fake_gs.settings import FakeSettings
 from fake_gs.state.create_rules import dp_compatible, restores_optimizer
 from fake_gs.state.quotas import check_checkpoint_room

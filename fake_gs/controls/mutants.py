@@ -1,7 +1,7 @@
 """Named, deliberate contract violations, so the conformance suite can prove it has teeth.
 
 Each mutant is one row of the table below: the clause ids (``contract.clauses``) it breaks,
-and the seam points it acts at (``fake_gs/ops/seams.py``: a rule waived, a behaviour
+and the seam points it acts at (``fake_gs/controls/seams.py``: a rule waived, a behaviour
 bent, an answer rewritten, the chunk machine's rules and decisions, an engine's numeric
 quirk). Production code asks its seam, never a mutant by name. The self-test expects
 exactly the declared clauses to turn red when the fake runs with ``--mutant NAME``. A mutant
@@ -25,7 +25,7 @@ class Mutant:
     _: KW_ONLY
     #: The clause ids it breaks (for an ``allowed`` form: those that must stay green with it).
     clauses: tuple[str, ...]
-    #: The seam points it acts at, each ``seam:point`` (``fake_gs/ops/seams.py``).
+    #: The seam points it acts at, each ``seam:point`` (``fake_gs/controls/seams.py``).
     seams: tuple[str, ...] = ()
     description: str
     #: The engine the mutant lives in (None: a check in the fake itself, any engine).

@@ -1,6 +1,6 @@
 """The seams where the fake's mutants act, so production code never asks for a mutant by name.
 
-Each row of the mutant table (``fake_gs/ops/mutants.py``) names the seam points it acts at, as
+Each row of the mutant table (``fake_gs/controls/mutants.py``) names the seam points it acts at, as
 ``seam:point``. A production module asks its seam one question per point and never learns
 which mutant answered:
 
@@ -28,7 +28,7 @@ from typing import Any, TypeVar, cast
 
 from contract.errors import ErrorCode
 from contract.models import ErrorEnvelope
-from fake_gs.ops.mutants import LEGACY_ADMIN_PATH, LEGACY_FLAG, MUTANTS, Mutant
+from fake_gs.controls.mutants import LEGACY_ADMIN_PATH, LEGACY_FLAG, MUTANTS, Mutant
 
 T = TypeVar("T")
 
