@@ -37,11 +37,11 @@ SAMPLING_BOUNDS: dict[str, int] = {
 #: Decided bounds on what a server keeps for one account: one free-text string
 #: of a create body (``experiment_name``, model names, open config keys and values) in
 #: UTF-8 bytes, the job configs of all its jobs (the memory they keep, not their JSON
-#: size: a config of small values costs several times its JSON as objects; ``list_jobs`` answers them
-#: all), its jobs, its checkpoints over all its jobs, and its live exports (oldest freed
-#: first). 12 creates with a 50 MiB ``experiment_name`` kept +602 MiB, 400 saves/exports
-#: +210 MiB each, two accounts' 130 MiB of JSON configs +1.3 GiB and 5,000 jobs +219 MiB
-#: in the fake before. A server refuses more with 400 naming the bound.
+#: size: a config of small values costs several times its JSON as objects; ``list_jobs``
+#: answers them all), its jobs, its checkpoints over all its jobs, and its live exports
+#: (oldest freed first). Before these bounds the fake's memory grew with every such create,
+#: save and export (docs/client-teams/limits.md keeps today's measured figures). A server
+#: refuses more with 400 naming the bound.
 RETENTION_BOUNDS: dict[str, int] = {
     "text_bytes": 4096,
     "job_config_bytes": 64 * MiB,
