@@ -87,7 +87,7 @@ class Rules:
     seq_len_checked: bool
     #: The proposed profile's forward-backward results carry the extra metrics.
     proposed_metrics_sent: bool
-    # The job table's, request queue's and chunk registry's rules, each in force unless waived:
+    # The backend's own rules (job table, request queue, result retention, chunk registry), each in force unless waived:
     #: A job id is taken only within its account (another account's job of that name is not seen).
     job_ids_per_account: bool
     #: An account sees only its own jobs (by id and in the listing).
