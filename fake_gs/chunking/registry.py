@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import logging
 import threading
+from typing import Protocol
 
 from fake_gs.chunking import shares
 from fake_gs.chunking.groups import DONE, FAILED, OPEN, ChunkGroup
 from fake_gs.chunking.machine import Load, Reclaim, Usage
 from fake_gs.clock import Clock
-from fake_gs.controls.seams import Rule
 from fake_gs.heap import trim_heap
 from fake_gs.settings import FakeSettings
 
@@ -28,6 +28,14 @@ from fake_gs.settings import FakeSettings
 SETTLED = frozenset({DONE, FAILED})
 
 log = logging.getLogger("fake_gs.chunking.groups")
+
+
+class RegistryRules(Protocol):
+    """The rules the registry reads, decided once for the running fake (the store's
+    ``fake_gs.state.rules.Rules``)."""
+
+    @property
+    def idle_groups_expire(self) -> bool: ...
 
 
 class JobGroups(dict[str, ChunkGroup]):
@@ -43,8 +51,9 @@ class JobGroups(dict[str, ChunkGroup]):
 
 
 class GroupRegistry:
-    def __init__(self, settings: FakeSettings, clock: Clock, lock: threading.RLock) -> None:
+    def __init__(self, settings: FakeSettings, rules: RegistryRules, clock: Clock, lock: threading.RLock) -> None:
         self.settings = settings
+        self.rules = rules
         self.clock = clock
         self.lock = lock
         #: job id -> chunk group id -> group.
@@ -78,7 +87,7 @@ class GroupRegistry:
     def expire(self, job_id: str | None = None) -> int:
         """Drop open groups idle longer than ``chunk_group_idle_s`` (abandoned uploads) of
         one job, or of every job when ``job_id`` is None; returns how many were dropped."""
-        if Rule.GROUP_EXPIRY in self.settings.seams.waived:
+        if not self.rules.idle_groups_expire:
             return 0
         limit = self.clock.monotonic() - self.settings.chunk_group_idle_s
         dropped = 0

@@ -29,7 +29,6 @@ from contract.states import (
 from fake_gs.answers.refusals import ApiError
 from fake_gs.chunking.groups import ChunkGroup
 from fake_gs.clock import Clock
-from fake_gs.controls.seams import Bend, Rule
 from fake_gs.settings import FakeSettings
 from fake_gs.state.outward import KIT_OUTWARD, Outward
 from fake_gs.state.records import CheckpointRec, ExportRec, JobRec, SubJobRec
@@ -55,9 +54,10 @@ class JobTable:
     per account, see :class:`~fake_gs.state.records.JobRec`); ``end_job`` is the store's (it
     frees requests and chunk groups as well)."""
 
-    def __init__(self, settings: FakeSettings, clock: Clock, lock: threading.RLock, end_job: EndJob,
+    def __init__(self, settings: FakeSettings, rules: Rules, clock: Clock, lock: threading.RLock, end_job: EndJob,
                  outward: Outward = KIT_OUTWARD) -> None:
         self.settings = settings
+        self.rules = rules
         self.outward = outward
         self.clock = clock
         self.lock = lock
@@ -118,8 +118,8 @@ class JobTable:
         return job
 
     def _name_taken(self, owner: str, job_id: str) -> bool:
-        """Does the caller hold a job of this id (any account, when the rule ``job-ids-per-account`` is waived)?"""
-        if not self.settings.seams.enforces(Rule.JOB_IDS_PER_ACCOUNT):
+        """Does the caller hold a job of this id (any account, when job ids are not per account)?"""
+        if not self.rules.job_ids_per_account:
             return any(name == job_id for _, name in self._names)
         return (owner, job_id) in self._names
 
@@ -163,20 +163,20 @@ class JobTable:
         with self.lock:
             key = self.key_for(owner, job_id)
             job = self.jobs.get(key) if key is not None else None
-            if job is None and not self.settings.seams.enforces(Rule.TOKEN_ISOLATION):
+            if job is None and not self.rules.tokens_isolate_accounts:
                 job = self.jobs.get(job_id)
             if job is None:
                 raise ApiError(ErrorCode.JOB_NOT_FOUND, f"job {job_id!r} not found")
             return job
 
-    def serving_job(self, owner: str, job_id: str, wanted: Container[str], rules: Rules) -> JobRec:
+    def serving_job(self, owner: str, job_id: str, wanted: Container[str]) -> JobRec:
         """The caller's job ``job_id`` (404 when the caller holds none), when its state is
         one of ``wanted`` (none: any state); 412 ``job_not_running`` else, unless the
-        ``rules`` let an ended job serve."""
+        rules let an ended job serve."""
         job = self.job_for(owner, job_id)
         if wanted:
             status = self.status(job)
-            if not rules.job_serves(status, wanted):
+            if not self.rules.job_serves(status, wanted):
                 raise ApiError(ErrorCode.JOB_NOT_RUNNING, f"job {job.public_id} is {status}, not running")
         return job
 
@@ -184,7 +184,7 @@ class JobTable:
 
     def account(self, job: JobRec) -> str:
         """Capacity is per account (spec §5.4): the owner token, or one for everyone."""
-        return job.owner if self.settings.seams.enforces(Rule.CAPACITY_PER_ACCOUNT) else ""
+        return job.owner if self.rules.capacity_per_account else ""
 
     def readmit(self) -> None:
         """A job arrived or ended: admission may change."""
@@ -207,7 +207,7 @@ class JobTable:
             if job.admitted_at is not None or job.status != JobState.PENDING or account in blocked:
                 continue
             need = self.own_gpus(job)
-            if used[account] + need > self.settings.max_total_gpus and self.settings.seams.enforces(Rule.CAPACITY_ADMISSION):
+            if used[account] + need > self.settings.max_total_gpus and self.rules.admission_waits_for_capacity:
                 blocked.add(account)
                 continue
             used[account] += need
@@ -275,8 +275,8 @@ class JobTable:
         with self.lock:
             self._admit()
             jobs = [j for j in self.jobs.values()
-                    if j.owner == owner or not self.settings.seams.enforces(Rule.TOKEN_ISOLATION)]
-            if status and self.settings.seams.enforces(Rule.STATUS_FILTER):
+                    if j.owner == owner or not self.rules.tokens_isolate_accounts]
+            if status and self.rules.listing_filters_status:
                 wanted = {normalize_job_state(s) for s in status.split(",") if s.strip()}
                 jobs = [j for j in jobs if normalize_job_state(self.status(j)) in wanted]
             return jobs
@@ -285,7 +285,7 @@ class JobTable:
         """The caller's account: its ceiling is reserved for it, so has_reservation is true
         and the deprecated reserved_gpus repeats max_total_gpus (spec §5.4)."""
         with self.lock:
-            account = owner if self.settings.seams.enforces(Rule.CAPACITY_PER_ACCOUNT) else ""
+            account = owner if self.rules.capacity_per_account else ""
             in_use = sum(self.own_gpus(j) for j in self.jobs.values()
                          if self.account(j) == account and self.status(j) in JOB_HOLDS_GPUS)
             total = self.settings.max_total_gpus
@@ -316,14 +316,14 @@ class JobTable:
     def stepped(self, job: JobRec) -> int:
         """What a step does to a job: one more global step (STEP-COUNT-1); its count."""
         with self.lock:
-            if Rule.STEP_COUNTS not in self.settings.seams.waived:
+            if self.rules.steps_counted:
                 job.global_steps += 1
             return job.global_steps
 
     def restored(self, job: JobRec, ckpt: CheckpointRec) -> int:
         """A load ran: the job is back at the checkpoint's global step (SAVE-LOAD-1); its count."""
         with self.lock:
-            if Rule.LOAD_RESTORES_STEPS not in self.settings.seams.waived:
+            if self.rules.load_restores_steps:
                 job.global_steps = ckpt.global_steps
             return job.global_steps
 
@@ -333,14 +333,14 @@ class JobTable:
         with self.lock:
             status = self.status(job)
             if status in JOB_CANCEL_IDEMPOTENT:
-                if status == JobState.CANCELLED and self.settings.seams.bends(Bend.CANCELLED_CANCEL_409):
+                if status == JobState.CANCELLED and self.rules.cancelled_cancel_refused:
                     raise ApiError(ErrorCode.JOB_CONFLICT, f"job {job.public_id} is already cancelled")
-                if status == JobState.CANCELLING and self.settings.seams.bends(Bend.CANCELLING_LINGERS):
+                if status == JobState.CANCELLING and self.rules.cancelling_lingers:
                     raise ApiError(ErrorCode.JOB_CONFLICT, f"job {job.public_id} is being cancelled")
                 return
             if status in JOB_CANCELLABLE:
                 self._end_job(job, JobState.CANCELLED.value, "cancelled by user")
-                if self.outward.shows_cancelling(job.public_id) or self.settings.seams.bends(Bend.CANCELLING_LINGERS):
+                if self.outward.shows_cancelling(job.public_id) or self.rules.cancelling_lingers:
                     job.status = JobState.CANCELLING.value
                     job.cancelling_until = self.clock.monotonic() + CANCELLING_SHOWN_S
                 return
@@ -392,7 +392,7 @@ class JobTable:
     def delete_checkpoint(self, job: JobRec, checkpoint_id: str) -> None:
         with self.lock:
             self.checkpoint(job, checkpoint_id)
-            if self.settings.seams.enforces(Rule.CHECKPOINT_DELETE):
+            if self.rules.checkpoint_delete_removes:
                 del job.checkpoints[checkpoint_id]
             job.log(f"checkpoint {checkpoint_id} deleted")
 

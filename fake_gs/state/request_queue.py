@@ -20,13 +20,13 @@ from fake_gs.answers import delivery
 from fake_gs.answers.check import dumps
 from fake_gs.answers.refusals import ApiError
 from fake_gs.clock import Clock
-from fake_gs.controls.seams import Bend, Rule
 from fake_gs.settings import FakeSettings
 from fake_gs.state import result_retention
 from fake_gs.state.executor import Executors
 from fake_gs.state.job_table import JOB_ENDED_OR_ENDING
 from fake_gs.state.outward import KIT_OUTWARD, Outward
 from fake_gs.state.records import JobRec, RequestRec
+from fake_gs.state.rules import Rules
 
 log = logging.getLogger("fake_gs.state.store")
 
@@ -54,9 +54,10 @@ class Page(NamedTuple):
 class RequestQueue:
     """Requests by id, under the store's lock; ``jobs`` is the job table's dict."""
 
-    def __init__(self, settings: FakeSettings, clock: Clock, lock: threading.RLock,
+    def __init__(self, settings: FakeSettings, rules: Rules, clock: Clock, lock: threading.RLock,
                  executors: Executors, jobs: dict[str, JobRec], outward: Outward = KIT_OUTWARD) -> None:
         self.settings = settings
+        self.rules = rules
         self.outward = outward
         self.clock = clock
         self.lock = lock
@@ -82,18 +83,17 @@ class RequestQueue:
         rid = request_id or self.outward.request_id()
         req = RequestRec(request_id=rid, job_id=job.job_id, op=op, created_at=self.clock.time(),
                          work=work, force_frame=force_frame, stream=stream, group_id=group_id)
-        bent = self.settings.seams.bent
         with self.lock:
             # Checked again here, under the lock: the job may have ended while the call's
             # body was arriving; a call that loses that race leaves nothing behind (409).
-            if job.status in JOB_ENDED_OR_ENDING and Rule.LATE_BODY_REFUSED not in self.settings.seams.waived:
+            if job.status in JOB_ENDED_OR_ENDING and self.rules.late_body_refused:
                 raise ApiError(ErrorCode.JOB_NOT_RUNNING,
                                f"job {job.public_id} is {job.status}: it ended before the call's body arrived")
             # The crowded bends act only while another request is in flight on the server
             # (queued or running, any job), as a server that breaks under concurrency would;
             # the scan of every request costs only while one of them is bent.
-            crowded = Bend.CROWDED_500 in bent and op in ("step", "save")
-            twice = Bend.CROWDED_STEP_TWICE in bent and op == "step"
+            crowded = self.rules.crowded_calls_fail and op in ("step", "save")
+            twice = self.rules.crowded_step_runs_twice and op == "step"
             if (crowded or twice) and any(not r.executed and not r.cancelled for r in self.requests.values()):
                 if twice:
                     self._run_twice.add(req.request_id)
@@ -151,7 +151,7 @@ class RequestQueue:
                 job = self._jobs.get(req.job_id)
                 if job is not None:
                     if delivered is not None and not req.cancelled and job.status not in JOB_TERMINAL:
-                        result_retention.stored(self.settings, job, req, self.clock.monotonic())
+                        result_retention.stored(self.settings, self.rules, job, req, self.clock.monotonic())
                     job.log(f"request {req.request_id} ({req.op}) {RequestState.FAILED if error else RequestState.DONE}")
             req.done_event.set()
             waiters, req.waiters = req.waiters, []
@@ -232,19 +232,18 @@ class RequestQueue:
     def poll(self, job: JobRec, req: RequestRec, offset: int, max_events: int) -> Page:
         """What this poll shows: a terminal status is fixed by the poll that first shows it;
         a done result read to its end is freed after its grace (``result_retention``)."""
-        bent = self.settings.seams.bent
         with self.lock:
             status = self.status(req)
             result, error, events, cursor = b"null", None, [], None
-            inflight_empty = Bend.INFLIGHT_RESULT_EMPTY in bent
+            inflight_empty = self.rules.inflight_result_empty
             if inflight_empty and status == RequestState.DONE and req.polls <= 1 and not req.stream:
                 status = RequestState.RUNNING  # its first poll shows it in flight, whatever its pace
             if status == RequestState.STREAMING:
-                events = self._drain_stream(req, max_events, bent)
+                events = self._drain_stream(req, max_events)
                 if not req.stream_events:
                     status = RequestState.DONE
             elif status == RequestState.DONE:
-                status, result, events, cursor = self._done(job, req, offset, max_events, bent)
+                status, result, events, cursor = self._done(job, req, offset, max_events)
             elif status == RequestState.FAILED:
                 error = req.error
             elif status in REQUEST_IN_FLIGHT and (inflight_empty or self.outward.empty_while_in_flight()):
@@ -254,12 +253,12 @@ class RequestQueue:
                 req.updated_at = max(req.updated_at, req.created_at)
             return Page(req.request_id, status, result, events, cursor, error, req.created_at, req.updated_at)
 
-    def _page(self, req: RequestRec, offset: int, max_events: int, bent: frozenset[str]) -> tuple[list[bytes], str | None]:
+    def _page(self, req: RequestRec, offset: int, max_events: int) -> tuple[list[bytes], str | None]:
         events = req.events_raw or []
-        if Bend.CURSOR_SHIFTS in bent:
+        if self.rules.cursor_shifts:
             reads = req.cursor_reads[offset] = req.cursor_reads.get(offset, 0) + 1
             offset = min(len(events), offset + reads - 1)
-        if Bend.CURSOR_PAGE_CONSUMED in bent:
+        if self.rules.cursor_page_consumed:
             reads = req.cursor_reads[offset] = req.cursor_reads.get(offset, 0) + 1
             if reads > 1:
                 return [], None
@@ -268,14 +267,14 @@ class RequestQueue:
         end = offset + len(page)
         return page, delivery.encode_cursor(req.request_id, end) if end < len(events) else None
 
-    def _drain_stream(self, req: RequestRec, max_events: int, bent: frozenset[str]) -> list[bytes]:
+    def _drain_stream(self, req: RequestRec, max_events: int) -> list[bytes]:
         count = min(max_events, len(req.stream_events))
-        if Bend.STREAM_EVENTS_REPEATED in bent and not req.cursor_reads.get(-1):
+        if self.rules.stream_events_repeated and not req.cursor_reads.get(-1):
             req.cursor_reads[-1] = 1
             return [dumps(e) for e in list(req.stream_events)[:count]]
         return [dumps(req.stream_events.popleft()) for _ in range(count)]
 
-    def _done(self, job: JobRec, req: RequestRec, offset: int, max_events: int, bent: frozenset[str]
+    def _done(self, job: JobRec, req: RequestRec, offset: int, max_events: int
               ) -> tuple[str, bytes, list[bytes], str | None]:
         """A done request's (status, result JSON, events, cursor); frees it once read to the end."""
         if req.expired:
@@ -283,16 +282,16 @@ class RequestQueue:
                            f"the result of request {req.request_id} was freed (read to the end, or the job's "
                            "unread results passed their cap); it cannot be polled again")
         if req.events_raw is not None:
-            events, cursor = self._page(req, offset, max_events, bent)
+            events, cursor = self._page(req, offset, max_events)
             if cursor is None:
-                result_retention.read_to_end(self.settings, job, req, self.clock.monotonic())
+                result_retention.read_to_end(self.settings, self.rules, job, req, self.clock.monotonic())
             return RequestState.DONE, b"null", events, cursor
         if req.stream:
-            return RequestState.DONE, b"null", self._drain_stream(req, max_events, bent), None
+            return RequestState.DONE, b"null", self._drain_stream(req, max_events), None
         raw = req.result_raw if req.result_raw is not None else b"{}"
         if raw == b"{}" and self.outward.null_for_empty(req.request_id):
             raw = b"null"  # spec §6.8: a successful request with no result (the client reads {})
-        result_retention.read_to_end(self.settings, job, req, self.clock.monotonic())
+        result_retention.read_to_end(self.settings, self.rules, job, req, self.clock.monotonic())
         return RequestState.DONE, raw, [], None
 
     # --- cancellation ---------------------------------------------------------------------
@@ -306,7 +305,7 @@ class RequestQueue:
             status = self.status(req)
             if status == RequestState.STREAMING:  # events still to drain: not over yet
                 status = (RequestState.RUNNING if req.stream_events else RequestState.DONE).value
-            if req.started and self.settings.seams.enforces(Rule.CANCEL_REQUEST_TRUTH) \
+            if req.started and self.rules.cancel_request_truthful \
                     or status in (RequestState.DONE, RequestState.FAILED):
                 return False, status
             self.cancel(req)

@@ -11,9 +11,9 @@ clock's monotonic reading.
 
 from __future__ import annotations
 
-from fake_gs.controls.seams import Rule
 from fake_gs.settings import FakeSettings
 from fake_gs.state.records import JobRec, RequestRec
+from fake_gs.state.rules import Rules
 
 
 def free(job: JobRec, req: RequestRec) -> None:
@@ -25,12 +25,12 @@ def free(job: JobRec, req: RequestRec) -> None:
     req.expired = True
 
 
-def stored(settings: FakeSettings, job: JobRec, req: RequestRec, now: float) -> None:
+def stored(settings: FakeSettings, rules: Rules, job: JobRec, req: RequestRec, now: float) -> None:
     """A result was just stored: count it, then free what the budget no longer holds (read
     results first, then the oldest unread; never the one just stored)."""
     job.results[req.request_id] = req
     job.results_bytes += req.result_bytes
-    sweep(settings, job, now)
+    sweep(settings, rules, job, now)
     if job.results_bytes <= settings.max_results_bytes:
         return
     order = sorted(job.results.values(), key=lambda r: (r.read_at is None, r.read_at or 0.0))
@@ -41,17 +41,17 @@ def stored(settings: FakeSettings, job: JobRec, req: RequestRec, now: float) -> 
             free(job, old)
 
 
-def read_to_end(settings: FakeSettings, job: JobRec, req: RequestRec, now: float) -> None:
+def read_to_end(settings: FakeSettings, rules: Rules, job: JobRec, req: RequestRec, now: float) -> None:
     """A poll delivered the result's last page."""
     if req.read_at is None and req.request_id in job.results:
         req.read_at = now
-    sweep(settings, job, now)
+    sweep(settings, rules, job, now)
 
 
-def sweep(settings: FakeSettings, job: JobRec, now: float) -> None:
+def sweep(settings: FakeSettings, rules: Rules, job: JobRec, now: float) -> None:
     """Free read results past their grace, or beyond the newest ``results_read_kept``."""
     read = [r for r in job.results.values() if r.read_at is not None]
-    if not read or Rule.RESULTS_FREED in settings.seams.waived:
+    if not read or not rules.read_results_freed:
         return
     read.sort(key=lambda r: r.read_at or 0.0, reverse=True)
     limit = now - settings.result_grace_s

@@ -1,10 +1,10 @@
-"""The rules the fake's handlers and border read, in one object: how large a body may be,
-whether a content type is checked, whether a job in a given state serves a call, and the
-other rules of the border and of the job, operation and sampling routes a variation may
-waive, or the behaviours it may bend.
+"""The rules the fake's handlers, border and backend read, in one object: how large a body
+may be, whether a content type is checked, whether a job in a given state serves a call, and
+the other rules of the border, the routes, the job table, the request queue and the chunk
+registry a variation may waive, or the behaviours it may bend.
 
-The running variation (``fake_gs/controls/seams.py``) may waive any of them; the border reads
-this object and never the seams, so an HTTP handler reads a rule by its name here. The
+The running variation (``fake_gs/controls/seams.py``) may waive any of them; the border and
+the backend read this object and never the seams, so a rule is read by its name here. The
 settings are frozen, so the rules are decided once, when the store is built.
 """
 
@@ -87,6 +87,31 @@ class Rules:
     seq_len_checked: bool
     #: The proposed profile's forward-backward results carry the extra metrics.
     proposed_metrics_sent: bool
+    # The backend's own rules (job table, request queue, result retention, chunk registry), each in force unless waived:
+    #: A job id is taken only within its account (another account's job of that name is not seen).
+    job_ids_per_account: bool
+    #: An account sees only its own jobs (by id and in the listing).
+    tokens_isolate_accounts: bool
+    #: GPU capacity counts the caller's account only (admission and the capacity answer).
+    capacity_per_account: bool
+    #: A job beyond its account's free GPUs waits in pending.
+    admission_waits_for_capacity: bool
+    #: The job listing's ``?status=`` filters.
+    listing_filters_status: bool
+    #: A step adds one to the job's global_steps (STEP-COUNT-1).
+    steps_counted: bool
+    #: A load puts the job back at the checkpoint's global_steps (SAVE-LOAD-1).
+    load_restores_steps: bool
+    #: A deleted checkpoint is gone (it leaves the listing).
+    checkpoint_delete_removes: bool
+    #: A call whose job ended while its body arrived is refused.
+    late_body_refused: bool
+    #: cancel-request says whether it stopped the request (a started one is not cancelled).
+    cancel_request_truthful: bool
+    #: A result read to its end is freed after its grace.
+    read_results_freed: bool
+    #: Chunk groups idle past ``chunk_group_idle_s`` expire.
+    idle_groups_expire: bool
 
     #: Bent on purpose (false for the plain fake): a job refusing a malformed frame stops serving.
     refusal_wedges_job: bool
@@ -106,6 +131,22 @@ class Rules:
     deep_frame_crashes: bool
     #: Bent on purpose (false for the plain fake): a large batch answers the negated loss.
     large_batch_loss_flipped: bool
+    #: Bent on purpose (false for the plain fake): cancelling a cancelled job answers 409.
+    cancelled_cancel_refused: bool
+    #: Bent on purpose (false for the plain fake): a cancelled job lingers in cancelling, and cancel answers 409 then.
+    cancelling_lingers: bool
+    #: Bent on purpose (false for the plain fake): one in three steps and saves answers 500 while other requests are in flight.
+    crowded_calls_fail: bool
+    #: Bent on purpose (false for the plain fake): a step executes twice while other requests are in flight.
+    crowded_step_runs_twice: bool
+    #: Bent on purpose (false for the plain fake): a page of a request in flight carries result {}, and a done one's first poll shows it in flight.
+    inflight_result_empty: bool
+    #: Bent on purpose (false for the plain fake): re-reading a cursor shifts its page.
+    cursor_shifts: bool
+    #: Bent on purpose (false for the plain fake): a page once read is gone.
+    cursor_page_consumed: bool
+    #: Bent on purpose (false for the plain fake): stream events come back on a later poll.
+    stream_events_repeated: bool
     #: The numeric bugs the engine is built with (none for the plain fake).
     engine_quirks: frozenset[EngineQuirk]
     #: The rules of the chunk-group machine waived and its decisions transformed, by the
@@ -147,6 +188,18 @@ class Rules:
                    legacy_payloads_refused=Rule.PAYLOAD_REFUSED not in waived,
                    seq_len_checked=Rule.SEQ_LEN not in waived,
                    proposed_metrics_sent=Rule.PROPOSED_METRICS not in waived,
+                   job_ids_per_account=Rule.JOB_IDS_PER_ACCOUNT not in waived,
+                   tokens_isolate_accounts=Rule.TOKEN_ISOLATION not in waived,
+                   capacity_per_account=Rule.CAPACITY_PER_ACCOUNT not in waived,
+                   admission_waits_for_capacity=Rule.CAPACITY_ADMISSION not in waived,
+                   listing_filters_status=Rule.STATUS_FILTER not in waived,
+                   steps_counted=Rule.STEP_COUNTS not in waived,
+                   load_restores_steps=Rule.LOAD_RESTORES_STEPS not in waived,
+                   checkpoint_delete_removes=Rule.CHECKPOINT_DELETE not in waived,
+                   late_body_refused=Rule.LATE_BODY_REFUSED not in waived,
+                   cancel_request_truthful=Rule.CANCEL_REQUEST_TRUTH not in waived,
+                   read_results_freed=Rule.RESULTS_FREED not in waived,
+                   idle_groups_expire=Rule.GROUP_EXPIRY not in waived,
                    refusal_wedges_job=Bend.REFUSAL_WEDGES_JOB in bent,
                    init_from_any_job=Bend.INIT_ANY_JOB in bent,
                    stage_logs_unwritten=Bend.STAGE_LOGS_UNWRITTEN in bent,
@@ -156,6 +209,14 @@ class Rules:
                    service_token_opens_admin=Bend.SERVICE_TOKEN_ADMIN in bent,
                    deep_frame_crashes=Bend.DEEP_FRAME_500 in bent,
                    large_batch_loss_flipped=Bend.LARGE_BATCH_LOSS_FLIPPED in bent,
+                   cancelled_cancel_refused=Bend.CANCELLED_CANCEL_409 in bent,
+                   cancelling_lingers=Bend.CANCELLING_LINGERS in bent,
+                   crowded_calls_fail=Bend.CROWDED_500 in bent,
+                   crowded_step_runs_twice=Bend.CROWDED_STEP_TWICE in bent,
+                   inflight_result_empty=Bend.INFLIGHT_RESULT_EMPTY in bent,
+                   cursor_shifts=Bend.CURSOR_SHIFTS in bent,
+                   cursor_page_consumed=Bend.CURSOR_PAGE_CONSUMED in bent,
+                   stream_events_repeated=Bend.STREAM_EVENTS_REPEATED in bent,
                    engine_quirks=settings.seams.engine_quirks(),
                    chunk_points=settings.seams.named("chunk"))
 

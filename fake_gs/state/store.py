@@ -56,11 +56,12 @@ class Store:
 
     def _reset_state(self) -> None:
         self.execution_logs.clear()
-        self.table = JobTable(self.settings, self.clock, self.lock, self.end_job, self.outward)
-        self.queue = RequestQueue(self.settings, self.clock, self.lock, self.executors, self.table.jobs, self.outward)
-        self.chunk_groups = GroupRegistry(self.settings, self.clock, self.lock)
-        #: The rules the border asks (what the running variation may waive).
+        #: The rules the border and the backend ask (what the running variation may waive or bend).
         self.rules = Rules.of(self.settings)
+        self.table = JobTable(self.settings, self.rules, self.clock, self.lock, self.end_job, self.outward)
+        self.queue = RequestQueue(self.settings, self.rules, self.clock, self.lock, self.executors, self.table.jobs,
+                                  self.outward)
+        self.chunk_groups = GroupRegistry(self.settings, self.rules, self.clock, self.lock)
         self.http_requests = 0
         self.idempotency = KeyStore(self.settings.idempotency_window_s, self.settings.max_idempotency_keys)
         if self._seed_resources is not None:

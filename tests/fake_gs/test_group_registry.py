@@ -10,10 +10,12 @@ from fake_gs import FakeSettings, ManualClock
 from fake_gs.chunking.groups import DONE, FAILED, FINALIZING, OPEN, ChunkGroup, new_group
 from fake_gs.chunking.machine import Load
 from fake_gs.chunking.registry import SETTLED, GroupRegistry
+from fake_gs.state.rules import Rules
 
 
 def _registry(clock: ManualClock | None = None) -> GroupRegistry:
-    return GroupRegistry(FakeSettings(), clock or ManualClock(), threading.RLock())
+    settings = FakeSettings()
+    return GroupRegistry(settings, Rules.of(settings), clock or ManualClock(), threading.RLock())
 
 
 def _open(reg: GroupRegistry, job: str, gid: str, owner: str, size: int = 4096) -> ChunkGroup:

@@ -12,7 +12,7 @@ from fake_gs.controls.seams import Bend, Rule
 from fake_gs.settings import FakeSettings
 from fake_gs.state.rules import WAIVED_BODY_FACTOR, Rules
 
-#: Each rule the handlers read through Rules -> the fields its waiver changes.
+#: Each rule the handlers and the backend read through Rules -> the fields its waiver changes.
 FIELDS_OF = {
     Rule.BODY_LIMIT: {"body_limit", "payload_limit"},
     Rule.CONTENT_TYPE: {"checks_content_type"},
@@ -43,9 +43,21 @@ FIELDS_OF = {
     Rule.PAYLOAD_REFUSED: {"legacy_payloads_refused"},
     Rule.SEQ_LEN: {"seq_len_checked"},
     Rule.PROPOSED_METRICS: {"proposed_metrics_sent"},
+    Rule.JOB_IDS_PER_ACCOUNT: {"job_ids_per_account"},
+    Rule.TOKEN_ISOLATION: {"tokens_isolate_accounts"},
+    Rule.CAPACITY_PER_ACCOUNT: {"capacity_per_account"},
+    Rule.CAPACITY_ADMISSION: {"admission_waits_for_capacity"},
+    Rule.STATUS_FILTER: {"listing_filters_status"},
+    Rule.STEP_COUNTS: {"steps_counted"},
+    Rule.LOAD_RESTORES_STEPS: {"load_restores_steps"},
+    Rule.CHECKPOINT_DELETE: {"checkpoint_delete_removes"},
+    Rule.LATE_BODY_REFUSED: {"late_body_refused"},
+    Rule.CANCEL_REQUEST_TRUTH: {"cancel_request_truthful"},
+    Rule.RESULTS_FREED: {"read_results_freed"},
+    Rule.GROUP_EXPIRY: {"idle_groups_expire"},
 }
 
-#: Each behaviour the handlers read through Rules -> the field its bend sets.
+#: Each behaviour the handlers and the backend read through Rules -> the field its bend sets.
 BENT_FIELD = {
     Bend.REFUSAL_WEDGES_JOB: "refusal_wedges_job",
     Bend.INIT_ANY_JOB: "init_from_any_job",
@@ -56,6 +68,14 @@ BENT_FIELD = {
     Bend.SERVICE_TOKEN_ADMIN: "service_token_opens_admin",
     Bend.DEEP_FRAME_500: "deep_frame_crashes",
     Bend.LARGE_BATCH_LOSS_FLIPPED: "large_batch_loss_flipped",
+    Bend.CANCELLED_CANCEL_409: "cancelled_cancel_refused",
+    Bend.CANCELLING_LINGERS: "cancelling_lingers",
+    Bend.CROWDED_500: "crowded_calls_fail",
+    Bend.CROWDED_STEP_TWICE: "crowded_step_runs_twice",
+    Bend.INFLIGHT_RESULT_EMPTY: "inflight_result_empty",
+    Bend.CURSOR_SHIFTS: "cursor_shifts",
+    Bend.CURSOR_PAGE_CONSUMED: "cursor_page_consumed",
+    Bend.STREAM_EVENTS_REPEATED: "stream_events_repeated",
 }
 
 #: The field the ``engine:`` points (the engine's numeric bugs) set.

@@ -100,7 +100,7 @@ class Ctx:
     def job(self, allowed: frozenset[str] | set[str] | None = None) -> JobRec:
         """The caller's job from the path, checked against the states the route needs."""
         wanted = self.route.needs_states if allowed is None else allowed
-        return self.store.table.serving_job(self.owner, self.param("job_id"), wanted, self.store.rules)
+        return self.store.table.serving_job(self.owner, self.param("job_id"), wanted)
 
     def job_status_text(self, status: str) -> str:
         return self.way_out.job_state(status)
