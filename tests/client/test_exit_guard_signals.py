@@ -25,6 +25,7 @@ import os, signal, sys, threading, warnings
 warnings.simplefilter("ignore")
 from client import ArcticRLClientConfig, create_arctic_rl_client
 mode = sys.argv[2]
+signal.signal(signal.{sig}, signal.SIG_DFL)  # as a terminal leaves it (nohup, a parent's SIG_IGN, is inherited)
 if mode == "ignored":
     signal.signal(signal.{sig}, signal.SIG_IGN)
 if mode == "app-before":
