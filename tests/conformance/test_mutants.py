@@ -5,8 +5,8 @@ Runs go through ``python -m conformance.selftest`` subprocesses (isolated from t
 session; each runs several suites in-process to pay start-up once). Mutants are split into
 shards so pytest-xdist can spread them; examples are few and shrinking is off.
 
-The whole kill score and the plain runs in the other dialects are ``slow`` (``tox -e slow``,
-which CI runs too); ``tox -e tests`` runs the main plain-fake runs. A representative handful
+The whole kill score, the proposed and semantic plain runs are ``slow`` (``tox -e slow``,
+which CI runs too); the plain runs in the other dialects are ``long``. A representative handful
 (one mutant per kind of property, all of them in the slow shards too) is ``long``: a quick
 check while working on a property (``pytest -m long -k representative``), never CI's twice.
 """
@@ -141,18 +141,19 @@ PLAIN = {
     # --dialect any: the spec dialect's among them): the clauses corrected to accept them
     # stay green (CORRECTED below), the kit-form clauses are not-applicable.
     "any-dialect": ("--plain", "current", "--plain-args", "--dialect any --fake-seed 5"),
-    # The semantic clauses on the tiny engine (a real model); the tests tier runs them alone.
+    # The semantic clauses on the tiny engine (a real model): slow, beside the kill score.
     "semantic-tiny": ("--plain", "semantic", "--plain-args", f"--engine tiny --clauses {SEMANTIC}"),
     # Every clause on the tiny engine.
     "tiny-whole": ("--plain", "semantic", "--plain-args", "--engine tiny"),
 }
 
 
-#: The plain run in ``slow`` (CI runs it too): the proposed profile, which judges every current
-#: clause too and is the profile the kill score judges most mutants in. The current profile's
+#: The plain runs in ``slow`` (CI runs it too): the proposed profile, which judges every current
+#: clause too and is the profile the kill score judges most mutants in, and the semantic
+#: clauses on the tiny engine (a real model, torch's start-up). The current profile's
 #: plain run is ``long``: CI judges the current profile whole on the any dialect, through a
 #: proxy, as a URL (``test_false_reds.py``).
-SLOW_PLAIN = {"proposed"}
+SLOW_PLAIN = {"proposed", "semantic-tiny"}
 #: Too long for CI's 8 minutes: ``tox -e long``. CI still judges the forms they exercise: the
 #: any dialect (the enum spelling and chunked delivery among its forms) through a proxy, as
 #: a URL, with no red allowed (``test_false_reds.py``).
@@ -176,6 +177,7 @@ def test_plain_fake_is_green(run, tmp_path):
     assert record["exit"] == 0
 
 
+@pytest.mark.slow  # a selftest run of its own, beside the semantic clauses' tiny-engine run
 def test_semantic_clauses_skip_on_the_shape_engine(tmp_path):
     """The shape engine's values are synthetic: every semantic clause is skipped with that
     reason (not red), and a run that judged no MUST clause says NOTHING JUDGED and exits 1."""
