@@ -13,8 +13,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from contract.errors import ErrorCode, detail_entry
 from contract.models import SubJobConfig
 from contract.states import JobState, RequestState
+from fake_gs.answers.refusals import ApiError
 from fake_gs.clock import format_rfc3339
 
 
@@ -162,6 +164,15 @@ class JobRec:
 
     def sub_job(self, sub_job_id: str) -> SubJobRec | None:
         return next((s for s in self.sub_jobs if s.sub_job_id == sub_job_id), None)
+
+    def named_sub_job(self, field: str, sub_job_id: str) -> SubJobRec:
+        """The sub-job a call's ``field`` names, or a ``sub_job_not_found`` refusal naming it."""
+        found = self.sub_job(sub_job_id)
+        if found is None:
+            raise ApiError(ErrorCode.SUB_JOB_NOT_FOUND,
+                           f"{field} {sub_job_id!r} is not a sub-job of job {self.public_id}",
+                           [detail_entry((field,), "not a sub-job of this job", "value_error")])
+        return found
 
     def of_type(self, job_type: str) -> list[SubJobRec]:
         want = "log_probability" if job_type == "log_prob" else job_type

@@ -123,11 +123,7 @@ class Operations:
         """The sub-job an operation goes to, from its hints or its natural target."""
         by_id: SubJobRec | None = None
         if env.sub_job_id:
-            by_id = job.sub_job(env.sub_job_id)
-            if by_id is None:
-                raise ApiError(ErrorCode.SUB_JOB_NOT_FOUND,
-                               f"sub_job_id {env.sub_job_id!r} is not a sub-job of job {job.public_id}",
-                               [detail_entry(("sub_job_id",), "unknown sub-job", "value_error")])
+            by_id = job.named_sub_job("sub_job_id", env.sub_job_id)
         if env.sub_job_type:
             wanted = _job_type(env.sub_job_type)
             if by_id is not None:

@@ -232,11 +232,7 @@ class Training:
                                [detail_entry((field,), problem, ErrorCode.INVALID_ID)])
         target: SubJobRec | None = None
         if body.target_sub_job_id:
-            named = job.sub_job(body.target_sub_job_id)
-            if named is None:
-                raise ApiError(ErrorCode.SUB_JOB_NOT_FOUND,
-                               f"target_sub_job_id {body.target_sub_job_id!r} is not a sub-job of job {job.public_id}",
-                               [detail_entry(("target_sub_job_id",), "not a sub-job of this job", "value_error")])
+            named = job.named_sub_job("target_sub_job_id", body.target_sub_job_id)
             if named.job_type != "training":
                 raise ApiError(ErrorCode.NOT_IMPLEMENTED,
                                f"loading into a {named.job_type} sub-job is not implemented; target a training sub-job")
