@@ -114,6 +114,12 @@ def _group_label(key: str, chunk_group_id: str | None) -> str | None:
     return group
 
 
+def chunk_span(idx: int, total: int, range_size: int, frame_size: int) -> tuple[int, int]:
+    """The frame bytes chunk ``idx`` of ``total`` carries (spec §9.3): equal ranges of
+    ``range_size`` bytes in order, the last chunk taking the rest of the frame."""
+    start = idx * range_size
+    return start, frame_size if idx == total - 1 else start + range_size
+
 class ChunkPlan:
     """How one frame travels: as is (``plain``), or as chunks each made of its chunk header
     followed by views of the frame's own bytes. Nothing is joined: a sender writes
@@ -142,8 +148,7 @@ class ChunkPlan:
         """The frame bytes chunk ``idx`` carries."""
         if self.cut is None:
             return 0, self.size
-        start = idx * self.range_size
-        return start, min(self.size, start + self.range_size)
+        return chunk_span(idx, self.total, self.range_size, self.size)
 
     def prefix(self, idx: int) -> bytes:
         """Chunk ``idx``'s header (made once, on first use)."""

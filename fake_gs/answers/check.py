@@ -16,8 +16,9 @@ answers no contract route gives. The admin API under ``/_fake/`` is the fake's o
 part of the contract, and is not checked (``fake_gs.http.admin``). A dropped connection
 (an injected fault) is no answer at all.
 
-Answers are built from the contract's models: :func:`render` gives an answer model as the
-dict the fake sends, :func:`encode` as its JSON bytes, splicing in pre-encoded results.
+Answers are written here, once the way out's hooks are done with them: a dict or an answer
+model as a JSON answer (:func:`json_response`, in the words of :mod:`fake_gs.answers.render`),
+or an answer model with pre-encoded results spliced in (:func:`encode`).
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from contract.forms import EXTRA_FIELDS
 from contract.models import unknown_fields
 from contract.routes import ROUTES_BY_NAME, Route, answer_model, result_model
 from contract.states import REQUEST_TERMINAL, normalize_request_state
+from fake_gs.answers.render import dumps, render
 
 log = logging.getLogger("fake_gs.answers.check")
 _ABSENT = object()
@@ -47,28 +49,8 @@ _ABSENT = object()
 ENV = "FAKE_GS_VALIDATE_ANSWERS"
 _SCOPE_KEY = "fake_gs.answer"
 _JSON = "application/json"
-_ENCODER = json.JSONEncoder(separators=(",", ":"), allow_nan=False)
 #: Routes whose success may come with no body at all (spec §5.9: none returned; §5.5).
 BODILESS = frozenset({"delete_checkpoint", "cancel_job"})
-
-
-def render(answer: BaseModel) -> dict[str, Any]:
-    """An answer model as the dict the fake sends: its fields in declaration order, exactly
-    those it was given (an omitted optional field stays absent, an explicit None is null);
-    values keep their Python types (a result frame's tensors stay tensors)."""
-    return answer.model_dump(by_alias=True, exclude_unset=True)
-
-
-def submission(request_id: str, job_id: str, count: int | None = None) -> dict[str, Any]:
-    """A submission's answer, rendered; generate-stream's carries the prompt ``count``."""
-    if count is None:
-        return render(m.SubmitResponse(request_id=request_id, job_id=job_id))
-    return render(m.GenerateStreamSubmitResponse(request_id=request_id, job_id=job_id, count=count))
-
-
-def dumps(obj: Any) -> bytes:
-    """Compact JSON bytes, as every answer is sent (NaN and infinities refused)."""
-    return _ENCODER.encode(obj).encode("utf-8")
 
 
 def json_response(obj: Any, status: int = 200, headers: Mapping[str, str] | None = None) -> Response:

@@ -17,8 +17,9 @@ from typing import Any
 from contract.errors import ErrorCode
 from contract.limits import DEFAULT_MAX_EVENTS, MAX_EVENTS_CAP
 from contract.models import ResultChunkEvent
-from fake_gs.answers.check import dumps, encode
+from fake_gs.answers.check import encode
 from fake_gs.answers.refusals import ApiError
+from fake_gs.answers.render import dumps
 
 
 def is_tensor(value: Any) -> bool:

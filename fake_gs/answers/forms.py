@@ -39,7 +39,7 @@ from contract.forms import (
 )
 from contract.models import DetailListError, ErrorEnvelope, MessageCodeError
 from contract.states import job_state_enum_spelling, request_state_enum_spelling
-from fake_gs.answers.check import dumps
+from fake_gs.answers.render import dumps
 from fake_gs.clock import rfc3339
 
 __all__ = ["DIALECTS", "Dialect", "Forms", "FormsOutward", "forms_for"]

@@ -15,7 +15,7 @@ from pydantic import ValidationError
 
 from contract.errors import STATUS_OF, ErrorCode, detail_entry
 from contract.models import ErrorEnvelope
-from fake_gs.answers.check import render
+from fake_gs.answers.render import render
 
 
 class ApiError(Exception):

@@ -23,12 +23,15 @@ from contract.errors import ErrorCode
 from contract.models import (
     CreateJobResponse,
     ErrorEnvelope,
+    GenerateStreamSubmitResponse,
+    SubmitResponse,
 )
 from contract.states import JobState
 from fake_gs.answers import forms as dialect
 from fake_gs.answers.check import json_response
 from fake_gs.answers.forms import Forms
 from fake_gs.answers.refusals import ApiError, envelope
+from fake_gs.answers.render import render
 from fake_gs.controls.seams import Bend, Rewrite, Seams
 
 T = TypeVar("T")
@@ -81,9 +84,14 @@ class WayOut:
         created = Bend.CREATE_201 in self._seams.bent or self.forms.use("success-status")
         return CreateJobResponse(job_id=job_id), 201 if created else 200
 
-    def submitted(self, answer: dict[str, Any]) -> tuple[dict[str, Any], int]:
-        """A submission's answer (:func:`fake_gs.answers.check.submission`) and its status."""
-        return self.part(AnswerPart.SUBMIT_ANSWER, answer), 202 if self.forms.use("success-status") else 200
+    def submission(self, request_id: str, job_id: str, count: int | None = None) -> Response:
+        """The answer to a call that submitted request ``request_id`` (generate-stream's
+        carries the prompt ``count``): rendered, rewritten where the running variation acts,
+        then written with its status."""
+        answer = SubmitResponse(request_id=request_id, job_id=job_id) if count is None else \
+            GenerateStreamSubmitResponse(request_id=request_id, job_id=job_id, count=count)
+        rendered = self._seams.rewrite(AnswerPart.SUBMIT_ANSWER, render(answer))
+        return json_response(rendered, 202 if self.forms.use("success-status") else 200)
 
     def error(self, exc: ApiError, headers: Mapping[str, str] | None = None) -> Response:
         """A refusal as the answer (``headers``: those it keeps)."""

@@ -15,11 +15,11 @@ import errno
 import hashlib
 import mmap
 import sys
-from collections.abc import Set
 
 from contract.errors import ErrorCode
 from fake_gs.answers.refusals import ApiError
-from fake_gs.chunking.digest import OrderedDigest
+from fake_gs.chunking.frame_hash import FrameHash
+from fake_gs.digest import OrderedDigest
 
 #: Map without reserving swap for the whole size (Linux): untouched pages cost nothing and
 #: a large declared frame never fails for lack of commit charge.
@@ -38,61 +38,15 @@ def _anonymous_map(size: int) -> mmap.mmap:
     return mmap.mmap(-1, size, flags=flags)
 
 
-def chunk_span(idx: int, total: int, range_size: int, frame_size: int) -> tuple[int, int]:
-    """The frame bytes chunk ``idx`` carries: equal ranges, the last one takes the rest."""
-    start = idx * range_size
-    end = frame_size if idx == total - 1 else start + range_size
-    return start, end
-
-
-class FrameHash:
-    """The frame's sha256, fed in frame order while its bytes arrive: ``next`` is the chunk
-    whose bytes go in next; that chunk may be hashed piece by piece as it streams in
-    (``streaming``), and is rolled back out if it ends up not kept."""
-
-    def __init__(self) -> None:
-        self.digest = OrderedDigest(hashlib.sha256())
-        self.next = 0
-        self.streaming: int | None = None
-        #: The state before the streaming chunk's first byte is remembered (for a rollback).
-        self._marked = False
-
-    def start(self, idx: int) -> bool:
-        """Hash chunk ``idx`` as it arrives, if it is the next one and no other streams."""
-        if idx != self.next or self.streaming is not None:
-            return False
-        self.streaming, self._marked = idx, False
-        return True
-
-    def feed(self, piece: memoryview) -> None:
-        """The streaming chunk's next bytes (the hash's state before its first is remembered)."""
-        if not self._marked:
-            self.digest.mark()
-            self._marked = True
-        self.digest.feed(piece)
-
-    def finish(self, idx: int, kept: bool) -> None:
-        """Chunk ``idx``'s fate is decided: its bytes stay in the hash (kept) or are rolled
-        back out."""
-        if self.streaming != idx:
-            return
-        self.streaming = None
-        if kept:
-            self.next = idx + 1
-        elif self._marked:
-            self.digest.rollback()
-        self._marked = False
-
-
 class GroupBuffer:
     """One frame's bytes at their final offsets (``written`` counts the bytes received) and
-    its running hash."""
+    its running hash (:class:`~fake_gs.chunking.frame_hash.FrameHash`)."""
 
     def __init__(self, size: int, arrived: memoryview | None = None) -> None:
         """A map of ``size`` bytes, or (``arrived``) the bytes of a one-chunk frame that came
         whole with its header: kept where they are, nothing mapped or copied."""
         self.size = size
-        self.hash = FrameHash()
+        self.hash = FrameHash(OrderedDigest(hashlib.sha256()))
         self._map: mmap.mmap | None = None
         if arrived is not None:
             self.view = arrived
@@ -130,14 +84,6 @@ class GroupBuffer:
 
     def span(self, start: int, end: int) -> memoryview:
         return self.view[start:end]
-
-    def hash_in_order(self, received: Set[int], total: int, range_size: int) -> None:
-        """Queue the received chunks now contiguous with the hashed ones (hashed on worker
-        threads, off the event loop); a chunk hashed as it streamed in is already there."""
-        frame_hash = self.hash
-        while frame_hash.streaming is None and frame_hash.next in received:
-            frame_hash.digest.feed(self.span(*chunk_span(frame_hash.next, total, range_size, self.size)))
-            frame_hash.next += 1
 
     def forget(self, start: int, end: int) -> None:
         """Give the pages wholly inside ``[start, end)`` back to the OS (an abandoned write)."""

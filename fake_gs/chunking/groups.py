@@ -6,8 +6,8 @@ group's chunks land in one :class:`~fake_gs.chunking.buffer.GroupBuffer` at thei
 splitter cuts equal ranges), written as their bytes arrive: memory follows the bytes
 received (a chunk 0 declaring a 1 GiB frame costs its own bytes only), the frame is never
 joined, and it is decoded in place. Chunks are hashed in frame order on worker threads as
-their bytes arrive (:class:`~fake_gs.chunking.buffer.FrameHash`). The caps count each open group's declared frame
-size, so what a group can ever hold is refused up front. A finished group keeps only its
+their bytes arrive (:class:`~fake_gs.chunking.frame_hash.FrameHash`). The caps count each open group's
+declared frame size, so what a group can ever hold is refused up front. A finished group keeps only its
 metadata and request id, so a replayed final chunk resolves to the original execution.
 """
 

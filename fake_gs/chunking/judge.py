@@ -15,10 +15,10 @@ import operator
 from starlette.concurrency import run_in_threadpool
 
 from contract.errors import ErrorCode
+from contract.wire import chunk_span
 from fake_gs.answers.refusals import ApiError
 from fake_gs.chunking import hooks
 from fake_gs.chunking import machine as cm
-from fake_gs.chunking.buffer import chunk_span
 from fake_gs.chunking.groups import FINALIZING, ChunkGroup, new_group
 from fake_gs.chunking.payload import Sink
 from fake_gs.chunking.registry import GroupRegistry
@@ -108,9 +108,9 @@ def _carried_out(registry: GroupRegistry, points: frozenset[str], chunk: cm.Chun
             if arriving is not None:
                 arriving.set()
             if sink.hashing:
-                buffer.hash.finish(idx, kept=True)
+                buffer.hash.settle(idx, kept=True)
             sink.group, sink.hashing = None, False
-        buffer.hash_in_order(group.received, group.total, group.range_size)
+        buffer.hash.catch_up(buffer.view, buffer.size, group.received, group.total, group.range_size)
     if decision.new_range_size is not None:
         groups[gid] = group
     if isinstance(decision, cm.Execute):

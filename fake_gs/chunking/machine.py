@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from contract.errors import ErrorCode, detail_entry
+from contract.wire import chunk_span
 from fake_gs.chunking import shares
-from fake_gs.chunking.buffer import chunk_span
 from fake_gs.chunking.stream import descriptor_problem
 
 if TYPE_CHECKING:  # the machine reads only the chunk caps of the fake's settings

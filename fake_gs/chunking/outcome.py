@@ -16,8 +16,8 @@ from typing import Any, Protocol, TypeVar
 
 from contract.errors import ErrorCode
 from contract.models import ChunkAccepted
-from fake_gs.answers import check as answers
 from fake_gs.answers.refusals import ApiError
+from fake_gs.answers.render import render
 from fake_gs.chunking import machine as cm
 from fake_gs.chunking.decode import decode
 from fake_gs.chunking.groups import DONE, FAILED, ChunkGroup
@@ -44,7 +44,7 @@ R = TypeVar("R", bound=Submitted)
 
 def acknowledge(group: ChunkGroup, idx: int, ack: cm.Ack) -> Acknowledged:
     """A non-final chunk's answer: progress, never a request id (CG-NONFINAL-1)."""
-    body = answers.render(ChunkAccepted(chunk_group_id=group.group_id, chunk_idx=idx,
+    body = render(ChunkAccepted(chunk_group_id=group.group_id, chunk_idx=idx,
                                         received_chunks=len(group.received), total_chunks=group.total))
     if ack.leak_request_id:
         body["request_id"] = str(uuid.uuid4())

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from contract import wire
-from fake_gs.chunking.buffer import GroupBuffer, chunk_span
+from fake_gs.chunking.buffer import GroupBuffer
 from fake_gs.chunking.groups import ChunkGroup
 from fake_gs.chunking.machine import OPEN
 from fake_gs.chunking.stream import BodyReader, Head, malformed
@@ -55,6 +55,15 @@ class Sink:
             return self.buffer.span(self.start, self.start + self.length)
         return memoryview(self.private)
 
+    def take_hash(self) -> None:
+        """Hash the chunk into its buffer's frame hash as it streams, when it is the next in
+        frame order and no other chunk streams (the digest marked before its first byte); any
+        other chunk is hashed from the buffer once kept (``FrameHash.catch_up``)."""
+        frame_hash = self.buffer.hash if self.buffer is not None else None
+        if frame_hash is not None and frame_hash.next == self.idx and frame_hash.streaming is None:
+            frame_hash.streaming, self.hashing = self.idx, True
+            frame_hash.digest.mark()
+
     def forget(self) -> None:
         """Free what was written (the body was dropped or broke off)."""
         if self.buffer is not None:
@@ -71,7 +80,7 @@ class Sink:
                 settled.set()
             self.group = None
         if self.hashing and self.buffer is not None:
-            self.buffer.hash.finish(self.idx, kept)
+            self.buffer.hash.settle(self.idx, kept)
         self.hashing = False
 
 
@@ -91,7 +100,7 @@ def _sink(group: ChunkGroup | None, route: str, desc: dict[str, Any], length: in
               and idx not in group.received and idx not in group.arriving
               and (group.total, group.frame_size) == (total, size) and idx < total)
     if usable and buffer is not None:
-        start, end = chunk_span(idx, total, group.range_size, size)
+        start, end = wire.chunk_span(idx, total, group.range_size, size)
         if end - start == length:
             group.arriving[idx] = asyncio.Event()
             return Sink(length, buffer, start, group=group, idx=idx)
@@ -107,8 +116,7 @@ async def receive(body: BodyReader, head: Head, found: wire.ChunkHead, group: Ch
     length, arrived = found.payload_len, len(head.data) >= found.payload_start + found.payload_len
     with lock:
         sink = _sink(group, route, found.desc, length, memoryview(head.data)[found.payload_start :] if arrived else None)
-        if sink.buffer is not None:  # a chunk not hashed as it streams is hashed from the buffer once kept
-            sink.hashing = sink.buffer.hash.start(sink.idx)
+        sink.take_hash()
     body.on_evict = sink.forget
     hashed = 0
     try:
@@ -127,7 +135,7 @@ async def receive(body: BodyReader, head: Head, found: wire.ChunkHead, group: Ch
             # is full or the payload complete: the hashing threads wake once per span.
             if sink.hashing and (sink.written - hashed >= HASH_SPAN or sink.written == length):
                 assert sink.buffer is not None
-                sink.buffer.hash.feed(sink.buffer.span(sink.start + hashed, sink.start + sink.written))
+                sink.buffer.hash.digest.feed(sink.buffer.span(sink.start + hashed, sink.start + sink.written))
                 hashed = sink.written
             try:
                 piece = await anext(head.rest)

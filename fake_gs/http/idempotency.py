@@ -32,7 +32,7 @@ from contract.idempotency import (
 from contract.routes import Route
 from fake_gs.answers.refusals import ApiError
 from fake_gs.chunking import stream as frame_body
-from fake_gs.chunking.digest import OrderedDigest
+from fake_gs.digest import OrderedDigest
 from fake_gs.state.idempotency_keys import Entry
 
 if TYPE_CHECKING:

@@ -19,8 +19,8 @@ from contract.errors import REQUEST_ID_HEADER, ErrorCode
 from contract.ids import printable
 from contract.redact import scrub_text
 from fake_gs.answers import check as answers
-from fake_gs.answers.check import render
 from fake_gs.answers.refusals import envelope
+from fake_gs.answers.render import render
 from fake_gs.controls.traffic import ERROR_BODY_CAP, bearer_of, exchange
 from fake_gs.http.app_state import AppState
 from fake_gs.http.dispatch import DropConnection, guarded

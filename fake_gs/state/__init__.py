@@ -16,7 +16,7 @@ create-time rules; ``quotas`` cap what one account keeps; ``execution_logs`` and
 ``log_stage`` are the S3 stage of spec §12.2 (``moto_account``: every moto internal it
 takes, and moto's public API when they are gone).
 
-May import: ``fake_gs.chunking``, ``fake_gs.engines``, ``fake_gs.answers.check`` and
-``delivery`` (never the answer shapes: the store is handed them, ``outward``),
+May import: ``fake_gs.chunking``, ``fake_gs.engines``, ``fake_gs.answers.render``, ``check``
+and ``delivery`` (never the answer shapes: the store is handed them, ``outward``),
 ``fake_gs.controls`` and ``contract``; never ``fake_gs.http``.
 """

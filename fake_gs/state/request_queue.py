@@ -17,8 +17,8 @@ from typing import Any, NamedTuple
 from contract.errors import ErrorCode, error_body
 from contract.states import JOB_TERMINAL, REQUEST_IN_FLIGHT, REQUEST_TERMINAL, RequestState
 from fake_gs.answers import delivery
-from fake_gs.answers.check import dumps
 from fake_gs.answers.refusals import ApiError
+from fake_gs.answers.render import dumps
 from fake_gs.clock import Clock
 from fake_gs.settings import FakeSettings
 from fake_gs.state import result_retention

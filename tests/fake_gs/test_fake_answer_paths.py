@@ -20,6 +20,7 @@ from fake_gs.answers import check as answers
 from fake_gs.answers import forms
 from fake_gs.answers.delivery import chunk_event
 from fake_gs.answers.refusals import envelope
+from fake_gs.answers.render import dumps, render
 from fake_gs.http import app as app_module
 from fake_gs.http import dispatch, middleware
 from fake_gs.http.app_state import AppState
@@ -94,12 +95,12 @@ def _status(**tail: Any) -> m.RequestStatus:
 def test_the_poll_answer_is_the_request_status_model_with_its_result_spliced_in() -> None:
     result = {"global_steps": 1, "last_lr": 0.1}
     events = [chunk_event(b"abc"), chunk_event(b"de")]
-    sent = polling.render(_status(error=None, next_cursor="c"), answers.dumps(result), events)
+    sent = polling.render(_status(error=None, next_cursor="c"), dumps(result), events)
     data = json.loads(sent)
     assert list(data) == list(m.RequestStatus.model_fields)  # the model's fields, in its order
-    assert data == {**answers.render(_status(error=None, next_cursor="c")), "result": result,
+    assert data == {**render(_status(error=None, next_cursor="c")), "result": result,
                     "events": [json.loads(e) for e in events]}
-    assert sent == answers.dumps(data)  # compact JSON, as every answer
+    assert sent == dumps(data)  # compact JSON, as every answer
     m.RequestStatus.model_validate(data, strict=True)
     # a field left unset (the poll-next-cursor-missing mutant) is absent, not null
     assert "next_cursor" not in json.loads(polling.render(_status(error=None), b"null", []))
@@ -123,14 +124,14 @@ def test_error_answers_are_built_from_the_contracts_error_models() -> None:
     detail = [detail_entry(["x"], "missing", "missing")]
     kit = envelope(ErrorCode.VALIDATION_FAILED, "bad", detail)
     assert isinstance(kit, m.ErrorEnvelope)
-    assert answers.render(kit) == error_body(ErrorCode.VALIDATION_FAILED, "bad", detail)
-    assert answers.render(envelope(ErrorCode.JOB_NOT_FOUND, "gone")) == error_body(ErrorCode.JOB_NOT_FOUND, "gone")
+    assert render(kit) == error_body(ErrorCode.VALIDATION_FAILED, "bad", detail)
+    assert render(envelope(ErrorCode.JOB_NOT_FOUND, "gone")) == error_body(ErrorCode.JOB_NOT_FOUND, "gone")
     listed, status = forms.error(kit, 400)
     assert isinstance(listed, m.DetailListError) and status == 400
-    assert answers.render(listed) == {"detail": [{"loc": ["body", "x"], "msg": "missing", "type": "missing"}]}
+    assert render(listed) == {"detail": [{"loc": ["body", "x"], "msg": "missing", "type": "missing"}]}
     coded, _ = forms.error(envelope(ErrorCode.JOB_NOT_FOUND, "gone"), 404)
-    assert isinstance(coded, m.MessageCodeError) and list(answers.render(coded)) == ["message", "code"]
+    assert isinstance(coded, m.MessageCodeError) and list(render(coded)) == ["message", "code"]
     restart, _ = forms.error(envelope(ErrorCode.CHUNK_GROUP_RESTART_REQUIRED, "again"), 409)
-    assert answers.render(restart) == {"message": "again", "code": "chunk_group_restart_required"}
+    assert render(restart) == {"message": "again", "code": "chunk_group_restart_required"}
     for form in (kit, listed, coded, restart):  # every form is an answer the check accepts
-        m.ErrorEnvelope.model_validate(answers.render(form), strict=True)
+        m.ErrorEnvelope.model_validate(render(form), strict=True)

@@ -1,6 +1,6 @@
-"""The fake's layout, as the architecture page measures it, held: a poll visits each file once, a
-forward-backward chunk each stage of the frame intake, and the training handlers import few kit
-modules (``walks.py`` says how each is counted)."""
+"""The fake's layout, as the architecture page measures it, held: a forward-backward chunk, the
+request it submitted and a poll of it each visit every file once, and the training handlers
+import few kit modules (``walks.py`` says how each is counted)."""
 
 from __future__ import annotations
 
@@ -11,21 +11,17 @@ from pathlib import Path
 from walks import PACKAGE, ROOT, Walk, handler_imports, lines_of_code, walks
 
 
-def test_a_poll_visits_each_file_once_and_a_chunk_each_intake_stage_once() -> None:
-    chunk, poll = walks()
-    assert poll.returns == 0, poll.describe()
-    assert poll.files >= 5, poll.describe()  # the walk saw the fake's layers, not nothing
-    # The chunk walk visits each stage of the frame intake once; what returns is where one
-    # thing is used at two moments of the call, each named on docs/architecture.md (54
-    # returns before the backend, 45 before the intake's stages, 8 now). It may not get
-    # worse, and a better count is held here.
-    assert chunk.files >= 20, chunk.describe()  # the intake's stages and the backend, not nothing
-    assert chunk.returns <= 8, chunk.describe()
-    intake = [stop for stop in chunk.stops if stop.startswith("chunking/")]
-    # Only the frame's hash is met twice: fed as the payload arrives, settled once the chunk
-    # is judged (buffer.py) and read when the frame is whole (digest.py).
-    assert {stop for stop in intake if intake.count(stop) > 1} <= {"chunking/buffer.py", "chunking/digest.py"}, \
-        chunk.describe()
+def test_a_chunk_its_run_and_a_poll_each_visit_every_file_once() -> None:
+    chunk, run, poll = walks()
+    for walk in (chunk, run, poll):
+        assert walk.returns == 0, walk.describe()
+    # Each walk saw the fake's layers, not nothing: the chunk every stage of the intake.
+    assert chunk.files >= 20 and run.files >= 5 and poll.files >= 5, (chunk.summary(), run.summary(), poll.summary())
+    stages = {"chunking/intake.py", "chunking/stream.py", "chunking/registry.py", "chunking/payload.py",
+              "chunking/judge.py", "chunking/machine.py", "chunking/frame_hash.py", "chunking/outcome.py",
+              "chunking/decode.py"}
+    assert stages <= set(chunk.stops), chunk.describe()
+    assert "state/request_queue.py" in run.stops and "state/job_table.py" in run.stops, run.describe()
 
 
 def test_the_training_and_polling_handlers_import_at_most_what_they_render_with() -> None:
@@ -65,7 +61,7 @@ def test_the_architecture_pages_measures_are_todays() -> None:
     table = page[page.index("| measure | today |"):].split("\n\n", 1)[0].splitlines()[2:]
     cells = [[cell.strip() for cell in re.split(r"(?<!\\)\|", row)[1:-1]] for row in table]
     after = {row[0]: row[-1] for row in cells}
-    chunk, poll = walks()
+    chunk, run, poll = walks()
     imports = handler_imports()
 
     def walked(walk: Walk) -> str:
@@ -74,8 +70,10 @@ def test_the_architecture_pages_measures_are_todays() -> None:
     def numbers(*names: str) -> str:
         return " / ".join(str(imports[name]) for name in names)
 
+    assert after["forward-backward chunk, to its answer: stops in files, returns"].replace("**", "") == walked(chunk)
+    assert after["the request it submitted, run on the job's executor: stops in files, returns"] \
+        .replace("**", "") == walked(run)
     assert after["poll: stops in files, returns"].replace("**", "") == walked(poll)
-    assert after["forward-backward chunk: stops in files, returns"].replace("**", "") == walked(chunk)
     assert after["kit modules imported by `handlers/training.py` / `polling.py` / `frame_requests.py`"] == \
         numbers("training.py", "polling.py", "frame_requests.py")
     assert after["kit modules imported by `jobs.py` / `context.py` / `operations.py` / `sampling.py` / "

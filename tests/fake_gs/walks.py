@@ -1,19 +1,26 @@
-"""Follow one call through the fake and count where it goes (the architecture page's two walks).
+"""Follow one call through the fake and count where it goes (the architecture page's walks).
 
 A *walk* is the fake's own code one call runs, in the order it first runs it: every
 function of ``fake_gs`` entered while the call is served (on any thread: the event loop,
-the decode threads, the job's executor, which is held until the call is answered so
-the order is the same every time), each function counted once, at its first entry.
-A *stop* is a run of consecutive functions of one file; a *return* is a stop in a file the
-walk had already left. A walk that visits each file once has no return.
+the decode and hashing threads), each function counted once, at its first entry. A *stop*
+is a run of consecutive functions of one file; a *return* is a stop in a file the walk had
+already left. A walk that visits each file once has no return.
 
-The walk starts at the route's handler: the border before it (``EDGE``: the ASGI app, the
+Three walks: the final chunk of a two-chunk forward-backward, from its handler to its
+answer (accepted, judged, reassembled, decoded, submitted, answered); the request it
+submitted, run on the job's executor once the call is answered (the queue is held until
+then, so the two never interleave: the run is a later moment on another thread, and is
+its own walk); and a poll of that request's result.
+
+A walk starts at the route's handler: the border before it (``EDGE``: the ASGI app, the
 connection, the middleware, authentication, the dispatch and fault rules, the traffic
 log) is the same for every route and not counted, nor are the modules every line reads
-as vocabulary (``VOCABULARY``: records, refusals, the clock, the settings) and the
-engine, whose numbers are the model's and not the fake's rules.
+as vocabulary (``VOCABULARY``: records, refusals, answers' rendering, the clock, the
+settings), the tools
+that know nothing of the API (``TOOLS``: the executors, the threaded digest, heap
+trimming) and the engine, whose numbers are the model's and not the fake's rules.
 
-Run ``python tests/fake_gs/walks.py`` to print both walks.
+Run ``python tests/fake_gs/walks.py`` to print the walks.
 """
 
 from __future__ import annotations
@@ -42,11 +49,15 @@ EDGE = frozenset({
     "http/dispatch.py", "http/auth.py", "http/recording.py", "http/routing.py", "http/idempotency.py",
     "http/body.py", "http/admin.py", "controls/traffic.py", "controls/faults.py", "server.py",
 })
-#: Modules read as vocabulary, not walked: records and errors, the clock, the settings.
+#: Modules read as vocabulary, not walked: records and errors, the words answers are written
+#: in (a model rendered, JSON as bytes), the clock, the settings.
 VOCABULARY = frozenset({
-    "state/records.py", "answers/refusals.py", "clock.py", "heap.py", "settings.py", "options.py",
-    "state/executor.py",
+    "state/records.py", "answers/refusals.py", "answers/render.py", "clock.py", "settings.py", "options.py",
 })
+#: Tools that know nothing of the API: the jobs' serial executors, the digest hashed on
+#: worker threads in feed order (the frame hash's and the idempotency fingerprint's), heap
+#: trimming.
+TOOLS = frozenset({"state/executor.py", "digest.py", "heap.py"})
 
 
 def counted(path: str) -> str | None:
@@ -55,7 +66,7 @@ def counted(path: str) -> str | None:
         rel = Path(path).resolve().relative_to(PACKAGE).as_posix()
     except ValueError:
         return None
-    if rel in EDGE or rel in VOCABULARY or rel.startswith("engines/") or rel.startswith("testing/"):
+    if rel in EDGE or rel in VOCABULARY or rel in TOOLS or rel.startswith("engines/") or rel.startswith("testing/"):
         return None
     return rel
 
@@ -155,9 +166,8 @@ class Recorder:
 
 
 def walks() -> list[Walk]:
-    """The two walks through a fresh fake: the final chunk of a two-chunk
-    forward-backward (accepted, reassembled, submitted, executed), and a poll of that
-    request's result."""
+    """The three walks through a fresh fake (the module docstring says which): the chunk,
+    the run of the request it submitted, and a poll of its result."""
     from contract import wire
     from fake_gs import start_in_background
 
@@ -175,13 +185,14 @@ def walks() -> list[Walk]:
                                          force_chunk=True)
         assert len(chunks) == 2, len(chunks)
         assert api.post(f"/{job}/forward-backward", data=chunks[0], headers=OCTET).status_code == 202
-        # The job's queue is held while the chunk is answered, then its work runs: the walk
-        # is one sequence, not the answer and the execution interleaved by the threads.
+        # The job's queue is held while the chunk is answered, then its work runs: the
+        # answer and the execution are two walks, not interleaved by the threads.
         api.admin.hold(job, on=True)
         with recorder.walk("chunk", out):
             answer = api.post(f"/{job}/forward-backward", data=chunks[1], headers=OCTET)
             assert answer.status_code == 200, answer.text
-            rid = answer.json()["request_id"]
+        rid = answer.json()["request_id"]
+        with recorder.walk("run", out):
             api.admin.hold(job, on=False)
             _wait(lambda: server.state.store.queue.requests[rid].done_event.is_set())
         with recorder.walk("poll", out):

@@ -1,7 +1,7 @@
 """What every handler needs: the call context (the running fake's parts, the path, the
 body), the body parsed and validated (``fake_gs.http.json_body``), the caller's job
-checked against the states the route needs (``JobTable.serving_job``), and the standard
-answers (a submission, a state as the answers spell it)."""
+checked against the states the route needs (``JobTable.serving_job``), and a state as the
+answers spell it. A submission is answered by the way out (``WayOut.submission``)."""
 
 from __future__ import annotations
 
@@ -15,11 +15,11 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from contract.routes import OCTET, Route
-from fake_gs.answers.check import expect, json_response, submission
+from fake_gs.answers.check import expect, json_response
 from fake_gs.http.app_state import AppState
 from fake_gs.http.body import BodyReader
 from fake_gs.http.json_body import OFF_LOOP_JSON_BYTES, parse_json_body, validate_model
-from fake_gs.state.records import JobRec, RequestRec
+from fake_gs.state.records import JobRec
 
 __all__ = ["ENCODED_SLASH", "Ctx", "Handler", "json_response"]
 
@@ -107,10 +107,6 @@ class Ctx:
 
     def request_status_text(self, status: str) -> str:
         return self.way_out.request_state(status)
-
-    def submitted(self, job: JobRec, req: RequestRec, count: int | None = None) -> Response:
-        """The submission answer; generate-stream's carries the prompt ``count``."""
-        return json_response(*self.way_out.submitted(submission(req.request_id, job.public_id, count)))
 
 
 #: A route's handler: the call in, the answer out (``fake_gs.http.handlers.HANDLERS``).

@@ -50,4 +50,4 @@ async def take_frame(ctx: Ctx, build: Build, job: JobRec | None = None) -> Respo
         build_unread=partial(Training(store).unread, job, route), original=partial(store.queue.request_for, job)))
     if isinstance(taken, intake.Acknowledged):
         return json_response(taken.answer, status=202)
-    return ctx.submitted(job, taken)
+    return ctx.way_out.submission(taken.request_id, job.public_id)

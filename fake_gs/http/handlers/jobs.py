@@ -13,8 +13,8 @@ from starlette.concurrency import run_in_threadpool
 from starlette.responses import Response
 
 from contract import models as m
-from fake_gs.answers import check as answers
 from fake_gs.answers import forms as dialect
+from fake_gs.answers.render import render
 from fake_gs.answers.way_out import AnswerPart
 from fake_gs.http.handlers.context import Ctx, json_response
 from fake_gs.state.backends.jobs import JobFacts, Jobs
@@ -52,15 +52,15 @@ async def list_jobs(ctx: Ctx) -> Response:
     backend = Jobs(ctx.store)
     jobs = backend.list_jobs(ctx.owner, ctx.request.query_params.get("status"))
 
-    def render() -> Response:
-        entries = [dialect.list_entry(ctx.forms, answers.render(job_view(ctx, backend.facts(j)))) for j in jobs]
+    def listed() -> Response:
+        entries = [dialect.list_entry(ctx.forms, render(job_view(ctx, backend.facts(j)))) for j in jobs]
         return json_response(m.JobList(jobs=entries))
 
-    return await run_in_threadpool(render)
+    return await run_in_threadpool(listed)
 
 
 async def get_capacity(ctx: Ctx) -> Response:
-    cap = ctx.way_out.part(AnswerPart.CAPACITY, answers.render(Jobs(ctx.store).capacity(ctx.owner)))
+    cap = ctx.way_out.part(AnswerPart.CAPACITY, render(Jobs(ctx.store).capacity(ctx.owner)))
     cap = dialect.capped(cap, ctx.forms)
     return json_response(dialect.capacity(cap) if ctx.forms.use("capacity-proto3") else cap)
 

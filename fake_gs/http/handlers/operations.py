@@ -12,26 +12,29 @@ from collections.abc import Awaitable, Callable
 from starlette.responses import Response
 
 from contract import models as m
-from fake_gs.answers import check as answers
 from fake_gs.answers import forms
+from fake_gs.answers.render import render
 from fake_gs.answers.way_out import AnswerPart
 from fake_gs.http.handlers.context import Ctx, json_response
 from fake_gs.state.backends.operations import OperationCall, Operations
 
 
 async def op_forward(ctx: Ctx, backend: Operations, call: OperationCall) -> Response:
-    return ctx.submitted(call.job, await backend.forward(call))
+    req = await backend.forward(call)
+    return ctx.way_out.submission(req.request_id, call.job.public_id)
 
 
 async def op_weight_sync(ctx: Ctx, backend: Operations, call: OperationCall) -> Response:
-    return ctx.submitted(call.job, backend.weight_sync(call))
+    req = backend.weight_sync(call)
+    return ctx.way_out.submission(req.request_id, call.job.public_id)
 
 
 async def op_bootstrap(ctx: Ctx, backend: Operations, call: OperationCall) -> Response:
     result = backend.bootstrap(call)
     if ctx.forms.use("bootstrap-polled"):  # spec §7: "poll if a deployment returns a request id"
         ctx.expect(model=m.SubmitResponse)
-        return ctx.submitted(call.job, backend.submit_answered(call.job, "bootstrap-router-replay", result))
+        req = backend.submit_answered(call.job, "bootstrap-router-replay", result)
+        return ctx.way_out.submission(req.request_id, call.job.public_id)
     return json_response(result)
 
 
@@ -60,7 +63,7 @@ async def op_tail_logs(ctx: Ctx, backend: Operations, call: OperationCall) -> Re
         placing = backend.placing(call.job)
         return json_response(m.TailLogsResult(**forms.log_page(page.entries, page.end, page.eof, placing,
                                                                payload.cursor)))
-    answer = answers.render(m.TailLogsResult(entries=page.entries, next_cursor=str(page.end), eof=page.eof))
+    answer = render(m.TailLogsResult(entries=page.entries, next_cursor=str(page.end), eof=page.eof))
     return json_response(ctx.way_out.part(AnswerPart.TAIL_LOGS_PAGE, answer))
 
 

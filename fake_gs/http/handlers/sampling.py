@@ -34,10 +34,11 @@ async def generate_stream(ctx: Ctx) -> Response:
     job = ctx.job()
     request = ctx.validate(GenerateRequest, await ctx.json_object(octet=True))
     req = Sampling(ctx.store).generate_stream(job, request, shape_results(ctx))
-    return ctx.submitted(job, req, count=len(request.prompts))
+    return ctx.way_out.submission(req.request_id, job.public_id, count=len(request.prompts))
 
 
 async def log_probs(ctx: Ctx) -> Response:
     job = ctx.job()
     request = await ctx.json_model(LogProbsRequest)
-    return ctx.submitted(job, Sampling(ctx.store).log_probs(job, request))
+    req = Sampling(ctx.store).log_probs(job, request)
+    return ctx.way_out.submission(req.request_id, job.public_id)

@@ -27,16 +27,19 @@ async def forward_no_grad(ctx: Ctx) -> Response:
 async def step(ctx: Ctx) -> Response:
     job = ctx.job()
     body = await ctx.json_model(StepRequest)
-    return ctx.submitted(job, Training(ctx.store).step(job, body.learning_rate))
+    req = Training(ctx.store).step(job, body.learning_rate)
+    return ctx.way_out.submission(req.request_id, job.public_id)
 
 
 async def save(ctx: Ctx) -> Response:
     job = ctx.job()
     body = await ctx.json_model(SaveRequest)
-    return ctx.submitted(job, Training(ctx.store).save(job, body))
+    req = Training(ctx.store).save(job, body)
+    return ctx.way_out.submission(req.request_id, job.public_id)
 
 
 async def load(ctx: Ctx) -> Response:
     job = ctx.job()
     body = await ctx.json_model(LoadRequest)
-    return ctx.submitted(job, Training(ctx.store).load(job, ctx.owner, body))
+    req = Training(ctx.store).load(job, ctx.owner, body)
+    return ctx.way_out.submission(req.request_id, job.public_id)

@@ -4,6 +4,6 @@ plane; ``checkpoints``; ``training``; ``sampling``; ``operations``; ``statements
 execution-log SQL statement). A handler parses its call, makes one call here, and renders.
 
 May import: the rest of ``fake_gs.state`` (the store, the job table, the request queue,
-the records), ``fake_gs.chunking``, ``fake_gs.engines``, ``fake_gs.answers.check`` and
-``delivery``, ``fake_gs.controls`` and ``contract``; never ``fake_gs.http``.
+the records), ``fake_gs.chunking``, ``fake_gs.engines``, ``fake_gs.answers.render``, ``check``
+and ``delivery``, ``fake_gs.controls`` and ``contract``; never ``fake_gs.http``.
 """

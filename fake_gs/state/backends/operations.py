@@ -29,8 +29,8 @@ from contract.models import (
     WeightSyncPayload,
 )
 from contract.states import JobState
-from fake_gs.answers import check as answers
 from fake_gs.answers.refusals import ApiError
+from fake_gs.answers.render import render
 from fake_gs.chunking.intake import decode, refuse_legacy
 from fake_gs.state.backends.training import Training, forward_object
 from fake_gs.state.records import JobRec, RequestRec, SubJobRec
@@ -195,7 +195,7 @@ class Operations:
                 for sub in job.sub_jobs:
                     if sub.sub_job_id in targets:
                         sub.weight_version = version
-            return answers.render(m.WeightSyncResult(weight_version=version, source_sub_job_id=source.sub_job_id,
+            return render(m.WeightSyncResult(weight_version=version, source_sub_job_id=source.sub_job_id,
                                                      target_sub_job_ids=targets, weight_format=payload.weight_format))
 
         return store.queue.submit(job, "op:weight-sync", work)
@@ -220,7 +220,7 @@ class Operations:
     def submit_answered(self, job: JobRec, op: str, answer: BaseModel) -> RequestRec:
         """A request whose result is ``answer`` already (an operation a deployment may
         answer with a request id to poll, spec §7)."""
-        result = answers.render(answer)
+        result = render(answer)
         return self.store.queue.submit(job, f"op:{op}", lambda: result)
 
     @staticmethod

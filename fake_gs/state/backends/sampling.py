@@ -23,9 +23,9 @@ from contract.models import (
     StreamDoneEvent,
     StreamResultEvent,
 )
-from fake_gs.answers import check as answers
 from fake_gs.answers.delivery import jsonable
 from fake_gs.answers.refusals import ApiError
+from fake_gs.answers.render import render
 from fake_gs.chunking.groups import ChunkGroup
 from fake_gs.state.records import JobRec, RequestRec, SubJobRec
 from fake_gs.state.store import Store
@@ -114,7 +114,7 @@ class Sampling:
         request = self.check_generate(job, request)
 
         def work() -> dict[str, Any]:
-            return answers.render(GenerateResult(job_id=job.public_id, results=self._results(job, request, shape)))
+            return render(GenerateResult(job_id=job.public_id, results=self._results(job, request, shape)))
 
         return self.store.queue.submit(job, "generate", work, force_frame=True,
                                        group_id=group.group_id if group else None)
@@ -127,7 +127,7 @@ class Sampling:
             results = self._results(job, request, shape)
             events = [StreamResultEvent(type="result", index=i, result=jsonable(r)) for i, r in enumerate(results)]
             done = StreamDoneEvent(type="done", completed=len(results), failed=0)
-            return [answers.render(event) for event in (*events, done)]
+            return [render(event) for event in (*events, done)]
 
         return self.store.queue.submit(job, "generate_stream", work, stream=True)
 
@@ -136,6 +136,6 @@ class Sampling:
         engine = self.store.engine
 
         def work() -> dict[str, Any]:
-            return answers.render(LogProbsResult(job_id=job.public_id, **engine.log_probs(job.job_id, request)))
+            return render(LogProbsResult(job_id=job.public_id, **engine.log_probs(job.job_id, request)))
 
         return self.store.queue.submit(job, "log_probs", work, force_frame=True)

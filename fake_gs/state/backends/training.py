@@ -21,11 +21,11 @@ from contract.errors import ErrorCode, detail_entry
 from contract.ids import id_problem, printable
 from contract.models import PROPOSED_METRIC_KEYS, LoadRequest, SaveRequest
 from contract.shapes import ShapeError, forward_expectation
-from fake_gs.answers import check as answers
 from fake_gs.answers.refusals import ApiError
+from fake_gs.answers.render import render
 from fake_gs.chunking.groups import ChunkGroup
 from fake_gs.controls.seams import Rewrite
-from fake_gs.engines.protocol import BatchRefused
+from fake_gs.engines.protocol import BatchRefused, Engine
 from fake_gs.settings import FakeSettings
 from fake_gs.state.create_rules import dp_compatible, restores_optimizer
 from fake_gs.state.quotas import check_checkpoint_room
@@ -87,7 +87,7 @@ def save_result(job_id: str, checkpoint_id: str, checkpoint_type: str, global_st
     if not bare:
         result.checkpoint_path = f"fake-gs://{job_id}/checkpoints/{checkpoint_id}"
         result.checkpoint_tag = checkpoint_id
-    return answers.render(result)
+    return render(result)
 
 
 def _peak_memory_wanted(sub: SubJobRec) -> bool:
@@ -105,30 +105,32 @@ class Training:
     def settings(self) -> FakeSettings:
         return self.store.settings
 
-    def admit_batch(self, request: dict[str, Any]) -> None:
-        """The engine's refusal of a batch it will not run, as a 400 at submission: over its
-        budget (``limit_exceeded`` naming the bound) or with a non-finite input
-        (``invalid_argument``)."""
+    def admit_batch(self, request: dict[str, Any]) -> Engine:
+        """The engine that will run the batch, once it has not refused it: its refusal is a
+        400 at submission, over its budget (``limit_exceeded`` naming the bound) or with a
+        non-finite input (``invalid_argument``)."""
+        engine = self.store.engine
         try:
-            self.store.engine.check_batch(request, self.settings.tiny_max_batch_tokens)
+            engine.check_batch(request, self.settings.tiny_max_batch_tokens)
         except BatchRefused as exc:
             code = ErrorCode.LIMIT_EXCEEDED if exc.limit else ErrorCode.INVALID_ARGUMENT
             loc = ("kwargs", exc.field) if exc.field else ()
             raise ApiError(code, str(exc), [detail_entry(loc, str(exc), exc.limit or "finite_number")]) from None
+        return engine
 
     def forward_backward(self, job: JobRec, obj: Any, group: ChunkGroup | None) -> RequestRec:
         """A decoded forward-backward frame: checked, then run once on the job's executor."""
         store, rules, settings = self.store, self.store.rules, self.settings
         trainer = training_sub_job(job)
         request = forward_object(obj, trainer.max_seq_len if rules.seq_len_checked else None)
-        self.admit_batch(request)
+        engine = self.admit_batch(request)
         proposed = settings.profile == "proposed" and rules.proposed_metrics_sent
         flip = rules.large_batch_loss_flipped and tensor_bytes(request) > LARGE_BATCH_BYTES
 
         def work() -> dict[str, Any]:
-            out = store.engine.forward_backward(job.job_id, request)
+            out = engine.forward_backward(job.job_id, request)
             loss = -float(out["avg_loss"]) if flip else float(out["avg_loss"])
-            answer = answers.render(m.ForwardBackwardResult(
+            answer = render(m.ForwardBackwardResult(
                 job_id=job.public_id, avg_loss=loss, metrics=full_metrics(out.get("metrics")) if proposed else {},
                 post_process_outputs=out.get("post_process_outputs") or {}))
             store.table.ran_frame(job, group, forward_backward=True)
@@ -139,11 +141,10 @@ class Training:
 
     def forward_work(self, job: JobRec, request: dict[str, Any], *, reference: bool) -> Any:
         """A forward pass's work (forward-no-grad and the forward operation)."""
-        self.admit_batch(request)
-        store, seams = self.store, self.settings.seams
+        engine, seams = self.admit_batch(request), self.settings.seams
 
         def work() -> dict[str, Any]:
-            out = store.engine.forward(job.job_id, request, reference=reference)
+            out = engine.forward(job.job_id, request, reference=reference)
             outputs = out.get("model_outputs")
             if isinstance(outputs, Mapping):
                 outputs = seams.rewrite(Rewrite.FORWARD_OUTPUTS, dict(outputs))
@@ -159,7 +160,7 @@ class Training:
 
         def work() -> dict[str, Any]:
             store.table.ran_frame(job, group, forward_backward=op == "forward_backward")
-            return answers.render(m.ForwardBackwardResult(job_id=job.public_id, avg_loss=0.0, metrics={},
+            return render(m.ForwardBackwardResult(job_id=job.public_id, avg_loss=0.0, metrics={},
                                                           post_process_outputs={}))
 
         return store.queue.submit(job, op, work)
@@ -188,7 +189,7 @@ class Training:
                 answer.metrics = full_metrics(out.get("metrics"))
             elif isinstance(applied, int):
                 answer.metrics = {"micro_batches": applied}
-            return outward.step_result(seams.rewrite(Rewrite.STEP_ANSWER, answers.render(answer)))
+            return outward.step_result(seams.rewrite(Rewrite.STEP_ANSWER, render(answer)))
 
         return store.queue.submit(job, "step", work)
 
@@ -261,6 +262,6 @@ class Training:
                                   checkpoint_type=ckpt.checkpoint_type)
             if source is not job:
                 answer.source_job_id = source.public_id
-            return answers.render(answer)
+            return render(answer)
 
         return store.queue.submit(job, "load", work)
