@@ -54,6 +54,11 @@ JUDGED: tuple[str, ...] = tuple(dict.fromkeys((*REQUEST_CLAUSES, *ANSWER_CLAUSES
 JUDGED_ON: dict[str, tuple[str, ...]] = {cid: REQUEST_SIDES.get(cid, ("server",)) for cid in JUDGED}
 #: Requests and jobs remembered for their state over time.
 KEPT = 20_000
+#: A result delivered as result-chunk events (spec §9.4) is held until its last page, then
+#: reassembled and judged, when its events' text is at most this long; the results held at
+#: once share :data:`RESULT_EVENTS_BUDGET` (the oldest, likely abandoned, give way first).
+RESULT_EVENTS_UP_TO = 16 * 1024 * 1024
+RESULT_EVENTS_BUDGET = 64 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -95,6 +100,7 @@ class Timeline:
         self.request_states: dict[str, str] = {}
         self.job_states: dict[str, str] = {}
         self.results_judged: set[str] = set()
+        self.chunked = ChunkedResults()
 
     def answered(self, ex: Exchange) -> None:
         if ex.status is None or ex.route is None:
@@ -144,14 +150,83 @@ class Timeline:
             self.request_states[rid] = state
             _trim(self.request_states)
         result = body.get("result")
-        if state in REQUEST_TERMINAL and result is not None and rid in self.ops and rid not in self.results_judged:
-            self.results_judged.add(rid)
-            op, job_id = self.ops[rid]
-            try:
-                decoded = _decoded(result)
-            except (Outlined, KeyError, TypeError, ValueError):
+        if state not in REQUEST_TERMINAL or rid not in self.ops or rid in self.results_judged:
+            return
+        if result is None:  # delivered as result-chunk events, or no result (yet)
+            result = self.chunked.page(rid, body.get("events"), last=not body.get("next_cursor"))
+            if result is None:
                 return
-            self.answers.result(op, job_id, decoded)
+        self.results_judged.add(rid)
+        op, job_id = self.ops[rid]
+        try:
+            decoded = _decoded(result)
+        except (Outlined, KeyError, TypeError, ValueError):
+            return
+        self.answers.result(op, job_id, decoded)
+
+
+class ChunkedResults:
+    """Results delivered as result-chunk events, held page by page until the last one, then
+    given back as the inline form of the frame they reassemble to (so one rule judges both).
+    Memory follows the events received, within :data:`RESULT_EVENTS_BUDGET`; a result past
+    :data:`RESULT_EVENTS_UP_TO`, one whose events a tape folded, or one that does not
+    reassemble (its chunks are POLL-CURSOR-1's and the client's to judge) is not judged."""
+
+    def __init__(self, up_to: int = RESULT_EVENTS_UP_TO, budget: int = RESULT_EVENTS_BUDGET) -> None:
+        self.up_to, self.budget = up_to, budget
+        #: Request id -> its events so far by payload sha256, or None: given up on.
+        self.held: dict[str, dict[str, dict[str, Any]] | None] = {}
+        #: Request id -> the text its held events take (the requests still held, oldest first).
+        self.sizes: dict[str, int] = {}
+
+    def page(self, rid: str, events: Any, last: bool) -> dict[str, Any] | None:
+        """One terminal page's events of ``rid``: the reassembled result's inline form on
+        the last page of a result held whole, else None."""
+        chunks = [dict(e) for e in events if isinstance(e, Mapping) and e.get("type") == "result_chunk"] \
+            if isinstance(events, list) else []
+        if rid not in self.held:
+            if not chunks:
+                return None
+            self.held[rid] = {}
+            while len(self.held) > KEPT:
+                oldest = next(iter(self.held))
+                del self.held[oldest]
+                self.sizes.pop(oldest, None)
+        if self.held.get(rid) is not None:
+            self._take(rid, chunks)
+        if not last:
+            return None
+        held = self.held.pop(rid, None)
+        self.sizes.pop(rid, None)
+        if not held:
+            return None
+        try:
+            return wire.inline_frame(wire.decode_result_chunk_events(list(held.values())))
+        except (wire.WireError, ValueError):
+            return None
+
+    def _take(self, rid: str, chunks: list[dict[str, Any]]) -> None:
+        texts = [chunk.get("payload_b64") for chunk in chunks]
+        before = self.sizes.get(rid, 0)
+        size = before + sum(len(text) for text in texts if isinstance(text, str))
+        if not all(isinstance(text, str) for text in texts) or size > min(self.up_to, self.budget):
+            self._give_up(rid)
+            return
+        for other in list(self.sizes):  # room: the oldest others give way first
+            if sum(self.sizes.values()) + size - before <= self.budget:
+                break
+            if other != rid:
+                self._give_up(other)
+        self.sizes[rid] = size
+        held = self.held[rid]
+        assert held is not None
+        for chunk in chunks:
+            held.setdefault(str(chunk.get("payload_sha256")), chunk)
+
+    def _give_up(self, rid: str) -> None:
+        """Stop holding ``rid``'s events: it will not be judged."""
+        self.held[rid] = None
+        self.sizes.pop(rid, None)
 
 
 class Outlined(Exception):

@@ -167,3 +167,8 @@ _TABLE: tuple[Mutant, ...] = (
 )
 
 MUTANTS: dict[str, Mutant] = {m.name: m for m in _TABLE}
+
+#: The table by name, as the fake names its rows: variations (``fake-gs --variation NAME``).
+VARIATIONS = MUTANTS
+#: A row of the table, as the fake names it.
+Variation = Mutant

@@ -1,20 +1,20 @@
-"""The seams where the fake's mutants act, so production code never asks for a mutant by name.
+"""The seams where the fake's variations act, so production code never asks for one by name.
 
-Each row of the mutant table (``fake_gs/controls/mutants.py``) names the seam points it acts at, as
-``seam:point``. A production module asks its seam one question per point and never learns
-which mutant answered:
+Each row of the variation table (the deliberate violations the fake can run with, beside
+this module) names the seam points it acts at, as ``seam:point``. A production module asks
+its seam one question per point and never learns which variation answered:
 
 - ``waive`` (:class:`Rule`): a rule the fake enforces is switched off;
   ``seams.enforces(Rule.CONTENT_TYPE)``.
 - ``bend`` (:class:`Bend`): a behaviour bent on purpose where the code would otherwise be
   right; ``seams.bends(Bend.CURSOR_SHIFTS)``.
 - ``rewrite`` (:class:`Rewrite`): an answer value rewritten just before it goes out;
-  ``value = seams.rewrite(Rewrite.CAPACITY, value)``, the effect being the mutant's row in
-  :data:`REWRITES`.
+  ``value = seams.rewrite(Rewrite.CAPACITY, value)``, the effect being the variation's row
+  in :data:`REWRITES`.
 - ``chunk``: a rule of the chunk-group machine waived or its decision transformed
   (``fake_gs/chunking/hooks.py`` holds the points and their effects).
 - ``engine`` (:class:`EngineQuirk`): a numeric bug the engine is built with.
-- ``client``: a mutant of the kit's client, applied by the conformance suite's own seam
+- ``client``: a variation of the kit's client, applied by the conformance suite's own seam
   around the client it drives; the fake ignores it.
 """
 
@@ -28,13 +28,10 @@ from typing import Any, TypeVar, cast
 
 from contract.errors import ErrorCode
 from contract.models import ErrorEnvelope
-from fake_gs.controls.mutants import LEGACY_ADMIN_PATH, LEGACY_FLAG, MUTANTS, Mutant
+from fake_gs.controls.mutants import LEGACY_ADMIN_PATH, LEGACY_FLAG, VARIATIONS
 
 T = TypeVar("T")
 
-#: The variations the fake can be started with (``--variation NAME``), by name: the rows of
-#: the mutant table (the conformance suite's kill score calls them mutants).
-VARIATIONS: Mapping[str, Mutant] = MUTANTS
 #: Older spellings still accepted (hidden, deprecated): of the ``--variation`` flag, and of
 #: the admin path listing the variations.
 VARIATION_FLAG_ALIASES: tuple[str, ...] = (LEGACY_FLAG,)
@@ -42,7 +39,7 @@ VARIATIONS_ADMIN_ALIASES: tuple[str, ...] = (LEGACY_ADMIN_PATH,)
 
 
 class Rule(StrEnum):
-    """A rule the fake enforces at one or a few points, which a ``waive`` mutant turns off."""
+    """A rule the fake enforces at one or a few points, which a ``waive`` variation turns off."""
 
     # addressing and errors
     CONTENT_TYPE = "content-type"  # wrong content types answer 415
@@ -96,7 +93,7 @@ class Rule(StrEnum):
 
 
 class Bend(StrEnum):
-    """A behaviour a ``bend`` mutant makes wrong at one or a few points."""
+    """A behaviour a ``bend`` variation makes wrong at one or a few points."""
 
     # addressing and errors
     ALLOW_ONE_ROUTE = "allow-one-route"  # a 405's Allow lists one matched route's methods
@@ -133,7 +130,7 @@ class Bend(StrEnum):
 
 
 class Rewrite(StrEnum):
-    """An answer value a ``rewrite`` mutant changes just before it goes out."""
+    """An answer value a ``rewrite`` variation changes just before it goes out."""
 
     ERROR_ENVELOPE = "error-envelope"
     SUBMIT_ANSWER = "submit-answer"
@@ -149,7 +146,7 @@ class Rewrite(StrEnum):
 
 
 class EngineQuirk(StrEnum):
-    """A numeric bug an engine is built with (the engine named in the mutant's row)."""
+    """A numeric bug an engine is built with (the engine named in the variation's row)."""
 
     LOGPROBS_UNSHIFTED = "logprobs-unshifted"
     SAMPLER_NOT_SYNCED = "sampler-not-synced"
@@ -195,13 +192,13 @@ def _validation_unnamed(found: ErrorEnvelope) -> ErrorEnvelope:
 
 @dataclass(frozen=True)
 class Rewriting:
-    """Where a ``rewrite`` mutant acts and what it does to the value there."""
+    """Where a ``rewrite`` variation acts and what it does to the value there."""
 
     point: Rewrite
     effect: Callable[[Any], Any]
 
 
-#: Mutant name -> its rewrite (the row's ``rewrite:`` point, with the effect applied there).
+#: Variation name -> its rewrite (the row's ``rewrite:`` point, with the effect applied there).
 REWRITES: Mapping[str, Rewriting] = {
     "job-not-found-miscoded": Rewriting(Rewrite.ERROR_ENVELOPE, _code_swapped),
     "validation-unnamed": Rewriting(Rewrite.ERROR_ENVELOPE, _validation_unnamed),
@@ -234,9 +231,9 @@ def _split(point: str) -> tuple[str, str]:
 
 @dataclass(frozen=True)
 class Seams:
-    """The seam points the running mutant acts at (none for the plain fake)."""
+    """The seam points the running variation acts at (none for the plain fake)."""
 
-    mutant: str | None
+    variation: str | None
     points: frozenset[tuple[str, str]]
     #: The rules switched off and the behaviours bent (``rule in seams.waived`` is
     #: ``not seams.enforces(rule)``).
@@ -244,22 +241,22 @@ class Seams:
     bent: frozenset[str] = frozenset()
 
     def enforces(self, rule: Rule) -> bool:
-        """Is ``rule`` in force (not waived by the running mutant)?"""
+        """Is ``rule`` in force (not waived by the running variation)?"""
         return rule not in self.waived
 
     def bends(self, bend: Bend) -> bool:
-        """Does the running mutant bend the behaviour at ``bend``?"""
+        """Does the running variation bend the behaviour at ``bend``?"""
         return bend in self.bent
 
     def rewrite(self, point: Rewrite, value: T) -> T:
-        """``value`` as it goes out at ``point``: rewritten when the running mutant acts there."""
-        rewriting = REWRITES.get(self.mutant or "")
+        """``value`` as it goes out at ``point``: rewritten when the running variation acts there."""
+        rewriting = REWRITES.get(self.variation or "")
         if rewriting is None or rewriting.point != point:
             return value
         return cast(T, rewriting.effect(value))
 
     def named(self, seam: str) -> frozenset[str]:
-        """The running mutant's points at ``seam`` (``chunk``, ``engine``)."""
+        """The running variation's points at ``seam`` (``chunk``, ``engine``)."""
         return frozenset(name for kind, name in self.points if kind == seam)
 
     def engine_quirks(self) -> frozenset[EngineQuirk]:
@@ -267,12 +264,12 @@ class Seams:
 
 
 @cache
-def seams_for(mutant: str | None) -> Seams:
-    """The seams of the fake running ``mutant`` (None, or a name the table does not know:
+def seams_for(variation: str | None) -> Seams:
+    """The seams of the fake running ``variation`` (None, or a name the table does not know:
     no point bent)."""
-    row = MUTANTS.get(mutant or "")
+    row = VARIATIONS.get(variation or "")
     points = frozenset(_split(point) for point in row.seams) if row is not None else frozenset()
-    return Seams(mutant if row is not None else None, points,
+    return Seams(variation if row is not None else None, points,
                  frozenset(name for seam, name in points if seam == "waive"),
                  frozenset(name for seam, name in points if seam == "bend"))
 
@@ -281,7 +278,7 @@ def unknown_points() -> list[str]:
     """Rows naming a seam or point no seam knows, or a rewrite without its effect (empty
     when the table is sound; the tests hold it so)."""
     wrong = []
-    for row in MUTANTS.values():
+    for row in VARIATIONS.values():
         for seam, name in map(_split, row.seams):
             known = KNOWN_POINTS.get(seam, frozenset())
             if known is not None and name not in known:

@@ -200,3 +200,43 @@ def test_a_bodiless_cancel_or_delete_is_a_success_and_a_bodiless_submit_is_not()
     found = verdicts(ex("POST", f"/{JOB}:cancel", 204), ex("DELETE", f"/{JOB}/checkpoints/c-1", 204))
     assert found["CANCEL-ACTIVE-1"].status == "green"
     assert verdicts(ex("POST", f"/{JOB}/step", 202, body={"learning_rate": 1e-5}))["REQ-SUBMIT-1"].status == "red"
+
+
+def _chunked_step(result: dict[str, Any], pages: int = 2) -> list[Exchange]:
+    """A step submitted, then its result polled as result-chunk events over ``pages`` pages."""
+    from contract.wire import min_chunk_bytes, result_chunk_events
+
+    frame = dumps(result)
+    events = result_chunk_events(frame, max_bytes=min_chunk_bytes(len(frame)) + len(frame) // pages)
+    assert len(events) >= pages
+    path, per = f"/{JOB}/requests/q1", -(-len(events) // pages)
+    out = [ex("POST", f"/{JOB}/step", 200, {"request_id": "q1", "job_id": JOB}, body={})]
+    for page in range(pages):
+        last = page == pages - 1
+        out.append(ex("GET", path + (f"?cursor=c-{page}" if page else ""), 200, {
+            "request_id": "q1", "status": "done", "created_at": "a", "updated_at": "b", "result": None,
+            "error": None, "events": events[page * per:(page + 1) * per], "next_cursor": None if last else f"c-{page + 1}"}))
+    return out
+
+
+def test_a_result_delivered_as_chunk_events_is_reassembled_and_judged() -> None:
+    assert verdicts(*_chunked_step({"global_steps": 1, "last_lr": 0.1}))["STEP-RESULT-1"].status == "green"
+    wrong = verdicts(*_chunked_step({"global_steps": "one", "last_lr": 0.1}))["STEP-RESULT-1"]
+    assert wrong.status == "red" and "global_steps" in wrong.examples[0]
+
+
+def test_chunk_events_held_past_their_bound_are_let_go_and_not_judged() -> None:
+    from conformance.judge.passive import ChunkedResults
+
+    judge = PassiveJudge()
+    judge.timeline.chunked = ChunkedResults(up_to=100)
+    for one in _chunked_step({"global_steps": 1, "last_lr": 0.1}):
+        judge.observe(one)
+    assert judge.findings()["STEP-RESULT-1"].status == "not seen"
+    assert judge.timeline.chunked.held == {} and judge.timeline.chunked.sizes == {}
+    # Within the budget, the oldest result held gives way to a newer one.
+    held = ChunkedResults(budget=2_000)
+    first, second = (_chunked_step({"global_steps": n, "last_lr": 0.1})[1] for n in (1, 2))
+    assert held.page("a", first.json["events"], last=False) is None
+    assert held.page("b", second.json["events"], last=False) is None
+    assert held.held["a"] is None and set(held.sizes) == {"b"} and sum(held.sizes.values()) <= 2_000
