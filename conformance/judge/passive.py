@@ -152,22 +152,25 @@ class Timeline:
         result = body.get("result")
         if state not in REQUEST_TERMINAL or rid not in self.ops or rid in self.results_judged:
             return
-        if result is None:  # delivered as result-chunk events, or no result (yet)
-            result = self.chunked.page(rid, body.get("events"), last=not body.get("next_cursor"))
-            if result is None:
+        if result is not None:
+            self.results_judged.add(rid)
+            try:
+                decoded = _decoded(result)
+            except (Outlined, KeyError, TypeError, ValueError):
                 return
-        self.results_judged.add(rid)
+        else:  # delivered as result-chunk events (held until the last page), or none at all
+            frame = self.chunked.page(rid, body.get("events"), last=not body.get("next_cursor"))
+            if frame is None:
+                return
+            self.results_judged.add(rid)
+            decoded = _frame_object(frame)
         op, job_id = self.ops[rid]
-        try:
-            decoded = _decoded(result)
-        except (Outlined, KeyError, TypeError, ValueError):
-            return
         self.answers.result(op, job_id, decoded)
 
 
 class ChunkedResults:
     """Results delivered as result-chunk events, held page by page until the last one, then
-    given back as the inline form of the frame they reassemble to (so one rule judges both).
+    given back as the frame they reassemble to.
     Memory follows the events received, within :data:`RESULT_EVENTS_BUDGET`; a result past
     :data:`RESULT_EVENTS_UP_TO`, one whose events a tape folded, or one that does not
     reassemble (its chunks are POLL-CURSOR-1's and the client's to judge) is not judged."""
@@ -179,9 +182,9 @@ class ChunkedResults:
         #: Request id -> the text its held events take (the requests still held, oldest first).
         self.sizes: dict[str, int] = {}
 
-    def page(self, rid: str, events: Any, last: bool) -> dict[str, Any] | None:
-        """One terminal page's events of ``rid``: the reassembled result's inline form on
-        the last page of a result held whole, else None."""
+    def page(self, rid: str, events: Any, last: bool) -> bytes | None:
+        """One terminal page's events of ``rid``: on the last page of a result held whole,
+        the frame they reassemble to, else None."""
         chunks = [dict(e) for e in events if isinstance(e, Mapping) and e.get("type") == "result_chunk"] \
             if isinstance(events, list) else []
         if rid not in self.held:
@@ -201,7 +204,7 @@ class ChunkedResults:
         if not held:
             return None
         try:
-            return wire.inline_frame(wire.decode_result_chunk_events(list(held.values())))
+            return wire.decode_result_chunk_events(list(held.values()))
         except (wire.WireError, ValueError):
             return None
 
@@ -250,13 +253,22 @@ def _from_outline(node: Any) -> Any:
     return node
 
 
+def _frame_object(frame: bytes) -> Any:
+    """The object a result frame holds; one that does not decode gives what it says instead
+    (which no result model accepts)."""
+    try:
+        return wire.loads(frame)
+    except (wire.WireError, ValueError) as exc:
+        return {"undecodable result frame": str(exc)}
+
+
 def _decoded(result: Any) -> Any:
     """A polled result: its JSON, or the object an inline DSSST1 frame holds (rebuilt from
     its outline when it comes from a tape). :class:`Outlined` when it cannot be known."""
     if isinstance(result, Mapping) and isinstance(result.get("payload_b64"), str):
         try:
-            return wire.loads(base64.b64decode(result["payload_b64"]))
-        except (binascii.Error, wire.WireError, ValueError) as exc:
+            return _frame_object(base64.b64decode(result["payload_b64"]))
+        except binascii.Error as exc:
             return {"undecodable inline frame": str(exc)}
     if isinstance(result, Mapping) and isinstance(result.get("$inline"), Mapping):
         frame = result["$inline"].get("frame")
