@@ -170,10 +170,10 @@ class Timeline:
 
 class ChunkedResults:
     """Results delivered as result-chunk events, held page by page until the last one, then
-    given back as the frame they reassemble to.
-    Memory follows the events received, within :data:`RESULT_EVENTS_BUDGET`; a result past
-    :data:`RESULT_EVENTS_UP_TO`, one whose events a tape folded, or one that does not
-    reassemble (its chunks are POLL-CURSOR-1's and the client's to judge) is not judged."""
+    given back as the frame they reassemble to. Memory follows the events received, within
+    :data:`RESULT_EVENTS_BUDGET`; a result past :data:`RESULT_EVENTS_UP_TO`, one whose events
+    a tape folded, or one that does not reassemble (its chunks are POLL-CURSOR-1's and the
+    client's to judge) is not judged."""
 
     def __init__(self, up_to: int = RESULT_EVENTS_UP_TO, budget: int = RESULT_EVENTS_BUDGET) -> None:
         self.up_to, self.budget = up_to, budget

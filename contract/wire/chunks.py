@@ -120,6 +120,7 @@ def chunk_span(idx: int, total: int, range_size: int, frame_size: int) -> tuple[
     start = idx * range_size
     return start, frame_size if idx == total - 1 else start + range_size
 
+
 class ChunkPlan:
     """How one frame travels: as is (``plain``), or as chunks each made of its chunk header
     followed by views of the frame's own bytes. Nothing is joined: a sender writes

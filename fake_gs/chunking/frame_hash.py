@@ -2,8 +2,8 @@
 chunks arrive (spec §9.3: ``frame_sha256`` is the whole frame's).
 
 The next chunk in frame order is hashed as it streams in: the payload stage
-(:mod:`fake_gs.chunking.payload`) takes the hash for it (``streaming``), marks the digest and
-feeds it the chunk's spans. Once the chunk's fate is decided the judge settles the hash
+(:mod:`fake_gs.chunking.payload`) takes the hash for it (``streaming``), marks the digest
+and feeds it the chunk's spans. Once the chunk's fate is decided the judge settles the hash
 (:meth:`FrameHash.settle`): a kept chunk moves the frame order on, and the chunks already in
 that now follow it are fed (:meth:`FrameHash.catch_up`); a chunk not kept is rolled back
 out. The final chunk's outcome reads the digest. The hashing itself runs off the loop
@@ -22,7 +22,8 @@ from fake_gs.digest import OrderedDigest
 @dataclass
 class FrameHash:
     """The frame's running hash: ``next`` is the chunk whose bytes go in next, ``streaming``
-    the chunk being hashed as it arrives (the digest was marked at its first byte), if any."""
+    the chunk being hashed as it arrives (the digest was marked before its first byte), if
+    any."""
 
     #: The frame's sha256 so far (``OrderedDigest(hashlib.sha256())``).
     digest: OrderedDigest

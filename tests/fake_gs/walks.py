@@ -16,9 +16,9 @@ A walk starts at the route's handler: the border before it (``EDGE``: the ASGI a
 connection, the middleware, authentication, the dispatch and fault rules, the traffic
 log) is the same for every route and not counted, nor are the modules every line reads
 as vocabulary (``VOCABULARY``: records, refusals, answers' rendering, the clock, the
-settings), the tools
-that know nothing of the API (``TOOLS``: the executors, the threaded digest, heap
-trimming) and the engine, whose numbers are the model's and not the fake's rules.
+settings), the tools that know nothing of the API (``TOOLS``: the executors, the threaded
+digest, heap trimming) and the engine, whose numbers are the model's and not the fake's
+rules.
 
 Run ``python tests/fake_gs/walks.py`` to print the walks.
 """
